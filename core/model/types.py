@@ -1,0 +1,215 @@
+"""Static Warp types as the kernel model sees them.
+
+Every type is a small frozen dataclass; ``UNKNOWN`` is what inference returns whenever it
+is not sure. Rules must treat ``UNKNOWN`` as "could be anything" and never fire on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLOAT_SCALARS = ("float16", "float32", "float64")
+INT_SCALARS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+SCALAR_NAMES = (*FLOAT_SCALARS, *INT_SCALARS, "bool")
+
+# Python spellings Warp accepts as scalar annotations / dtypes
+SCALAR_ALIASES = {
+    "float": "float32",
+    "int": "int32",
+    "bool": "bool",
+    "half": "float16",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    **{n: n for n in INT_SCALARS},
+}
+
+_VECTOR_SUFFIX = {"h": "float16", "f": "float32", "d": "float64", "i": "int32", "ui": "uint32", "b": "int8",
+                  "ub": "uint8", "s": "int16", "us": "uint16", "l": "int64", "ul": "uint64"}
+
+
+@dataclass(frozen=True)
+class UnknownType:
+    def __str__(self) -> str:
+        return "?"
+
+
+UNKNOWN = UnknownType()
+
+
+@dataclass(frozen=True)
+class Scalar:
+    name: str
+
+    @property
+    def is_float(self) -> bool:
+        return self.name in FLOAT_SCALARS
+
+    @property
+    def is_int(self) -> bool:
+        return self.name in INT_SCALARS
+
+    @property
+    def byte_size(self) -> int:
+        if self.name == "bool":
+            return 1
+        digits = "".join(c for c in self.name if c.isdigit())
+        return int(digits) // 8
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Vector:
+    length: int
+    dtype: Scalar
+
+    @property
+    def byte_size(self) -> int:
+        return self.length * self.dtype.byte_size
+
+    def __str__(self) -> str:
+        return f"vector(length={self.length}, dtype={self.dtype})"
+
+
+@dataclass(frozen=True)
+class Matrix:
+    rows: int
+    cols: int
+    dtype: Scalar
+
+    @property
+    def byte_size(self) -> int:
+        return self.rows * self.cols * self.dtype.byte_size
+
+    def __str__(self) -> str:
+        return f"matrix(shape=({self.rows}, {self.cols}), dtype={self.dtype})"
+
+
+@dataclass(frozen=True)
+class Quaternion:
+    dtype: Scalar
+
+    @property
+    def byte_size(self) -> int:
+        return 4 * self.dtype.byte_size
+
+    def __str__(self) -> str:
+        return f"quaternion(dtype={self.dtype})"
+
+
+@dataclass(frozen=True)
+class Transform:
+    dtype: Scalar
+
+    @property
+    def byte_size(self) -> int:
+        return 7 * self.dtype.byte_size
+
+    def __str__(self) -> str:
+        return f"transformation(dtype={self.dtype})"
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Array:
+    dtype: WarpType
+    ndim: int = 1
+    kind: str = "array"  # array, indexedarray, fabricarray, ...
+
+    def __str__(self) -> str:
+        return f"{self.kind}(dtype={self.dtype}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class Tile:
+    dtype: WarpType
+    # None for an extent the model could not fold to a constant
+    shape: tuple[int | None, ...] | None = None
+    storage: str = "register"
+
+    def __str__(self) -> str:
+        shape = "?" if self.shape is None else "(" + ", ".join("?" if s is None else str(s) for s in self.shape) + ")"
+        return f"tile(dtype={self.dtype}, shape={shape})"
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """The type object itself used as a value, e.g. ``wp.float16`` in ``dtype=wp.float16``."""
+
+    of: WarpType
+
+    def __str__(self) -> str:
+        return f"type[{self.of}]"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    elements: tuple[WarpType, ...]
+
+    def __str__(self) -> str:
+        return "tuple[" + ", ".join(map(str, self.elements)) + "]"
+
+
+WarpType = (
+    UnknownType | Scalar | Vector | Matrix | Quaternion | Transform | Struct | Array | Tile | TypeRef | TupleType
+)
+
+INT32 = Scalar("int32")
+FLOAT32 = Scalar("float32")
+FLOAT64 = Scalar("float64")
+BOOL = Scalar("bool")
+
+
+def scalar_of(t: WarpType) -> Scalar | None:
+    """The scalar type underlying ``t`` (a vector's or matrix's element type), if known."""
+    if isinstance(t, Scalar):
+        return t
+    if isinstance(t, Vector | Matrix | Quaternion | Transform):
+        return t.dtype
+    return None
+
+
+def byte_size(t: WarpType) -> int | None:
+    if isinstance(t, Scalar | Vector | Matrix | Quaternion | Transform):
+        return t.byte_size
+    return None
+
+
+def named_warp_type(name: str) -> WarpType:
+    """Resolve a ``warp.<name>`` type name (``float16``, ``vec3``, ``mat33d``, ``quatf``, ``transform``...)."""
+    if name in SCALAR_ALIASES:
+        return Scalar(SCALAR_ALIASES[name])
+    for prefix, kind in (("vec", "vec"), ("mat", "mat"), ("quat", "quat"), ("transform", "transform"),
+                         ("spatial_vector", "svec"), ("spatial_matrix", "smat")):
+        if not name.startswith(prefix):
+            continue
+        rest = name[len(prefix):]
+        if kind == "svec":
+            return Vector(6, Scalar(_VECTOR_SUFFIX.get(rest, "float32")) if rest in ("", *_VECTOR_SUFFIX) else FLOAT32)
+        if kind == "smat":
+            return Matrix(6, 6, Scalar(_VECTOR_SUFFIX.get(rest, "float32")) if rest in ("", *_VECTOR_SUFFIX) else FLOAT32)
+        if kind in ("quat", "transform"):
+            if rest == "" or rest in _VECTOR_SUFFIX:
+                dtype = Scalar(_VECTOR_SUFFIX[rest]) if rest else FLOAT32
+                return Quaternion(dtype) if kind == "quat" else Transform(dtype)
+            return UNKNOWN
+        digits = "".join(c for c in rest if c.isdigit())
+        suffix = rest[len(digits):]
+        if not digits or (suffix and suffix not in _VECTOR_SUFFIX):
+            return UNKNOWN
+        dtype = Scalar(_VECTOR_SUFFIX[suffix]) if suffix else FLOAT32
+        if kind == "vec":
+            return Vector(int(digits), dtype)
+        if len(digits) == 2:
+            return Matrix(int(digits[0]), int(digits[1]), dtype)
+        return UNKNOWN
+    return UNKNOWN
