@@ -1,0 +1,257 @@
+"""Contracts: what "correct" and "fast enough" mean for one Warp kernel.
+
+A contract is plain Python next to the kernel (or in a sibling ``<module>_contract.py``)::
+
+    import numpy as np
+    from warp_harness.contract import Contract, Tolerance
+
+    def make_inputs(n, rng):
+        return {"x": rng.standard_normal(n).astype(np.float32),
+                "y": np.empty(n, np.float32),          # an output: poisoned with NaN before each launch
+                "a": np.float32(2.0)}
+
+    scale_contract = Contract(
+        kernel="scale",                    # the kernel's name in its module (or the kernel object)
+        reference=lambda x, a: {"y": a * x},   # numpy, called with float64 copies of the inputs
+        inputs=make_inputs,
+        sizes=[1, 17, 1024, 65536],
+        outputs=["y"],
+        tolerance=Tolerance(rtol=1e-5, atol=1e-6),
+        bytes=lambda n: 8 * n,
+        targets=["latency_us <= 200"],
+    )
+
+The daemon finds every module-level ``Contract`` (and the items of a ``__contracts__``
+list). This module never imports Warp, so the static tier can import it cheaply.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Inputs = dict[str, Any]
+InputGenerator = Callable[[int, Any], Inputs]  # (size, numpy Generator) -> {param name: value}
+Reference = Callable[..., Any]
+Constraint = Callable[[Inputs], bool]
+
+DEFAULT_RTOL = 1e-4
+DEFAULT_ATOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """``|out - ref| <= atol + rtol * |ref|``, evaluated in float64."""
+
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+
+    def __post_init__(self) -> None:
+        if self.rtol < 0 or self.atol < 0:
+            raise ValueError(f"tolerances must be non-negative, got rtol={self.rtol}, atol={self.atol}")
+
+
+@dataclass(frozen=True)
+class EdgeCase:
+    """Inputs that stress a corner (huge magnitudes, zeros, denormals ...), run at ``size``."""
+
+    name: str
+    inputs: InputGenerator
+    size: int | None = None  # None: the smallest size in the contract that is >= 16, else the largest
+
+
+_TARGET_RE = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*(>=|<=|==|>|<)\s*([-+0-9.eE]+)\s*$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge,
+    "<=": operator.le,
+    ">": operator.gt,
+    "<": operator.lt,
+    "==": operator.eq,
+}
+# metrics the benchmark stage measures
+METRICS = {
+    "latency_us": "median time per launch in microseconds",
+    "time_ms": "median time per launch in milliseconds",
+    "bandwidth_gbs": "achieved bandwidth in GB/s (needs `bytes`)",
+    "bandwidth_util": "achieved bandwidth / the profile's peak bandwidth (needs `bytes`)",
+    "gflops": "achieved GFLOP/s (needs `flops`)",
+    "flops_util": "achieved FLOP rate / the profile's peak FLOP rate (needs `flops`)",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A performance target such as ``bandwidth_util >= 0.8`` or ``latency_us <= 12``."""
+
+    metric: str
+    op: str
+    value: float
+
+    @classmethod
+    def parse(cls, text: str) -> Target:
+        m = _TARGET_RE.match(text)
+        if not m:
+            raise ValueError(f"cannot parse performance target {text!r}; write e.g. 'bandwidth_util >= 0.8'")
+        metric, op, value = m.group(1), m.group(2), m.group(3)
+        if metric not in METRICS:
+            raise ValueError(f"unknown metric {metric!r} in target {text!r}; known: {', '.join(METRICS)}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"target {text!r}: {value!r} is not a number") from None
+        return cls(metric, op, number)
+
+    def holds(self, measured: float) -> bool:
+        return _OPS[self.op](measured, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.metric} {self.op} {self.value:g}"
+
+
+def kernel_name(kernel: Any) -> str:
+    """The name a contract refers to: a string as given, or a Warp kernel's function name."""
+    if isinstance(kernel, str):
+        return kernel
+    func = getattr(kernel, "func", None)
+    name = getattr(func, "__name__", None) or getattr(kernel, "key", None) or getattr(kernel, "__name__", None)
+    if not isinstance(name, str):
+        raise TypeError(f"contract kernel must be a kernel or its name, got {kernel!r}")
+    return name
+
+
+@dataclass(frozen=True, eq=False)
+class Contract:
+    kernel: Any  # the @wp.kernel object or its name in the module
+    reference: Reference
+    inputs: InputGenerator
+    outputs: Sequence[str]
+    sizes: Sequence[int] = (1, 7, 64, 1000)
+    # outputs that also carry input values (not poisoned, passed to the reference)
+    inplace: Sequence[str] = ()
+    # launch dimension: an int/tuple, or (size, inputs) -> int | tuple; default: shape of the first output
+    dim: Any = None
+    # (description, predicate over the inputs) pairs, or bare predicates
+    constraints: Sequence[Any] = ()
+    # one Tolerance, or {"cpu": ..., "cuda": ..., "cuda:1": ..., "default": ...}
+    tolerance: Tolerance | Mapping[str, Tolerance] = field(default_factory=Tolerance)
+    edge_cases: Sequence[EdgeCase] = ()
+    bytes: Callable[[int], float] | None = None
+    flops: Callable[[int], float] | None = None
+    targets: Sequence[str] = ()
+    bench_size: int | None = None  # default: the largest size
+    name: str | None = None  # shown in reports; default: the kernel name
+
+    def __post_init__(self) -> None:
+        if not callable(self.reference):
+            raise TypeError("Contract.reference must be callable")
+        if not callable(self.inputs):
+            raise TypeError("Contract.inputs must be callable: (size, rng) -> {name: array}")
+        if isinstance(self.outputs, str):
+            object.__setattr__(self, "outputs", (self.outputs,))
+        if not self.outputs:
+            raise ValueError("Contract.outputs must name at least one output parameter")
+        if not self.sizes or any(not isinstance(s, int) or s < 1 for s in self.sizes):
+            raise ValueError(f"Contract.sizes must be positive integers, got {self.sizes!r}")
+        object.__setattr__(self, "sizes", tuple(sorted(set(self.sizes))))
+        for t in self.targets:
+            Target.parse(t)  # fail at definition time, not in the daemon
+        unknown = set(self.inplace) - set(self.outputs)
+        if unknown:
+            raise ValueError(f"Contract.inplace names {sorted(unknown)}, which are not outputs")
+        kernel_name(self.kernel)
+
+    @property
+    def kernel_name(self) -> str:
+        return kernel_name(self.kernel)
+
+    @property
+    def label(self) -> str:
+        return self.name or self.kernel_name
+
+    def parsed_targets(self) -> list[Target]:
+        return [Target.parse(t) for t in self.targets]
+
+    def tolerance_for(self, device: str) -> Tolerance:
+        """The tolerance for ``device``: exact alias, then its kind (``cuda``), then ``default``."""
+        if isinstance(self.tolerance, Tolerance):
+            return self.tolerance
+        kind = device.split(":")[0]
+        for key in (device, kind, "default", "*"):
+            if key in self.tolerance:
+                return self.tolerance[key]
+        return Tolerance()
+
+    def check_constraints(self, inputs: Inputs) -> str | None:
+        """The description of the first violated validity constraint, or None."""
+        for i, item in enumerate(self.constraints):
+            if isinstance(item, tuple):
+                description, predicate = item
+            else:
+                description, predicate = getattr(item, "__doc__", None) or f"constraint #{i + 1}", item
+            if not predicate(inputs):
+                return str(description)
+        return None
+
+    def edge_case_size(self, case: EdgeCase) -> int:
+        if case.size is not None:
+            return case.size
+        return next((s for s in self.sizes if s >= 16), self.sizes[-1])
+
+    @property
+    def benchmark_size(self) -> int:
+        return self.bench_size if self.bench_size is not None else self.sizes[-1]
+
+
+def define(
+    kernel: Any,
+    *,
+    inputs: InputGenerator,
+    outputs: Sequence[str],
+    **options: Any,
+) -> Callable[[Reference], Contract]:
+    """Decorator form: the decorated numpy function becomes the reference of a Contract."""
+
+    def wrap(reference: Reference) -> Contract:
+        return Contract(kernel=kernel, reference=reference, inputs=inputs, outputs=outputs, **options)
+
+    return wrap
+
+
+def discover(namespace: Mapping[str, Any]) -> list[Contract]:
+    """Every Contract a module defines at top level or lists in ``__contracts__``, in order, once."""
+    found: list[Contract] = []
+    seen: set[int] = set()
+
+    def add(obj: Any) -> None:
+        if isinstance(obj, Contract) and id(obj) not in seen:
+            seen.add(id(obj))
+            found.append(obj)
+
+    for value in list(namespace.values()):
+        add(value)
+    extra = namespace.get("__contracts__")
+    if isinstance(extra, list | tuple):
+        for item in extra:
+            add(item)
+    return found
+
+
+SIBLING_SUFFIXES = ("_contract", "_contracts")
+
+
+__all__ = [
+    "DEFAULT_ATOL",
+    "DEFAULT_RTOL",
+    "METRICS",
+    "SIBLING_SUFFIXES",
+    "Contract",
+    "EdgeCase",
+    "Target",
+    "Tolerance",
+    "define",
+    "discover",
+    "kernel_name",
+]

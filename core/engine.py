@@ -1,0 +1,178 @@
+"""The static tier: source text -> model -> every enabled rule -> ordered, filtered records."""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from warp_harness.config import Settings, is_excluded, load_settings
+from warp_harness.model.module import ModuleModel, build_model
+from warp_harness.model.source import ParsedSource, SyntaxIssue, decode_source, parse_source
+from warp_harness.output.model import FileResult
+from warp_harness.record import Location, Record, Severity, Stage
+from warp_harness.suppressions import Suppressions
+
+if TYPE_CHECKING:
+    from warp_harness.builtins import BuiltinTable
+
+SYNTAX_RULE = "WH000"
+INTERNAL_RULE = "WH999"
+_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
+              ".mypy_cache", ".ruff_cache", ".pytest_cache", ".warp-harness", "build", "dist", ".eggs"}
+
+
+@dataclass
+class Analysis:
+    records: list[Record]
+    model: ModuleModel | None
+    source: ParsedSource | None
+
+
+def _builtins() -> BuiltinTable:
+    from warp_harness.builtins import load_table
+
+    return load_table()
+
+
+def _syntax_record(path: str, issue: SyntaxIssue) -> Record:
+    return Record(
+        stage=Stage.SYNTAX,
+        rule=SYNTAX_RULE,
+        severity=Severity.ERROR,
+        location=Location(path, issue.line, issue.col, issue.end_line or issue.line,
+                          issue.end_col if issue.end_col is not None else issue.col + 1),
+        message=f"syntax error: {issue.message}",
+        hint="the rest of the file is still checked; kernels in the statement with the error are skipped",
+        priority=100,
+    )
+
+
+def _resolve_conflicts(records: list[Record]) -> list[Record]:
+    """Two rules on exactly the same span: keep the higher-priority one."""
+    best: dict[tuple[int, int, int | None, int | None], Record] = {}
+    unplaced: list[Record] = []
+    for record in records:
+        loc = record.location
+        if record.stage is not Stage.CONSTRAINT:
+            unplaced.append(record)
+            continue
+        key = (loc.line, loc.col, loc.end_line, loc.end_col)
+        current = best.get(key)
+        if current is None or record.priority > current.priority:
+            best[key] = record
+        elif record.priority == current.priority and record.rule != current.rule:
+            unplaced.append(record)
+    return [*best.values(), *unplaced]
+
+
+def analyse_source(text: str, path: str = "<memory>", settings: Settings | None = None,
+                   overrides: Mapping[str, Any] | None = None,
+                   builtins: BuiltinTable | None = None) -> Analysis:
+    """Run the static tier on one file's text. Never raises on bad input."""
+    from warp_harness.rules import all_rules
+    from warp_harness.rules.base import RuleContext
+    from warp_harness.rules.hardware import load_profile
+
+    settings = settings or Settings()
+    if overrides:
+        settings = settings.merged(overrides)
+    parsed = parse_source(text)
+    records: list[Record] = []
+    if parsed.syntax_error is not None:
+        records.append(_syntax_record(path, parsed.syntax_error))
+    table = builtins or _builtins()
+    model = build_model(text, path, table, parsed)
+    if model.kernels or model.launches:
+        ctx = RuleContext(model, load_profile(settings.target), table, settings)
+        for rule in all_rules():
+            if not settings.rule_enabled(rule.id):
+                continue
+            try:
+                records.extend(rule.check(ctx))
+            except Exception as exc:  # a broken rule must not take the others down
+                frame = traceback.extract_tb(exc.__traceback__)[-1]
+                records.append(Record(
+                    stage=Stage.INTERNAL, rule=INTERNAL_RULE, severity=Severity.WARNING,
+                    location=Location(path, 1, 0, 1, 0),
+                    message=f"internal error in rule {rule.id} ({type(exc).__name__}: {exc}) at "
+                            f"{Path(frame.filename).name}:{frame.lineno}; the other rules still ran",
+                    hint="please report this with the file that triggers it",
+                ))
+    suppressions = Suppressions.from_lines(parsed.lines)
+    kept = [r for r in _resolve_conflicts(records) if not suppressions.is_suppressed(r)]
+    kept = [r.with_severity(settings.severity[r.rule]) if r.rule in settings.severity else r for r in kept]
+    kept.sort(key=Record.sort_key)
+    return Analysis(kept, model, parsed)
+
+
+def check_bytes(data: bytes, path: str, settings: Settings | None = None,
+                builtins: BuiltinTable | None = None) -> FileResult:
+    text, problem = decode_source(data)
+    if text is None:
+        assert problem is not None
+        return FileResult(path, (_syntax_record(path, problem),), None)
+    analysis = analyse_source(text, path, settings, builtins=builtins)
+    return FileResult(path, tuple(analysis.records), tuple(line.rstrip("\r\n") for line in analysis.source.lines)
+                      if analysis.source else None)
+
+
+def check_file(path: Path, overrides: Mapping[str, Any] | None = None, display_path: str | None = None,
+               builtins: BuiltinTable | None = None) -> FileResult:
+    settings = load_settings(path, overrides)
+    shown = display_path or _display(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return FileResult(shown, (Record(
+            stage=Stage.SYNTAX, rule=SYNTAX_RULE, severity=Severity.ERROR, location=Location(shown, 1, 0),
+            message=f"cannot read file: {exc.strerror or exc}"),), None)
+    return check_bytes(data, shown, settings, builtins)
+
+
+def _display(path: Path) -> str:
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None = None) -> Iterator[Path]:
+    """Python files under ``paths``; explicitly named files are always included."""
+    seen: set[Path] = set()
+    for root in paths:
+        if root.is_file():
+            if root.resolve() not in seen:
+                seen.add(root.resolve())
+                yield root
+            continue
+        if not root.is_dir():
+            continue
+        settings = load_settings(root, overrides)
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info")
+                             and not is_excluded(Path(folder) / d, settings))
+            for name in sorted(files):
+                if not name.endswith((".py", ".pyi")) or name.endswith(".pyi"):
+                    continue
+                file = Path(folder) / name
+                if is_excluded(file, settings) or file.resolve() in seen:
+                    continue
+                seen.add(file.resolve())
+                yield file
+
+
+def check_paths(paths: Sequence[Path], overrides: Mapping[str, Any] | None = None) -> list[FileResult]:
+    table = _builtins()
+    return [check_file(p, overrides, builtins=table) for p in iter_python_files(paths, overrides)]
+
+
+def missing_paths(paths: Sequence[Path]) -> list[Path]:
+    return [p for p in paths if not p.exists()]
+
+
+__all__ = ["Analysis", "analyse_source", "check_bytes", "check_file", "check_paths", "iter_python_files",
+           "missing_paths", "replace"]

@@ -1,0 +1,71 @@
+"""Which names in a module refer to Warp (``import warp as wp``, ``import warp``, ``from warp import kernel``)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ImportMap:
+    # local name -> dotted module path, for `import warp as wp`, `import math`, `import numpy as np`
+    modules: dict[str, str] = field(default_factory=dict)
+    # local name -> dotted path of the imported object, for `from warp import kernel as k`
+    objects: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_tree(cls, tree: ast.Module) -> ImportMap:
+        result = cls()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        result.modules[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        result.modules[top] = top
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name == "*":
+                        continue
+                    local = alias.asname or alias.name
+                    result.objects[local] = f"{node.module}.{alias.name}"
+        return result
+
+    @property
+    def uses_warp(self) -> bool:
+        return any(m == "warp" or m.startswith("warp.") for m in self.modules.values()) or any(
+            o.startswith("warp.") for o in self.objects.values()
+        )
+
+    def dotted(self, node: ast.expr) -> str | None:
+        """The full dotted path an expression names (``wp.tile_load`` -> ``warp.tile_load``)."""
+        if isinstance(node, ast.Name):
+            if node.id in self.objects:
+                return self.objects[node.id]
+            return self.modules.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def warp_name(self, node: ast.expr) -> str | None:
+        """The name inside Warp's namespace (``tile_load``, ``types.vector``), or None if not Warp's."""
+        path = self.dotted(node)
+        if path is None:
+            return None
+        for prefix in ("warp._src.", "warp."):
+            if path.startswith(prefix):
+                name = path[len(prefix):]
+                for sub in ("types.", "context.", "builtins.", "math.", "lang."):
+                    if name.startswith(sub) and name.count(".") == 1:
+                        return name[len(sub):]
+                return name
+        return None
+
+    def math_name(self, node: ast.expr) -> str | None:
+        """``sqrt`` for ``math.sqrt`` (Warp maps the math module's functions onto its builtins)."""
+        path = self.dotted(node)
+        if path is not None and path.startswith("math.") and path.count(".") == 1:
+            return path[5:]
+        return None

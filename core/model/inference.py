@@ -1,0 +1,398 @@
+"""A small, conservative type inference over a kernel or function body.
+
+It follows Warp's own rules where they are strict: a literal ``1`` is int32 and ``1.0`` is
+float32 (no promotion: ``float16 * 2.0`` does not compile), array elements have the array's
+dtype, ``wp.tid()`` gives int32s. Whenever it is unsure it answers ``UNKNOWN``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from warp_harness.model.annotations import AnnotationResolver
+from warp_harness.model.constants import Value, fold
+from warp_harness.model.imports import ImportMap
+from warp_harness.model.kernel import KernelDef, StructDef
+from warp_harness.model.types import (
+    BOOL,
+    FLOAT32,
+    INT32,
+    SCALAR_ALIASES,
+    UNKNOWN,
+    Array,
+    Matrix,
+    Quaternion,
+    Scalar,
+    Struct,
+    Tile,
+    Transform,
+    TupleType,
+    TypeRef,
+    Vector,
+    WarpType,
+    named_warp_type,
+)
+
+
+class ReturnTypes(Protocol):
+    """What inference needs from the builtin table."""
+
+    def return_type(self, name: str, args: list[WarpType], kwargs: dict[str, WarpType]) -> WarpType: ...
+
+
+class NoReturnTypes:
+    def return_type(self, name: str, args: list[WarpType], kwargs: dict[str, WarpType]) -> WarpType:
+        return UNKNOWN
+
+
+_COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+_TILE_CREATORS = {"tile_zeros", "tile_ones", "tile_full", "tile_empty", "tile_load", "tile_arange"}
+_PY_BUILTIN_TO_WARP = {"min": "min", "max": "max", "abs": "abs", "round": "round", "pow": "pow"}
+
+
+@dataclass
+class KernelTypes:
+    """Types of every expression node (by id) and of every local variable of one kernel."""
+
+    kernel: KernelDef
+    expr: dict[int, WarpType] = field(default_factory=dict)
+    variables: dict[str, WarpType] = field(default_factory=dict)
+    # names bound to the result of wp.tid(): name -> position in the unpacked tuple (0 = slowest axis)
+    tid_vars: dict[str, int] = field(default_factory=dict)
+    # each wp.tid() call's assignment: (call node, number of names it is unpacked into)
+    tid_unpacks: list[tuple[ast.Call, int]] = field(default_factory=list)
+
+    def of(self, node: ast.expr) -> WarpType:
+        return self.expr.get(id(node), UNKNOWN)
+
+
+class Inference:
+    def __init__(self, kernel: KernelDef, imports: ImportMap, constants: Mapping[str, Value],
+                 resolver: AnnotationResolver, structs: Mapping[str, StructDef],
+                 builtins: ReturnTypes, funcs: Mapping[str, KernelDef]) -> None:
+        self.kernel = kernel
+        self.imports = imports
+        self.constants = constants
+        self.resolver = resolver
+        self.structs = structs
+        self.builtins = builtins
+        self.funcs = funcs
+        self.result = KernelTypes(kernel)
+        self.env: dict[str, WarpType] = {p.name: p.type for p in kernel.params}
+        self._conflicts: set[str] = set()
+
+    def run(self) -> KernelTypes:
+        self._block(self.kernel.node.body)
+        self.result.variables = dict(self.env)
+        return self.result
+
+    # statements -------------------------------------------------------------------------------
+    def _block(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            try:
+                self._stmt(stmt)
+            except RecursionError:
+                return
+
+    def _bind(self, name: str, t: WarpType) -> None:
+        if name in self._conflicts:
+            return
+        previous = self.env.get(name)
+        if previous is None or previous == t:
+            self.env[name] = t
+        else:
+            # Warp refuses a variable changing type; don't guess which one is meant
+            self.env[name] = UNKNOWN
+            self._conflicts.add(name)
+
+    def _stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Assign):
+            value_type = self.expr(stmt.value)
+            for target in stmt.targets:
+                self._assign(target, stmt.value, value_type)
+        elif isinstance(stmt, ast.AnnAssign):
+            declared = self.resolver.resolve(stmt.annotation)
+            if stmt.value is not None:
+                self.expr(stmt.value)
+            if isinstance(stmt.target, ast.Name):
+                self._bind(stmt.target.id, declared)
+            else:
+                self.expr(stmt.target)
+        elif isinstance(stmt, ast.AugAssign):
+            self.expr(stmt.value)
+            self.expr(stmt.target)
+        elif isinstance(stmt, ast.For):
+            self.expr(stmt.iter)
+            loop_type: WarpType = UNKNOWN
+            if isinstance(stmt.iter, ast.Call) and isinstance(stmt.iter.func, ast.Name) \
+                    and stmt.iter.func.id == "range":
+                loop_type = INT32
+            if isinstance(stmt.target, ast.Name):
+                self._bind(stmt.target.id, loop_type)
+            self._block(stmt.body)
+            self._block(stmt.orelse)
+        elif isinstance(stmt, ast.While):
+            self.expr(stmt.test)
+            self._block(stmt.body)
+            self._block(stmt.orelse)
+        elif isinstance(stmt, ast.If):
+            self.expr(stmt.test)
+            self._block(stmt.body)
+            self._block(stmt.orelse)
+        elif isinstance(stmt, ast.Expr | ast.Return):
+            if stmt.value is not None:
+                self.expr(stmt.value)
+        elif isinstance(stmt, ast.With):
+            for item in stmt.items:
+                self.expr(item.context_expr)
+            self._block(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            self._block(stmt.body)
+            for handler in stmt.handlers:
+                self._block(handler.body)
+            self._block(stmt.orelse)
+            self._block(stmt.finalbody)
+        elif isinstance(stmt, ast.Assert):
+            self.expr(stmt.test)
+
+    def _assign(self, target: ast.expr, value: ast.expr, value_type: WarpType) -> None:
+        if isinstance(target, ast.Name):
+            self._bind(target.id, value_type)
+            if self._is_tid_call(value):
+                assert isinstance(value, ast.Call)
+                self.result.tid_vars[target.id] = 0
+                self.result.tid_unpacks.append((value, 1))
+        elif isinstance(target, ast.Tuple | ast.List):
+            if self._is_tid_call(value):
+                assert isinstance(value, ast.Call)
+                self.result.tid_unpacks.append((value, len(target.elts)))
+                for position, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name):
+                        self._bind(element.id, INT32)
+                        if element.id != "_":
+                            self.result.tid_vars[element.id] = position
+                return
+            elements = value_type.elements if isinstance(value_type, TupleType) else ()
+            for position, element in enumerate(target.elts):
+                element_type = elements[position] if position < len(elements) else UNKNOWN
+                if isinstance(element, ast.Name):
+                    self._bind(element.id, element_type)
+                else:
+                    self.expr(element)
+        else:
+            self.expr(target)
+
+    def _is_tid_call(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Call) and self.imports.warp_name(node.func) == "tid"
+
+    # expressions ------------------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> WarpType:
+        t = self._expr(node)
+        self.result.expr[id(node)] = t
+        return t
+
+    def _expr(self, node: ast.expr) -> WarpType:
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, bool):
+                return BOOL
+            if isinstance(value, int):
+                return INT32
+            if isinstance(value, float):
+                return FLOAT32
+            return UNKNOWN
+        if isinstance(node, ast.Name):
+            return self._name(node)
+        if isinstance(node, ast.Attribute):
+            return self._attribute(node)
+        if isinstance(node, ast.Subscript):
+            return self._subscript(node)
+        if isinstance(node, ast.BinOp):
+            return self._binop(node)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.expr(node.operand)
+            return BOOL if isinstance(node.op, ast.Not) else operand
+        if isinstance(node, ast.BoolOp):
+            for v in node.values:
+                self.expr(v)
+            return BOOL
+        if isinstance(node, ast.Compare):
+            self.expr(node.left)
+            for c in node.comparators:
+                self.expr(c)
+            return BOOL
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test)
+            body, orelse = self.expr(node.body), self.expr(node.orelse)
+            return body if body == orelse else UNKNOWN
+        if isinstance(node, ast.Call):
+            return self._call(node)
+        if isinstance(node, ast.Tuple | ast.List):
+            return TupleType(tuple(self.expr(e) for e in node.elts))
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+        return UNKNOWN
+
+    def _name(self, node: ast.Name) -> WarpType:
+        if node.id in self.env:
+            return self.env[node.id]
+        if node.id in self.constants:
+            value = self.constants[node.id]
+            if isinstance(value, bool):
+                return BOOL
+            if isinstance(value, int):
+                return INT32
+            if isinstance(value, float):
+                return FLOAT32
+            return UNKNOWN
+        if node.id in self.structs:
+            return TypeRef(Struct(node.id))
+        warp = self.imports.warp_name(node)
+        if warp is not None:
+            named = named_warp_type(warp)
+            return TypeRef(named) if named is not UNKNOWN else UNKNOWN
+        if node.id in ("float", "int", "bool"):
+            return TypeRef(Scalar(SCALAR_ALIASES[node.id]))
+        return UNKNOWN
+
+    def _attribute(self, node: ast.Attribute) -> WarpType:
+        warp = self.imports.warp_name(node)
+        if warp is not None:
+            named = named_warp_type(warp)
+            return TypeRef(named) if named is not UNKNOWN else UNKNOWN
+        base = self.expr(node.value)
+        if isinstance(base, Array) and node.attr == "shape":
+            return TupleType(tuple(INT32 for _ in range(base.ndim)))
+        if isinstance(base, Vector | Quaternion) and node.attr in _COMPONENTS:
+            return base.dtype if _COMPONENTS[node.attr] < (4 if isinstance(base, Quaternion) else base.length) \
+                else UNKNOWN
+        if isinstance(base, Transform) and node.attr == "p":
+            return Vector(3, base.dtype)
+        if isinstance(base, Transform) and node.attr == "q":
+            return Quaternion(base.dtype)
+        if isinstance(base, Struct) and base.name in self.structs:
+            annotation = self.structs[base.name].fields.get(node.attr)
+            return self.resolver.resolve(annotation)
+        return UNKNOWN
+
+    def _index_count(self, index: ast.expr) -> int:
+        return len(index.elts) if isinstance(index, ast.Tuple) else 1
+
+    def _subscript(self, node: ast.Subscript) -> WarpType:
+        base = self.expr(node.value)
+        self.expr(node.slice)
+        has_slice = isinstance(node.slice, ast.Slice) or (
+            isinstance(node.slice, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.slice.elts))
+        if isinstance(base, TupleType):
+            index = fold(node.slice, self.constants, self.imports)
+            if isinstance(index, int) and -len(base.elements) <= index < len(base.elements):
+                return base.elements[index]
+            return UNKNOWN
+        if has_slice:
+            return UNKNOWN
+        count = self._index_count(node.slice)
+        if isinstance(base, Array):
+            if count == base.ndim:
+                return base.dtype
+            if count < base.ndim:
+                return Array(base.dtype, base.ndim - count, base.kind)
+            return UNKNOWN
+        if isinstance(base, Vector | Quaternion):
+            return base.dtype if count == 1 else UNKNOWN
+        if isinstance(base, Matrix):
+            if count == 1:
+                return Vector(base.cols, base.dtype)
+            return base.dtype if count == 2 else UNKNOWN
+        if isinstance(base, Tile) and base.shape is not None and count == len(base.shape):
+            return base.dtype
+        return UNKNOWN
+
+    def _binop(self, node: ast.BinOp) -> WarpType:
+        left, right = self.expr(node.left), self.expr(node.right)
+        return binop_result(node.op, left, right)
+
+    def _call(self, node: ast.Call) -> WarpType:
+        args = [self.expr(a) for a in node.args]
+        kwargs = {kw.arg: self.expr(kw.value) for kw in node.keywords if kw.arg}
+        func = node.func
+        warp = self.imports.warp_name(func)
+        if warp is None:
+            warp = self.imports.math_name(func)
+        if warp is None and isinstance(func, ast.Name):
+            if func.id in self.funcs:
+                return self.resolver.resolve(self.funcs[func.id].return_annotation)
+            if func.id in ("float", "int", "bool") and func.id not in self.env:
+                return Scalar(SCALAR_ALIASES[func.id])
+            if func.id in self.structs:
+                return Struct(func.id)
+            warp = _PY_BUILTIN_TO_WARP.get(func.id)
+        if warp is None:
+            if isinstance(func, ast.Attribute):
+                self.expr(func.value)
+            return UNKNOWN
+        if warp == "tid":
+            return INT32
+        constructed = named_warp_type(warp)
+        if constructed is not UNKNOWN:
+            return constructed
+        if warp in _TILE_CREATORS:
+            return self._tile(node, warp, args, kwargs)
+        if warp in ("static", "constant"):
+            return UNKNOWN
+        return self.builtins.return_type(warp, args, kwargs)
+
+    def _tile(self, node: ast.Call, name: str, args: list[WarpType], kwargs: dict[str, WarpType]) -> WarpType:
+        shape_node = next((kw.value for kw in node.keywords if kw.arg == "shape"), None)
+        if shape_node is None and name in ("tile_zeros", "tile_ones", "tile_full", "tile_empty") and node.args:
+            shape_node = node.args[0]
+        if shape_node is None and name == "tile_load" and len(node.args) > 1:
+            shape_node = node.args[1]
+        shape: tuple[int | None, ...] | None = None
+        if shape_node is not None:
+            folded = fold(shape_node, self.constants, self.imports)
+            if isinstance(folded, int) and not isinstance(folded, bool):
+                shape = (folded,)
+            elif isinstance(folded, tuple):
+                shape = tuple(v if isinstance(v, int) and not isinstance(v, bool) else None for v in folded)
+            elif isinstance(shape_node, ast.Tuple):
+                shape = tuple(None for _ in shape_node.elts)
+        dtype: WarpType = UNKNOWN
+        dtype_node = next((kw.value for kw in node.keywords if kw.arg == "dtype"), None)
+        if dtype_node is not None:
+            dtype = self.resolver.resolve(dtype_node)
+        elif name == "tile_load" and args and isinstance(args[0], Array):
+            dtype = args[0].dtype
+        elif name in ("tile_zeros", "tile_ones", "tile_empty"):
+            dtype = FLOAT32
+        storage = "register"
+        storage_node = next((kw.value for kw in node.keywords if kw.arg == "storage"), None)
+        if isinstance(storage_node, ast.Constant) and isinstance(storage_node.value, str):
+            storage = storage_node.value
+        return Tile(dtype, shape, storage)
+
+
+def binop_result(op: ast.operator, left: WarpType, right: WarpType) -> WarpType:
+    """Result type of ``left op right`` under Warp's no-promotion rules (UNKNOWN if not derivable)."""
+    if isinstance(op, ast.MatMult):
+        return UNKNOWN
+    if isinstance(left, Scalar) and isinstance(right, Scalar):
+        return left if left == right else UNKNOWN
+    if isinstance(left, Vector | Matrix | Quaternion) and isinstance(right, Scalar):
+        return left if left.dtype == right and isinstance(op, ast.Mult | ast.Div) else UNKNOWN
+    if isinstance(left, Scalar) and isinstance(right, Vector | Matrix | Quaternion):
+        return right if right.dtype == left and isinstance(op, ast.Mult) else UNKNOWN
+    if isinstance(left, Vector) and left == right and isinstance(op, ast.Add | ast.Sub):
+        return left
+    if isinstance(left, Matrix) and isinstance(right, Vector) and isinstance(op, ast.Mult):
+        if left.cols == right.length and left.dtype == right.dtype:
+            return Vector(left.rows, left.dtype)
+    if isinstance(left, Matrix) and left == right and isinstance(op, ast.Add | ast.Sub):
+        return left
+    return UNKNOWN
+
+
+__all__ = ["FLOAT32", "Inference", "KernelTypes", "NoReturnTypes", "ReturnTypes", "binop_result"]

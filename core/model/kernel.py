@@ -1,0 +1,106 @@
+"""Kernels, functions and structs as found in a module's AST."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Literal
+
+from warp_harness.model.imports import ImportMap
+from warp_harness.model.types import WarpType
+
+KernelKind = Literal["kernel", "func", "func_native", "func_grad", "func_replay"]
+
+_DECORATOR_KINDS: dict[str, KernelKind] = {
+    "kernel": "kernel",
+    "func": "func",
+    "func_native": "func_native",
+    "func_grad": "func_grad",
+    "func_replay": "func_replay",
+}
+
+
+@dataclass
+class Param:
+    name: str
+    annotation: ast.expr | None
+    type: WarpType
+    node: ast.arg
+
+
+@dataclass
+class KernelDef:
+    name: str
+    kind: KernelKind
+    node: ast.FunctionDef
+    params: list[Param] = field(default_factory=list)
+    # keyword options of the decorator, e.g. enable_backward=False, module="unique"
+    options: dict[str, ast.expr] = field(default_factory=dict)
+    return_annotation: ast.expr | None = None
+
+    @property
+    def is_kernel(self) -> bool:
+        return self.kind == "kernel"
+
+    @property
+    def has_python_body(self) -> bool:
+        """func_native bodies are a docstring; the snippet is C++, not something the rules read."""
+        return self.kind != "func_native"
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params:
+            if p.name == name:
+                return p
+        return None
+
+
+@dataclass
+class StructDef:
+    name: str
+    node: ast.ClassDef
+    fields: dict[str, ast.expr] = field(default_factory=dict)
+
+
+def warp_decorator(decorator: ast.expr, imports: ImportMap) -> tuple[KernelKind | None, dict[str, ast.expr]]:
+    """(kind, options) when ``decorator`` is one of Warp's function decorators."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = imports.warp_name(target)
+    if name is None:
+        return None, {}
+    kind = _DECORATOR_KINDS.get(name)
+    options: dict[str, ast.expr] = {}
+    if kind is not None and isinstance(decorator, ast.Call):
+        options = {kw.arg: kw.value for kw in decorator.keywords if kw.arg}
+    return kind, options
+
+
+def is_struct_decorator(decorator: ast.expr, imports: ImportMap) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return imports.warp_name(target) == "struct"
+
+
+def find_structs(tree: ast.Module, imports: ImportMap) -> dict[str, StructDef]:
+    structs: dict[str, StructDef] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and any(is_struct_decorator(d, imports) for d in node.decorator_list):
+            fields = {
+                stmt.target.id: stmt.annotation
+                for stmt in node.body
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+            }
+            structs[node.name] = StructDef(node.name, node, fields)
+    return structs
+
+
+def find_kernel_nodes(tree: ast.Module, imports: ImportMap) -> list[tuple[ast.FunctionDef, KernelKind,
+                                                                         dict[str, ast.expr]]]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for decorator in node.decorator_list:
+                kind, options = warp_decorator(decorator, imports)
+                if kind is not None and isinstance(node, ast.FunctionDef):
+                    found.append((node, kind, options))
+                    break
+    found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
+    return found

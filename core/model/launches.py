@@ -1,0 +1,185 @@
+"""Every ``wp.launch`` / ``wp.launch_tiled`` call site in a module."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from warp_harness.model.constants import Value, fold
+from warp_harness.model.imports import ImportMap
+
+_LAUNCH_POSITIONAL = ("kernel", "dim", "inputs", "outputs", "adj_inputs", "adj_outputs", "device", "stream",
+                      "adjoint", "record_tape", "record_cmd", "max_blocks", "block_dim")
+_ALLOCATORS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "array"}
+
+
+@dataclass
+class HostArray:
+    """A host-side ``x = wp.zeros(n, ...)`` whose first extent the model can compare with a launch dim."""
+
+    name: str
+    extent: ast.expr
+    node: ast.Call
+
+
+@dataclass
+class LaunchSite:
+    node: ast.Call
+    tiled: bool
+    kernel_expr: ast.expr | None
+    dim: ast.expr | None
+    inputs: ast.expr | None
+    outputs: ast.expr | None
+    block_dim: ast.expr | None
+    # the function (or module) the call sits in; locals there are visible to folding
+    scope: ast.AST
+    local_values: dict[str, Value] = field(default_factory=dict)
+    local_aliases: dict[str, ast.expr] = field(default_factory=dict)
+    host_arrays: dict[str, HostArray] = field(default_factory=dict)
+
+    @property
+    def kernel_name(self) -> str | None:
+        if isinstance(self.kernel_expr, ast.Name):
+            return self.kernel_expr.id
+        return None
+
+    def argument_list(self, which: str) -> list[ast.expr] | None:
+        """The literal list of ``inputs`` / ``outputs`` (None when it is not a literal list or tuple)."""
+        node = self.inputs if which == "inputs" else self.outputs
+        if node is None:
+            return []
+        if isinstance(node, ast.List | ast.Tuple) and not any(isinstance(e, ast.Starred) for e in node.elts):
+            return list(node.elts)
+        return None
+
+    def fold(self, node: ast.expr | None, constants: Mapping[str, Value], imports: ImportMap) -> Value | None:
+        if node is None:
+            return None
+        return fold(node, {**constants, **self.local_values}, imports)
+
+    def dim_rank(self, constants: Mapping[str, Value], imports: ImportMap) -> int | None:
+        """Number of launch dimensions, when it is certain."""
+        node = self.dim
+        if node is None:
+            return None
+        if isinstance(node, ast.Name) and node.id in self.local_aliases:
+            node = self.local_aliases[node.id]
+        if isinstance(node, ast.Tuple | ast.List):
+            if any(isinstance(e, ast.Starred) for e in node.elts):
+                return None
+            return len(node.elts)
+        value = self.fold(node, constants, imports)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return 1
+        if isinstance(value, tuple):
+            return len(value)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+            return 1
+        return None
+
+
+def _scopes(tree: ast.Module) -> list[ast.AST]:
+    scopes: list[ast.AST] = [tree]
+    scopes.extend(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+    return scopes
+
+
+def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+    """Nodes of ``scope`` not inside a nested function or class."""
+    found: list[ast.AST] = []
+    stack = list(ast.iter_child_nodes(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        found.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _single_assignments(nodes: list[ast.AST]) -> dict[str, ast.expr]:
+    counts: dict[str, int] = {}
+    values: dict[str, ast.expr] = {}
+    for node in nodes:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = list(node.targets), node.value
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.NamedExpr):
+            targets = [node.target]
+        elif isinstance(node, ast.With):
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        for target in targets:
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name):
+                    counts[n.id] = counts.get(n.id, 0) + 1
+                    if isinstance(target, ast.Name) and value is not None:
+                        values[n.id] = value
+    if isinstance(nodes, list):
+        pass
+    return {k: v for k, v in values.items() if counts.get(k) == 1}
+
+
+def _allocation_extent(call: ast.Call, imports: ImportMap) -> ast.expr | None:
+    name = imports.warp_name(call.func)
+    if name not in _ALLOCATORS or name.endswith("_like") or name == "array":
+        return None
+    shape = next((kw.value for kw in call.keywords if kw.arg == "shape"), None)
+    if shape is None and call.args:
+        shape = call.args[0]
+    if shape is None:
+        return None
+    if isinstance(shape, ast.Tuple | ast.List):
+        return shape.elts[0] if shape.elts else None
+    return shape
+
+
+def find_launches(tree: ast.Module, imports: ImportMap, constants: Mapping[str, Value]) -> list[LaunchSite]:
+    sites: list[LaunchSite] = []
+    for scope in _scopes(tree):
+        nodes = _own_nodes(scope)
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        launch_calls = [c for c in calls if imports.warp_name(c.func) in ("launch", "launch_tiled")]
+        if not launch_calls:
+            continue
+        aliases = _single_assignments(nodes)
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+            aliases = {k: v for k, v in aliases.items() if k not in params}
+        local_values: dict[str, Value] = {}
+        for name, value_node in aliases.items():
+            value = fold(value_node, {**constants, **local_values}, imports)
+            if value is not None:
+                local_values[name] = value
+        host_arrays = {}
+        for name, value_node in aliases.items():
+            if isinstance(value_node, ast.Call):
+                extent = _allocation_extent(value_node, imports)
+                if extent is not None:
+                    host_arrays[name] = HostArray(name, extent, value_node)
+        for call in launch_calls:
+            args: dict[str, ast.expr] = {}
+            for position, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    break
+                if position < len(_LAUNCH_POSITIONAL):
+                    args[_LAUNCH_POSITIONAL[position]] = arg
+            for kw in call.keywords:
+                if kw.arg:
+                    args[kw.arg] = kw.value
+            sites.append(LaunchSite(
+                node=call,
+                tiled=imports.warp_name(call.func) == "launch_tiled",
+                kernel_expr=args.get("kernel"),
+                dim=args.get("dim"),
+                inputs=args.get("inputs"),
+                outputs=args.get("outputs"),
+                block_dim=args.get("block_dim"),
+                scope=scope,
+                local_values=local_values,
+                local_aliases=aliases,
+                host_arrays=host_arrays,
+            ))
+    sites.sort(key=lambda s: (s.node.lineno, s.node.col_offset))
+    return sites

@@ -1,0 +1,92 @@
+"""The static model of one source file: everything the rules read, built once per analysis."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from warp_harness.model.annotations import AnnotationResolver
+from warp_harness.model.constants import ModuleConstants
+from warp_harness.model.imports import ImportMap
+from warp_harness.model.inference import Inference, KernelTypes, NoReturnTypes, ReturnTypes
+from warp_harness.model.kernel import KernelDef, Param, StructDef, find_kernel_nodes, find_structs
+from warp_harness.model.launches import LaunchSite, find_launches
+from warp_harness.model.source import ParsedSource, parse_source
+from warp_harness.model.types import UNKNOWN, UnknownType, WarpType
+
+
+@dataclass
+class ModuleModel:
+    path: str
+    source: ParsedSource
+    imports: ImportMap
+    constants: ModuleConstants
+    structs: dict[str, StructDef]
+    type_aliases: dict[str, WarpType]
+    resolver: AnnotationResolver
+    kernels: list[KernelDef]
+    launches: list[LaunchSite]
+    builtins: ReturnTypes
+    _types: dict[int, KernelTypes] = field(default_factory=dict)
+
+    @property
+    def tree(self) -> ast.Module:
+        return self.source.tree
+
+    @property
+    def lines(self) -> list[str]:
+        return self.source.lines
+
+    @property
+    def funcs(self) -> dict[str, KernelDef]:
+        return {k.name: k for k in self.kernels if k.kind == "func"}
+
+    def kernel_named(self, name: str | None) -> KernelDef | None:
+        """The single @wp.kernel of that name in this file (None when absent or ambiguous)."""
+        if name is None:
+            return None
+        matches = [k for k in self.kernels if k.is_kernel and k.name == name]
+        return matches[0] if len(matches) == 1 else None
+
+    def launches_of(self, kernel: KernelDef) -> list[LaunchSite]:
+        if self.kernel_named(kernel.name) is not kernel:
+            return []
+        return [s for s in self.launches if s.kernel_name == kernel.name]
+
+    def types(self, kernel: KernelDef) -> KernelTypes:
+        key = id(kernel.node)
+        if key not in self._types:
+            self._types[key] = Inference(kernel, self.imports, self.constants.values, self.resolver,
+                                         self.structs, self.builtins, self.funcs).run()
+        return self._types[key]
+
+
+def _type_aliases(tree: ast.Module, resolver: AnnotationResolver) -> dict[str, WarpType]:
+    aliases: dict[str, WarpType] = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            resolved = resolver.resolve(stmt.value)
+            if not isinstance(resolved, UnknownType):
+                aliases[stmt.targets[0].id] = resolved
+    return aliases
+
+
+def build_model(text: str, path: str = "<memory>", builtins: ReturnTypes | None = None,
+                parsed: ParsedSource | None = None) -> ModuleModel:
+    source = parsed or parse_source(text)
+    tree = source.tree
+    imports = ImportMap.from_tree(tree)
+    constants = ModuleConstants.from_tree(tree, imports)
+    structs = find_structs(tree, imports)
+    resolver = AnnotationResolver(imports, set(structs), {}, constants.values)
+    aliases = _type_aliases(tree, resolver)
+    resolver.aliases = aliases
+    kernels: list[KernelDef] = []
+    for node, kind, options in find_kernel_nodes(tree, imports):
+        all_args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+        params = [Param(a.arg, a.annotation, resolver.resolve(a.annotation) if a.annotation else UNKNOWN, a)
+                  for a in all_args]
+        kernels.append(KernelDef(node.name, kind, node, params, options, node.returns))
+    launches = find_launches(tree, imports, constants.values)
+    return ModuleModel(path, source, imports, constants, structs, aliases, resolver, kernels, launches,
+                       builtins or NoReturnTypes())

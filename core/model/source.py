@@ -1,0 +1,126 @@
+"""Reading and parsing a source file without ever failing.
+
+A syntax error becomes one `SyntaxIssue`; the rest of the file is still parsed chunk by
+chunk (top-level statements), so kernels above and below a half-typed line keep their
+diagnostics while the user types.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass, field
+
+# A file larger than this is not analysed (it is reported instead); kernels live in source files
+# written by people, and the language server must stay responsive.
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+
+_CONTINUATION_PREFIXES = ("else", "elif", "except", "finally", "case", ")", "]", "}")
+
+
+@dataclass(frozen=True)
+class SyntaxIssue:
+    line: int
+    col: int
+    message: str
+    end_line: int | None = None
+    end_col: int | None = None
+
+
+@dataclass
+class ParsedSource:
+    text: str
+    lines: list[str]
+    tree: ast.Module
+    syntax_error: SyntaxIssue | None = None
+    # top-level chunks that could not be parsed: (first line, last line), 1-based inclusive
+    skipped: list[tuple[int, int]] = field(default_factory=list)
+
+
+def decode_source(data: bytes) -> tuple[str | None, SyntaxIssue | None]:
+    """Decode file bytes the way Python does (PEP 263 coding line, BOM, default UTF-8)."""
+    if len(data) > MAX_SOURCE_BYTES:
+        return None, SyntaxIssue(1, 0, f"file is {len(data) // (1024 * 1024)} MiB; files over "
+                                       f"{MAX_SOURCE_BYTES // (1024 * 1024)} MiB are not analysed")
+    if b"\x00" in data:
+        offset = data.index(b"\x00")
+        line = data.count(b"\n", 0, offset) + 1
+        return None, SyntaxIssue(line, 0, "source code cannot contain null bytes (is this a binary file?)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return None, SyntaxIssue(1, 0, f"invalid encoding declaration: {exc.msg}")
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        start = getattr(exc, "start", 0)
+        line = data.count(b"\n", 0, start) + 1
+        return None, SyntaxIssue(line, 0, f"file is not valid {encoding}: {exc}")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text, None
+
+
+def _issue_from(exc: SyntaxError, lines: list[str]) -> SyntaxIssue:
+    line = exc.lineno or 1
+    col = max((exc.offset or 1) - 1, 0)
+    if line > len(lines):
+        line = max(len(lines), 1)
+        col = len(lines[-1]) if lines else 0
+    end_line = getattr(exc, "end_lineno", None)
+    end_col = getattr(exc, "end_offset", None)
+    return SyntaxIssue(
+        line,
+        col,
+        exc.msg,
+        end_line if end_line and end_line >= line else None,
+        (end_col - 1) if end_col and end_line == line and end_col - 1 > col else None,
+    )
+
+
+def _chunk_starts(lines: list[str]) -> list[int]:
+    """0-based indices of lines that start a new top-level statement (decorators stay with their def)."""
+    starts: list[int] = []
+    previous_was_decorator = False
+    for index, line in enumerate(lines):
+        if not line or line[0] in " \t#\r\n\f":
+            continue
+        if line.startswith(_CONTINUATION_PREFIXES):
+            previous_was_decorator = False
+            continue
+        if not previous_was_decorator:
+            starts.append(index)
+        previous_was_decorator = line.startswith("@")
+    return starts
+
+
+def _parse_chunks(text: str, lines: list[str]) -> tuple[ast.Module, list[tuple[int, int]]]:
+    body: list[ast.stmt] = []
+    skipped: list[tuple[int, int]] = []
+    starts = _chunk_starts(lines)
+    bounds = list(zip(starts, [*starts[1:], len(lines)], strict=True))
+    for first, end in bounds:
+        chunk = "".join(lines[first:end])
+        try:
+            tree = ast.parse(chunk)
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            skipped.append((first + 1, end))
+            continue
+        ast.increment_lineno(tree, first)
+        body.extend(tree.body)
+    return ast.Module(body=body, type_ignores=[]), skipped
+
+
+def parse_source(text: str) -> ParsedSource:
+    lines = text.splitlines(keepends=True)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        tree, skipped = _parse_chunks(text, lines)
+        return ParsedSource(text, lines, tree, _issue_from(exc, lines), skipped)
+    except (ValueError, MemoryError, RecursionError) as exc:
+        # ValueError: e.g. NUL bytes in a str; RecursionError: absurdly nested expressions
+        tree, skipped = _parse_chunks(text, lines)
+        return ParsedSource(text, lines, tree, SyntaxIssue(1, 0, f"cannot parse: {exc}"), skipped)
+    return ParsedSource(text, lines, tree)

@@ -1,0 +1,56 @@
+"""## WH001 missing-annotation
+
+A parameter of a `@wp.kernel` or `@wp.func` has no type annotation.
+
+### Why it matters
+Warp generates C++ from the annotations; without one it cannot type the argument and refuses
+the whole module at import time with `Incomplete argument annotations on function k`, a message
+that names no line.
+
+### Bad
+```python
+@wp.kernel
+def scale(x: wp.array(dtype=float), s):
+    i = wp.tid()
+    x[i] = x[i] * s
+```
+
+### Good
+```python
+@wp.kernel
+def scale(x: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    x[i] = x[i] * s
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from warp_harness.record import Record, Severity
+from warp_harness.rules.base import Rule, RuleContext
+
+
+class MissingAnnotation(Rule):
+    id = "WH001"
+    name = "missing-annotation"
+    summary = "kernel or function parameter without a type annotation"
+    severity = Severity.ERROR
+    priority = 90
+
+    def check(self, ctx: RuleContext) -> Iterator[Record]:
+        for kernel in ctx.model.kernels:
+            if kernel.kind not in ("kernel", "func"):
+                continue
+            for param in kernel.params:
+                if param.annotation is None:
+                    yield self.report(
+                        ctx, param.node,
+                        f"parameter `{param.name}` of {kernel.kind} `{kernel.name}` has no type annotation",
+                        kernel=kernel.name,
+                        expected="an annotation such as `wp.array(dtype=float)` or `float`",
+                        actual="none",
+                        hint=f"annotate `{param.name}`, e.g. `{param.name}: wp.array(dtype=float)` for an array "
+                             f"or `{param.name}: float` for a scalar",
+                    )

@@ -1,0 +1,169 @@
+"""## WH002 unsupported-construct
+
+A Python construct that Warp's code generator cannot translate appears in a kernel or function:
+comprehensions and generator expressions, `lambda`, `try`/`except`, `with`, `yield`, `await`,
+nested `def`/`class`, `global`/`nonlocal`, `del`, f-strings, `*args`/`**kwargs` parameters,
+and calls to plain Python functions such as `sum`, `len` on a list, `print` of an f-string...
+
+Functions of the `math` module that Warp maps to its builtins (`math.sqrt`, `math.sin`, ...) and
+the Python builtins Warp understands (`range`, `min`, `max`, `abs`, `int`, `float`, `bool`, `len`,
+`print`, `isinstance`, `round`, `pow`) are fine and are not reported.
+
+### Why it matters
+Warp fails at build time with `WarpCodegenError: Construct ast.ListComp not supported in kernels`
+or `Could not find function sum as a built-in or user-defined function`, after the import and
+often after a multi-second compile of everything else.
+
+### Bad
+```python
+@wp.kernel
+def total(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    out[0] = sum([x[j] for j in range(4)])
+```
+
+### Good
+```python
+@wp.kernel
+def total(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    s = float(0.0)
+    for j in range(4):
+        s += x[j]
+    out[0] = s
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from warp_harness.model.kernel import KernelDef
+from warp_harness.record import Record, Severity
+from warp_harness.rules.base import Rule, RuleContext, walk_body
+
+_CONSTRUCTS: dict[type[ast.AST], str] = {
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.Lambda: "a lambda",
+    ast.Try: "try/except",
+    ast.With: "a with statement",
+    ast.AsyncWith: "an async with statement",
+    ast.Yield: "yield",
+    ast.YieldFrom: "yield from",
+    ast.Await: "await",
+    ast.FunctionDef: "a nested function definition",
+    ast.AsyncFunctionDef: "a nested function definition",
+    ast.ClassDef: "a class definition",
+    ast.Global: "a global statement",
+    ast.Nonlocal: "a nonlocal statement",
+    ast.Delete: "a del statement",
+    ast.JoinedStr: "an f-string",
+    ast.Set: "a set literal",
+    ast.Dict: "a dict literal",
+    ast.Starred: "star-unpacking",
+    ast.AsyncFor: "an async for loop",
+    ast.Raise: "raise",
+}
+if hasattr(ast, "TryStar"):
+    _CONSTRUCTS[ast.TryStar] = "try/except*"
+
+# Python builtins Warp's code generator accepts inside kernels
+_ALLOWED_PY_BUILTINS = {"range", "min", "max", "abs", "int", "float", "bool", "len", "print", "isinstance",
+                        "round", "pow", "type", "tuple", "enumerate", "zip", "reversed"}
+_PY_BUILTINS = {"sum", "sorted", "map", "filter", "list", "dict", "set", "any", "all", "open", "input", "str",
+                "repr", "format", "iter", "next", "divmod", "hash", "id", "getattr", "setattr", "hasattr",
+                "vars", "dir", "eval", "exec", "compile", "chr", "ord", "hex", "oct", "bin", "complex",
+                "bytes", "bytearray", "frozenset", "object", "super", "callable", "slice", "memoryview"}
+
+
+class UnsupportedConstruct(Rule):
+    id = "WH002"
+    name = "unsupported-construct"
+    summary = "Python construct Warp cannot compile in a kernel or function"
+    severity = Severity.ERROR
+    priority = 80
+
+    def check(self, ctx: RuleContext) -> Iterator[Record]:
+        for kernel in ctx.model.kernels:
+            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+                continue
+            yield from self._check_kernel(ctx, kernel)
+            yield from self._check_signature(ctx, kernel)
+
+    def _check_signature(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        args = kernel.node.args
+        for extra, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if extra is not None:
+                yield self.report(ctx, extra, f"{what} parameters are not supported in Warp {kernel.kind}s",
+                                  kernel=kernel.name, actual=what, expected="named, annotated parameters",
+                                  hint="list each parameter with its type")
+
+    def _check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        skip: set[int] = set()
+        for node in walk_body(kernel.node):
+            if id(node) in skip:
+                continue
+            what = _CONSTRUCTS.get(type(node))
+            if what is not None:
+                # report the outermost construct once
+                skip.update(id(n) for n in ast.walk(node))
+                yield self.report(
+                    ctx, node, f"{what} is not supported inside a Warp {kernel.kind}",
+                    kernel=kernel.name, actual=what, expected="constructs Warp's code generator supports",
+                    hint=_hint_for(node),
+                )
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                name = node.func.id
+                plain = self._plain_python_function(ctx, name)
+                if plain is not None and name not in {p.name for p in kernel.params}:
+                    yield self.report(
+                        ctx, node.func,
+                        f"`{name}` is a plain Python function (line {plain.lineno}), not a `@wp.func`; "
+                        f"Warp cannot call it from a {kernel.kind}",
+                        kernel=kernel.name, actual=name, expected="a Warp builtin or a @wp.func",
+                        hint=f"decorate `{name}` with `@wp.func` and annotate its parameters",
+                    )
+                elif name in _PY_BUILTINS and name not in self._local_names(ctx, kernel):
+                    yield self.report(
+                        ctx, node.func,
+                        f"`{name}()` is a plain Python function; Warp cannot call it from a {kernel.kind}",
+                        kernel=kernel.name, actual=name, expected="a Warp builtin or a @wp.func",
+                        hint="write the loop out (e.g. accumulate with `+=` in a `for` over `range`)"
+                        if name in ("sum", "any", "all", "map", "filter") else
+                        f"replace `{name}()` with a Warp builtin or a @wp.func",
+                    )
+
+    def _plain_python_function(self, ctx: RuleContext, name: str) -> ast.FunctionDef | None:
+        matches = [s for s in ctx.model.tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+                                                                  | ast.Assign | ast.ImportFrom | ast.Import)]
+        defs = [s for s in matches if isinstance(s, ast.FunctionDef) and s.name == name]
+        rebound = any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                      for s in matches) or name in ctx.model.imports.objects or name in ctx.model.imports.modules
+        if len(defs) == 1 and not defs[0].decorator_list and not rebound:
+            return defs[0]
+        return None
+
+    def _local_names(self, ctx: RuleContext, kernel: KernelDef) -> set[str]:
+        names = {k.name for k in ctx.model.kernels}
+        names.update(p.name for p in kernel.params)
+        names.update(ctx.model.imports.objects)
+        for stmt in ctx.model.tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+                names.add(stmt.name)
+            elif isinstance(stmt, ast.Assign):
+                names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        return names
+
+
+def _hint_for(node: ast.AST) -> str:
+    if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp):
+        return "use a `for` loop over `range(...)` and accumulate into a local variable"
+    if isinstance(node, ast.Lambda | ast.FunctionDef | ast.AsyncFunctionDef):
+        return "move it to module level as a `@wp.func`"
+    if isinstance(node, ast.Try | ast.Raise):
+        return "kernels cannot raise; check the condition and `return` early instead"
+    if isinstance(node, ast.With):
+        return "move the `with` block to the host code that launches the kernel"
+    return "rewrite it with loops, branches and Warp builtins"
