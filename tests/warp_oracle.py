@@ -1,7 +1,8 @@
 """Ask the real Warp whether it accepts a kernel: the tests' ground truth for the rules.
 
 Runs Warp's own code generator (no C++ compile) on every kernel of a source text, in this process:
-``kernel.adj.build(None, opts)`` with the module's resolved options, as the daemon does.
+``kernel.adj.build(None, opts)`` with the module's resolved options, then the module builder's
+``codegen("cpu")``, which adds module-level checks.
 """
 
 from __future__ import annotations
@@ -34,11 +35,18 @@ def warp_error(source: str, launch: bool = False) -> str | None:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+        from warp._src.context import ModuleBuilder
+
+        modules = {}
         for value in list(vars(module).values()):
             if isinstance(value, wp.Kernel):
                 opts = value.module.resolve_options(wp.config, 1)
                 opts["output_arch"] = None
                 value.adj.build(None, opts)
+                modules[id(value.module)] = (value.module, opts)
+        # module-level checks (e.g. "kernels cannot return values") happen in the builder's codegen
+        for warp_module, opts in modules.values():
+            ModuleBuilder(warp_module, opts, target="cpu").codegen("cpu")
         if launch and hasattr(module, "run"):
             wp.init()
             module.run()

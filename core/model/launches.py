@@ -74,8 +74,14 @@ class LaunchSite:
             return 1
         if isinstance(value, tuple):
             return len(value)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("len", "int"):
             return 1
+        # `n + 1`, `n // 2`: arithmetic with a number is a scalar (`*` is not: a tuple can be repeated)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.FloorDiv | ast.Mod):
+            for side in (node.left, node.right):
+                value = self.fold(side, constants, imports)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    return 1
         return None
 
 

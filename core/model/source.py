@@ -50,7 +50,9 @@ def decode_source(data: bytes) -> tuple[str | None, SyntaxIssue | None]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        return None, SyntaxIssue(1, 0, f"invalid encoding declaration: {exc.msg}")
+        if "coding" in data[:200].decode("latin-1"):
+            return None, SyntaxIssue(1, 0, f"invalid encoding declaration: {exc.msg}")
+        encoding = "utf-8"  # tokenize complains about undecodable bytes in the first two lines
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:

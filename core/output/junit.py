@@ -91,4 +91,4 @@ def render_junit(
     del rules, tool_version, color
     root = junit_tree(results)
     ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -24,7 +24,10 @@ def make_rules() -> dict[str, RuleInfo]:
             name="array-annotation",
             summary="Kernel array parameters need a dtype",
             severity=Severity.WARNING,
-            doc="Why: Warp needs the element type at compile time.\n\nBad: `a: wp.array`\n\nGood: `a: wp.array(dtype=float)`",
+            doc=(
+                "Why: Warp needs the element type at compile time.\n\n"
+                "Bad: `a: wp.array`\n\nGood: `a: wp.array(dtype=float)`"
+            ),
             url=DOC_URL + "wh003",
         ),
         "WH007": RuleInfo(

@@ -4,7 +4,6 @@ import json
 from typing import Any
 
 from output_samples import COMPILE, DOC_URL, make_results
-
 from warp_harness.output import render
 from warp_harness.output.json import render_json
 from warp_harness.output.model import FileResult, RuleInfo
@@ -52,7 +51,7 @@ def test_each_entry_is_record_to_dict_plus_path_and_url(
 ) -> None:
     entries = _doc(results, rules)["results"]
     records = [record for result in results for record in result.records]
-    for entry, record in zip(entries, records):
+    for entry, record in zip(entries, records, strict=True):
         extra = {key: entry[key] for key in ("path", "url")}
         rest = {key: value for key, value in entry.items() if key not in extra}
         assert rest == json.loads(json.dumps(record.to_dict()))

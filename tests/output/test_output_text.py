@@ -4,7 +4,6 @@ import re
 
 import pytest
 from output_samples import ANNOTATION, KERNEL_SOURCE, SHARED_MEMORY
-
 from warp_harness.output import render
 from warp_harness.output.model import FileResult, RuleInfo
 from warp_harness.output.text import render_text, summary, underline
@@ -34,7 +33,9 @@ def test_header_is_path_line_col_rule_severity_message(
         "k.py:2:1: WH007 [error] tiles need 96 KiB of shared memory; sm_86 allows 48 KiB per block"
     )
     assert "k.py:4:10: WH003 [warning] parameter 'a' has no dtype" in lines
-    assert "perf.py:3:1: performance-target [warning] bandwidth utilisation 42% is below the target 80%" in lines
+    assert (
+        "perf.py:3:1: performance-target [warning] bandwidth utilisation 42% is below the target 80%" in lines
+    )
     assert "\x1b" not in out
 
 
@@ -82,7 +83,9 @@ def test_summary_counts_and_fixable(results: list[FileResult], rules: dict[str, 
     # the unsafe fix of the info record is not counted as fixable with --fix
     assert out.endswith("Found 2 errors, 2 warnings, 1 note (1 fixable with --fix)\n")
     assert summary([FileResult("a.py", (ANNOTATION,))]) == "Found 0 errors, 1 warning"
-    assert summary([FileResult("a.py", (SHARED_MEMORY,))]) == "Found 1 error, 0 warnings (1 fixable with --fix)"
+    assert (
+        summary([FileResult("a.py", (SHARED_MEMORY,))]) == "Found 1 error, 0 warnings (1 fixable with --fix)"
+    )
 
 
 def test_all_checks_passed(rules: dict[str, RuleInfo]) -> None:
@@ -136,7 +139,6 @@ def test_color_uses_ansi_and_keeps_the_text(results: list[FileResult], rules: di
     colored = _text(results, rules, color=True)
     assert "\x1b[1;31m" in colored  # errors in red
     assert "\x1b[1;33m" in colored  # warnings in yellow
-
 
     assert re.sub(r"\x1b\[[0-9;]*m", "", colored) == plain
 

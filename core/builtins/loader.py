@@ -1,0 +1,196 @@
+"""Where the builtin table comes from: the per-version cache, a fresh extraction, or the snapshot.
+
+Order: ``<cache dir>/builtins-<warp version>.msgpack`` when it decodes and matches the installed
+Warp; otherwise a fresh extraction in a child process (``extract.py``, which imports Warp there,
+never here), written to the cache atomically; otherwise, when Warp cannot be imported or the
+extraction fails, the snapshot shipped in this package. A cache file that does not decode is
+deleted and rebuilt, never trusted.
+
+The installed Warp version is read from the package metadata (``importlib.metadata``), which
+does not import Warp.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from warp_harness.builtins.table import BuiltinTable, TableFormatError
+
+CACHE_ENV = "WARP_HARNESS_CACHE_DIR"
+EXTRACT_SCRIPT = Path(__file__).with_name("extract.py")
+SNAPSHOT = Path(__file__).with_name("snapshot.msgpack")
+EXTRACT_TIMEOUT_S = 120.0
+
+# The interpreter that runs the extractor; None means ``sys.executable`` (tests point it elsewhere)
+EXTRACTOR_PYTHON: str | None = None
+
+
+class ExtractionError(RuntimeError):
+    """The child process could not dump the table (Warp missing, broken, or too slow)."""
+
+
+def installed_warp_version() -> str | None:
+    """The installed ``warp-lang`` version, from package metadata only; None when not installed."""
+    try:
+        return importlib.metadata.version("warp-lang")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cache_dir() -> Path:
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path.home() / ".cache" / "warp-harness"
+
+
+def cache_path(version: str) -> Path:
+    safe = "".join(c if c.isalnum() or c in ".-_+" else "_" for c in version)
+    return cache_dir() / f"builtins-{safe}.msgpack"
+
+
+def _unpackb(payload: bytes) -> Any:
+    import msgpack  # type: ignore[import-untyped,unused-ignore]
+
+    return msgpack.unpackb(payload, raw=False, strict_map_key=False)
+
+
+def decode(payload: bytes, origin: str) -> BuiltinTable:
+    """Decode a dumped table; raises :class:`TableFormatError` for anything that is not one."""
+    try:
+        data = _unpackb(payload)
+    except Exception as exc:  # msgpack raises a handful of classes for truncated/garbage input
+        raise TableFormatError(f"not a msgpack table: {exc}") from exc
+    if not isinstance(data, dict):
+        raise TableFormatError("top level is not a map")
+    try:
+        return BuiltinTable(data, origin)
+    except TableFormatError:
+        raise
+    except Exception as exc:  # a well-formed msgpack file of the wrong shape
+        raise TableFormatError(f"malformed table: {exc}") from exc
+
+
+def load_file(path: Path, origin: str) -> BuiltinTable:
+    return decode(path.read_bytes(), origin)
+
+
+def run_extractor(output: Path, timeout: float = EXTRACT_TIMEOUT_S) -> None:
+    """Dump the table to ``output`` in a child process; raises :class:`ExtractionError`."""
+    python = EXTRACTOR_PYTHON or sys.executable
+    cmd = [python, str(EXTRACT_SCRIPT), "--output", str(output)]
+    try:
+        proc = subprocess.run(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+            cwd=tempfile.gettempdir(),
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ExtractionError(f"could not run the extractor ({python}): {exc}") from exc
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
+        raise ExtractionError(f"extractor exited with {proc.returncode}: " + " | ".join(tail))
+
+
+def extract_to_cache(version: str) -> BuiltinTable:
+    """Extract in a child process and store the result as the cache for ``version``."""
+    target = cache_path(version)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        run_extractor(tmp)
+        table = load_file(tmp, "extracted")  # validate before it may become the cache
+        if table.warp_version != version:
+            # another Warp than the metadata says (a second install on the path): do not cache it
+            # under this version's name
+            raise ExtractionError(f"extractor saw warp {table.warp_version}, metadata says {version}")
+        os.replace(tmp, target)
+        return table
+    except TableFormatError as exc:
+        raise ExtractionError(f"extractor wrote an unreadable table: {exc}") from exc
+    finally:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+
+
+def load_snapshot() -> BuiltinTable:
+    return load_file(SNAPSHOT, "snapshot")
+
+
+# Diagnostics of the last load in this process (for logs and the project notes)
+last_load: dict[str, Any] = {}
+
+
+def _load(allow_extract: bool) -> BuiltinTable:
+    version = installed_warp_version()
+    problems: list[str] = []
+    t0 = time.perf_counter()
+    if version is not None:
+        path = cache_path(version)
+        if path.is_file():
+            try:
+                table = load_file(path, "cache")
+                if table.warp_version == version:
+                    last_load.update(origin="cache", seconds=time.perf_counter() - t0, path=str(path))
+                    return table
+                problems.append(f"cache {path} holds warp {table.warp_version}")
+            except (TableFormatError, OSError) as exc:
+                problems.append(f"discarded corrupt cache {path}: {exc}")
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        if allow_extract:
+            try:
+                table = extract_to_cache(version)
+                last_load.update(origin="extracted", seconds=time.perf_counter() - t0, path=str(path))
+                return table
+            except (ExtractionError, OSError) as exc:
+                problems.append(str(exc))
+    else:
+        problems.append("warp-lang is not installed")
+    table = load_snapshot()
+    last_load.update(origin="snapshot", seconds=time.perf_counter() - t0, path=str(SNAPSHOT), problems=problems)
+    return table
+
+
+_memo: dict[bool, BuiltinTable] = {}
+_lock = threading.Lock()
+
+
+def load_table(*, allow_extract: bool = True) -> BuiltinTable:
+    """The builtin table for the installed Warp, memoised per process.
+
+    ``allow_extract=False`` never starts a child process: the cache, else the snapshot.
+    """
+    with _lock:
+        table = _memo.get(allow_extract)
+        if table is None:
+            table = _load(allow_extract)
+            _memo[allow_extract] = table
+            if allow_extract or table.origin == "cache":
+                _memo.setdefault(False, table)
+        return table
+
+
+def clear_memo() -> None:
+    """Forget the memoised tables (tests; a long-lived process after Warp was upgraded)."""
+    with _lock:
+        _memo.clear()
+        last_load.clear()

@@ -1,0 +1,61 @@
+"""Applying fixes (text edits) to source text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from warp_harness.record import Record, TextEdit
+
+
+def _offsets(text: str) -> list[int]:
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _offset(starts: list[int], text: str, line: int, col: int) -> int:
+    if line - 1 >= len(starts):
+        return len(text)
+    return min(starts[line - 1] + col, len(text))
+
+
+def apply_edits(text: str, edits: Sequence[TextEdit]) -> tuple[str, int]:
+    """Apply non-overlapping edits (later ones that overlap an earlier one are dropped)."""
+    starts = _offsets(text)
+    spans = sorted(
+        ((_offset(starts, text, e.line, e.col), _offset(starts, text, e.end_line, e.end_col), e) for e in edits),
+        key=lambda s: (s[0], s[1]),
+    )
+    chosen: list[tuple[int, int, TextEdit]] = []
+    last_end = -1
+    for start, end, edit in spans:
+        if start < last_end or (chosen and start == chosen[-1][0] == end == chosen[-1][1]):
+            continue
+        chosen.append((start, end, edit))
+        last_end = end
+    for start, end, edit in reversed(chosen):
+        text = text[:start] + edit.new_text + text[end:]
+    return text, len(chosen)
+
+
+def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) -> tuple[str, int]:
+    """Apply each record's fix as a unit (all its edits or none); returns new text and fixes applied."""
+    starts = _offsets(text)
+    taken: list[tuple[int, int]] = []
+    edits: list[TextEdit] = []
+    applied = 0
+    for record in records:
+        fix = record.fix
+        if fix is None or (safe_only and not fix.safe) or not fix.edits:
+            continue
+        spans = [(_offset(starts, text, e.line, e.col), _offset(starts, text, e.end_line, e.end_col))
+                 for e in fix.edits]
+        if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
+            continue
+        taken.extend(spans)
+        edits.extend(fix.edits)
+        applied += 1
+    new_text, _ = apply_edits(text, edits)
+    return new_text, applied

@@ -1,0 +1,133 @@
+"""Which files the daemon acts on, without importing them (and without Warp)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from warp_harness.contract import SIBLING_SUFFIXES
+
+# folders never watched nor walked
+IGNORED_DIRS = frozenset(
+    {
+        ".warp-harness",
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        "node_modules",
+        "build",
+        "dist",
+        ".eggs",
+    }
+)
+
+_KERNEL_RE = re.compile(
+    r"@\s*(?:wp|warp)\s*\.\s*(?:kernel|func)\b|^\s*@\s*kernel\b|from\s+warp\s+import\s+[^\n]*\bkernel\b",
+    re.MULTILINE,
+)
+_CONTRACT_RE = re.compile(r"\bwarp_harness(?:\.contract)?\b[^\n]*\b(?:import|Contract)\b|\bContract\s*\(")
+
+
+def is_ignored(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies in an ignored folder (VCS, caches, our own .warp-harness ...)."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        rel = path
+    return any(part in IGNORED_DIRS for part in rel.parts[:-1])
+
+
+def is_candidate_name(path: Path) -> bool:
+    """A real Python module name: not an editor backup/swap/temp file."""
+    name = path.name
+    return (
+        name.endswith(".py")
+        and not name.startswith((".#", "#", "."))
+        and "~" not in name
+        and name != "__init__.py"
+    )
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def has_kernels(text: str) -> bool:
+    return _KERNEL_RE.search(text) is not None
+
+
+def has_contracts(text: str) -> bool:
+    return _CONTRACT_RE.search(text) is not None
+
+
+def kernel_module_for(path: Path) -> Path:
+    """The kernel module a contract sibling belongs to (``foo_contract.py`` -> ``foo.py``)."""
+    for suffix in SIBLING_SUFFIXES:
+        if path.stem.endswith(suffix) and len(path.stem) > len(suffix):
+            base = path.with_name(path.stem[: -len(suffix)] + ".py")
+            if base.is_file():
+                return base
+    return path
+
+
+def contract_siblings(path: Path) -> list[Path]:
+    """``foo_contract.py`` / ``foo_contracts.py`` next to ``foo.py``, those that exist."""
+    return [p for s in SIBLING_SUFFIXES if (p := path.with_name(path.stem + s + ".py")).is_file()]
+
+
+def relevant(path: Path) -> Path | None:
+    """The module to check when ``path`` is saved, or None when it holds no kernels or contracts."""
+    if not is_candidate_name(path) or not path.is_file():
+        return None
+    text = read_text(path)
+    if text is None:
+        return None
+    target = kernel_module_for(path)
+    if target != path:
+        return target
+    if has_kernels(text) or has_contracts(text):
+        return path
+    return None
+
+
+def walk(paths: Iterable[Path], root: Path | None = None) -> Iterator[Path]:
+    """Every relevant module under ``paths`` (files are taken as given), sorted, once."""
+    seen: set[Path] = set()
+    for p in paths:
+        p = p.resolve()
+        base = root.resolve() if root else (p if p.is_dir() else p.parent)
+        files = sorted(p.rglob("*.py")) if p.is_dir() else [p]
+        for f in files:
+            if p.is_dir() and is_ignored(f, base):
+                continue
+            target = relevant(f)
+            if target is not None and target not in seen:
+                seen.add(target)
+                yield target
+
+
+def kernel_positions(source: str) -> dict[str, tuple[int, int, int]]:
+    """{function name: (def line, name col, name end col)} of top-level functions."""
+    out: dict[str, tuple[int, int, int]] = {}
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return out
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            col = node.col_offset + len("def ")
+            out.setdefault(node.name, (node.lineno, col, col + len(node.name)))
+    return out

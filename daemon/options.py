@@ -1,0 +1,159 @@
+"""Runtime options of the dynamic tier: ``[tool.warp-harness.runtime]`` in pyproject.toml.
+
+    [tool.warp-harness.runtime]
+    devices = ["cpu", "cuda"]   # "cuda" = every CUDA device present; "cuda:1" = that one
+    mode = "release"            # Warp build mode: "release" | "debug"
+    fast_math = false           # None/absent: leave each module's own setting
+    lineinfo = false
+    optimization_level = 3      # absent: Warp's default per target
+    max_unroll = 16
+    timeout_s = 300             # whole job (import + codegen + compile + validation + benchmark)
+    launch_timeout_s = 20       # one kernel launch (a hang is reported after this)
+    memory_mb = 4096            # RLIMIT_AS of the worker (CPU-only runs) and its RSS limit
+    validate = true
+    bench = true
+    bench_repeats = 50
+    bench_max_time_s = 1.0
+    seed = 1234                 # absent: a fresh seed per run (always recorded)
+    shrink = true
+    localize = true             # re-run bounds suspects in debug mode
+    perf_severity = "error"     # severity of a missed performance target
+    peak_bandwidth_gbs = { cpu = 20.0 }   # overrides the hardware profile
+    peak_gflops = { cpu = 200.0 }
+
+The ``daemon`` key of [tool.warp-harness] is the language server's on/off switch, so the
+daemon's own table is ``runtime``. Nothing here imports Warp.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from warp_harness.config import ConfigError, find_pyproject
+
+# options that change the binary Warp builds (part of every cache key)
+COMPILE_KEYS = ("mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "enable_backward")
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    devices: tuple[str, ...] = ("cpu",)
+    mode: str = "release"
+    fast_math: bool | None = None
+    lineinfo: bool | None = None
+    optimization_level: int | None = None
+    max_unroll: int | None = None
+    enable_backward: bool | None = None
+    timeout_s: float = 300.0
+    launch_timeout_s: float = 20.0
+    memory_mb: int = 4096
+    validate: bool = True
+    bench: bool = True
+    bench_repeats: int = 50
+    bench_max_time_s: float = 1.0
+    bench_warmup: int = 3
+    seed: int | None = None
+    shrink: bool = True
+    localize: bool = True
+    perf_severity: str = "error"
+    peak_bandwidth_gbs: Mapping[str, float] = field(default_factory=dict)
+    peak_gflops: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["devices"] = list(self.devices)
+        data["peak_bandwidth_gbs"] = dict(self.peak_bandwidth_gbs)
+        data["peak_gflops"] = dict(self.peak_gflops)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RuntimeOptions:
+        return cls().merged(data, where="runtime options")
+
+    def merged(self, table: Mapping[str, Any], where: str = "overrides") -> RuntimeOptions:
+        return replace(self, **_validate(table, where))
+
+    def compile_options(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in COMPILE_KEYS}
+
+
+_BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
+_BOOL = ("validate", "bench", "shrink", "localize")
+_INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
+_POS_INT = ("memory_mb", "bench_repeats")
+_NONNEG_INT = ("bench_warmup",)
+_POS_FLOAT = ("timeout_s", "launch_timeout_s", "bench_max_time_s")
+
+
+def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    known = {f.name for f in fields(RuntimeOptions)}
+    out: dict[str, Any] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("-", "_")
+        if key not in known:
+            continue  # newer keys keep working with older versions
+        if key == "devices":
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, list | tuple) or not value or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{where}: `devices` must be a non-empty list of device names")
+            for v in value:
+                if v != "cpu" and v != "cuda" and not (v.startswith("cuda:") and v[5:].isdigit()):
+                    raise ConfigError(f"{where}: unknown device {v!r}; use cpu, cuda or cuda:N")
+            out[key] = tuple(dict.fromkeys(value))
+        elif key == "mode":
+            if value not in ("release", "debug"):
+                raise ConfigError(f"{where}: `mode` must be \"release\" or \"debug\", got {value!r}")
+            out[key] = value
+        elif key == "perf_severity":
+            if value not in ("error", "warning", "info"):
+                raise ConfigError(f"{where}: `perf_severity` must be error, warning or info")
+            out[key] = value
+        elif key in _BOOL_OR_NONE or key in _BOOL:
+            if not isinstance(value, bool) and not (value is None and key in _BOOL_OR_NONE):
+                raise ConfigError(f"{where}: `{key}` must be true or false, got {value!r}")
+            out[key] = value
+        elif key in _INT_OR_NONE or key in _POS_INT or key in _NONNEG_INT:
+            if value is None and key in _INT_OR_NONE:
+                out[key] = None
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ConfigError(f"{where}: `{key}` must be an integer, got {value!r}")
+            if (key in _POS_INT and value < 1) or (key in _NONNEG_INT and value < 0):
+                raise ConfigError(f"{where}: `{key}` must be positive, got {value!r}")
+            out[key] = value
+        elif key in _POS_FLOAT:
+            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"{where}: `{key}` must be a positive number, got {value!r}")
+            out[key] = float(value)
+        elif key in ("peak_bandwidth_gbs", "peak_gflops"):
+            if not isinstance(value, Mapping) or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value.values()
+            ):
+                raise ConfigError(f"{where}: `{key}` must be a table of device = positive number")
+            out[key] = {str(k): float(v) for k, v in value.items()}
+    return out
+
+
+def load_runtime_options(start: Path, overrides: Mapping[str, Any] | None = None) -> RuntimeOptions:
+    """``[tool.warp-harness.runtime]`` of the nearest warp-harness pyproject, then ``overrides``."""
+    options = RuntimeOptions()
+    pyproject = find_pyproject(start)
+    if pyproject is not None:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        table = data.get("tool", {}).get("warp-harness", {}).get("runtime", {})
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{pyproject}: [tool.warp-harness.runtime] must be a table")
+        options = options.merged(table, where=f"{pyproject} [tool.warp-harness.runtime]")
+    if overrides:
+        options = options.merged(overrides)
+    return options

@@ -1,0 +1,70 @@
+"""The stages a worker runs on a saved module, in order: load, codegen, compile, validate, bench.
+
+Every stage module imports Warp, so only the worker subprocess imports this package's
+submodules. ``Job`` carries the state between stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from warp_harness.contract import Contract
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.record import Record
+
+Progress = Callable[..., None]
+
+
+@dataclass
+class KernelInfo:
+    name: str
+    line: int
+    col: int
+    end_col: int
+    kernel: Any  # the warp Kernel defined in the module
+    runnable: Any = None  # the kernel to launch: itself, or an isolated copy when its module is broken
+    codegen: str = "pending"  # ok | error | generic
+    compile: dict[str, str] = field(default_factory=dict)  # device -> compiled | cached | error
+    validate: dict[str, str] = field(default_factory=dict)  # device -> pass | fail | error
+    bench: dict[str, dict[str, Any]] = field(default_factory=dict)
+    contract: Contract | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "line": self.line,
+            "codegen": self.codegen,
+            "compile": dict(self.compile),
+            "validate": dict(self.validate),
+            "bench": dict(self.bench),
+            "contract": self.contract.label if self.contract else None,
+        }
+
+
+@dataclass
+class Job:
+    id: int
+    path: Path  # resolved file
+    display_path: str  # the path records carry
+    workspace: Path
+    options: RuntimeOptions
+    progress: Progress
+    skip: dict[str, str] = field(default_factory=dict)  # kernel -> why its runs are skipped
+    records: list[Record] = field(default_factory=list)
+    kernels: dict[str, KernelInfo] = field(default_factory=dict)
+    contracts: list[Contract] = field(default_factory=list)
+    contract_files: list[Path] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)  # cases for the failure library
+    timings: dict[str, float] = field(default_factory=dict)
+    module: Any = None  # the imported Python module
+    module_hash: str | None = None
+    deps: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of workspace files imported
+    source_lines: list[str] = field(default_factory=list)
+    seed: int = 0
+    devices: list[tuple[str, Any]] = field(default_factory=list)  # (alias, warp Device) present
+    build_keys: dict[str, str] = field(default_factory=dict)  # "kernel@device" -> kernel cache key
+
+    def add(self, record: Record) -> None:
+        self.records.append(record)

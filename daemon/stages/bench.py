@@ -1,0 +1,281 @@
+"""Stage 4: time kernels that passed validation, the same way every time.
+
+Warm-up launches are excluded; every timed launch is synchronised (CUDA: a pair of timing
+events around the launch; CPU, where launches are synchronous and events do not exist:
+``perf_counter`` around launch + synchronise); input buffers rotate between launches so a
+kernel cannot replay a result; many repeats, median and spread. With the contract's
+bytes/FLOPs the achieved bandwidth/FLOP rate and their share of the peak are reported and
+the declared targets are checked.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import warp as wp
+
+from warp_harness.contract import Target
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.daemon.stages.validate import ContractProblem, _dim, _numpy_dtype, make_inputs
+from warp_harness.record import Severity, Stage
+
+try:
+    from warp._src.types import is_array
+except ImportError:  # pragma: no cover
+    from warp.types import is_array  # type: ignore[attr-defined,no-redef]
+
+ROTATE_MAX_BYTES = 256 << 20
+IMPLAUSIBLE_FACTOR = 1.5
+
+
+def _profile_peaks(device_alias: str, target: str | None) -> tuple[float | None, float | None]:
+    """(peak GB/s, peak GFLOP/s) from a hardware profile TOML, when one is installed and readable."""
+    try:
+        import tomllib
+    except ImportError:  # pragma: no cover
+        return None, None
+    try:
+        from warp_harness.rules import hardware
+    except ImportError:
+        return None, None
+    folder = Path(hardware.__file__).parent
+    name = "cpu" if device_alias == "cpu" else (target or "")
+    candidates = [folder / f"{name}.toml", folder / f"{name.replace('sm_', 'sm')}.toml"]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        flat: dict[str, Any] = {}
+        for key, value in data.items():
+            if isinstance(value, dict):
+                flat.update(value)
+            else:
+                flat[key] = value
+        bw = next((flat[k] for k in ("peak_bandwidth_gbs", "bandwidth_gbs", "memory_bandwidth_gbs") if k in flat), None)
+        fl = next((flat[k] for k in ("peak_gflops", "fp32_gflops", "peak_fp32_gflops") if k in flat), None)
+        return (float(bw) if bw else None), (float(fl) if fl else None)
+    return None, None
+
+
+def peaks(job: Job, alias: str) -> tuple[float | None, float | None]:
+    kind = alias.split(":")[0]
+    bw = job.options.peak_bandwidth_gbs.get(alias, job.options.peak_bandwidth_gbs.get(kind))
+    fl = job.options.peak_gflops.get(alias, job.options.peak_gflops.get(kind))
+    if bw is None or fl is None:
+        pbw, pfl = _profile_peaks(alias, None)
+        bw = bw if bw is not None else pbw
+        fl = fl if fl is not None else pfl
+    return bw, fl
+
+
+def _launch_sets(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> tuple[list[list[Any]], Any]:
+    contract = info.contract
+    assert contract is not None
+    params = [(a.label, a.type) for a in info.runnable.adj.args]
+    sets: list[list[Any]] = []
+    dim: Any = None
+    n_sets = 3
+    for k in range(n_sets):
+        inputs = make_inputs(contract.inputs, size, job.seed + 5000 + k)
+        args: list[Any] = []
+        nbytes = 0
+        for name, arg_type in params:
+            value = inputs[name]
+            if is_array(arg_type):
+                host = np.ascontiguousarray(value, dtype=_numpy_dtype(arg_type))
+                nbytes += host.nbytes
+                arr = wp.array(host, dtype=arg_type.dtype, device=device)
+                args.append(arr)
+                if dim is None and name == contract.outputs[0]:
+                    dim = _dim(contract, size, inputs, arr)
+            else:
+                args.append(value)
+        sets.append(args)
+        if nbytes * n_sets > ROTATE_MAX_BYTES:
+            break
+    return sets, dim
+
+
+def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> dict[str, Any]:
+    sets, dim = _launch_sets(job, info, alias, device, size)
+    kernel = info.runnable
+    opts = job.options
+    job.progress(
+        stage="bench", kernel=info.name, device=alias, size=size, seed=job.seed, budget_s=opts.launch_timeout_s
+    )
+    for i in range(opts.bench_warmup):
+        wp.launch(kernel, dim=dim, inputs=sets[i % len(sets)], device=device)
+    wp.synchronize_device(device)
+    times: list[float] = []
+    use_events = bool(getattr(device, "is_cuda", False))
+    started = time.perf_counter()
+    i = 0
+    while len(times) < opts.bench_repeats:
+        args = sets[i % len(sets)]
+        i += 1
+        if use_events:
+            start_ev = wp.Event(device, enable_timing=True)
+            end_ev = wp.Event(device, enable_timing=True)
+            wp.record_event(start_ev)
+            wp.launch(kernel, dim=dim, inputs=args, device=device)
+            wp.record_event(end_ev)
+            wp.synchronize_event(end_ev)
+            times.append(wp.get_event_elapsed_time(start_ev, end_ev) / 1e3)
+        else:
+            t0 = time.perf_counter()
+            wp.launch(kernel, dim=dim, inputs=args, device=device)
+            wp.synchronize_device(device)
+            times.append(time.perf_counter() - t0)
+        if len(times) >= 5 and time.perf_counter() - started > opts.bench_max_time_s:
+            break
+        # a slow kernel: the launch budget is per launch
+        job.progress(stage="bench", kernel=info.name, device=alias, size=size, budget_s=opts.launch_timeout_s)
+    times.sort()
+    median = statistics.median(times)
+    q1 = times[len(times) // 4]
+    q3 = times[(3 * len(times)) // 4]
+    return {
+        "size": size,
+        "repeats": len(times),
+        "median_s": median,
+        "min_s": times[0],
+        "max_s": times[-1],
+        "iqr_s": q3 - q1,
+        "rotated_sets": len(sets),
+        "timer": "cuda events" if use_events else "perf_counter+synchronize",
+    }
+
+
+def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
+    contract = info.contract
+    assert contract is not None
+    size = contract.benchmark_size
+    try:
+        m = measure(job, info, alias, device, size)
+    except ContractProblem as exc:
+        job.add(
+            F.make_record(
+                Stage.PERFORMANCE, F.CONTRACT_ERROR, Severity.ERROR, job.display_path, info.line,
+                f"benchmark of `{info.name}`: {exc}", kernel=info.name,
+            )
+        )  # fmt: skip
+        return
+    median = m["median_s"]
+    metrics: dict[str, float] = {"latency_us": median * 1e6, "time_ms": median * 1e3}
+    peak_bw, peak_fl = peaks(job, alias)
+    if contract.bytes is not None and median > 0:
+        metrics["bandwidth_gbs"] = float(contract.bytes(size)) / median / 1e9
+        if peak_bw:
+            metrics["bandwidth_util"] = metrics["bandwidth_gbs"] / peak_bw
+    if contract.flops is not None and median > 0:
+        metrics["gflops"] = float(contract.flops(size)) / median / 1e9
+        if peak_fl:
+            metrics["flops_util"] = metrics["gflops"] / peak_fl
+    m["metrics"] = metrics
+    info.bench[alias] = m
+    parts = [
+        f"median {metrics['latency_us']:.1f} µs (min {m['min_s'] * 1e6:.1f}, max {m['max_s'] * 1e6:.1f}, "
+        f"IQR {m['iqr_s'] * 1e6:.1f}, n={m['repeats']})"
+    ]
+    if "bandwidth_gbs" in metrics:
+        parts.append(f"{metrics['bandwidth_gbs']:.2f} GB/s")
+        if "bandwidth_util" in metrics:
+            parts.append(f"{metrics['bandwidth_util'] * 100:.1f}% of {peak_bw:g} GB/s peak")
+    if "gflops" in metrics:
+        parts.append(f"{metrics['gflops']:.2f} GFLOP/s")
+        if "flops_util" in metrics:
+            parts.append(f"{metrics['flops_util'] * 100:.1f}% of {peak_fl:g} GFLOP/s peak")
+    job.add(
+        F.make_record(
+            Stage.PERFORMANCE,
+            F.MEASURED,
+            Severity.INFO,
+            job.display_path,
+            info.line,
+            f"kernel `{info.name}` on {alias}, size {size}: " + ", ".join(parts),
+            col=info.col,
+            end_col=info.end_col,
+            kernel=info.name,
+            actual=metrics,
+        )
+    )
+    for util in ("bandwidth_util", "flops_util"):
+        if metrics.get(util, 0.0) > IMPLAUSIBLE_FACTOR:
+            job.add(
+                F.make_record(
+                    Stage.PERFORMANCE,
+                    F.IMPLAUSIBLE,
+                    Severity.WARNING,
+                    job.display_path,
+                    info.line,
+                    f"kernel `{info.name}` on {alias}: {util} = {metrics[util]:.2f} is beyond the hardware peak",
+                    kernel=info.name,
+                    hint="check the contract's bytes/flops functions and that the kernel does all its work",
+                )
+            )
+    severity = Severity(job.options.perf_severity)
+    for target in contract.parsed_targets():
+        check_target(job, info, alias, target, metrics, severity)
+
+
+def check_target(
+    job: Job, info: KernelInfo, alias: str, target: Target, metrics: dict[str, float], severity: Severity
+) -> None:
+    value = metrics.get(target.metric)
+    if value is None:
+        need = {"bandwidth_gbs": "`bytes`", "gflops": "`flops`"}.get(target.metric, "")
+        why = (
+            f"the contract gives no {need}"
+            if need
+            else "no peak for this device: set peak_bandwidth_gbs / peak_gflops in "
+            "[tool.warp-harness.runtime] (or give the contract bytes/flops)"
+        )
+        job.add(
+            F.make_record(
+                Stage.PERFORMANCE,
+                F.TARGET_UNCHECKED,
+                Severity.WARNING,
+                job.display_path,
+                info.line,
+                f"kernel `{info.name}` on {alias}: target `{target}` not checked: {why}",
+                kernel=info.name,
+            )
+        )
+        return
+    if target.holds(value):
+        return
+    job.add(
+        F.make_record(
+            Stage.PERFORMANCE,
+            F.TARGET_MISSED,
+            severity,
+            job.display_path,
+            info.line,
+            f"kernel `{info.name}` on {alias} misses its target `{target}`: measured {target.metric} = {value:.4g}",
+            col=info.col,
+            end_col=info.end_col,
+            kernel=info.name,
+            expected=target.value,
+            actual=value,
+            hint="profile the kernel: memory access pattern (coalescing), work per thread, launch dim",
+        )
+    )
+
+
+def run(job: Job) -> None:
+    t0 = time.perf_counter()
+    for info in job.kernels.values():
+        if info.contract is None or info.name in job.skip:
+            continue
+        for alias, device in job.devices:
+            if info.validate.get(alias) == "pass":
+                bench_kernel(job, info, alias, device)
+    job.timings["bench_ms"] = (time.perf_counter() - t0) * 1e3

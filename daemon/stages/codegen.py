@@ -1,0 +1,90 @@
+"""Stage 1: Warp's own code generator, kernel by kernel.
+
+``Module.load`` stops at the first failing kernel (not in source order) and then fails every
+kernel of the module. ``kernel.adj.build(None, opts)`` with the module's resolved options
+and ``output_arch=None`` generates one kernel alone, without compiling, in well under a
+millisecond: every kernel gets its own verdict and its own first error.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import warp as wp
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.codegen_errors import exception_text, parse_codegen_error
+from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.record import Location, Related, Severity, Stage
+
+
+def codegen_options(module: Any) -> dict[str, Any]:
+    opts: dict[str, Any] = module.resolve_options(wp.config, 1)
+    opts["output_arch"] = None
+    return opts
+
+
+def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
+    text = exception_text(exc)
+    parsed = parse_codegen_error(text, type(exc).__name__)
+    if parsed is None or parsed.primary(job.path) is None:
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        job.add(
+            F.make_record(
+                stage,
+                rule,
+                Severity.ERROR,
+                job.display_path,
+                info.line,
+                f"kernel `{info.name}`: {type(exc).__name__}: {first}",
+                col=info.col,
+                end_col=info.end_col,
+                kernel=info.name,
+            )
+        )
+        return
+    primary = parsed.primary(job.path)
+    assert primary is not None
+    related = tuple(
+        Related(
+            Location(f.path, f.line, f.col, f.line, f.end_col, kernel=f.function),
+            f"in `{f.function}`" + (" (called from here)" if i < len(parsed.frames) - 1 else ""),
+        )
+        for i, f in enumerate(parsed.frames)
+        if f is not primary
+    )
+    chain = " -> ".join(f.function for f in parsed.frames)
+    where = f" (in {chain})" if len(parsed.frames) > 1 else ""
+    same_file = str(job.path) == primary.path or primary.path.endswith(job.path.name)
+    job.add(
+        F.make_record(
+            stage,
+            rule,
+            Severity.ERROR,
+            job.display_path,
+            primary.line if same_file else info.line,
+            f"kernel `{info.name}`{where}: {parsed.message}",
+            col=primary.col if same_file else info.col,
+            end_col=primary.end_col if same_file else info.end_col,
+            kernel=info.name,
+            related=related,
+        )
+    )
+
+
+def run(job: Job) -> None:
+    t0 = time.perf_counter()
+    for info in job.kernels.values():
+        kernel = info.kernel
+        if getattr(kernel, "is_generic", False):
+            info.codegen = "generic"  # types come from each launch's overload
+            continue
+        try:
+            kernel.adj.build(None, codegen_options(kernel.module))
+        except Exception as exc:  # Warp raises many classes: catch broadly, parse the text
+            info.codegen = "error"
+            error_record(job, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)
+        else:
+            info.codegen = "ok"
+    job.timings["codegen_ms"] = (time.perf_counter() - t0) * 1e3

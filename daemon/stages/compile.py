@@ -1,0 +1,141 @@
+"""Stage 2: compile for every configured device into the project-local kernel cache.
+
+A module whose codegen failed for one kernel cannot be built by Warp at all; each of its
+good kernels is then compiled alone in an isolated Warp module (same function, same
+options), so they still get compiled, validated and benchmarked.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import warp as wp
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import kernel_cache
+from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.daemon.stages.codegen import error_record
+from warp_harness.record import Severity, Stage
+
+
+def resolve_devices(job: Job) -> None:
+    """Fill job.devices with the configured devices present; report the others as skipped."""
+    present: dict[str, Any] = {}
+    cuda_count = wp.get_cuda_device_count()
+    for name in job.options.devices:
+        if name == "cpu":
+            present["cpu"] = wp.get_device("cpu")
+        elif name == "cuda":
+            if cuda_count == 0:
+                _skipped(job, name, "no CUDA device is present")
+            for i in range(cuda_count):
+                present[f"cuda:{i}"] = wp.get_device(f"cuda:{i}")
+        else:
+            index = int(name.split(":")[1])
+            if index < cuda_count:
+                present[name] = wp.get_device(name)
+            else:
+                _skipped(job, name, f"{cuda_count} CUDA device(s) present")
+    job.devices = list(present.items())
+
+
+def _skipped(job: Job, name: str, why: str) -> None:
+    job.add(
+        F.make_record(
+            Stage.COMPILE,
+            F.DEVICE_SKIPPED,
+            Severity.INFO,
+            job.display_path,
+            1,
+            f"device {name} skipped: {why}",
+            hint="remove it from [tool.warp-harness.runtime] devices, or run where it exists",
+        )
+    )
+
+
+def block_dim_for(device: Any) -> int | None:
+    # CPU launches build with block_dim=1 (Module.load's default would be a different build)
+    return 1 if getattr(device, "is_cpu", False) else None
+
+
+def apply_module_options(job: Job, module: Any) -> None:
+    """Options of [tool.warp-harness.runtime] that Warp keeps per module (fast_math ...)."""
+    changed = False
+    for key in ("fast_math", "lineinfo", "max_unroll", "enable_backward", "optimization_level"):
+        value = getattr(job.options, key)
+        if value is not None and module.options.get(key) != value:
+            module.options[key] = value
+            changed = True
+    if job.options.mode == "debug" and module.options.get("mode") != "debug":
+        module.options["mode"] = "debug"
+        changed = True
+    if changed:
+        module.mark_modified()
+
+
+def isolate(info: KernelInfo) -> Any:
+    """A copy of the kernel in a Warp module of its own."""
+    source_module = info.kernel.module
+    iso = wp.get_module(f"{source_module.name}__wh_{info.name}")
+    iso.options = dict(source_module.options)
+    iso.mark_modified()
+    return wp.Kernel(func=info.kernel.func, key=info.kernel.key, module=iso, options=dict(info.kernel.options))
+
+
+def load_into_cache(job: Job, module: Any, device: Any) -> tuple[bool, float, str]:
+    """Build (or find) ``module`` for ``device`` in .warp-harness/kernels/<key>; (compiled, ms, key)."""
+    block_dim = block_dim_for(device)
+    resolved = module.resolve_options(wp.config, block_dim)
+    module_hash = module.get_module_hash(block_dim)
+    kind, arch = kernel_cache.describe_device(device)
+    key = kernel_cache.build_key(module_hash, resolved, wp.config.version, kind, arch)
+    folder = kernel_cache.folder_for(job.workspace, key)
+    hit = kernel_cache.has_binary(folder)
+    wp.config.kernel_cache_dir = str(folder)
+    t0 = time.perf_counter()
+    module.load(device, block_dim)
+    return not hit, (time.perf_counter() - t0) * 1e3, key
+
+
+def run(job: Job) -> None:
+    t0 = time.perf_counter()
+    resolve_devices(job)
+    good = [k for k in job.kernels.values() if k.codegen in ("ok", "generic")]
+    broken = any(k.codegen == "error" for k in job.kernels.values())
+    units: list[tuple[Any, list[KernelInfo]]] = []
+    if good and not broken:
+        apply_module_options(job, good[0].kernel.module)
+        units.append((good[0].kernel.module, [k for k in good if k.codegen == "ok"]))
+    elif good:
+        for info in good:
+            if info.codegen != "ok":
+                continue
+            apply_module_options(job, info.kernel.module)
+            info.runnable = isolate(info)
+            apply_module_options(job, info.runnable.module)
+            units.append((info.runnable.module, [info]))
+    keys: list[str] = []
+    for alias, device in job.devices:
+        for module, infos in units:
+            if not infos:
+                continue
+            job.progress(stage="compile", device=alias, kernel=infos[0].name, budget_s=job.options.timeout_s)
+            try:
+                compiled, ms, key = load_into_cache(job, module, device)
+            except Exception as exc:
+                for info in infos:
+                    info.compile[alias] = "error"
+                error_record(job, infos[0], exc, Stage.COMPILE, F.COMPILE_ERROR)
+                continue
+            keys.append(key)
+            for info in infos:
+                info.compile[alias] = "compiled" if compiled else "cached"
+                job.build_keys[f"{info.name}@{alias}"] = key
+            job.timings[f"compile_ms[{alias}]"] = job.timings.get(f"compile_ms[{alias}]", 0.0) + ms
+    if units and units[0][1]:
+        try:
+            job.module_hash = units[0][0].get_module_hash(1).hex()
+        except Exception:
+            job.module_hash = None
+    job.timings["compile_stage_ms"] = (time.perf_counter() - t0) * 1e3

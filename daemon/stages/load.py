@@ -1,0 +1,187 @@
+"""Stage 0: import the saved module (fresh, with its workspace dependencies) and find its
+kernels and contracts."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import warp as wp
+
+from warp_harness import contract as contract_api
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.discovery import contract_siblings, kernel_positions
+from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.record import Severity, Stage
+
+_HARNESS_ROOTS = tuple(
+    str(Path(p).resolve())
+    for p in {
+        Path(contract_api.__file__).parent,  # core/
+        Path(F.__file__).parent,  # daemon/
+    }
+)
+
+
+def _in_workspace(file: str | None, workspace: Path) -> bool:
+    if not file:
+        return False
+    try:
+        resolved = Path(file).resolve()
+    except OSError:
+        return False
+    text = str(resolved)
+    if "site-packages" in text or text.startswith(_HARNESS_ROOTS) or text.startswith(sys.prefix):
+        return False
+    return resolved.is_relative_to(workspace)
+
+
+def purge_workspace_modules(workspace: Path) -> None:
+    """Forget every module imported from the workspace, so a save is seen by the next import."""
+    for name, mod in list(sys.modules.items()):
+        if _in_workspace(getattr(mod, "__file__", None), workspace):
+            del sys.modules[name]
+    importlib.invalidate_caches()
+
+
+def module_name_for(path: Path) -> tuple[str, Path]:
+    """(dotted module name, folder to put on sys.path) for a file, honouring packages."""
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), folder
+
+
+def _file_sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _error_line(exc: BaseException, path: Path) -> tuple[int, int]:
+    if isinstance(exc, SyntaxError) and exc.lineno and exc.filename and Path(exc.filename).resolve() == path:
+        return exc.lineno, max((exc.offset or 1) - 1, 0)
+    line = 1
+    for frame in traceback.extract_tb(exc.__traceback__):
+        try:
+            if Path(frame.filename).resolve() == path and frame.lineno:
+                line = frame.lineno
+        except OSError:
+            continue
+    return line, 0
+
+
+def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
+    entry = str(sys_path)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+    try:
+        return importlib.import_module(name)
+    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        line, col = _error_line(exc, job.path)
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        job.add(
+            F.make_record(
+                Stage.SYNTAX if isinstance(exc, SyntaxError) else Stage.COMPILE,
+                F.IMPORT_ERROR,
+                Severity.ERROR,
+                job.display_path,
+                line,
+                f"importing the module failed: {text}",
+                col=col,
+                hint="fix the error above; Warp raises missing annotations at decoration (import) time",
+            )
+        )
+        return None
+
+
+def load(job: Job) -> bool:
+    """Import ``job.path``; fill job.module, kernels, contracts, deps. False if it did not import."""
+    purge_workspace_modules(job.workspace)
+    source = job.path.read_text(encoding="utf-8", errors="replace")
+    job.source_lines = source.splitlines()
+    name, root = module_name_for(job.path)
+    module = _import(job, name, root)
+    if module is None:
+        _collect_deps(job)
+        return False
+    job.module = module
+    positions = kernel_positions(source)
+    for value in list(vars(module).values()):
+        if not isinstance(value, wp.Kernel) or getattr(value.func, "__module__", None) != module.__name__:
+            continue
+        fname = value.func.__name__
+        line, col, end_col = positions.get(fname, (1, 0, 0))
+        if fname not in job.kernels:
+            job.kernels[fname] = KernelInfo(fname, line, col, end_col, value, runnable=value)
+    contracts = contract_api.discover(vars(module))
+    for sibling in contract_siblings(job.path):
+        sib_mod = _import(job, module_name_for(sibling)[0], module_name_for(sibling)[1])
+        if sib_mod is not None:
+            job.contract_files.append(sibling)
+            contracts.extend(c for c in contract_api.discover(vars(sib_mod)) if c not in contracts)
+    job.contracts = contracts
+    for c in contracts:
+        _attach(job, c)
+    _collect_deps(job)
+    return True
+
+
+def _attach(job: Job, c: contract_api.Contract) -> None:
+    name = c.kernel_name
+    info = job.kernels.get(name)
+    if info is None:
+        # a contract may name a kernel by the attribute it is bound to
+        value: Any = getattr(job.module, name, None)
+        if isinstance(value, wp.Kernel):
+            info = job.kernels.get(value.func.__name__)
+    if info is None:
+        line = next((i + 1 for i, t in enumerate(job.source_lines) if name in t and "kernel" in t), 1)
+        job.add(
+            F.make_record(
+                Stage.NUMERIC,
+                F.CONTRACT_ERROR,
+                Severity.ERROR,
+                job.display_path,
+                line,
+                f"contract `{c.label}` names kernel `{name}`, which this module does not define",
+                hint=f"set kernel= to one of: {', '.join(sorted(job.kernels)) or '(no kernels)'}",
+            )
+        )
+        return
+    if info.contract is not None:
+        job.add(
+            F.make_record(
+                Stage.NUMERIC,
+                F.CONTRACT_ERROR,
+                Severity.WARNING,
+                job.display_path,
+                info.line,
+                f"kernel `{info.name}` has several contracts; only `{info.contract.label}` is used",
+                kernel=info.name,
+            )
+        )
+        return
+    info.contract = c
+
+
+def _collect_deps(job: Job) -> None:
+    seen: dict[str, str] = {str(job.path): _file_sha(job.path)}
+    for mod in list(sys.modules.values()):
+        file = getattr(mod, "__file__", None)
+        if _in_workspace(file, job.workspace) and file:
+            p = Path(file).resolve()
+            seen.setdefault(str(p), _file_sha(p))
+    for sibling in contract_siblings(job.path):
+        seen.setdefault(str(sibling), _file_sha(sibling))
+    job.deps = sorted(seen.items())

@@ -1,0 +1,518 @@
+"""Runs jobs in a persistent worker subprocess and survives whatever the kernels do.
+
+- The worker is started with ``RLIMIT_AS`` (CPU-only runs: CUDA reserves huge virtual
+  ranges, so with a CUDA device only the RSS watch below applies), in its own session,
+  with stdout/stderr going to a log file, never to the daemon's protocol.
+- Every job has a wall-clock budget; every ``progress`` message from the worker names
+  the kernel/stage/size it is about to run and the budget for that step (a launch gets
+  ``launch_timeout_s``). Past the budget, or above ``memory_mb`` of RSS, the worker is
+  killed and a ``timeout``/memory record is produced.
+- When the worker dies (SIGSEGV, SIGILL after a debug bounds assertion, SIGABRT ...), the
+  last progress message says which kernel was running; the log tail gives the assertion.
+  The worker is restarted and the job re-submitted with that kernel skipped, so every
+  other kernel still gets its verdict.
+- A crash or bounds-suspect wrong result in release mode is re-run once in Warp's debug
+  mode, which turns a silent out-of-bounds access into an assertion.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import protocol
+from warp_harness.daemon.codegen_errors import parse_native_assertion
+from warp_harness.daemon.discovery import kernel_positions, read_text
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.record import Record, Severity, Stage
+
+START_TIMEOUT_S = 120.0
+MAX_JOBS_PER_WORKER = 200
+_NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
+
+
+class WorkerStartError(RuntimeError):
+    pass
+
+
+def signal_name(returncode: int | None) -> str:
+    if returncode is None:
+        return "unknown"
+    if returncode < 0:
+        try:
+            return signal.Signals(-returncode).name
+        except ValueError:
+            return f"signal {-returncode}"
+    if returncode > 128:
+        try:
+            return signal.Signals(returncode - 128).name
+        except ValueError:
+            pass
+    return f"exit status {returncode}"
+
+
+_SIGNAL_TEXT = {
+    "SIGSEGV": "segmentation fault",
+    "SIGILL": "illegal instruction",
+    "SIGABRT": "abort",
+    "SIGBUS": "bus error",
+    "SIGFPE": "floating-point exception",
+    "SIGKILL": "killed",
+}
+
+
+@dataclass
+class CallOutcome:
+    kind: str  # done | crash | timeout | memory
+    result: dict[str, Any] | None = None
+    returncode: int | None = None
+    progress: dict[str, Any] = field(default_factory=dict)
+    output: str = ""
+    elapsed_s: float = 0.0
+
+
+class WorkerProcess:
+    """One worker subprocess and the socket to it."""
+
+    def __init__(self, workspace: Path, options: RuntimeOptions, *, warmup: bool, python: str) -> None:
+        self.workspace = workspace
+        self.options = options
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock = parent
+        self.log: IO[bytes] = tempfile.TemporaryFile(prefix="warp-harness-worker-")
+        env = dict(os.environ)
+        # Warp's default cache is created at init even when unused: keep it in the workspace
+        env["WARP_CACHE_PATH"] = str(workspace / ".warp-harness" / "kernels" / "warp-default")
+        env["PYTHONFAULTHANDLER"] = "1"
+        env["PYTHONUNBUFFERED"] = "1"
+        env.pop("PYTHONSTARTUP", None)
+        memory = options.memory_mb * 1024 * 1024
+        limit_as = all(d == "cpu" for d in options.devices)
+
+        def limits() -> None:  # runs in the child between fork and exec
+            if limit_as:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        cmd = [python, "-m", "warp_harness.daemon.worker", "--fd", str(child.fileno())]
+        if warmup:
+            cmd.append("--warmup")
+        self.proc = subprocess.Popen(
+            cmd,
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            cwd=str(workspace),
+            env=env,
+            preexec_fn=limits,
+            start_new_session=True,
+        )
+        child.close()
+        self.jobs = 0
+        self.ready: dict[str, Any] = {}
+        t0 = time.monotonic()
+        try:
+            self.ready = protocol.recv_message(self.sock, timeout=START_TIMEOUT_S)
+        except (TimeoutError, protocol.ConnectionClosed, protocol.ProtocolError) as exc:
+            tail = self.output_since(0)
+            self.kill()
+            raise WorkerStartError(f"the worker did not start ({exc}); its output:\n{tail[-3000:]}") from None
+        self.start_s = time.monotonic() - t0
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_offset(self) -> int:
+        self.log.flush()
+        return os.fstat(self.log.fileno()).st_size
+
+    def output_since(self, offset: int) -> str:
+        size = os.fstat(self.log.fileno()).st_size
+        data = os.pread(self.log.fileno(), max(size - offset, 0), offset)
+        text = data.decode("utf-8", errors="replace")
+        return "\n".join(line for line in text.splitlines() if not line.startswith(_NOISE))
+
+    def rss_mb(self) -> float:
+        try:
+            with open(f"/proc/{self.pid}/status", encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        return 0.0
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+        self.sock.close()
+        self.log.close()
+
+    def shutdown(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                protocol.send_message(self.sock, protocol.message("shutdown"))
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def call(self, msg: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None) -> CallOutcome:
+        offset = self.log_offset()
+        started = time.monotonic()
+        deadline = started + self.options.timeout_s
+        job_deadline = deadline
+        last: dict[str, Any] = {}
+        self.jobs += 1
+        try:
+            protocol.send_message(self.sock, msg)
+        except OSError:
+            return self._died(last, offset, started)
+        while True:
+            now = time.monotonic()
+            if now >= min(deadline, job_deadline):
+                self.kill_only()
+                return CallOutcome("timeout", progress=last, output=self.output_since(offset), elapsed_s=now - started)
+            if self.options.memory_mb and self.rss_mb() > self.options.memory_mb:
+                self.kill_only()
+                return CallOutcome("memory", progress=last, output=self.output_since(offset), elapsed_s=now - started)
+            try:
+                reply = protocol.recv_message(self.sock, timeout=min(0.25, max(min(deadline, job_deadline) - now, 0.01)))
+            except TimeoutError:
+                continue
+            except (protocol.ConnectionClosed, OSError):
+                return self._died(last, offset, started)
+            kind = reply.get("type")
+            if kind == "progress":
+                last = reply
+                budget = reply.get("budget_s")
+                if isinstance(budget, int | float) and budget > 0:
+                    deadline = time.monotonic() + float(budget)
+                if on_progress is not None:
+                    on_progress(reply)
+            elif kind == "done":
+                return CallOutcome("done", result=reply.get("result") or {}, elapsed_s=time.monotonic() - started)
+
+    def kill_only(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            pass
+
+    def _died(self, last: dict[str, Any], offset: int, started: float) -> CallOutcome:
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill_only()
+            code = self.proc.returncode
+        return CallOutcome(
+            "crash", returncode=code, progress=last, output=self.output_since(offset),
+            elapsed_s=time.monotonic() - started,
+        )  # fmt: skip
+
+
+class Supervisor:
+    """Runs check and case jobs for one workspace; thread-safe (one job at a time)."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        options: RuntimeOptions | None = None,
+        *,
+        warmup: bool = True,
+        python: str = sys.executable,
+    ) -> None:
+        self.workspace = workspace.resolve()
+        self.options = options or RuntimeOptions()
+        self.warmup = warmup
+        self.python = python
+        self.worker: WorkerProcess | None = None
+        self.restarts = 0
+        self.crashes = 0
+        self._lock = threading.RLock()
+        self._next_id = 1
+
+    # ----------------------------------------------------------------- lifecycle
+    def start(self) -> WorkerProcess:
+        with self._lock:
+            if self.worker is not None and self.worker.alive():
+                return self.worker
+            if self.worker is not None:
+                self.worker.kill()
+                self.restarts += 1
+            self.worker = WorkerProcess(self.workspace, self.options, warmup=self.warmup, python=self.python)
+            return self.worker
+
+    def close(self) -> None:
+        with self._lock:
+            if self.worker is not None:
+                self.worker.shutdown()
+                self.worker = None
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def status(self) -> dict[str, Any]:
+        w = self.worker
+        return {
+            "worker_pid": w.pid if w and w.alive() else None,
+            "worker_jobs": w.jobs if w else 0,
+            "restarts": self.restarts,
+            "crashes": self.crashes,
+            "warp_version": (w.ready.get("warp_version") if w else None),
+        }
+
+    def _call(
+        self, msg: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None
+    ) -> CallOutcome:
+        worker = self.start()
+        if worker.jobs >= MAX_JOBS_PER_WORKER:  # bound the growth of re-imported modules
+            worker.shutdown()
+            self.worker = None
+            worker = self.start()
+        msg = dict(msg, id=self._next_id)
+        self._next_id += 1
+        outcome = worker.call(msg, on_progress)
+        if outcome.kind != "done":
+            self.crashes += 1
+            worker.kill()
+            self.worker = None
+            self.restarts += 1
+        return outcome
+
+    # ----------------------------------------------------------------- jobs
+    def _base(self, path: Path, display_path: str | None, options: RuntimeOptions) -> dict[str, Any]:
+        return protocol.message(
+            "job",
+            path=str(path.resolve()),
+            display_path=display_path or str(path),
+            workspace=str(self.workspace),
+            options=options.to_dict(),
+        )
+
+    def check(
+        self,
+        path: Path,
+        *,
+        display_path: str | None = None,
+        stages: tuple[str, ...] = ("validate", "bench"),
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        options: RuntimeOptions | None = None,
+    ) -> dict[str, Any]:
+        """Run every stage on one module; the result dict of the worker, with crash records merged in."""
+        with self._lock:
+            opts = options or self.options
+            display = display_path or str(path)
+            skip: dict[str, str] = {}
+            extra: list[Record] = []
+            failures: list[dict[str, Any]] = []
+            positions = kernel_positions(read_text(path) or "")
+            t0 = time.monotonic()
+            seed = opts.seed
+            for _attempt in range(len(positions) + 2):
+                msg = self._base(path, display, opts)
+                msg.update(kind="check", skip=skip, stages=list(stages))
+                if seed is not None:
+                    msg["seed"] = seed
+                outcome = self._call(msg, on_progress)
+                if outcome.kind == "done":
+                    result = outcome.result or {}
+                    break
+                record, failure = self._crash_record(outcome, display, positions, opts)
+                extra.append(record)
+                kernel = outcome.progress.get("kernel")
+                seed = outcome.progress.get("seed") if seed is None else seed
+                if failure is not None:
+                    failures.append(failure)
+                    loc = self._localize(path, display, failure, outcome, opts, positions)
+                    if loc is not None:
+                        extra.append(loc)
+                if not kernel or kernel in skip or outcome.progress.get("stage") in ("import", "compile"):
+                    result = {"status": outcome.kind, "path": display, "records": [], "kernels": {}}
+                    break
+                skip[str(kernel)] = outcome.kind
+            else:  # pragma: no cover - every kernel crashed in turn
+                result = {"status": "crash", "path": display, "records": [], "kernels": {}}
+            for failure in result.get("failures") or []:
+                if opts.localize and failure.get("bounds_suspect") and opts.mode != "debug":
+                    loc = self._localize(path, display, failure, None, opts, positions)
+                    if loc is not None:
+                        extra.append(loc)
+            records = [Record.from_dict(r) for r in result.get("records") or []] + extra
+            records.sort(key=lambda r: r.sort_key())
+            result["records"] = [r.to_dict() for r in records]
+            result["failures"] = failures + list(result.get("failures") or [])
+            result["crashed_kernels"] = skip
+            result["elapsed_ms"] = (time.monotonic() - t0) * 1e3
+            return result
+
+    def run_case(self, case: dict[str, Any], *, mode: str | None = None) -> tuple[str, list[Record]]:
+        """Re-run one stored case: (pass | fail | crash | timeout | error, records)."""
+        with self._lock:
+            path = self.workspace / str(case["path"])
+            opts = self.options
+            msg = self._base(path, str(case.get("path")), opts)
+            msg.update(
+                kind="case",
+                kernel=case["kernel"],
+                device=case.get("device", "cpu"),
+                size=case.get("size", 1),
+                seed=case.get("seed", 0),
+                edge_case=case.get("edge_case"),
+                inputs=case.get("inputs"),
+            )
+            if mode:
+                msg["mode"] = mode
+            outcome = self._call(msg)
+            if outcome.kind == "done":
+                result = outcome.result or {}
+                return str(result.get("status", "error")), [Record.from_dict(r) for r in result.get("records", [])]
+            positions = kernel_positions(read_text(path) or "")
+            record, _ = self._crash_record(outcome, str(case.get("path")), positions, opts)
+            return outcome.kind, [record]
+
+    # ----------------------------------------------------------------- crash handling
+    def _crash_record(
+        self,
+        outcome: CallOutcome,
+        display: str,
+        positions: dict[str, tuple[int, int, int]],
+        opts: RuntimeOptions,
+    ) -> tuple[Record, dict[str, Any] | None]:
+        p = outcome.progress
+        kernel = p.get("kernel")
+        stage = p.get("stage") or "?"
+        line, col, end_col = positions.get(str(kernel), (1, 0, 0)) if kernel else (1, 0, 0)
+        where = f"kernel `{kernel}`" if kernel else "the module"
+        details = [f"stage {stage}"]
+        for key in ("device", "size", "seed", "edge_case"):
+            if p.get(key) is not None:
+                details.append(f"{key.replace('_', ' ')} {p[key]}")
+        context = ", ".join(details)
+        assertion = parse_native_assertion(outcome.output)
+        tail = outcome.output.strip()[-1500:] or None
+        if outcome.kind == "timeout":
+            budget = p.get("budget_s") or opts.timeout_s
+            record = F.make_record(
+                Stage.TIMEOUT, F.TIMEOUT, Severity.ERROR, display, line,
+                f"{where} ran past its {float(budget):g} s limit ({context}); the worker was killed",
+                col=col, end_col=end_col, kernel=kernel,
+                hint="look for a loop whose exit condition never holds (a `while` over a value no thread changes)",
+            )  # fmt: skip
+            kind = "timeout"
+        elif outcome.kind == "memory":
+            record = F.make_record(
+                Stage.CRASH, F.MEMORY, Severity.ERROR, display, line,
+                f"{where} went past the {opts.memory_mb} MB memory limit ({context}); the worker was killed",
+                col=col, end_col=end_col, kernel=kernel,
+                hint="lower the contract's sizes or raise memory_mb in [tool.warp-harness.runtime]",
+            )  # fmt: skip
+            kind = "memory"
+        else:
+            sig = signal_name(outcome.returncode)
+            text = _SIGNAL_TEXT.get(sig, sig)
+            if assertion is not None and assertion.is_bounds_check:
+                record = F.make_record(
+                    Stage.CRASH, F.BOUNDS, Severity.ERROR, display, line,
+                    f"{where} accessed an array out of bounds ({context}): Assertion failed: "
+                    f"'{assertion.condition}'; the worker died with {sig}",
+                    col=col, end_col=end_col, kernel=kernel,
+                    hint="an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the "
+                    "launch dim",
+                )  # fmt: skip
+            else:
+                message = f"the worker died with {sig} ({text}) while running {where} ({context})"
+                if assertion is not None:
+                    message += f": Assertion failed: '{assertion.condition}'"
+                record = F.make_record(
+                    Stage.CRASH, F.CRASH, Severity.ERROR, display, line, message,
+                    col=col, end_col=end_col, kernel=kernel,
+                    hint="a segfault in a kernel is usually an out-of-bounds index; the worker output "
+                    "ended with:\n" + (tail or "(nothing)"),
+                )  # fmt: skip
+            kind = "crash"
+        failure = None
+        if kernel and p.get("size") is not None and stage in ("validate", "bench"):
+            failure = {
+                "kind": kind,
+                "kernel": kernel,
+                "device": p.get("device", "cpu"),
+                "size": p.get("size"),
+                "seed": p.get("seed"),
+                "edge_case": p.get("edge_case"),
+                "rule": record.rule,
+                "message": record.message,
+                "signal": signal_name(outcome.returncode) if kind == "crash" else None,
+                "bounds_suspect": kind == "crash" and record.rule != F.BOUNDS,
+                "inputs": None,
+            }
+        return record, failure
+
+    def _localize(
+        self,
+        path: Path,
+        display: str,
+        failure: dict[str, Any],
+        crash: CallOutcome | None,
+        opts: RuntimeOptions,
+        positions: dict[str, tuple[int, int, int]],
+    ) -> Record | None:
+        """Re-run a bounds suspect in debug mode: an assertion there names the problem."""
+        if not opts.localize or opts.mode == "debug" or not failure.get("bounds_suspect"):
+            return None
+        if crash is not None and signal_name(crash.returncode) not in ("SIGSEGV", "SIGABRT", "SIGBUS"):
+            return None
+        case = dict(failure, path=str(path.resolve().relative_to(self.workspace)))
+        status, records = self.run_case(case, mode="debug")
+        kernel = str(failure["kernel"])
+        line, col, end_col = positions.get(kernel, (1, 0, 0))
+        if any(r.rule == F.BOUNDS for r in records):
+            bounds = next(r for r in records if r.rule == F.BOUNDS)
+            failure["localized"] = "bounds"
+            return F.make_record(
+                Stage.CRASH, F.BOUNDS, Severity.ERROR, display, line,
+                f"debug re-run: kernel `{kernel}` indexes an array out of bounds at size {failure.get('size')} "
+                f"(seed {failure.get('seed')}); " + bounds.message.split("): ", 1)[-1],
+                col=col, end_col=end_col, kernel=kernel,
+                hint="an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the launch dim",
+            )  # fmt: skip
+        if status in ("pass", "fail"):
+            failure["localized"] = "no-bounds-error"
+            return F.make_record(
+                Stage.NUMERIC, F.VALIDATED if status == "pass" else F.MISMATCH, Severity.INFO, display, line,
+                f"debug re-run of kernel `{kernel}` (size {failure.get('size')}) found no out-of-bounds access",
+                col=col, end_col=end_col, kernel=kernel,
+            )  # fmt: skip
+        return None

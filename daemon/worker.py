@@ -1,0 +1,292 @@
+"""The worker subprocess: a warm ``import warp`` that runs the stages on request.
+
+Started by the supervisor as ``python -m warp_harness.daemon.worker --fd N``: it talks
+over the inherited socket N (length-prefixed msgpack frames, see protocol.py), never over
+stdout/stderr, which the supervisor points at a log file (Warp and native code print
+there; the supervisor reads the tail of it after a crash).
+
+Messages: worker -> supervisor ``ready``, ``progress`` (before every risky step: which
+kernel, stage, device, size, seed, and the time budget for that step), ``done``.
+Supervisor -> worker ``job`` (kind ``check`` or ``case``), ``ping``, ``shutdown``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import protocol
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.record import Record, Severity, Stage
+
+_WARM_SOURCE = """import warp as wp
+
+@wp.kernel
+def _wh_warmup(a: wp.array(dtype=float)):
+    a[wp.tid()] = 1.0
+"""
+
+
+class Worker:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.jobs_done = 0
+
+    # ----------------------------------------------------------------- messaging
+    def send(self, msg: dict[str, Any]) -> None:
+        protocol.send_message(self.sock, msg)
+
+    def progress_for(self, job_id: int) -> Any:
+        def progress(**fields: Any) -> None:
+            self.send(protocol.message("progress", id=job_id, **fields))
+
+        return progress
+
+    # ----------------------------------------------------------------- start
+    def start(self, warmup: bool) -> None:
+        t0 = time.perf_counter()
+        import warp as wp
+
+        wp.config.log_level = wp.LOG_WARNING
+        wp.init()
+        init_ms = (time.perf_counter() - t0) * 1e3
+        warm_ms = 0.0
+        if warmup:
+            warm_ms = self.warmup()
+        self.send(
+            protocol.message(
+                "ready",
+                pid=os.getpid(),
+                warp_version=wp.config.version,
+                devices=[str(d) for d in wp.get_devices()],
+                init_ms=init_ms,
+                warmup_ms=warm_ms,
+            )
+        )
+
+    def warmup(self) -> float:
+        """Compile a throwaway kernel so the per-process precompiled header exists (about 2 s)."""
+        import importlib.util
+
+        import warp as wp
+
+        t0 = time.perf_counter()
+        saved = wp.config.kernel_cache_dir
+        with tempfile.TemporaryDirectory(prefix="wh_warm_") as tmp:
+            path = Path(tmp) / "_wh_warmup_module.py"
+            path.write_text(_WARM_SOURCE + f"\n# {os.getpid()} {time.time()}\n", encoding="utf-8")
+            spec = importlib.util.spec_from_file_location("_wh_warmup_module", path)
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules["_wh_warmup_module"] = mod
+            try:
+                spec.loader.exec_module(mod)
+                wp.config.kernel_cache_dir = tmp
+                wp.launch(mod._wh_warmup, dim=1, inputs=[wp.zeros(1, dtype=float, device="cpu")], device="cpu")
+            except Exception:  # a failed warm-up only costs time later
+                pass
+            finally:
+                wp.config.kernel_cache_dir = saved
+                sys.modules.pop("_wh_warmup_module", None)
+        return (time.perf_counter() - t0) * 1e3
+
+    # ----------------------------------------------------------------- jobs
+    def serve(self) -> None:
+        while True:
+            try:
+                msg = protocol.recv_message(self.sock)
+            except protocol.ConnectionClosed:
+                return
+            kind = msg.get("type")
+            if kind == "shutdown":
+                return
+            if kind == "ping":
+                self.send(protocol.message("pong", id=msg.get("id")))
+                continue
+            if kind != "job":
+                self.send(protocol.error_message(protocol.E_UNKNOWN_TYPE, f"unknown message {kind!r}", msg.get("id")))
+                continue
+            job_id = int(msg.get("id") or 0)
+            t0 = time.perf_counter()
+            try:
+                if msg.get("kind") == "case":
+                    result = run_case_job(msg, self.progress_for(job_id))
+                else:
+                    result = run_check_job(msg, self.progress_for(job_id))
+            except MemoryError:
+                result = _failure_result(msg, F.MEMORY, Stage.CRASH, "the job ran out of memory (memory limit)")
+            except Exception as exc:
+                result = _failure_result(
+                    msg, F.INTERNAL, Stage.INTERNAL, f"internal error in the worker: {exc!r}",
+                    traceback.format_exc(),
+                )  # fmt: skip
+            result["worker_ms"] = (time.perf_counter() - t0) * 1e3
+            self.jobs_done += 1
+            self.send(protocol.message("done", id=job_id, result=result))
+
+
+def _failure_result(msg: dict[str, Any], rule: str, stage: Stage, text: str, detail: str = "") -> dict[str, Any]:
+    display = str(msg.get("display_path") or msg.get("path") or "?")
+    record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
+    return {"path": display, "records": [record.to_dict()], "kernels": {}, "status": "error"}
+
+
+def _make_job(msg: dict[str, Any], progress: Any) -> Any:
+    from warp_harness.daemon.stages import Job
+
+    options = RuntimeOptions.from_dict(msg.get("options") or {})
+    if msg.get("mode"):
+        options = options.merged({"mode": msg["mode"]})
+    path = Path(str(msg["path"])).resolve()
+    seed = options.seed if options.seed is not None else int(msg.get("seed") or secrets.randbelow(2**31))
+    job = Job(
+        id=int(msg.get("id") or 0),
+        path=path,
+        display_path=str(msg.get("display_path") or path),
+        workspace=Path(str(msg.get("workspace") or path.parent)).resolve(),
+        options=options,
+        progress=progress,
+        skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()},
+        seed=seed,
+    )
+    return job
+
+
+def _configure_warp(options: RuntimeOptions) -> None:
+    import warp as wp
+
+    wp.config.mode = options.mode
+    if options.lineinfo is not None:
+        wp.config.lineinfo = options.lineinfo
+    if options.max_unroll is not None:
+        wp.config.max_unroll = options.max_unroll
+    if options.optimization_level is not None:
+        wp.config.optimization_level = options.optimization_level
+    if options.enable_backward is not None:
+        wp.config.enable_backward = options.enable_backward
+
+
+def _result(job: Any, status: str) -> dict[str, Any]:
+    records: list[Record] = sorted(job.records, key=lambda r: r.sort_key())
+    return {
+        "status": status,
+        "path": job.display_path,
+        "records": [r.to_dict() for r in records],
+        "kernels": {name: info.summary() for name, info in job.kernels.items()},
+        "timings": job.timings,
+        "module_hash": job.module_hash,
+        "deps": [list(d) for d in job.deps],
+        "failures": job.failures,
+        "seed": job.seed,
+        "devices": [alias for alias, _ in job.devices],
+        "build_keys": job.build_keys,
+        "contract_files": [str(p) for p in job.contract_files],
+    }
+
+
+def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from warp_harness.daemon.stages import bench, codegen, compile, load, validate
+
+    job = _make_job(msg, progress)
+    _configure_warp(job.options)
+    t0 = time.perf_counter()
+    progress(stage="import", budget_s=job.options.timeout_s)
+    ok = load.load(job)
+    job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
+    if not ok:
+        return _result(job, "import-error")
+    codegen.run(job)
+    compile.run(job)
+    stages = set(msg.get("stages") or ("validate", "bench"))
+    if job.options.validate and "validate" in stages:
+        validate.run(job)
+    if job.options.bench and "bench" in stages:
+        bench.run(job)
+    return _result(job, "ok")
+
+
+def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """Re-run one stored case (replay, or a debug-mode re-run to localise a bounds failure)."""
+    from warp_harness.daemon.stages import codegen, compile, load, validate
+
+    job = _make_job(msg, progress)
+    device_name = str(msg.get("device") or "cpu")
+    job.options = job.options.merged({"devices": [device_name]})
+    _configure_warp(job.options)
+    if not load.load(job):
+        return _result(job, "import-error")
+    kernel_name = str(msg["kernel"])
+    info = job.kernels.get(kernel_name)
+    if info is None or info.contract is None:
+        job.add(
+            F.make_record(
+                Stage.NUMERIC, F.CONTRACT_ERROR, Severity.ERROR, job.display_path, 1,
+                f"stored case: kernel `{kernel_name}` or its contract no longer exists",
+            )
+        )  # fmt: skip
+        return _result(job, "error")
+    codegen.run(job)
+    compile.run(job)
+    if info.compile.get(device_name) not in ("compiled", "cached"):
+        return _result(job, "error")
+    device = dict(job.devices)[device_name]
+    stored = msg.get("inputs")
+    given = {k: validate.decode_value(v) for k, v in stored.items()} if isinstance(stored, dict) else None
+    edge = msg.get("edge_case")
+    gen = None
+    if edge is not None:
+        gen = next((c.inputs for c in info.contract.edge_cases if c.name == edge), None)
+        if gen is None and given is None:
+            return _result(job, "error")
+    size = int(msg.get("size") or 1)
+    seed = int(msg.get("seed") or 0)
+    try:
+        outcome = validate.run_case(job, info, device_name, device, size, seed, edge, gen=gen, given_inputs=given)
+    except validate.ContractProblem as exc:
+        job.add(
+            F.make_record(
+                Stage.NUMERIC, F.CONTRACT_ERROR, Severity.ERROR, job.display_path, info.line,
+                f"stored case of `{kernel_name}`: {exc}", kernel=kernel_name,
+            )
+        )  # fmt: skip
+        return _result(job, "error")
+    if outcome.ok:
+        return _result(job, "pass")
+    rule, message, hint, expected, actual = validate.describe_failure(info, outcome, grows=False)
+    job.add(
+        F.make_record(
+            Stage.NUMERIC, rule, Severity.ERROR, job.display_path, info.line, message,
+            col=info.col, end_col=info.end_col, kernel=kernel_name, expected=expected, actual=actual, hint=hint,
+        )
+    )  # fmt: skip
+    return _result(job, "fail")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="warp-harness-worker")
+    parser.add_argument("--fd", type=int, required=True, help="inherited socket to the supervisor")
+    parser.add_argument("--warmup", action="store_true", help="compile a throwaway kernel first")
+    args = parser.parse_args(argv)
+    sock = socket.socket(fileno=args.fd)
+    worker = Worker(sock)
+    try:
+        worker.start(args.warmup)
+        worker.serve()
+    except protocol.ConnectionClosed:
+        pass
+    finally:
+        sock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""A tile GEMM whose tiles run on the CPU but fit no CUDA block's shared memory."""
+
+import warp as wp
+
+TILE_M = wp.constant(256)
+TILE_N = wp.constant(256)
+TILE_K = wp.constant(128)
+
+
+@wp.kernel
+def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    acc = wp.tile_zeros(shape=(TILE_M, TILE_N), dtype=float)
+    for k in range(0, int(A.shape[1] / TILE_K)):
+        a = wp.tile_load(A, shape=(TILE_M, TILE_K), offset=(i * TILE_M, k * TILE_K))
+        b = wp.tile_load(B, shape=(TILE_K, TILE_N), offset=(k * TILE_K, j * TILE_N))
+        wp.tile_matmul(a, b, acc)
+    wp.tile_store(C, acc, offset=(i * TILE_M, j * TILE_N))
+
+
+@wp.kernel
+def bad_shapes(A: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    a = wp.tile_load(A, shape=(16, 8))
+    b = wp.tile_load(A, shape=(16, 8))
+    c = wp.tile_zeros(shape=(16, 16), dtype=float)
+    wp.tile_matmul(a, b, c)  # (16x8) @ (16x8) is not a matmul
+    wp.tile_store(C, c)

@@ -1,0 +1,270 @@
+"""## WH006 launch-arguments
+
+A `wp.launch` / `wp.launch_tiled` call passes a number of arguments (`inputs` + `outputs`
+together) that differs from the kernel's parameter count, or passes an argument whose kind
+certainly cannot match its parameter:
+
+- a number, string, list or tuple literal where the kernel expects an array;
+- a host array (`wp.zeros(...)`, `wp.array(...)`, ... or a name bound to one) or a list where it
+  expects a scalar, `None` where it expects a scalar or a struct;
+- a float literal where it expects an integer scalar;
+- a single number where it expects a vector, matrix, quaternion, transform or struct.
+
+Only kernels defined in the same file and literal `inputs` / `outputs` lists are checked; a
+launch whose `dim` is certainly empty (`dim=0`) is skipped, since Warp returns before checking.
+
+### Why it matters
+Warp checks arguments only when the launch runs, after the module has been built (seconds for a
+cold compile): `Error launching kernel 'k', passed 1 arguments but kernel requires 2.`, or
+`argument 'x' expects an array of type array(ndim=1, dtype=float32), but passed value has type
+float.` Arguments are matched to parameters by position: `inputs` first, then `outputs`.
+
+### Bad
+```python
+@wp.kernel
+def axpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+wp.launch(axpy, dim=n, inputs=[x, y])          # 2 arguments, 3 parameters
+wp.launch(axpy, dim=n, inputs=[x, 2.0, y])     # an array for `a`, a float for `x`
+```
+
+### Good
+```python
+wp.launch(axpy, dim=n, inputs=[2.0, x], outputs=[y])
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from warp_harness.model.kernel import KernelDef, Param
+from warp_harness.model.launches import LaunchSite
+from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Struct, Transform, Vector
+from warp_harness.record import Location, Record, Related, Severity
+from warp_harness.rules.base import Rule, RuleContext
+
+# host calls that certainly return a Warp array
+_ARRAY_FACTORIES = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like",
+                    "array", "clone", "from_numpy", "from_torch", "from_jax", "from_paddle", "from_dlpack"}
+
+
+def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
+    """The `def name(` of a kernel, not its whole body."""
+    node = kernel.node
+    line = node.lineno
+    text = ctx.model.lines[line - 1] if 0 < line <= len(ctx.model.lines) else ""
+    col = text.find("def ")
+    col = max(col, 0)
+    end = col + len("def ") + len(node.name) if text.find(node.name, col) >= 0 else col
+    return Location(ctx.path, line, col, line, end, kernel.name)
+
+
+def name_is_rebound(site: LaunchSite, ctx: RuleContext, name: str) -> bool:
+    """True when ``name`` may not be the module's kernel at the launch (a parameter, a local, ...)."""
+    scope = site.scope
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = scope.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        if args.vararg is not None:
+            every.append(args.vararg)
+        if args.kwarg is not None:
+            every.append(args.kwarg)
+        if any(a.arg == name for a in every):
+            return True
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store | ast.Del):
+                return True
+            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+                return True
+    for stmt in ctx.model.tree.body:
+        # a module-level `k = something` next to the `def k` makes `k` ambiguous
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for target in targets:
+                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
+                    return True
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            if any((alias.asname or alias.name.split(".")[0]) == name for alias in stmt.names):
+                return True
+    return False
+
+
+def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
+    """The kernel a launch certainly refers to, or None."""
+    name = site.kernel_name
+    kernel = ctx.model.kernel_named(name)
+    if kernel is None or name is None or name_is_rebound(site, ctx, name):
+        return None
+    return kernel
+
+
+def launch_arguments(site: LaunchSite) -> list[ast.expr] | None:
+    """``inputs + outputs`` when both are literal (None otherwise, or when the call unpacks ``*``/``**``)."""
+    call = site.node
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return None
+    inputs = site.argument_list("inputs")
+    outputs = site.argument_list("outputs")
+    if inputs is None or outputs is None:
+        return None
+    return [*inputs, *outputs]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _short(text: str, limit: int = 40) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _literal_number(node: ast.expr) -> int | float | bool | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        inner = _literal_number(node.operand)
+        return inner if inner is not None and not isinstance(inner, bool) else None
+    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, complex):
+        return node.value
+    return None
+
+
+class LaunchArguments(Rule):
+    id = "WH006"
+    name = "launch-arguments"
+    summary = "launch arguments that don't match the kernel's parameters (count or kind)"
+    severity = Severity.ERROR
+    priority = 70
+
+    def check(self, ctx: RuleContext) -> Iterator[Record]:
+        for site in ctx.model.launches:
+            kernel = launch_kernel(ctx, site)
+            if kernel is None:
+                continue
+            args = launch_arguments(site)
+            if args is None:
+                continue
+            dim = site.fold(site.dim, ctx.model.constants.values, ctx.model.imports)
+            if dim == 0 or (isinstance(dim, tuple) and any(d == 0 for d in dim)):
+                continue  # Warp returns before checking the arguments of an empty launch
+            related = [Related(definition_location(ctx, kernel), f"kernel `{kernel.name}` is defined here")]
+            if len(args) != len(kernel.params):
+                yield self._count(ctx, site, kernel, args, related)
+                continue
+            for arg, param in zip(args, kernel.params, strict=True):
+                problem = self._kind_problem(ctx, site, arg, param)
+                if problem is not None:
+                    yield self.report(
+                        ctx, arg,
+                        f"argument `{_short(ctx.source_of(arg))}` for parameter `{param.name}` of `{kernel.name}` "
+                        f"is {problem[1]}, but the parameter is {problem[0]}",
+                        kernel=kernel.name, expected=problem[0], actual=problem[1],
+                        hint=f"pass {problem[0]} for `{param.name}` (arguments match parameters by position: "
+                             f"inputs first, then outputs)",
+                        related=related,
+                    )
+
+    def _count(self, ctx: RuleContext, site: LaunchSite, kernel: KernelDef, args: list[ast.expr],
+               related: list[Related]) -> Record:
+        n_in = len(site.argument_list("inputs") or [])
+        n_out = len(args) - n_in
+        wanted = len(kernel.params)
+        names = ", ".join(f"`{p.name}`" for p in kernel.params)
+        if len(args) < wanted:
+            missing = kernel.params[len(args):]
+            hint = "missing " + ", ".join(f"`{p.name}`" for p in missing) + \
+                   " (arguments match parameters by position: inputs first, then outputs)"
+        else:
+            hint = f"remove {_plural(len(args) - wanted, 'argument')}; the kernel takes {names or 'no parameters'}"
+        anchor: ast.AST = site.inputs if site.inputs is not None else site.node
+        end: ast.AST | None = None
+        if site.inputs is not None and site.outputs is not None \
+                and (site.outputs.lineno, site.outputs.col_offset) > (site.inputs.lineno, site.inputs.col_offset):
+            end = site.outputs
+        return self.report(
+            ctx, anchor,
+            f"launch of `{kernel.name}` passes {_plural(len(args), 'argument')} "
+            f"({n_in} in inputs, {n_out} in outputs) but the kernel has {_plural(wanted, 'parameter')}"
+            + (f" ({names})" if names else ""),
+            kernel=kernel.name, expected=wanted, actual=len(args), hint=hint, related=related, end_node=end,
+        )
+
+    def _kind_problem(self, ctx: RuleContext, site: LaunchSite, arg: ast.expr,
+                      param: Param) -> tuple[str, str] | None:
+        """(what the parameter is, what the argument certainly is) for a certain mismatch."""
+        t = param.type
+        number = _literal_number(arg)
+        is_string = isinstance(arg, ast.Constant) and isinstance(arg.value, str | bytes)
+        is_none = isinstance(arg, ast.Constant) and arg.value is None
+        is_display = isinstance(arg, ast.List | ast.Tuple)
+        if isinstance(t, Array):
+            if number is not None:
+                return f"an array ({t})", f"a {type(number).__name__} literal"
+            if is_string:
+                return f"an array ({t})", "a string"
+            if is_display:
+                return f"an array ({t})", f"a Python {'list' if isinstance(arg, ast.List) else 'tuple'}"
+            return None
+        if isinstance(t, Scalar):
+            if self._host_array(ctx, site, arg):
+                return f"a scalar ({t})", "a Warp array"
+            if is_display:
+                return f"a scalar ({t})", f"a Python {'list' if isinstance(arg, ast.List) else 'tuple'}"
+            if is_string:
+                return f"a scalar ({t})", "a string"
+            if is_none:
+                return f"a scalar ({t})", "None"
+            if t.is_int and isinstance(number, float):
+                return f"an integer scalar ({t})", "a float literal"
+            return None
+        if isinstance(t, Vector | Matrix | Quaternion | Transform):
+            if number is not None and not isinstance(number, bool):
+                return f"a {type(t).__name__.lower()} ({t})", f"a single {type(number).__name__}"
+            if is_string:
+                return f"a {type(t).__name__.lower()} ({t})", "a string"
+            if self._host_array(ctx, site, arg):
+                return f"a {type(t).__name__.lower()} ({t})", "a Warp array"
+            return None
+        if isinstance(t, Struct) and t.name in ctx.model.structs:
+            if is_none:
+                return f"a struct ({t})", "None"
+            if number is not None:
+                return f"a struct ({t})", f"a {type(number).__name__} literal"
+            if self._host_array(ctx, site, arg):
+                return f"a struct ({t})", "a Warp array"
+        return None
+
+    def _host_array(self, ctx: RuleContext, site: LaunchSite, arg: ast.expr) -> bool:
+        node: ast.expr = arg
+        if isinstance(node, ast.Name):
+            if node.id in site.host_arrays:
+                return True
+            alias = site.local_aliases.get(node.id)
+            if alias is None:
+                return False
+            node = alias
+        if isinstance(node, ast.Call):
+            return ctx.model.imports.warp_name(node.func) in _ARRAY_FACTORIES
+        return False
+
+
+def uses_warp_builtin(ctx: RuleContext, kernel: KernelDef, names: set[str]) -> bool:
+    """Whether ``kernel`` (or a ``@wp.func`` of this file it calls, transitively) calls one of ``names``."""
+    funcs = ctx.model.funcs
+    seen: set[str] = set()
+    stack = [kernel]
+    while stack:
+        current = stack.pop()
+        for node in ast.walk(current.node):
+            if not isinstance(node, ast.Call):
+                continue
+            warp = ctx.model.imports.warp_name(node.func)
+            if warp is not None and warp in names:
+                return True
+            if isinstance(node.func, ast.Name) and node.func.id in funcs and node.func.id not in seen:
+                seen.add(node.func.id)
+                stack.append(funcs[node.func.id])
+    return False

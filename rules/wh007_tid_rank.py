@@ -1,0 +1,118 @@
+"""## WH007 tid-rank
+
+`wp.tid()` is unpacked into a different number of names than the launch `dim` has dimensions:
+`i, j = wp.tid()` in a kernel launched with `dim=n`, or `i = wp.tid()` in one launched with
+`dim=(n, m)`. For `wp.launch_tiled`, which appends the block dimension to `dim`, both
+`len(dim)` and `len(dim) + 1` names are correct.
+
+Only launches in the same file whose number of dimensions is certain are compared.
+
+### Why it matters
+Warp runs this silently. Launch dimensions beyond the names unpacked are folded away: with
+`i = wp.tid()` on `dim=(n, m)`, `i` only runs over `0 .. n-1` and every value is given to `m`
+threads at once (duplicated work, racing writes, the rest of a 2-D array never touched).
+Names beyond the launch's rank are always 0: with `i, j = wp.tid()` on `dim=n` only column 0 is
+processed (warp#1389). Measured with Warp 1.19 on the CPU.
+
+### Bad
+```python
+@wp.kernel
+def scale(a: wp.array2d(dtype=float)):
+    i = wp.tid()
+    a[i, 0] = 2.0 * a[i, 0]
+
+wp.launch(scale, dim=(n, m), inputs=[a])
+```
+
+### Good
+```python
+@wp.kernel
+def scale(a: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    a[i, j] = 2.0 * a[i, j]
+
+wp.launch(scale, dim=(n, m), inputs=[a])
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from warp_harness.model.kernel import KernelDef
+from warp_harness.record import Record, Related, Severity
+from warp_harness.rules.base import Rule, RuleContext, walk_body
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _tid_statement(kernel: KernelDef, call: ast.Call) -> ast.stmt | None:
+    for node in walk_body(kernel.node):
+        if isinstance(node, ast.Assign) and node.value is call:
+            return node
+    return None
+
+
+class TidRank(Rule):
+    id = "WH007"
+    name = "tid-rank"
+    summary = "wp.tid() unpacked into a different rank than the launch dim"
+    severity = Severity.ERROR
+    priority = 60
+
+    def check(self, ctx: RuleContext) -> Iterator[Record]:
+        constants = ctx.model.constants.values
+        imports = ctx.model.imports
+        for kernel in ctx.model.kernels:
+            if not kernel.is_kernel:
+                continue
+            sites = ctx.model.launches_of(kernel)
+            if not sites:
+                continue
+            unpacks = ctx.model.types(kernel).tid_unpacks
+            for call, names in unpacks:
+                mismatched: list[tuple[int, bool, ast.Call]] = []
+                for site in sites:
+                    if any(isinstance(a, ast.Starred) for a in site.node.args) \
+                            or any(kw.arg is None for kw in site.node.keywords):
+                        continue
+                    rank = site.dim_rank(constants, imports)
+                    if rank is None or rank < 1:
+                        continue
+                    valid = (rank, rank + 1) if site.tiled else (rank,)
+                    if names not in valid:
+                        mismatched.append((rank, site.tiled, site.node))
+                if not mismatched:
+                    continue
+                stmt = _tid_statement(kernel, call)
+                anchor: ast.AST = stmt if stmt is not None else call
+                rank, tiled, _ = mismatched[0]
+                ranks = sorted({r for r, _, _ in mismatched})
+                launch_word = "wp.launch_tiled" if tiled else "wp.launch"
+                valid_text = f"{rank} or {rank + 1}" if tiled else f"{rank}"
+                if names < rank:
+                    folded = "the last dimension" if rank - names == 1 else f"the last {rank - names} dimensions"
+                    effect = (f"Warp folds {folded} away and hands each index to several threads at once "
+                              f"(duplicated work, racing writes)")
+                else:
+                    effect = (f"the extra {_plural(names - rank, 'name')} of a {rank}-D launch "
+                              f"{'is' if names - rank == 1 else 'are'} always 0")
+                related = [
+                    Related(ctx.location(node, kernel.name),
+                            f"launched here with a {r}-D dim" + (" (launch_tiled adds the block dimension)" if t else ""))
+                    for r, t, node in mismatched
+                ]
+                targets = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
+                yield self.report(
+                    ctx, anchor,
+                    f"`wp.tid()` is unpacked into {_plural(names, 'name')} but `{kernel.name}` is launched with "
+                    f"{'a ' if len(ranks) == 1 else ''}{'/'.join(str(r) for r in ranks)}-D dim; {effect}",
+                    kernel=kernel.name, expected=valid_text if len(ranks) == 1 else ranks, actual=names,
+                    hint=f"unpack {valid_text} names (`{targets} = wp.tid()`) or launch with a {names}-D dim"
+                         f" ({launch_word} at line {mismatched[0][2].lineno})",
+                    related=related,
+                )
+

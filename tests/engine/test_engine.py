@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import Analyse, rules_of
+
+from warp_harness.engine import analyse_source, check_bytes, check_paths
+from warp_harness.record import Severity, Stage
+
+BUGGY = """
+import warp as wp
+
+@wp.kernel
+def k(x: wp.array(dtype=float), s):
+    i = wp.tid()
+    return x[i]
+"""
+
+
+def test_select_and_ignore(analyse: Analyse) -> None:
+    assert set(rules_of(analyse(BUGGY))) >= {"WH001", "WH005"}
+    assert rules_of(analyse(BUGGY, select=["WH005"])) == ["WH005"]
+    assert "WH001" not in rules_of(analyse(BUGGY, ignore=["WH001"]))
+    assert rules_of(analyse(BUGGY, select=["WH00"], ignore=["WH005"])) == ["WH001"]
+
+
+def test_line_and_file_suppressions(analyse: Analyse) -> None:
+    line = BUGGY.replace("    return x[i]", "    return x[i]  # wh: ignore[WH005]")
+    assert "WH005" not in rules_of(analyse(line))
+    assert "WH001" in rules_of(analyse(line))
+    bare = BUGGY.replace("def k(x: wp.array(dtype=float), s):", "def k(x: wp.array(dtype=float), s):  # wh: ignore")
+    assert "WH001" not in rules_of(analyse(bare))
+    whole = "# wh: ignore-file[WH001, WH005]\n" + BUGGY
+    assert not {"WH001", "WH005"} & set(rules_of(analyse(whole)))
+
+
+def test_per_rule_severity_override(analyse: Analyse) -> None:
+    records = analyse(BUGGY, select=["WH005"], severity={"WH005": "info"})
+    assert [r.severity for r in records] == [Severity.INFO]
+
+
+def test_records_carry_location_kernel_and_hint(analyse: Analyse) -> None:
+    (record,) = analyse(BUGGY, select=["WH005"])
+    assert record.stage is Stage.CONSTRAINT and record.location.kernel == "k"
+    assert (record.location.line, record.location.col, record.location.end_line) == (7, 4, 7)
+    assert record.hint and record.fix is not None
+
+
+def test_columns_count_characters_not_bytes(analyse: Analyse) -> None:
+    source = BUGGY.replace("    return x[i]", "    é = 1; return x[i]")
+    (record,) = analyse(source, select=["WH005"])
+    assert record.location.col == 11
+
+
+def test_bad_input_never_raises(tmp_path: Path) -> None:
+    cases = {
+        "empty.py": b"",
+        "binary.py": bytes(range(256)) * 4,
+        "latin.py": b"x = '\xe9t\xe9'\n",
+        "nowarp.py": b"def f(x):\n    return [i for i in x]\n",
+        "half.py": b"import warp as wp\n@wp.kernel\ndef k(x: wp.arr",
+        "huge.py": b"import warp as wp\n" + b"x = 1\n" * 200_000,
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    results = {Path(r.path).name: r for r in check_paths([tmp_path])}
+    assert set(results) == set(cases)
+    assert results["empty.py"].records == () and results["nowarp.py"].records == ()
+    assert rules_of(list(results["binary.py"].records)) == ["WH000"]
+    assert rules_of(list(results["latin.py"].records)) == ["WH000"]
+    assert rules_of(list(results["half.py"].records)) == ["WH000"]
+    assert results["huge.py"].records == ()
+
+
+def test_syntax_error_reported_once_and_other_kernels_still_checked() -> None:
+    source = BUGGY + "\n@wp.kernel\ndef broken(x: wp.array(dtype=float)\n    i = wp.tid()\n"
+    records = analyse_source(source, "k.py").records
+    assert rules_of(records).count("WH000") == 1
+    assert "WH005" in rules_of(records)
+
+
+def test_check_bytes_reports_undecodable_file() -> None:
+    result = check_bytes(b"\x00\x01", "bin.py")
+    assert len(result.records) == 1 and result.records[0].stage is Stage.SYNTAX

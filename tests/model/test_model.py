@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import ast
+
+from warp_harness.model.module import build_model
+from warp_harness.model.types import FLOAT32, INT32, Array, Matrix, Scalar, Struct, Tile, Vector
+
+SOURCE = '''
+import warp
+import warp as wp
+from warp import kernel, func
+
+TILE = wp.constant(8)
+WIDE = TILE * 4
+vec5 = wp.types.vector(length=5, dtype=float)
+TWICE = 1
+TWICE = 2
+
+@wp.struct
+class Particle:
+    pos: wp.vec3
+    mass: float
+
+@kernel
+def k(a: wp.array(dtype=float), b: wp.array(dtype=wp.vec3, ndim=2), c: wp.array2d(dtype=wp.float16),
+      d: wp.array3d[wp.mat33d], e: warp.array(dtype=vec5), p: wp.array(dtype=Particle), s: int, h: wp.float16):
+    i, j = wp.tid()
+    x = a[i]
+    v = b[i, j]
+    row = b[i]
+    m = d[i, j, 0]
+    q = p[i].mass
+    t = wp.tile_load(a, shape=(WIDE,))
+    z = wp.tile_zeros(shape=(TILE, WIDE), dtype=wp.float64)
+    f = float(s)
+    w = v.y * 2.0
+    for n in range(4):
+        g = n
+
+@func
+def helper(x: float) -> float:
+    return x
+'''
+
+
+def test_kernels_params_and_every_annotation_spelling() -> None:
+    model = build_model(SOURCE, "m.py")
+    assert [(k.name, k.kind) for k in model.kernels] == [("k", "kernel"), ("helper", "func")]
+    types = {p.name: p.type for p in model.kernels[0].params}
+    assert types["a"] == Array(FLOAT32, 1)
+    assert types["b"] == Array(Vector(3, FLOAT32), 2)
+    assert types["c"] == Array(Scalar("float16"), 2)
+    assert types["d"] == Array(Matrix(3, 3, Scalar("float64")), 3)
+    assert types["e"] == Array(Vector(5, FLOAT32), 1)
+    assert types["p"] == Array(Struct("Particle"), 1)
+    assert types["s"] == INT32 and types["h"] == Scalar("float16")
+
+
+def test_constants_are_folded_and_reassigned_names_dropped() -> None:
+    model = build_model(SOURCE, "m.py")
+    assert model.constants.values["TILE"] == 8 and model.constants.values["WIDE"] == 32
+    assert "TILE" in model.constants.warp_constants
+    assert "TWICE" not in model.constants.values
+
+
+def test_inference_over_the_body() -> None:
+    model = build_model(SOURCE, "m.py")
+    variables = model.types(model.kernels[0]).variables
+    assert variables["i"] == INT32 and variables["j"] == INT32
+    assert variables["x"] == FLOAT32
+    assert variables["v"] == Vector(3, FLOAT32)
+    assert variables["row"] == Array(Vector(3, FLOAT32), 1)
+    assert variables["m"] == Matrix(3, 3, Scalar("float64"))
+    assert variables["q"] == FLOAT32
+    assert variables["t"] == Tile(FLOAT32, (32,))
+    assert variables["z"] == Tile(Scalar("float64"), (8, 32))
+    assert variables["f"] == FLOAT32 and variables["w"] == FLOAT32 and variables["g"] == INT32
+    assert model.types(model.kernels[0]).tid_vars == {"i": 0, "j": 1}
+
+
+def test_launch_sites() -> None:
+    source = SOURCE + '''
+def run(n):
+    a = wp.zeros(n, dtype=float)
+    shape = (4, 8)
+    wp.launch(k, dim=n + 1, inputs=[a, None], outputs=[])
+    wp.launch(kernel=k, dim=shape, inputs=args)
+    warp.launch_tiled(k, [2, 3], [a], block_dim=64)
+'''
+    model = build_model(source, "m.py")
+    first, second, third = model.launches
+    assert first.kernel_name == "k" and ast.unparse(first.dim) == "n + 1"
+    assert first.dim_rank(model.constants.values, model.imports) == 1
+    assert len(first.argument_list("inputs") or []) == 2 and first.argument_list("outputs") == []
+    assert "a" in first.host_arrays and ast.unparse(first.host_arrays["a"].extent) == "n"
+    assert second.dim_rank(model.constants.values, model.imports) == 2
+    assert second.argument_list("inputs") is None
+    assert third.tiled and third.fold(third.block_dim, model.constants.values, model.imports) == 64
+
+
+def test_module_without_warp_has_no_kernels() -> None:
+    model = build_model("def kernel(x):\n    return x\n@kernel\ndef f(): pass\n", "plain.py")
+    assert model.kernels == [] and model.launches == []
