@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,10 +79,14 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
         elif key == "severity":
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{where}: `severity` must be a table of rule id = severity")
-            try:
-                out[key] = {str(k): Severity(str(v)) for k, v in value.items()}
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}; use one of {[s.value for s in Severity]}") from None
+            severities: dict[str, Severity] = {}
+            for rule_id, level in value.items():
+                try:
+                    severities[str(rule_id).upper()] = Severity(str(level))
+                except ValueError:
+                    raise ConfigError(f"{where}: `severity.{rule_id}` is {level!r}; use one of "
+                                      f"{', '.join(s.value for s in Severity)}") from None
+            out[key] = severities
         elif key == "debounce_ms":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{where}: `debounce_ms` must be a non-negative integer, got {value!r}")
@@ -94,18 +99,31 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _read_pyproject(path: Path, mtime_ns: int, size: int) -> dict[str, Any] | None:
+    """Parsed pyproject.toml (None when unreadable); keyed by mtime so edits are seen."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+
+
+def _pyproject_data(path: Path) -> dict[str, Any] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _read_pyproject(path, stat.st_mtime_ns, stat.st_size)
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above ``start`` that has a [tool.warp-harness] table."""
     start = start.resolve()
     for folder in (start, *start.parents) if start.is_dir() else (start.parent, *start.parent.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if "warp-harness" in data.get("tool", {}):
-                return candidate
+        data = _pyproject_data(candidate)
+        if data is not None and isinstance(data.get("tool"), dict) and "warp-harness" in data["tool"]:
+            return candidate
     return None
 
 
@@ -114,8 +132,8 @@ def load_settings(start: Path, overrides: Mapping[str, Any] | None = None) -> Se
     settings = Settings()
     pyproject = find_pyproject(start)
     if pyproject is not None:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        table = data["tool"]["warp-harness"]
+        data = _pyproject_data(pyproject) or {}
+        table = data.get("tool", {}).get("warp-harness", {})
         if not isinstance(table, Mapping):
             raise ConfigError(f"{pyproject}: [tool.warp-harness] must be a table")
         settings = replace(settings, root=pyproject.parent, **_validate(table, where=str(pyproject)))

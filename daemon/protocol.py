@@ -60,12 +60,9 @@ def packb(obj: Any) -> bytes:
 
 
 def unpackb(data: bytes, *, max_size: int = MAX_FRAME) -> Any:
-    return _msgpack.unpackb(
-        data,
-        raw=False,
-        strict_map_key=False,
-        max_buffer_size=max(max_size, 1),
-    )
+    if len(data) > max_size:
+        raise ProtocolError(E_TOO_LARGE, f"frame of {len(data)} bytes exceeds the {max_size}-byte limit")
+    return _msgpack.unpackb(data, raw=False, strict_map_key=False)
 
 
 def _default(obj: Any) -> Any:

@@ -95,7 +95,7 @@ class WorkerProcess:
         env = dict(os.environ)
         # Warp's default cache is created at init even when unused: keep it in the workspace
         env["WARP_CACHE_PATH"] = str(workspace / ".warp-harness" / "kernels" / "warp-default")
-        env["PYTHONFAULTHANDLER"] = "1"
+        env.pop("PYTHONFAULTHANDLER", None)
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONSTARTUP", None)
         memory = options.memory_mb * 1024 * 1024
@@ -374,6 +374,11 @@ class Supervisor:
             records.sort(key=lambda r: r.sort_key())
             result["records"] = [r.to_dict() for r in records]
             result["failures"] = failures + list(result.get("failures") or [])
+            for name, why in skip.items():
+                summary = (result.get("kernels") or {}).get(name)
+                if isinstance(summary, dict):
+                    for device in opts.devices:
+                        summary.setdefault("validate", {})[device] = why
             result["crashed_kernels"] = skip
             result["elapsed_ms"] = (time.monotonic() - t0) * 1e3
             return result
@@ -511,7 +516,7 @@ class Supervisor:
         if status in ("pass", "fail"):
             failure["localized"] = "no-bounds-error"
             return F.make_record(
-                Stage.NUMERIC, F.VALIDATED if status == "pass" else F.MISMATCH, Severity.INFO, display, line,
+                Stage.CRASH, F.BOUNDS, Severity.INFO, display, line,
                 f"debug re-run of kernel `{kernel}` (size {failure.get('size')}) found no out-of-bounds access",
                 col=col, end_col=end_col, kernel=kernel,
             )  # fmt: skip

@@ -48,8 +48,23 @@ from warp_harness.record import Location, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext
 
 # host calls that certainly return a Warp array
-_ARRAY_FACTORIES = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like",
-                    "array", "clone", "from_numpy", "from_torch", "from_jax", "from_paddle", "from_dlpack"}
+_ARRAY_FACTORIES = {
+    "zeros",
+    "empty",
+    "ones",
+    "full",
+    "zeros_like",
+    "empty_like",
+    "ones_like",
+    "full_like",
+    "array",
+    "clone",
+    "from_numpy",
+    "from_torch",
+    "from_jax",
+    "from_paddle",
+    "from_dlpack",
+}
 
 
 def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
@@ -127,7 +142,11 @@ def _literal_number(node: ast.expr) -> int | float | bool | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         inner = _literal_number(node.operand)
         return inner if inner is not None and not isinstance(inner, bool) else None
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, complex):
+    if (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, int | float)
+        and not isinstance(node.value, complex)
+    ):
         return node.value
     return None
 
@@ -158,42 +177,65 @@ class LaunchArguments(Rule):
                 problem = self._kind_problem(ctx, site, arg, param)
                 if problem is not None:
                     yield self.report(
-                        ctx, arg,
-                        f"argument `{_short(ctx.source_of(arg))}` for parameter `{param.name}` of `{kernel.name}` "
-                        f"is {problem[1]}, but the parameter is {problem[0]}",
-                        kernel=kernel.name, expected=problem[0], actual=problem[1],
+                        ctx,
+                        arg,
+                        f"argument `{_short(ctx.source_of(arg))}` for parameter `{param.name}` of "
+                        f"`{kernel.name}` is {problem[1]}, but the parameter is {problem[0]}",
+                        kernel=kernel.name,
+                        expected=problem[0],
+                        actual=problem[1],
                         hint=f"pass {problem[0]} for `{param.name}` (arguments match parameters by position: "
-                             f"inputs first, then outputs)",
+                        f"inputs first, then outputs)",
                         related=related,
                     )
 
-    def _count(self, ctx: RuleContext, site: LaunchSite, kernel: KernelDef, args: list[ast.expr],
-               related: list[Related]) -> Record:
+    def _count(
+        self,
+        ctx: RuleContext,
+        site: LaunchSite,
+        kernel: KernelDef,
+        args: list[ast.expr],
+        related: list[Related],
+    ) -> Record:
         n_in = len(site.argument_list("inputs") or [])
         n_out = len(args) - n_in
         wanted = len(kernel.params)
         names = ", ".join(f"`{p.name}`" for p in kernel.params)
         if len(args) < wanted:
-            missing = kernel.params[len(args):]
-            hint = "missing " + ", ".join(f"`{p.name}`" for p in missing) + \
-                   " (arguments match parameters by position: inputs first, then outputs)"
+            missing = kernel.params[len(args) :]
+            hint = (
+                "missing "
+                + ", ".join(f"`{p.name}`" for p in missing)
+                + " (arguments match parameters by position: inputs first, then outputs)"
+            )
         else:
-            hint = f"remove {_plural(len(args) - wanted, 'argument')}; the kernel takes {names or 'no parameters'}"
+            extra = _plural(len(args) - wanted, "argument")
+            hint = f"remove {extra}; the kernel takes {names or 'no parameters'}"
         anchor: ast.AST = site.inputs if site.inputs is not None else site.node
         end: ast.AST | None = None
-        if site.inputs is not None and site.outputs is not None \
-                and (site.outputs.lineno, site.outputs.col_offset) > (site.inputs.lineno, site.inputs.col_offset):
+        if (
+            site.inputs is not None
+            and site.outputs is not None
+            and (site.outputs.lineno, site.outputs.col_offset) > (site.inputs.lineno, site.inputs.col_offset)
+        ):
             end = site.outputs
         return self.report(
-            ctx, anchor,
+            ctx,
+            anchor,
             f"launch of `{kernel.name}` passes {_plural(len(args), 'argument')} "
             f"({n_in} in inputs, {n_out} in outputs) but the kernel has {_plural(wanted, 'parameter')}"
             + (f" ({names})" if names else ""),
-            kernel=kernel.name, expected=wanted, actual=len(args), hint=hint, related=related, end_node=end,
+            kernel=kernel.name,
+            expected=wanted,
+            actual=len(args),
+            hint=hint,
+            related=related,
+            end_node=end,
         )
 
-    def _kind_problem(self, ctx: RuleContext, site: LaunchSite, arg: ast.expr,
-                      param: Param) -> tuple[str, str] | None:
+    def _kind_problem(
+        self, ctx: RuleContext, site: LaunchSite, arg: ast.expr, param: Param
+    ) -> tuple[str, str] | None:
         """(what the parameter is, what the argument certainly is) for a certain mismatch."""
         t = param.type
         number = _literal_number(arg)
@@ -267,4 +309,29 @@ def uses_warp_builtin(ctx: RuleContext, kernel: KernelDef, names: set[str]) -> b
             if isinstance(node.func, ast.Name) and node.func.id in funcs and node.func.id not in seen:
                 seen.add(node.func.id)
                 stack.append(funcs[node.func.id])
+    return False
+
+
+def deferred_launch(site: LaunchSite) -> bool:
+    """``record_cmd=True`` (or not literally False): the launch may run later, with other dims."""
+    node: ast.expr | None = next((kw.value for kw in site.node.keywords if kw.arg == "record_cmd"), None)
+    if node is None and len(site.node.args) > 10:
+        node = site.node.args[10]
+    if node is None:
+        return False
+    return not (isinstance(node, ast.Constant) and node.value in (False, None, 0))
+
+
+def empty_launch(ctx: RuleContext, site: LaunchSite) -> bool:
+    """``dim`` certainly has a zero extent: no thread runs."""
+    node = site.dim
+    if isinstance(node, ast.Name) and node.id in site.local_aliases:
+        node = site.local_aliases[node.id]
+    parts = list(node.elts) if isinstance(node, ast.Tuple | ast.List) else [node] if node is not None else []
+    for part in parts:
+        if isinstance(part, ast.Starred):
+            continue
+        value = site.fold(part, ctx.model.constants.values, ctx.model.imports)
+        if value == 0 and not isinstance(value, bool):
+            return True
     return False

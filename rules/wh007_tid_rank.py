@@ -5,7 +5,10 @@
 `dim=(n, m)`. For `wp.launch_tiled`, which appends the block dimension to `dim`, both
 `len(dim)` and `len(dim) + 1` names are correct.
 
-Only launches in the same file whose number of dimensions is certain are compared.
+Only launches in the same file whose number of dimensions is certain are compared; launches
+recorded for later (`record_cmd=True`, whose dims `set_dim` may change), empty launches
+(`dim=0`), and extra names that are never read (`i, _j = wp.tid()` on a 1-D launch) are not
+reported.
 
 ### Why it matters
 Warp runs this silently. Launch dimensions beyond the names unpacked are folded away: with
@@ -43,6 +46,7 @@ from collections.abc import Iterator
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.wh006_launch_arguments import deferred_launch, empty_launch, launch_kernel
 
 
 def _plural(n: int, word: str) -> str:
@@ -54,6 +58,15 @@ def _tid_statement(kernel: KernelDef, call: ast.Call) -> ast.stmt | None:
         if isinstance(node, ast.Assign) and node.value is call:
             return node
     return None
+
+
+def _target_names(stmt: ast.stmt | None) -> list[str | None] | None:
+    """The names ``wp.tid()`` is unpacked into (None for anything but a plain name)."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    target = stmt.targets[0]
+    elements = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
+    return [e.id if isinstance(e, ast.Name) else None for e in elements]
 
 
 class TidRank(Rule):
@@ -73,46 +86,75 @@ class TidRank(Rule):
             if not sites:
                 continue
             unpacks = ctx.model.types(kernel).tid_unpacks
+            used = {
+                n.id
+                for n in walk_body(kernel.node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            }
             for call, names in unpacks:
+                stmt = _tid_statement(kernel, call)
+                targets = _target_names(stmt)
                 mismatched: list[tuple[int, bool, ast.Call]] = []
                 for site in sites:
-                    if any(isinstance(a, ast.Starred) for a in site.node.args) \
-                            or any(kw.arg is None for kw in site.node.keywords):
+                    if (
+                        launch_kernel(ctx, site) is not kernel
+                        or deferred_launch(site)
+                        or empty_launch(ctx, site)
+                    ):
+                        continue  # another kernel, dims set later (record_cmd), or no thread at all
+                    if any(isinstance(a, ast.Starred) for a in site.node.args) or any(
+                        kw.arg is None for kw in site.node.keywords
+                    ):
                         continue
                     rank = site.dim_rank(constants, imports)
                     if rank is None or rank < 1:
                         continue
                     valid = (rank, rank + 1) if site.tiled else (rank,)
-                    if names not in valid:
-                        mismatched.append((rank, site.tiled, site.node))
+                    if names in valid:
+                        continue
+                    if names > max(valid) and (
+                        targets is None or not any(t in used for t in targets[max(valid) :] if t is not None)
+                    ):
+                        continue  # the names that would always be 0 are never read: harmless
+                    mismatched.append((rank, site.tiled, site.node))
                 if not mismatched:
                     continue
-                stmt = _tid_statement(kernel, call)
                 anchor: ast.AST = stmt if stmt is not None else call
                 rank, tiled, _ = mismatched[0]
                 ranks = sorted({r for r, _, _ in mismatched})
                 launch_word = "wp.launch_tiled" if tiled else "wp.launch"
                 valid_text = f"{rank} or {rank + 1}" if tiled else f"{rank}"
                 if names < rank:
-                    folded = "the last dimension" if rank - names == 1 else f"the last {rank - names} dimensions"
-                    effect = (f"Warp folds {folded} away and hands each index to several threads at once "
-                              f"(duplicated work, racing writes)")
+                    folded = (
+                        "the last dimension" if rank - names == 1 else f"the last {rank - names} dimensions"
+                    )
+                    effect = (
+                        f"Warp folds {folded} away and hands each index to several threads at once "
+                        f"(duplicated work, racing writes)"
+                    )
                 else:
-                    effect = (f"the extra {_plural(names - rank, 'name')} of a {rank}-D launch "
-                              f"{'is' if names - rank == 1 else 'are'} always 0")
+                    effect = (
+                        f"the extra {_plural(names - rank, 'name')} of a {rank}-D launch "
+                        f"{'is' if names - rank == 1 else 'are'} always 0"
+                    )
                 related = [
-                    Related(ctx.location(node, kernel.name),
-                            f"launched here with a {r}-D dim" + (" (launch_tiled adds the block dimension)" if t else ""))
+                    Related(
+                        ctx.location(node, kernel.name),
+                        f"launched here with a {r}-D dim"
+                        + (" (launch_tiled adds the block dimension)" if t else ""),
+                    )
                     for r, t, node in mismatched
                 ]
                 targets = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
                 yield self.report(
-                    ctx, anchor,
-                    f"`wp.tid()` is unpacked into {_plural(names, 'name')} but `{kernel.name}` is launched with "
-                    f"{'a ' if len(ranks) == 1 else ''}{'/'.join(str(r) for r in ranks)}-D dim; {effect}",
-                    kernel=kernel.name, expected=valid_text if len(ranks) == 1 else ranks, actual=names,
+                    ctx,
+                    anchor,
+                    f"`wp.tid()` is unpacked into {_plural(names, 'name')} but `{kernel.name}` is launched "
+                    f"with {'a ' if len(ranks) == 1 else ''}{'/'.join(map(str, ranks))}-D dim; {effect}",
+                    kernel=kernel.name,
+                    expected=valid_text if len(ranks) == 1 else ranks,
+                    actual=names,
                     hint=f"unpack {valid_text} names (`{targets} = wp.tid()`) or launch with a {names}-D dim"
-                         f" ({launch_word} at line {mismatched[0][2].lineno})",
+                    f" ({launch_word} at line {mismatched[0][2].lineno})",
                     related=related,
                 )
-

@@ -2,7 +2,8 @@
 
 The `block_dim` of a `wp.launch` / `wp.launch_tiled` (folded from literals and constants) is
 larger than the target's maximum number of threads per block (error), or is not a multiple of
-the target's warp size (warning; never on the `cpu` target, whose warp size is 1). The warning
+the target's warp size (warning; never on the `cpu` target, whose warp size is 1). Blocks
+smaller than one warp (`block_dim=8` for a tiny tile) are taken as deliberate. The warning
 needs the launched kernel to be defined in the same file, and is not given for kernels built
 around `wp.tile_fft` / `wp.tile_ifft`, whose thread count cuFFTDx sets (e.g. 8 threads for a
 32-point FFT).
@@ -11,8 +12,9 @@ Values that cannot be folded to a constant, and non-positive values (which selec
 default), are not reported.
 
 ### Why it matters
-A CUDA block holds at most 1024 threads: a larger `block_dim` fails at launch with
-`CUDA error 9: invalid configuration argument`; on the CPU Warp raises
+A CUDA block holds at most 1024 threads: the driver refuses a larger `block_dim` and Warp raises
+`RuntimeError: Error launching kernel: ... Warp CUDA error` (Warp's own test suite checks this
+with `block_dim=2048`); on the CPU Warp raises
 `ValueError: block_dim must be at most 1024 on CPU, got 2048` when the launch runs, after the
 module has been built. A block that is not a whole number of warps leaves the last warp partly
 idle in every block, and tile operations are split over warps: a multiple of 32 keeps every
@@ -67,35 +69,51 @@ class BlockDim(Rule):
             literal = isinstance(node, ast.Constant)
             if limit > 0 and value > limit:
                 suggestion = limit - limit % warp if warp > 1 else limit
-                fix = Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False) \
-                    if literal else None
+                fix = (
+                    Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False)
+                    if literal
+                    else None
+                )
                 yield self.report(
-                    ctx, node,
+                    ctx,
+                    node,
                     f"block_dim = {value} exceeds the {limit} threads per block of target `{profile.name}`"
-                    + (" (Warp: `block_dim must be at most 1024 on CPU`)" if not profile.is_cuda else
-                       " (the launch fails with `invalid configuration argument`)"),
-                    kernel=kernel, expected=f"<= {limit}", actual=value,
-                    hint=f"lower block_dim to at most {limit}" + (f", e.g. {suggestion}" if suggestion != limit
-                                                                  else "")
-                         + ("" if literal else f" where `{ctx.source_of(node)}` is defined")
-                         + "; check tile shapes that depend on it",
+                    + (
+                        " (Warp: `block_dim must be at most 1024 on CPU`)"
+                        if not profile.is_cuda
+                        else " (Warp: `Error launching kernel: ... Warp CUDA error`)"
+                    ),
+                    kernel=kernel,
+                    expected=f"<= {limit}",
+                    actual=value,
+                    hint=f"lower block_dim to at most {limit}"
+                    + (f", e.g. {suggestion}" if suggestion != limit else "")
+                    + ("" if literal else f" where `{ctx.source_of(node)}` is defined")
+                    + "; check tile shapes that depend on it",
                     fix=fix,
                 )
-            elif warp > 1 and value % warp and self._warp_multiple_expected(ctx, site):
+            elif warp > 1 and value > warp and value % warp and self._warp_multiple_expected(ctx, site):
                 up = value + warp - value % warp
                 suggestion = up if up <= limit or limit <= 0 else value - value % warp
                 if suggestion <= 0:
                     suggestion = warp
-                fix = Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False) \
-                    if literal else None
+                fix = (
+                    Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False)
+                    if literal
+                    else None
+                )
                 yield self.report(
-                    ctx, node,
+                    ctx,
+                    node,
                     f"block_dim = {value} is not a multiple of the warp size ({warp}) of target "
                     f"`{profile.name}`: the last warp of every block runs {value % warp} of {warp} lanes",
-                    kernel=kernel, expected=f"a multiple of {warp}", actual=value,
+                    kernel=kernel,
+                    expected=f"a multiple of {warp}",
+                    actual=value,
                     hint=f"use a multiple of {warp}, e.g. {suggestion}"
-                         + ("" if literal else f" (where `{ctx.source_of(node)}` is defined)"),
-                    fix=fix, severity=Severity.WARNING,
+                    + ("" if literal else f" (where `{ctx.source_of(node)}` is defined)"),
+                    fix=fix,
+                    severity=Severity.WARNING,
                 )
 
     def _warp_multiple_expected(self, ctx: RuleContext, site: LaunchSite) -> bool:

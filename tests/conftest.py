@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +8,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from checker_helpers import Analyse, rules_of  # noqa: E402
+
 from warp_harness.engine import analyse_source  # noqa: E402
 from warp_harness.record import Record  # noqa: E402
 
-Analyse = Callable[..., list[Record]]
+__all__ = ["Analyse", "rules_of"]
 
 
 @pytest.fixture
@@ -23,7 +24,3 @@ def analyse() -> Analyse:
         return analyse_source(source, path, overrides=overrides or None).records
 
     return run
-
-
-def rules_of(records: list[Record]) -> list[str]:
-    return [r.rule for r in records]

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from warp_harness.builtins.loader import (
+from .loader import (
     CACHE_ENV,
     ExtractionError,
     cache_dir,
@@ -20,7 +20,7 @@ from warp_harness.builtins.loader import (
     installed_warp_version,
     load_table,
 )
-from warp_harness.builtins.table import (
+from .table import (
     KEYWORD_ONLY,
     POSITIONAL_OR_KEYWORD,
     VAR_KEYWORD,

@@ -55,9 +55,23 @@ POS_OR_KW, VAR_POS, KW_ONLY, VAR_KW = 0, 1, 2, 3
 SNAPSHOT_PATH = Path(__file__).with_name("snapshot.msgpack")
 
 
+def extractor_id() -> str:
+    """A digest of this file: a cache written by another version of the extractor is not reused."""
+    import hashlib
+
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
 # --------------------------------------------------------------------------------------------
 # Type serialisation (child side, warp imported)
 # --------------------------------------------------------------------------------------------
+
+
+def _warp_module(name: str) -> Any:
+    """Import a Warp module (child process only), typed ``Any``: Warp's internals are not typed API."""
+    import importlib
+
+    return importlib.import_module(name)
 
 
 class _Serialiser:
@@ -66,8 +80,7 @@ class _Serialiser:
         import collections.abc
         import typing
 
-        import warp._src.types as wt
-
+        wt = _warp_module("warp._src.types")
         self.wt = wt
         self.typing = typing
         self.py = py_builtins
@@ -106,7 +119,7 @@ class _Serialiser:
     def _length(self, v: Any) -> int | None:
         return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
-    def ser(self, t: Any) -> dict[str, Any]:  # noqa: C901 - one branch per Warp type family
+    def ser(self, t: Any) -> dict[str, Any]:
         wt = self.wt
         typing = self.typing
         strip = getattr(wt, "strip_reference", None)
@@ -132,8 +145,8 @@ class _Serialiser:
         if t is self.abc_callable or typing.get_origin(t) is self.abc_callable or t is typing.Callable:
             return {"k": "callable"}
         if isinstance(t, type) and hasattr(t, "_wp_generic_type_hint_"):
-            hint = t._wp_generic_type_hint_
-            params = tuple(t._wp_type_params_)
+            hint = getattr(t, "_wp_generic_type_hint_", None)
+            params = tuple(getattr(t, "_wp_type_params_", ()))
             if hint is self._vector_hint and len(params) == 2:
                 return {"k": "vector", "len": self._length(params[0]), "dtype": self.ser(params[1])}
             if hint is self._matrix_hint and len(params) == 3:
@@ -146,20 +159,20 @@ class _Serialiser:
             return {"k": "other", "n": getattr(t, "__name__", repr(t))}
         if wt.is_array(t):
             kind = wt.concrete_array_type(t).__name__
-            ndim = getattr(t, "ndim", None)
+            array_ndim = getattr(t, "ndim", None)
             return {
                 "k": "array",
                 "kind": kind,
-                "ndim": ndim if isinstance(ndim, int) else None,
+                "ndim": array_ndim if isinstance(array_ndim, int) else None,
                 "dtype": self.ser(getattr(t, "dtype", typing.Any)),
             }
         if wt.is_tile(t):
-            shape = getattr(t, "shape", None)
+            tile_shape: Any = getattr(t, "shape", None)
             ndim: int | None = None
-            if isinstance(shape, tuple):
-                ndim = len(shape)
-            elif typing.get_origin(shape) is tuple:
-                args = typing.get_args(shape)
+            if isinstance(tile_shape, tuple):
+                ndim = len(tile_shape)
+            elif typing.get_origin(tile_shape) is tuple:
+                args = typing.get_args(tile_shape)
                 ndim = None if (args and args[-1] is Ellipsis) else len(args)
             storage = getattr(t, "storage", None)
             return {
@@ -187,8 +200,8 @@ def _default_matches(o: Any, name: str, value: Any) -> bool:
     """Whether Warp's own default for ``name`` matches its parameter (as ``func_match_args`` checks)."""
     import typing
 
-    import warp._src.codegen as cg
-    import warp._src.types as wt
+    cg = _warp_module("warp._src.codegen")
+    wt = _warp_module("warp._src.types")
 
     if value is None:
         return True
@@ -205,7 +218,7 @@ def _default_matches(o: Any, name: str, value: Any) -> bool:
         return True
 
 
-def _overload_record(o: Any, ser: _Serialiser, user: bool) -> dict[str, Any]:
+def _overload_record(o: Any, ser: _Serialiser, user: bool, template: bool = False) -> dict[str, Any]:
     import typing
 
     params: list[list[Any]] = []
@@ -223,7 +236,9 @@ def _overload_record(o: Any, ser: _Serialiser, user: bool) -> dict[str, Any]:
         params.append([name, pkind, ser.intern(t), has_default, ok])
 
     ret: int | None = None
-    if user:
+    if user and not template:
+        # a concrete @wp.func overload returns its annotation; a generic template's instances
+        # infer the type from the body (Warp drops the annotation's value_func for them)
         arg_types = getattr(getattr(o, "adj", None), "arg_types", {}) or {}
         if "return" in arg_types:
             r = ser.ser(arg_types["return"])
@@ -238,17 +253,19 @@ def _attribute_kind(name: str, value: Any, builtin_names: set[str], param_classe
     import types
     import typing
 
-    import warp._src.context as wc
-    import warp._src.types as wt
+    wc = _warp_module("warp._src.context")
+    wt = _warp_module("warp._src.types")
 
     if isinstance(value, wc.Function):
-        return "builtin_function" if (value.key in builtin_names or name in builtin_names) else "warp_function"
+        return (
+            "builtin_function" if (value.key in builtin_names or name in builtin_names) else "warp_function"
+        )
     if isinstance(value, types.ModuleType):
         return "module"
     if isinstance(value, typing.TypeVar | types.UnionType):
         return "type"
     if isinstance(value, type):
-        array_bases = tuple(wt.array_types) + (getattr(wt, "_ArrayAnnotationBase", wt.array),)
+        array_bases = (*wt.array_types, getattr(wt, "_ArrayAnnotationBase", wt.array))
         if (
             value in wt.scalar_types
             or value is wt.bool
@@ -270,7 +287,7 @@ def _attribute_kind(name: str, value: Any, builtin_names: set[str], param_classe
 
 def _kernel_call_target(name: str, value: Any, present: bool, builtin_names: set[str]) -> str | None:
     """The builtin that ``wp.<name>(...)`` resolves to inside a kernel (mirrors Adjoint.emit_Call)."""
-    import warp._src.context as wc
+    wc = _warp_module("warp._src.context")
 
     if present and isinstance(value, wc.Function):
         return str(value.key) if value.key in builtin_names else None
@@ -377,14 +394,14 @@ def _ann_accepts(tree: list[Any], t: dict[str, Any]) -> bool:
     if tag == "s":
         if tree[1] == "type":
             return True
-        kinds = _ANN_KIND.get(tree[1])
+        kinds = _ANN_KIND.get(str(tree[1]))
         return kinds is None or t["k"] in kinds
     if tag == "n":
-        n = tree[1]
+        n = str(tree[1])
         if n == "Any":
             return True
         if n == "str":
-            return t["k"] == "py"
+            return bool(t["k"] == "py")
         if n in ("int", "float", "bool") or n.startswith(("int", "uint", "float", "bfloat")):
             return t["k"] in _SCALARISH
         if n in ("Float", "Int", "Scalar") or n.startswith("DType"):
@@ -413,9 +430,7 @@ def _associate_return_annotations(
                 if not set(snames) <= set(names) or not (set(names) - set(snames)) <= optional:
                     continue
                 by_name = {p[0]: p for p in stub["p"]}
-                if not all(
-                    _ann_accepts(by_name[p[0]][2], types[p[2]]) for p in ov["p"] if p[0] in by_name
-                ):
+                if not all(_ann_accepts(by_name[p[0]][2], types[p[2]]) for p in ov["p"] if p[0] in by_name):
                     continue
                 (exact if snames == names else loose).append(stub["rs"])
             for group in (exact, exact + loose):
@@ -431,9 +446,9 @@ def _associate_return_annotations(
 
 def dump() -> dict[str, Any]:
     """Import Warp (in this process!) and return the table as plain data."""
-    import warp
-    import warp._src.context as wc
-    import warp._src.types as wt
+    warp = _warp_module("warp")
+    wc = _warp_module("warp._src.context")
+    wt = _warp_module("warp._src.types")
 
     ser = _Serialiser()
     builtin_names = set(wc.builtin_functions)
@@ -442,10 +457,13 @@ def dump() -> dict[str, Any]:
     for key, f in wc.builtin_functions.items():
         user = not f.is_builtin()
         if user:
-            overloads = [*getattr(f, "user_overloads", {}).values(), *getattr(f, "user_templates", {}).values()]
-            overloads = overloads or [f]
+            concrete = list(getattr(f, "user_overloads", {}).values())
+            templates = list(getattr(f, "user_templates", {}).values())
+            overloads = [*concrete, *templates] or [f]
+            is_template = [False] * len(concrete) + [True] * (len(overloads) - len(concrete))
         else:
             overloads = list(f.overloads)
+            is_template = [False] * len(overloads)
         for o in overloads:
             for t in o.input_types.values():
                 if isinstance(t, type):
@@ -457,7 +475,9 @@ def dump() -> dict[str, Any]:
                 "export": bool(f.export),
                 "hidden": bool(f.hidden),
                 "user": user,
-                "ovl": [_overload_record(o, ser, user) for o in overloads],
+                "ovl": [
+                    _overload_record(o, ser, user, t) for o, t in zip(overloads, is_template, strict=True)
+                ],
             }
         )
 
@@ -481,11 +501,22 @@ def dump() -> dict[str, Any]:
 
     array_kinds: dict[str, list[str]] = {}
     for a in wt.array_types:
-        array_kinds[a.__name__] = sorted(b.__name__ for b in wt.array_types if issubclass(a, b) or issubclass(b, a))
+        array_kinds[a.__name__] = sorted(
+            b.__name__ for b in wt.array_types if issubclass(a, b) or issubclass(b, a)
+        )
+
+    try:
+        import importlib.metadata
+
+        dist_version: str | None = importlib.metadata.version("warp-lang")
+    except Exception:
+        dist_version = None
 
     return {
         "format": FORMAT,
+        "extractor": extractor_id(),
         "warp_version": str(warp.config.version),
+        "dist_version": dist_version,  # what the parent reads from the metadata to name the cache
         "types": ser.types,
         "builtins": records,
         "attrs": attrs,
@@ -503,7 +534,7 @@ def _packb(data: dict[str, Any]) -> bytes:
     return out
 
 
-def write_atomic(path: Path, payload: bytes) -> None:
+def write_atomic(path: Path, payload: bytes, mode: int | None = None) -> None:
     """Write ``payload`` to ``path`` through a temporary file in the same folder and ``os.replace``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -512,6 +543,8 @@ def write_atomic(path: Path, payload: bytes) -> None:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -536,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
         data = dump()
         payload = _packb(data)
         target = SNAPSHOT_PATH if args.write_snapshot else args.output
-        write_atomic(target, payload)
+        write_atomic(target, payload, 0o644 if args.write_snapshot else None)
     finally:
         sys.stdout = real_stdout
     if args.write_snapshot:
@@ -549,4 +582,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    # Run as a script, this folder is sys.path[0]: keep its modules from shadowing anything
+    if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+        sys.path.pop(0)
     sys.exit(main())

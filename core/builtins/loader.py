@@ -12,7 +12,8 @@ does not import Warp.
 
 from __future__ import annotations
 
-import importlib.metadata
+import gc
+import hashlib
 import os
 import subprocess
 import sys
@@ -22,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from warp_harness.builtins.table import BuiltinTable, TableFormatError
+from .table import BuiltinTable, TableFormatError
 
 CACHE_ENV = "WARP_HARNESS_CACHE_DIR"
 EXTRACT_SCRIPT = Path(__file__).with_name("extract.py")
@@ -37,8 +38,43 @@ class ExtractionError(RuntimeError):
     """The child process could not dump the table (Warp missing, broken, or too slow)."""
 
 
+def _dist_info_version() -> str | None:
+    """Fast path: the first ``warp_lang-*.dist-info`` on ``sys.path``, as importlib.metadata finds it.
+
+    ``import importlib.metadata`` alone costs about 90 ms (email, zipfile, csv...); this is a
+    directory listing. Anything unusual (eggs, zip imports) is left to importlib.metadata.
+    """
+    for entry in sys.path:
+        folder = Path(entry or ".")
+        try:
+            names = [
+                n
+                for n in os.listdir(folder)
+                if n.lower().startswith("warp_lang-") and n.endswith(".dist-info")
+            ]
+        except OSError:
+            continue
+        for n in sorted(names):
+            try:
+                with open(folder / n / "METADATA", encoding="utf-8") as fh:
+                    for line in fh:
+                        if line.startswith("Version:"):
+                            return line.split(":", 1)[1].strip()
+                        if not line.strip():
+                            break
+            except OSError:
+                continue
+    return None
+
+
 def installed_warp_version() -> str | None:
-    """The installed ``warp-lang`` version, from package metadata only; None when not installed."""
+    """The installed ``warp-lang`` version, from package metadata only (Warp is not imported);
+    None when it is not installed."""
+    fast = _dist_info_version()
+    if fast is not None:
+        return fast
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("warp-lang")
     except importlib.metadata.PackageNotFoundError:
@@ -65,18 +101,25 @@ def _unpackb(payload: bytes) -> Any:
 
 def decode(payload: bytes, origin: str) -> BuiltinTable:
     """Decode a dumped table; raises :class:`TableFormatError` for anything that is not one."""
+    # tens of thousands of small containers: the cyclic collector would run many times for nothing
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        data = _unpackb(payload)
-    except Exception as exc:  # msgpack raises a handful of classes for truncated/garbage input
-        raise TableFormatError(f"not a msgpack table: {exc}") from exc
-    if not isinstance(data, dict):
-        raise TableFormatError("top level is not a map")
-    try:
-        return BuiltinTable(data, origin)
-    except TableFormatError:
-        raise
-    except Exception as exc:  # a well-formed msgpack file of the wrong shape
-        raise TableFormatError(f"malformed table: {exc}") from exc
+        try:
+            data = _unpackb(payload)
+        except Exception as exc:  # msgpack raises a handful of classes for truncated/garbage input
+            raise TableFormatError(f"not a msgpack table: {exc}") from exc
+        if not isinstance(data, dict):
+            raise TableFormatError("top level is not a map")
+        try:
+            return BuiltinTable(data, origin)
+        except TableFormatError:
+            raise
+        except Exception as exc:  # a well-formed msgpack file of the wrong shape
+            raise TableFormatError(f"malformed table: {exc}") from exc
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def load_file(path: Path, origin: str) -> BuiltinTable:
@@ -105,20 +148,26 @@ def run_extractor(output: Path, timeout: float = EXTRACT_TIMEOUT_S) -> None:
 
 
 def extract_to_cache(version: str) -> BuiltinTable:
-    """Extract in a child process and store the result as the cache for ``version``."""
+    """Extract in a child process and store the result as the cache for ``version``.
+
+    When the cache folder cannot be written, the table is extracted to a temporary file and
+    returned without being cached.
+    """
     target = cache_path(version)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    cacheable = True
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
+    except OSError:
+        cacheable = False
+        fd, tmp_name = tempfile.mkstemp(prefix="warp-harness-builtins.", suffix=".tmp")
     os.close(fd)
     tmp = Path(tmp_name)
     try:
         run_extractor(tmp)
         table = load_file(tmp, "extracted")  # validate before it may become the cache
-        if table.warp_version != version:
-            # another Warp than the metadata says (a second install on the path): do not cache it
-            # under this version's name
-            raise ExtractionError(f"extractor saw warp {table.warp_version}, metadata says {version}")
-        os.replace(tmp, target)
+        if cacheable and table.dist_version == version:
+            os.replace(tmp, target)
         return table
     except TableFormatError as exc:
         raise ExtractionError(f"extractor wrote an unreadable table: {exc}") from exc
@@ -127,6 +176,17 @@ def extract_to_cache(version: str) -> BuiltinTable:
             tmp.unlink()
         except OSError:
             pass
+
+
+_EXTRACTOR_ID: str | None = None
+
+
+def _extractor_id() -> str:
+    """Digest of ``extract.py`` (same as ``extract.extractor_id()``, which needs no import here)."""
+    global _EXTRACTOR_ID
+    if _EXTRACTOR_ID is None:
+        _EXTRACTOR_ID = hashlib.sha256(EXTRACT_SCRIPT.read_bytes()).hexdigest()[:16]
+    return _EXTRACTOR_ID
 
 
 def load_snapshot() -> BuiltinTable:
@@ -146,10 +206,12 @@ def _load(allow_extract: bool) -> BuiltinTable:
         if path.is_file():
             try:
                 table = load_file(path, "cache")
-                if table.warp_version == version:
+                if table.dist_version == version and table.extractor_id == _extractor_id():
                     last_load.update(origin="cache", seconds=time.perf_counter() - t0, path=str(path))
                     return table
-                problems.append(f"cache {path} holds warp {table.warp_version}")
+                problems.append(
+                    f"stale cache {path} (warp {table.dist_version}, extractor {table.extractor_id})"
+                )
             except (TableFormatError, OSError) as exc:
                 problems.append(f"discarded corrupt cache {path}: {exc}")
             try:
@@ -166,7 +228,9 @@ def _load(allow_extract: bool) -> BuiltinTable:
     else:
         problems.append("warp-lang is not installed")
     table = load_snapshot()
-    last_load.update(origin="snapshot", seconds=time.perf_counter() - t0, path=str(SNAPSHOT), problems=problems)
+    last_load.update(
+        origin="snapshot", seconds=time.perf_counter() - t0, path=str(SNAPSHOT), problems=problems
+    )
     return table
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from warp_harness.model.types import (
+from ..model.types import (
     FLOAT_SCALARS,
     INT_SCALARS,
     SCALAR_ALIASES,
@@ -58,6 +58,7 @@ _GENERIC_SETS: dict[str, frozenset[str]] = {
 }
 
 NO, MAYBE, YES = 0, 1, 2
+_MEMO_LIMIT = 20_000  # memoised check_call / return_type results per table
 _NO_ARITY = -1
 
 
@@ -95,7 +96,9 @@ class Overload:
 
     def arity(self) -> tuple[int, int | None]:
         """(required, maximum) argument count; maximum None with ``*args``/``**kwargs``."""
-        required = sum(1 for p in self.params if p.kind in (POSITIONAL_OR_KEYWORD, KEYWORD_ONLY) and not p.has_default)
+        required = sum(
+            1 for p in self.params if p.kind in (POSITIONAL_OR_KEYWORD, KEYWORD_ONLY) and not p.has_default
+        )
         unbounded = any(p.kind in (VAR_POSITIONAL, VAR_KEYWORD) for p in self.params)
         return required, None if unbounded else len(self.params)
 
@@ -152,7 +155,8 @@ class CallCheck:
     message: str = ""
     expected_arity: str | None = None  # e.g. "1 or 2 arguments", with BAD_ARITY (and BAD_TYPES)
     signatures: tuple[str, ...] = ()  # candidate signatures, with BAD_TYPES and BAD_ARITY
-    matched: tuple[Overload, ...] = field(default=(), compare=False)  # OK: the overload Warp picks
+    # with OK: the overloads Warp may pick, in its order; the last one surely matches
+    matched: tuple[Overload, ...] = field(default=(), compare=False)
 
     @property
     def ok(self) -> bool:
@@ -168,7 +172,7 @@ class CallCheck:
 # --------------------------------------------------------------------------------------------
 
 
-def type_repr(t: TypeDict | None) -> str:  # noqa: C901 - one branch per kind
+def type_repr(t: TypeDict | None) -> str:
     if t is None:
         return "?"
     k = t.get("k")
@@ -268,7 +272,7 @@ class _Matcher:
     def __init__(self, array_kinds: Mapping[str, Sequence[str]]) -> None:
         self.array_kinds = array_kinds
 
-    def match(self, p: TypeDict, arg: WarpType) -> int:  # noqa: C901 - mirrors types_equal_generic
+    def match(self, p: TypeDict, arg: WarpType) -> int:
         k = p.get("k")
         if k == "any":
             return YES
@@ -392,9 +396,17 @@ def _bind(params: Sequence[_PSig], args: Sequence[WarpType], kwargs: Mapping[str
             b.error = f"multiple values for argument '{key}'"
             return b
         b.bound[key] = value
-    missing = [p[0] for p in params if p[1] in (POSITIONAL_OR_KEYWORD, KEYWORD_ONLY) and not p[2] and p[0] not in b.bound]
+    missing = [
+        p[0]
+        for p in params
+        if p[1] in (POSITIONAL_OR_KEYWORD, KEYWORD_ONLY) and not p[2] and p[0] not in b.bound
+    ]
     if missing:
-        b.error = "missing required argument" + ("s " if len(missing) > 1 else " ") + ", ".join(f"'{m}'" for m in missing)
+        b.error = (
+            "missing required argument"
+            + ("s " if len(missing) > 1 else " ")
+            + ", ".join(f"'{m}'" for m in missing)
+        )
     return b
 
 
@@ -431,7 +443,16 @@ def _ann_scalar(name: str) -> str | None:
 
 
 def _is_typevar_name(name: str) -> bool:
-    return name in _GENERIC_SETS or name in ("DType", "T", "Length", "Rows", "Cols", "Shape", "NDim", "Capacity")
+    return name in _GENERIC_SETS or name in (
+        "DType",
+        "T",
+        "Length",
+        "Rows",
+        "Cols",
+        "Shape",
+        "NDim",
+        "Capacity",
+    )
 
 
 class _StubEvaluator:
@@ -447,7 +468,7 @@ class _StubEvaluator:
         elif old is not _CONFLICT and old != value:
             self.bindings[name] = _CONFLICT
 
-    def unify(self, tree: Any, arg: WarpType) -> int:  # noqa: C901 - one branch per stub form
+    def unify(self, tree: Any, arg: WarpType) -> int:
         if not isinstance(tree, list) or not tree:
             return MAYBE
         tag = tree[0]
@@ -501,7 +522,9 @@ class _StubEvaluator:
             if not isinstance(arg, Matrix):
                 return NO if isinstance(arg, _DEFINITE) else MAYBE
             return min(
-                self.unify(targs[0], arg.dtype), self._unify_int(targs[1], arg.rows), self._unify_int(targs[2], arg.cols)
+                self.unify(targs[0], arg.dtype),
+                self._unify_int(targs[1], arg.rows),
+                self._unify_int(targs[2], arg.cols),
             )
         if base in ("Quaternion", "Transformation") and len(targs) == 1:
             cls = Quaternion if base == "Quaternion" else Transform
@@ -563,7 +586,7 @@ class _StubEvaluator:
             return v if isinstance(v, int) and not isinstance(v, bool) else None
         return None
 
-    def evaluate(self, tree: Any) -> WarpType:  # noqa: C901 - one branch per stub form
+    def evaluate(self, tree: Any) -> WarpType:
         if not isinstance(tree, list) or not tree:
             return UNKNOWN
         tag = tree[0]
@@ -619,10 +642,22 @@ class _StubEvaluator:
         return None
 
 
-_WARP_TYPE_CLASSES = (UnknownType, Scalar, Vector, Matrix, Quaternion, Transform, Struct, Array, Tile, TypeRef, TupleType)
+_WARP_TYPE_CLASSES = (
+    UnknownType,
+    Scalar,
+    Vector,
+    Matrix,
+    Quaternion,
+    Transform,
+    Struct,
+    Array,
+    Tile,
+    TypeRef,
+    TupleType,
+)
 
 
-def _serialised_to_warp(t: TypeDict | None) -> WarpType:  # noqa: C901 - one branch per kind
+def _serialised_to_warp(t: TypeDict | None) -> WarpType:
     """A concrete serialised type as a model type; UNKNOWN for anything generic or unmodelled."""
     if not isinstance(t, dict):
         return UNKNOWN
@@ -697,7 +732,10 @@ def _decode_stub(raw: Any) -> _Stub:
     _require(isinstance(raw, dict) and isinstance(raw.get("p"), list), "stub record")
     params: list[tuple[str, str, Any, bool]] = []
     for p in raw["p"]:
-        _require(isinstance(p, list) and len(p) == 4 and isinstance(p[0], str) and p[1] in (0, 1, 2, 3), "stub param")
+        _require(
+            isinstance(p, list) and len(p) == 4 and isinstance(p[0], str) and p[1] in (0, 1, 2, 3),
+            "stub param",
+        )
         params.append((p[0], _KINDS[p[1]], p[2], bool(p[3])))
     rs = raw.get("rs")
     return _Stub(tuple(params), raw.get("r"), rs if isinstance(rs, str) else None)
@@ -708,25 +746,34 @@ class BuiltinTable:
 
     def __init__(self, data: Mapping[str, Any], origin: str) -> None:
         """Decode the dumped data; raises :class:`TableFormatError` on anything unexpected."""
-        _require(isinstance(data, Mapping), "top level")
+        if not isinstance(data, Mapping):
+            raise TableFormatError("top level")
         _require(data.get("format") == FORMAT, "format version")
         version = data.get("warp_version")
-        _require(isinstance(version, str), "warp_version")
         types = data.get("types")
-        _require(isinstance(types, list) and all(isinstance(t, dict) and "k" in t for t in types), "types")
         records = data.get("builtins")
-        _require(isinstance(records, list) and bool(records), "builtins")
         attrs = data.get("attrs")
-        _require(isinstance(attrs, dict) and all(isinstance(v, str) for v in attrs.values()), "attrs")
         kcall = data.get("kcall")
-        _require(isinstance(kcall, dict), "kcall")
         array_kinds = data.get("array_kinds")
-        _require(isinstance(array_kinds, dict), "array_kinds")
         pyi = data.get("pyi")
-        _require(isinstance(pyi, dict), "pyi")
+        if not isinstance(version, str):
+            raise TableFormatError("warp_version")
+        if not isinstance(types, list) or not all(isinstance(t, dict) and "k" in t for t in types):
+            raise TableFormatError("types")
+        if not isinstance(records, list) or not records:
+            raise TableFormatError("builtins")
+        if not isinstance(attrs, dict) or not all(isinstance(v, str) for v in attrs.values()):
+            raise TableFormatError("attrs")
+        if not isinstance(kcall, dict) or not isinstance(array_kinds, dict) or not isinstance(pyi, dict):
+            raise TableFormatError("kcall/array_kinds/pyi")
 
         self.warp_version: str = str(version)
         self.origin: str = origin
+        extractor = data.get("extractor")
+        self.extractor_id: str | None = extractor if isinstance(extractor, str) else None
+        dist = data.get("dist_version")
+        # the warp-lang distribution version (package metadata); usually equal to warp_version
+        self.dist_version: str = dist if isinstance(dist, str) else self.warp_version
         self._types: list[TypeDict] = types
         self._param_memo: dict[tuple[Any, ...], ParamSig] = {}
         # records are validated now and turned into objects on first use (most runs touch few)
@@ -737,13 +784,15 @@ class BuiltinTable:
         self._built: dict[str, Builtin] = {}
         self._attrs: dict[str, str] = {str(k): str(v) for k, v in attrs.items()}
         self._kcall: dict[str, str] = {str(k): str(v) for k, v in kcall.items() if isinstance(v, str)}
-        self._stubs: dict[str, tuple[_Stub, ...]] = {
-            str(name): tuple(_decode_stub(s) for s in stubs) for name, stubs in pyi.items() if isinstance(stubs, list)
-        }
+        self._raw_stubs: dict[str, Any] = pyi
+        self._stubs: dict[str, tuple[_Stub, ...]] = {}
         self._matcher = _Matcher(
             {str(k): tuple(str(x) for x in v) for k, v in array_kinds.items() if isinstance(v, list)}
         )
         self._names = sorted(set(self._raw) | set(self._attrs))
+        self._shapes: dict[int, tuple[_PSig, ...]] = {}
+        self._arity: dict[str, str] = {}
+        self._memo: dict[tuple[Any, ...], CallCheck | WarpType] = {}
 
     def __repr__(self) -> str:
         return f"<BuiltinTable warp {self.warp_version} ({self.origin}): {len(self._raw)} builtins>"
@@ -820,14 +869,28 @@ class BuiltinTable:
             return target
         return name if name in self._raw else None
 
+    def callable_in_kernels(self, name: str) -> bool:
+        """Whether ``wp.<name>(...)`` may appear in a kernel: a builtin, a type constructor, or a
+        ``@wp.func`` that Warp exports (``quat_between_vectors``, kind ``warp_function``)."""
+        return self.kernel_call_target(name) is not None or self._attrs.get(name) == "warp_function"
+
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Similar names among the builtins and the ``warp`` attributes (for "did you mean")."""
         return difflib.get_close_matches(name, self._names, n=n)
 
     # ---- calls -------------------------------------------------------------------------------
 
-    def _match_overload(self, o: Overload, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> tuple[int, str | None]:
-        b = _bind(_overload_psigs(o), args, kwargs)
+    def _match_overload(
+        self,
+        o: Overload,
+        args: Sequence[WarpType],
+        kwargs: Mapping[str, WarpType],
+        bindings: dict[tuple[_PSig, ...], _Binding],
+    ) -> tuple[int, str | None]:
+        shape = self._shape(o)
+        b = bindings.get(shape)
+        if b is None:
+            b = bindings[shape] = _bind(shape, args, kwargs)
         if b.error is not None:
             return _NO_ARITY, b.error
         if o.variadic:
@@ -846,20 +909,55 @@ class BuiltinTable:
                 return NO, None
         return result, None
 
-    def _resolve(self, b: Builtin, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> list[tuple[Overload, int, str | None]]:
+    def _resolve(
+        self, b: Builtin, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]
+    ) -> list[tuple[Overload, int, str | None]]:
         """Overloads in Warp's order with their outcome, up to the one Warp would surely pick."""
         out: list[tuple[Overload, int, str | None]] = []
+        # many overloads share a call shape (sqrt: one per scalar type): bind once per shape
+        bindings: dict[tuple[_PSig, ...], _Binding] = {}
         for o in b.overloads:
-            r, err = self._match_overload(o, args, kwargs)
+            r, err = self._match_overload(o, args, kwargs, bindings)
             out.append((o, r, err))
             if r == YES or o.variadic:
                 # the first variadic overload reached is taken without type checks: it ends the search
                 break
         return out
 
-    def check_call(self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType] | None = None) -> CallCheck:
+    def _shape(self, o: Overload) -> tuple[_PSig, ...]:
+        shape = self._shapes.get(id(o))
+        if shape is None:
+            shape = self._shapes[id(o)] = tuple(_overload_psigs(o))
+        return shape
+
+    def _memo_key(
+        self, kind: str, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]
+    ) -> tuple[Any, ...] | None:
+        key = (kind, name, tuple(args), tuple(kwargs.items()))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        if len(self._memo) > _MEMO_LIMIT:
+            self._memo.clear()
+        return key
+
+    def check_call(
+        self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType] | None = None
+    ) -> CallCheck:
         """Would Warp find an overload of builtin ``name`` for these argument types?"""
         kwargs = kwargs or {}
+        key = self._memo_key("check", name, args, kwargs)
+        if key is not None:
+            hit = self._memo.get(key)
+            if isinstance(hit, CallCheck):
+                return hit
+        result = self._check_call(name, args, kwargs)
+        if key is not None:
+            self._memo[key] = result
+        return result
+
+    def _check_call(self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> CallCheck:
         b = self.get(name)
         if b is None:
             return CallCheck(CallStatus.UNKNOWN, f"'{name}' is not a Warp builtin")
@@ -871,7 +969,9 @@ class BuiltinTable:
         if MAYBE in outcomes:
             return CallCheck(CallStatus.UNKNOWN, "argument types too uncertain to decide")
         shown = _describe_args(args, kwargs)
-        arity = b.arity_description()
+        arity = self._arity.get(name)
+        if arity is None:
+            arity = self._arity[name] = b.arity_description()
         if NO in outcomes:
             return CallCheck(
                 CallStatus.BAD_TYPES,
@@ -885,7 +985,9 @@ class BuiltinTable:
         if len(errors) == 1:
             detail = f" ({next(iter(errors))})"
         elif any(lo <= count and (hi is None or count <= hi) for lo, hi in (o.arity() for o in b.overloads)):
-            kw_errors = sorted(e for e in errors if "keyword" in e or "multiple values" in e or "missing" in e)
+            kw_errors = sorted(
+                e for e in errors if "keyword" in e or "multiple values" in e or "missing" in e
+            )
             if kw_errors:
                 detail = f" ({kw_errors[0]})"
         return CallCheck(
@@ -895,9 +997,22 @@ class BuiltinTable:
             signatures=b.signatures(),
         )
 
-    def return_type(self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType] | None = None) -> WarpType:
+    def return_type(
+        self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType] | None = None
+    ) -> WarpType:
         """The type of ``wp.<name>(*args, **kwargs)`` in a kernel; UNKNOWN whenever unsure."""
         kwargs = kwargs or {}
+        key = self._memo_key("return", name, args, kwargs)
+        if key is not None and key in self._memo:
+            hit = self._memo[key]
+            if isinstance(hit, _WARP_TYPE_CLASSES):
+                return hit
+        result = self._return_type(name, args, kwargs)
+        if key is not None:
+            self._memo[key] = result
+        return result
+
+    def _return_type(self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
         b = self.get(name)
         if b is None:
             return UNKNOWN
@@ -912,14 +1027,16 @@ class BuiltinTable:
             result = t
         return UNKNOWN if result is None else result
 
-    def _overload_return(self, b: Builtin, o: Overload, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+    def _overload_return(
+        self, b: Builtin, o: Overload, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]
+    ) -> WarpType:
         if o.return_type is not None:
             return _serialised_to_warp(o.return_type)
         return self._stub_return(b.name, args, kwargs)
 
     def _stub_return(self, name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
         result: WarpType | None = None
-        for stub in self._stubs.get(name, ()):
+        for stub in self._stubs_of(name):
             bind = _bind(stub.psigs(), args, kwargs)
             if bind.error is not None:
                 continue
@@ -927,7 +1044,9 @@ class BuiltinTable:
             outcome = YES
             for pname, kind, tree, _ in stub.params:
                 if kind in (VAR_POSITIONAL, VAR_KEYWORD):
-                    values = bind.extra_positional if kind == VAR_POSITIONAL else list(bind.extra_keyword.values())
+                    values = (
+                        bind.extra_positional if kind == VAR_POSITIONAL else list(bind.extra_keyword.values())
+                    )
                     for v in values:
                         outcome = min(outcome, ev.unify(tree, v))
                 elif pname in bind.bound:
@@ -943,6 +1062,17 @@ class BuiltinTable:
                 return UNKNOWN
             result = t
         return UNKNOWN if result is None else result
+
+    def _stubs_of(self, name: str) -> tuple[_Stub, ...]:
+        stubs = self._stubs.get(name)
+        if stubs is None:
+            raw = self._raw_stubs.get(name)
+            try:
+                stubs = tuple(_decode_stub(x) for x in raw) if isinstance(raw, list) else ()
+            except TableFormatError:
+                stubs = ()  # a malformed stub only costs return types: they become UNKNOWN
+            self._stubs[name] = stubs
+        return stubs
 
     @staticmethod
     def _tile_storage(t: Tile, stub: _Stub, bind: _Binding) -> WarpType:
@@ -961,7 +1091,7 @@ class BuiltinTable:
 def _mentions(tree: Any, name: str) -> bool:
     if isinstance(tree, list):
         return any(_mentions(x, name) for x in tree)
-    return tree == name
+    return isinstance(tree, str) and tree == name
 
 
 def _describe_args(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,44 +32,34 @@ ROTATE_MAX_BYTES = 256 << 20
 IMPLAUSIBLE_FACTOR = 1.5
 
 
-def _profile_peaks(device_alias: str, target: str | None) -> tuple[float | None, float | None]:
-    """(peak GB/s, peak GFLOP/s) from a hardware profile TOML, when one is installed and readable."""
+def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
+    """(peak GB/s, peak FP32 GFLOP/s) of a bundled hardware profile, when it exists."""
     try:
-        import tomllib
-    except ImportError:  # pragma: no cover
-        return None, None
-    try:
-        from warp_harness.rules import hardware
+        from warp_harness.rules.hardware import load_profile
     except ImportError:
         return None, None
-    folder = Path(hardware.__file__).parent
-    name = "cpu" if device_alias == "cpu" else (target or "")
-    candidates = [folder / f"{name}.toml", folder / f"{name.replace('sm_', 'sm')}.toml"]
-    for path in candidates:
-        if not path.is_file():
-            continue
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        flat: dict[str, Any] = {}
-        for key, value in data.items():
-            if isinstance(value, dict):
-                flat.update(value)
-            else:
-                flat[key] = value
-        bw = next((flat[k] for k in ("peak_bandwidth_gbs", "bandwidth_gbs", "memory_bandwidth_gbs") if k in flat), None)
-        fl = next((flat[k] for k in ("peak_gflops", "fp32_gflops", "peak_fp32_gflops") if k in flat), None)
-        return (float(bw) if bw else None), (float(fl) if fl else None)
-    return None, None
+    try:
+        p = load_profile(profile)
+    except Exception:
+        return None, None
+    bw = float(p.peak_bandwidth_gbs) or None
+    fl = float(p.peak_fp32_tflops) * 1e3 or None
+    return bw, fl
 
 
-def peaks(job: Job, alias: str) -> tuple[float | None, float | None]:
+def profile_name(device: Any) -> str:
+    if getattr(device, "is_cuda", False) and getattr(device, "arch", None):
+        return f"sm_{device.arch}"
+    return "cpu"
+
+
+def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float | None]:
+    """Peaks from [tool.warp-harness.runtime] first, then the device's hardware profile."""
     kind = alias.split(":")[0]
     bw = job.options.peak_bandwidth_gbs.get(alias, job.options.peak_bandwidth_gbs.get(kind))
     fl = job.options.peak_gflops.get(alias, job.options.peak_gflops.get(kind))
     if bw is None or fl is None:
-        pbw, pfl = _profile_peaks(alias, None)
+        pbw, pfl = _profile_peaks(profile_name(device))
         bw = bw if bw is not None else pbw
         fl = fl if fl is not None else pfl
     return bw, fl
@@ -170,7 +159,7 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
         return
     median = m["median_s"]
     metrics: dict[str, float] = {"latency_us": median * 1e6, "time_ms": median * 1e3}
-    peak_bw, peak_fl = peaks(job, alias)
+    peak_bw, peak_fl = peaks(job, alias, device)
     if contract.bytes is not None and median > 0:
         metrics["bandwidth_gbs"] = float(contract.bytes(size)) / median / 1e9
         if peak_bw:

@@ -42,10 +42,26 @@ def _in_workspace(file: str | None, workspace: Path) -> bool:
 
 
 def purge_workspace_modules(workspace: Path) -> None:
-    """Forget every module imported from the workspace, so a save is seen by the next import."""
+    """Forget every module imported from the workspace, so a save is seen by the next import.
+
+    Warp keeps one ``Module`` per Python module name and, on re-import, reuses it with its
+    old options (``wp.set_module_options`` of an earlier version of the file, or ours).
+    The object itself must stay (its ``cpu_exec_id`` keeps LLVM module handles unique), so
+    its options are reset to the defaults a new module would get.
+    """
+    from warp._src import context
+
+    purged = []
     for name, mod in list(sys.modules.items()):
         if _in_workspace(getattr(mod, "__file__", None), workspace):
             del sys.modules[name]
+            purged.append(name)
+    defaults = context.Module("_wh_defaults", None).options
+    for name in purged:
+        for key in [n for n in context.user_modules if n == name or n.startswith(f"{name}__wh_")]:
+            module = context.user_modules[key]
+            module.options = dict(defaults)
+            module.mark_modified()
     importlib.invalidate_caches()
 
 
@@ -86,7 +102,7 @@ def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
     try:
         return importlib.import_module(name)
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
-        if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
         line, col = _error_line(exc, job.path)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()

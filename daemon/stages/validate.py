@@ -401,8 +401,10 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.6g}"
 
 
-def describe_failure(info: KernelInfo, outcome: CaseOutcome, grows: bool) -> tuple[str, str, str, Any, Any]:
-    """(rule, message, hint, expected, actual) of a failing case."""
+def describe_failure(
+    info: KernelInfo, outcome: CaseOutcome, grows: bool, boundary: bool = False
+) -> tuple[str, str, str, Any, Any]:
+    """(rule, message, hint, expected, actual) of a failing case (``boundary``: seen at a larger size)."""
     where = f"kernel `{info.name}` on {outcome.device}, size {outcome.size}, seed {outcome.seed}"
     if outcome.edge_case:
         where += f", edge case `{outcome.edge_case}`"
@@ -415,6 +417,7 @@ def describe_failure(info: KernelInfo, outcome: CaseOutcome, grows: bool) -> tup
             None,
         )
     r = outcome.bad_reports[0]
+    boundary = boundary or r.boundary
     idx = r.first_bad if r.first_bad is None or len(r.first_bad) != 1 else r.first_bad[0]
     tol = f"rtol={r.tolerance.rtol:g}, atol={r.tolerance.atol:g}"
     if r.n_unwritten:
@@ -425,7 +428,7 @@ def describe_failure(info: KernelInfo, outcome: CaseOutcome, grows: bool) -> tup
         )
         hint = (
             "the first bad index is at the boundary: check the bounds handling (an off-by-one index or guard)"
-            if r.boundary
+            if boundary
             else "make sure every output element is written: the launch dim must cover the output "
             "and no early `return` may skip elements"
         )
@@ -446,7 +449,7 @@ def describe_failure(info: KernelInfo, outcome: CaseOutcome, grows: bool) -> tup
             f"max relative error {r.max_rel:.3g}; first bad index {idx}: got {_fmt(r.got)}, "
             f"expected {_fmt(r.expected)}"
         )
-        if r.boundary:
+        if boundary:
             hint = "the first bad index is at the boundary: check the bounds handling (an off-by-one guard)"
         elif grows:
             hint = (
@@ -570,9 +573,14 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             t0 = time.perf_counter()
             smallest = shrink(job, info, alias, device, first, gen)
             job.timings["shrink_ms"] = job.timings.get("shrink_ms", 0.0) + (time.perf_counter() - t0) * 1e3
-        rule, message, hint, expected, actual = describe_failure(info, smallest, grows)
+        at_boundary = any(r.boundary for r in first.bad_reports)
+        rule, message, hint, expected, actual = describe_failure(info, smallest, grows, at_boundary)
         if smallest.size != first.size:
-            message += f" (shrunk from size {first.size})"
+            orig = first.bad_reports[0].first_bad if first.bad_reports else None
+            orig_idx = orig[0] if orig is not None and len(orig) == 1 else orig
+            message += f" (shrunk from size {first.size}" + (
+                f", where the first bad index was {orig_idx})" if orig is not None else ")"
+            )
         failing_sizes = sorted({o.size for o in sweep_failed})
         if first.edge_case is None and len(failing_sizes) > 1:
             message += f"; failing sizes: {', '.join(map(str, failing_sizes))}"
@@ -592,7 +600,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                 hint=hint,
             )
         )
-        bounds_suspect = any(r.n_unwritten or r.boundary for r in smallest.bad_reports)
+        bounds_suspect = at_boundary or any(r.n_unwritten for r in smallest.bad_reports)
         job.failures.append(
             {
                 "kind": "numeric",

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from conftest import Analyse
+from checker_helpers import Analyse
 from warp_oracle import warp_error
 
 BAD = """

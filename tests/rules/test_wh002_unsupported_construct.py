@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import Analyse
+from checker_helpers import Analyse
 from warp_oracle import warp_error
 
 TEMPLATE = """

@@ -1,0 +1,180 @@
+"""The result cache: one msgpack file per checked module under ``.warp-harness/results/``.
+
+An entry is valid when its key (runtime options that change a verdict, devices, Warp
+version, cache schema) matches and every file the module imported from the workspace
+(the module itself, its contract siblings, helper modules with ``@wp.func``) still has
+the SHA-256 recorded when the result was computed: a content hash of everything Warp's
+module hash and the contract hash depend on, checked without starting the worker.
+
+Writes are atomic (temporary file in the same folder, fsync, rename). A file that cannot
+be read, is truncated, is not msgpack or has the wrong shape is deleted and rebuilt,
+never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import protocol
+
+SCHEMA = 1
+HARNESS_STATE = ".warp-harness"
+
+
+def state_dir(workspace: Path) -> Path:
+    return workspace / HARNESS_STATE
+
+
+def warp_version() -> str:
+    try:
+        return metadata.version("warp-lang")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def read_msgpack_map(path: Path, schema: int) -> dict[str, Any] | None:
+    """The map stored at ``path``; None if absent. A corrupt file is deleted and None returned."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        discard(path)
+        return None
+    try:
+        obj = protocol.unpackb(data, max_size=max(len(data), 1))
+    except Exception:
+        discard(path)
+        return None
+    if not isinstance(obj, dict) or obj.get("schema") != schema:
+        discard(path)
+        return None
+    return obj
+
+
+def discard(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def file_sha(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def result_key(options: dict[str, Any], stages: Sequence[str] = ("validate", "bench")) -> str:
+    """What, besides the sources, decides a verdict: options, devices, stages, Warp version."""
+    relevant = {k: v for k, v in options.items() if k not in ("timeout_s", "memory_mb")}
+    payload = {"schema": SCHEMA, "options": relevant, "stages": sorted(stages), "warp": warp_version()}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    discarded: int = 0
+    stores: int = 0
+
+
+class ResultCache:
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace.resolve()
+        self.folder = state_dir(self.workspace) / "results"
+        self.stats = CacheStats()
+
+    def file_for(self, path: Path) -> Path:
+        name = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:32]
+        return self.folder / f"{name}.msgpack"
+
+    def lookup(self, path: Path, key: str) -> dict[str, Any] | None:
+        file = self.file_for(path)
+        existed = file.exists()
+        entry = read_msgpack_map(file, SCHEMA)
+        if entry is None:
+            if existed and not file.exists():
+                self.stats.discarded += 1
+            self.stats.misses += 1
+            return None
+        result = entry.get("result")
+        deps = entry.get("deps")
+        valid = (
+            entry.get("key") == key
+            and entry.get("path") == str(path.resolve())
+            and isinstance(result, dict)
+            and isinstance(deps, list)
+            and all(isinstance(d, list | tuple) and len(d) == 2 for d in deps)
+        )
+        if not valid:
+            if entry.get("key") == key:  # right key, wrong shape: corrupt
+                discard(file)
+                self.stats.discarded += 1
+            self.stats.misses += 1
+            return None
+        assert isinstance(deps, list) and isinstance(result, dict)
+        for dep_path, sha in deps:
+            if file_sha(Path(str(dep_path))) != sha:
+                self.stats.misses += 1
+                return None
+        self.stats.hits += 1
+        return result
+
+    def store(self, path: Path, key: str, result: dict[str, Any]) -> None:
+        deps = result.get("deps") or [[str(path.resolve()), file_sha(path)]]
+        entry = {
+            "schema": SCHEMA,
+            "key": key,
+            "path": str(path.resolve()),
+            "deps": [list(d) for d in deps],
+            "result": result,
+            "created": time.time(),
+        }
+        atomic_write_bytes(self.file_for(path), protocol.packb(entry))
+        self.stats.stores += 1
+
+    def dependents(self, changed: Path) -> list[Path]:
+        """Cached modules that imported ``changed`` (a helper module saved on its own)."""
+        out: list[Path] = []
+        target = str(changed.resolve())
+        if not self.folder.is_dir():
+            return out
+        for file in self.folder.glob("*.msgpack"):
+            entry = read_msgpack_map(file, SCHEMA)
+            if entry is None:
+                continue
+            deps = entry.get("deps") or []
+            if any(isinstance(d, list | tuple) and d and d[0] == target for d in deps):
+                p = entry.get("path")
+                if isinstance(p, str) and p != target:
+                    out.append(Path(p))
+        return out

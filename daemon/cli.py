@@ -1,0 +1,224 @@
+"""Subcommands of the dynamic tier: ``daemon``, ``ci``, ``replay``.
+
+``warp_harness.cli`` (the lead's parser) calls :func:`add_subcommands`; ``python -m
+warp_harness.daemon`` builds a parser of its own with the same subcommands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("text", "json", "sarif", "github", "junit")
+
+
+def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if getattr(args, "device", None):
+        out["devices"] = [d for group in args.device for d in group.split(",") if d]
+    if getattr(args, "mode", None):
+        out["mode"] = args.mode
+    if getattr(args, "no_bench", False):
+        out["bench"] = False
+    if getattr(args, "seed", None) is not None:
+        out["seed"] = args.seed
+    if getattr(args, "timeout", None) is not None:
+        out["timeout_s"] = args.timeout
+    if getattr(args, "launch_timeout", None) is not None:
+        out["launch_timeout_s"] = args.launch_timeout
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trust", action="store_true", default=None,
+                   help="allow executing this workspace's code (in a sandboxed worker)")
+    p.add_argument("--device", action="append", metavar="DEV", help="cpu, cuda or cuda:N (repeatable)")
+    p.add_argument("--mode", choices=("release", "debug"), help="Warp build mode")
+    p.add_argument("--seed", type=int, help="fixed seed for generated inputs (default: fresh, recorded)")
+    p.add_argument("--timeout", type=float, metavar="S", help="time limit of one job")
+    p.add_argument("--launch-timeout", type=float, metavar="S", help="time limit of one kernel launch")
+
+
+def add_subcommands(subparsers: Any) -> None:
+    d = subparsers.add_parser("daemon", help="watch a workspace; recompile, validate and benchmark on save")
+    d.add_argument("path", nargs="?", default=".", metavar="PATH")
+    _common(d)
+    d.add_argument("--socket", metavar="FILE", help="Unix socket path (default: private runtime folder)")
+    d.add_argument("--no-watch", action="store_true", help="serve requests only, do not watch files")
+    d.add_argument("--debounce-ms", type=int, metavar="MS")
+    d.add_argument("--no-bench", action="store_true", help="skip the benchmark stage")
+    d.set_defaults(func=cmd_daemon)
+
+    c = subparsers.add_parser("ci", help="run both tiers once, headless; exit 1 on errors")
+    c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    _common(c)
+    c.add_argument("--changed-files", action="store_true", help="only files changed in git")
+    c.add_argument("--base", metavar="REF", help="with --changed-files: also files changed since REF")
+    c.add_argument("--static-only", action="store_true", help="skip the dynamic tier")
+    c.add_argument("--no-bench", action="store_true", help="skip the benchmark stage")
+    c.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
+    c.add_argument("--output-file", "-o", metavar="FILE", help="write the --format report here")
+    c.add_argument("--sarif", metavar="FILE", help="also write SARIF here")
+    c.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
+    c.add_argument("--json", metavar="FILE", help="also write JSON here")
+    c.add_argument("--exit-zero", action="store_true")
+    c.set_defaults(func=cmd_ci)
+
+    r = subparsers.add_parser("replay", help="re-run every stored failing case (.warp-harness/repros)")
+    r.add_argument("path", nargs="?", default=".", metavar="WORKSPACE")
+    _common(r)
+    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.set_defaults(func=cmd_replay)
+
+
+def _err(text: str) -> None:
+    print(f"warp-harness: {text}", file=sys.stderr)
+
+
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from warp_harness.config import ConfigError
+    from warp_harness.daemon.server import Daemon, DaemonAlreadyRunning
+
+    root = Path(args.path)
+    if not root.is_dir():
+        _err(f"{root} is not a folder")
+        return 2
+    try:
+        daemon = Daemon(
+            root,
+            trust=args.trust,
+            runtime_overrides=_runtime_overrides(args),
+            socket_path=Path(args.socket) if args.socket else None,
+            watch=not args.no_watch,
+            debounce_ms=args.debounce_ms,
+        )
+    except ConfigError as exc:
+        _err(f"configuration error: {exc}")
+        return 2
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, daemon.request_stop)
+        await daemon.run()
+
+    try:
+        asyncio.run(main())
+    except DaemonAlreadyRunning as exc:
+        _err(str(exc))
+        return 1
+    return 0
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).write_text(text, encoding="utf-8")
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    from warp_harness.config import ConfigError
+    from warp_harness.daemon.ci import GitError, changed_files, rule_infos, run_ci, summary
+    from warp_harness.daemon.server import harness_version
+    from warp_harness.output import render
+
+    paths = [Path(p) for p in args.paths]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        _err(f"no such file or directory: {', '.join(map(str, missing))}")
+        return 2
+    if args.changed_files:
+        try:
+            changed: list[Path] = []
+            for p in paths:
+                root = p if p.is_dir() else p.parent
+                changed += [c for c in changed_files(root, args.base) if p.is_dir() or c == p.resolve()]
+        except GitError as exc:
+            _err(str(exc))
+            return 2
+        paths = list(dict.fromkeys(changed))
+        if not paths:
+            print("warp-harness ci: no changed Python files", file=sys.stderr)
+            return 0
+    try:
+        outcome = run_ci(paths, trust=args.trust, runtime_overrides=_runtime_overrides(args),
+                         static_only=args.static_only)
+    except ConfigError as exc:
+        _err(f"configuration error: {exc}")
+        return 2
+    rules = rule_infos()
+    version = harness_version()
+    report = render(args.format, outcome.results, rules=rules, tool_version=version)
+    if args.output_file:
+        _write(args.output_file, report)
+    else:
+        sys.stdout.write(report)
+    for fmt, target in (("sarif", args.sarif), ("junit", args.junit), ("json", args.json)):
+        if target:
+            _write(target, render(fmt, outcome.results, rules=rules, tool_version=version))
+    print(summary(outcome), file=sys.stderr)
+    return 0 if args.exit_zero or outcome.errors == 0 else 1
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import json
+
+    from warp_harness.config import load_settings
+    from warp_harness.daemon import repros
+    from warp_harness.daemon.options import load_runtime_options
+    from warp_harness.daemon.supervisor import Supervisor
+
+    root = Path(args.path).resolve()
+    settings = load_settings(root)
+    trusted = settings.trust if args.trust is None else args.trust
+    workspace = settings.root or root
+    cases, corrupt = repros.load_all(workspace)
+    if not trusted:
+        _err("workspace not trusted: stored cases run kernels; pass --trust or set trust = true")
+        return 2
+    if not cases:
+        print(f"warp-harness replay: no stored cases in {repros.library_dir(workspace)}", file=sys.stderr)
+        return 0
+    options = load_runtime_options(workspace, _runtime_overrides(args))
+    rows: list[dict[str, Any]] = []
+    with Supervisor(workspace, options, warmup=False) as sup:
+        for stored in cases:
+            status, records = sup.run_case(stored.case)
+            rows.append({
+                "case": stored.label,
+                "file": stored.file.relative_to(workspace).as_posix(),
+                "status": status,
+                "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
+            })
+    failing = [r for r in rows if r["status"] != "pass"]
+    if args.format == "json":
+        print(json.dumps({"cases": rows, "corrupt": [str(c) for c in corrupt]}, indent=2, default=str))
+    else:
+        for r in rows:
+            print(f"{'PASS' if r['status'] == 'pass' else r['status'].upper():8} {r['case']}")
+            for rec in r["records"][:1]:
+                print(f"         {rec['message']}")
+        for c in corrupt:
+            print(f"CORRUPT  {c} (discarded)")
+        print(f"{len(rows) - len(failing)} passed, {len(failing)} failing", file=sys.stderr)
+    return 1 if failing else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m warp_harness.daemon")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_subcommands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    code: int = func(args)
+    return code

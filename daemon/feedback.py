@@ -1,0 +1,93 @@
+"""Feedback: order findings, track per-kernel history across saves, render for a terminal.
+
+Order: constraint > compile > crash > numeric > performance (``Record.sort_key``: stage,
+then severity, then position). History: for every (file, kernel, rule) the number of
+consecutive saves the rule fired on, kept in ``.warp-harness/history.msgpack`` so it
+survives restarts; informational records (measurements, "validated") do not count.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import protocol
+from warp_harness.daemon.cache import atomic_write_bytes, read_msgpack_map, state_dir
+from warp_harness.record import Record, Severity
+
+HISTORY_SCHEMA = 1
+_COUNTED = (Severity.ERROR, Severity.WARNING)
+
+
+def order(records: Iterable[Record]) -> list[Record]:
+    return sorted(records, key=lambda r: r.sort_key())
+
+
+def _streak_key(record: Record) -> str:
+    return f"{record.location.kernel or ''}\x00{record.rule}"
+
+
+class History:
+    """Consecutive-save counters per file, kernel and rule."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.path = state_dir(workspace.resolve()) / "history.msgpack"
+        self._lock = threading.Lock()
+        data = read_msgpack_map(self.path, HISTORY_SCHEMA)
+        files = data.get("files") if data else None
+        self.files: dict[str, dict[str, int]] = {}
+        if isinstance(files, dict):
+            for f, counters in files.items():
+                if isinstance(counters, dict):
+                    self.files[str(f)] = {str(k): int(v) for k, v in counters.items() if isinstance(v, int)}
+
+    def update(self, path: str, records: Sequence[Record]) -> dict[str, int]:
+        """Record one save of ``path``; returns {streak key: consecutive saves} for its findings."""
+        with self._lock:
+            previous = self.files.get(path, {})
+            current: dict[str, int] = {}
+            for r in records:
+                if r.severity in _COUNTED:
+                    key = _streak_key(r)
+                    if key not in current:
+                        current[key] = previous.get(key, 0) + 1
+            self.files[path] = current
+            self._save()
+            return current
+
+    def streak(self, path: str, record: Record) -> int:
+        return self.files.get(path, {}).get(_streak_key(record), 0)
+
+    def _save(self) -> None:
+        atomic_write_bytes(self.path, protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}))
+
+
+def annotate(records: Sequence[Record], streaks: dict[str, int], tier: str = "dynamic") -> list[dict[str, Any]]:
+    """Record dicts for the protocol, each with ``streak`` (saves in a row it fired) and ``tier``."""
+    out = []
+    for r in records:
+        d = r.to_dict()
+        d["streak"] = streaks.get(_streak_key(r), 0)
+        d["tier"] = tier
+        out.append(d)
+    return out
+
+
+def render_text(path: str, records: Sequence[dict[str, Any]]) -> str:
+    """Terminal lines ``path:line:col: severity[rule] message`` with hints and streaks."""
+    lines = []
+    for d in records:
+        loc = d["location"]
+        streak = d.get("streak") or 0
+        suffix = f"  (fired {streak} saves in a row)" if streak >= 2 else ""
+        lines.append(
+            f"{loc['path']}:{loc['line']}:{loc['col'] + 1}: {d['severity']}[{d['rule']}] {d['message']}{suffix}"
+        )
+        if d.get("hint"):
+            first = str(d["hint"]).splitlines()[0]
+            lines.append(f"    hint: {first}")
+    if not lines:
+        lines.append(f"{path}: no findings")
+    return "\n".join(lines)

@@ -1,0 +1,121 @@
+"""The failure library: minimal failing cases in ``.warp-harness/repros/``, replayed as a
+regression suite by ``warp-harness replay``.
+
+A case is one msgpack file holding the module path (relative to the workspace), the
+kernel, device, size, seed, edge case, the failing rule and message, the runtime options,
+and the generated inputs when they are small (else the seed regenerates them). One file
+per (module, kernel, device, edge case, rule): a new failure of the same kind replaces the
+old one, so the library does not grow with every save.
+
+Nothing is ever written outside the workspace: the library folder is resolved (symlinks
+included) and must lie inside it; cases whose module is outside the workspace are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import protocol
+from warp_harness.daemon.cache import atomic_write_bytes, read_msgpack_map, state_dir, warp_version
+
+SCHEMA = 1
+
+
+class OutsideWorkspaceError(PermissionError):
+    pass
+
+
+def _inside(path: Path, workspace: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(workspace.resolve())
+    except OSError:
+        return False
+
+
+def library_dir(workspace: Path, *, create: bool = False) -> Path:
+    """``<workspace>/.warp-harness/repros``, checked to resolve inside the workspace."""
+    workspace = workspace.resolve()
+    folder = state_dir(workspace) / "repros"
+    for p in (state_dir(workspace), folder):
+        if (p.exists() or p.is_symlink()) and not _inside(p, workspace):
+            raise OutsideWorkspaceError(f"{p} resolves outside the workspace {workspace}; refusing to write there")
+    if create:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not _inside(folder, workspace):  # pragma: no cover - raced symlink
+            raise OutsideWorkspaceError(f"{folder} resolves outside the workspace")
+    return folder
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:60] or "_"
+
+
+@dataclass(frozen=True)
+class StoredCase:
+    file: Path
+    case: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        c = self.case
+        edge = f" [{c['edge_case']}]" if c.get("edge_case") else ""
+        return f"{c.get('path')}::{c.get('kernel')} on {c.get('device')} size {c.get('size')}{edge}"
+
+
+def store(workspace: Path, module: Path, failure: Mapping[str, Any], options: Mapping[str, Any]) -> Path:
+    """Write one case; returns its file. Raises OutsideWorkspaceError when it would leave the workspace."""
+    workspace = workspace.resolve()
+    module = module.resolve()
+    if not _inside(module, workspace):
+        raise OutsideWorkspaceError(f"{module} is outside the workspace {workspace}; not storing its case")
+    rel = module.relative_to(workspace).as_posix()
+    folder = library_dir(workspace, create=True)
+    identity = "|".join(
+        str(x) for x in (rel, failure.get("kernel"), failure.get("device"), failure.get("edge_case"), failure.get("rule"))
+    )
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:12]
+    file = folder / f"{_slug(module.stem)}__{_slug(str(failure.get('kernel')))}__{digest}.msgpack"
+    if not _inside(file.parent, workspace):  # pragma: no cover
+        raise OutsideWorkspaceError(f"{file} resolves outside the workspace")
+    case = {
+        "schema": SCHEMA,
+        "path": rel,
+        "kernel": failure.get("kernel"),
+        "contract": failure.get("contract"),
+        "device": failure.get("device", "cpu"),
+        "size": failure.get("size"),
+        "original_size": failure.get("original_size"),
+        "seed": failure.get("seed"),
+        "edge_case": failure.get("edge_case"),
+        "kind": failure.get("kind"),
+        "rule": failure.get("rule"),
+        "message": failure.get("message"),
+        "inputs": failure.get("inputs"),
+        "options": dict(options),
+        "warp_version": warp_version(),
+        "created": time.time(),
+    }
+    atomic_write_bytes(file, protocol.packb(case))
+    return file
+
+
+def load_all(workspace: Path) -> tuple[list[StoredCase], list[Path]]:
+    """(readable cases sorted by file name, corrupt files that were set aside)."""
+    folder = library_dir(workspace)
+    cases: list[StoredCase] = []
+    corrupt: list[Path] = []
+    if not folder.is_dir():
+        return cases, corrupt
+    for file in sorted(folder.glob("*.msgpack")):
+        data = read_msgpack_map(file, SCHEMA)
+        if data is None or not isinstance(data.get("kernel"), str) or not isinstance(data.get("path"), str):
+            corrupt.append(file)
+            continue
+        cases.append(StoredCase(file, data))
+    return cases, corrupt

@@ -1,0 +1,557 @@
+"""The daemon: watches a workspace, runs both tiers on saved kernel modules, serves results
+over a Unix socket (protocol in docs/protocol.md).
+
+Threads: the asyncio loop (socket clients), watchdog's observer plus our debounce thread,
+and one job thread that runs the static tier and drives the worker subprocess through the
+Supervisor. Workspace code runs only when the workspace is trusted, only in the worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from warp_harness.config import Settings, load_settings
+from warp_harness.daemon import cache as result_cache
+from warp_harness.daemon import discovery, feedback, protocol, repros
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
+from warp_harness.daemon.supervisor import Supervisor
+from warp_harness.record import Record, Severity, Stage
+
+SERVER_NAME = "warp-harness-daemon"
+STAGES = ("validate", "bench")
+
+
+class DaemonAlreadyRunning(RuntimeError):
+    pass
+
+
+def harness_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("warp-harness")
+    except Exception:
+        return "0.0.0"
+
+
+def untrusted_record(path: str) -> Record:
+    return F.make_record(
+        Stage.CONSTRAINT,
+        F.UNTRUSTED,
+        Severity.INFO,
+        path,
+        1,
+        "workspace not trusted: only the static tier ran; kernels were not imported, compiled or run",
+        hint="pass --trust, or set `trust = true` under [tool.warp-harness] in pyproject.toml",
+    )
+
+
+def static_records(path: Path, display: str, overrides: Mapping[str, Any] | None) -> list[Record]:
+    """The static tier on one file (no code execution); [] when the engine is unavailable."""
+    try:
+        from warp_harness.engine import check_file
+    except ImportError:
+        return []
+    try:
+        return list(check_file(path, overrides, display_path=display).records)
+    except Exception as exc:  # the static tier must never take the daemon down
+        return [
+            F.make_record(
+                Stage.INTERNAL, F.INTERNAL, Severity.WARNING, display, 1, f"static tier failed: {exc!r}"
+            )
+        ]
+
+
+@dataclass
+class Engine:
+    """Runs both tiers on one file, with caches, history and the failure library (one thread)."""
+
+    workspace: Path
+    settings: Settings
+    options: RuntimeOptions
+    trusted: bool
+    overrides: Mapping[str, Any] | None = None
+    warmup: bool = True
+    record_history: bool = True
+    on_progress: Callable[[dict[str, Any]], None] | None = None
+    supervisor: Supervisor | None = None
+    cache: result_cache.ResultCache = field(init=False)
+    history: feedback.History = field(init=False)
+    checks: int = 0
+
+    def __post_init__(self) -> None:
+        self.workspace = self.workspace.resolve()
+        self.cache = result_cache.ResultCache(self.workspace)
+        self.history = feedback.History(self.workspace)
+        if self.trusted and self.supervisor is None:
+            self.supervisor = Supervisor(self.workspace, self.options, warmup=self.warmup)
+
+    def display(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.workspace).as_posix()
+        except ValueError:
+            return str(path)
+
+    def start_worker(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.start()
+
+    def close(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.close()
+
+    def check(self, path: Path, *, force: bool = False, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        path = path.resolve()
+        display = self.display(path)
+        self.checks += 1
+        static = static_records(path, display, self.overrides)
+        payload: dict[str, Any] = {"path": display, "trusted": self.trusted, "cached": False, "repros": []}
+        dynamic: list[Record] = []
+        if not self.trusted:
+            dynamic.append(untrusted_record(display))
+            payload.update(status="untrusted", kernels={})
+        else:
+            assert self.supervisor is not None
+            key = result_cache.result_key(self.options.to_dict(), stages)
+            result = None if force else self.cache.lookup(path, key)
+            if result is not None:
+                payload["cached"] = True
+            else:
+                result = self.supervisor.check(path, display_path=display, stages=stages, on_progress=self._progress)
+                stored = self._store_repros(path, result)
+                payload["repros"] = stored
+                result["repros"] = stored
+                if not any(r.get("rule") == F.INTERNAL for r in result.get("records", [])):
+                    try:
+                        self.cache.store(path, key, result)
+                    except OSError:
+                        pass
+            dynamic = [Record.from_dict(r) for r in result.get("records", [])]
+            payload.update(
+                status=result.get("status"),
+                kernels=result.get("kernels", {}),
+                seed=result.get("seed"),
+                timings=result.get("timings", {}),
+                module_hash=result.get("module_hash"),
+                devices=result.get("devices", []),
+            )
+            if payload["cached"]:
+                payload["repros"] = result.get("repros", [])
+        ordered_static = feedback.order(static)
+        ordered_dynamic = feedback.order(dynamic)
+        everything = feedback.order([*static, *dynamic])
+        streaks = self.history.update(display, everything) if self.record_history else {}
+        tiers = {id(r): "static" for r in ordered_static} | {id(r): "dynamic" for r in ordered_dynamic}
+        payload["records"] = [
+            feedback.annotate([r], streaks, tier=tiers.get(id(r), "dynamic"))[0] for r in everything
+        ]
+        payload["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
+        return payload
+
+    def _progress(self, msg: dict[str, Any]) -> None:
+        if self.on_progress is not None:
+            self.on_progress(msg)
+
+    def _store_repros(self, path: Path, result: dict[str, Any]) -> list[str]:
+        stored: list[str] = []
+        for failure in result.get("failures") or []:
+            try:
+                file = repros.store(self.workspace, path, failure, self.options.compile_options())
+            except (repros.OutsideWorkspaceError, OSError) as exc:
+                result.setdefault("records", []).append(
+                    F.make_record(
+                        Stage.INTERNAL, F.INTERNAL, Severity.WARNING, self.display(path), 1,
+                        f"failing case not stored: {exc}",
+                    ).to_dict()
+                )  # fmt: skip
+                continue
+            stored.append(file.relative_to(self.workspace).as_posix())
+        return stored
+
+
+class _Conn:
+    def __init__(self, writer: asyncio.StreamWriter, max_frame: int) -> None:
+        self.writer = writer
+        self.max_frame = max_frame
+        self.subscribed = True
+        self.lock = asyncio.Lock()
+        self.client: str | None = None
+
+    async def send(self, msg: Mapping[str, Any]) -> None:
+        async with self.lock:
+            try:
+                await protocol.write_message(self.writer, msg, max_size=self.max_frame)
+            except protocol.ProtocolError as exc:  # our reply is too big: say so instead
+                err = protocol.error_message(exc.code, exc.message, msg.get("id"))
+                await protocol.write_message(self.writer, err, max_size=self.max_frame)
+            except (ConnectionError, RuntimeError):
+                pass
+
+
+class Daemon:
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        trust: bool | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        runtime_overrides: Mapping[str, Any] | None = None,
+        socket_path: Path | None = None,
+        watch: bool = True,
+        warmup: bool = True,
+        debounce_ms: int | None = None,
+        max_frame: int = protocol.MAX_FRAME,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        self.workspace = workspace.resolve()
+        self.settings = load_settings(self.workspace, overrides)
+        self.trusted = self.settings.trust if trust is None else trust
+        self.options = load_runtime_options(self.workspace, runtime_overrides)
+        self.socket_path = socket_path or protocol.socket_path_for(self.workspace)
+        self.watch = watch
+        self.debounce_s = (self.settings.debounce_ms if debounce_ms is None else debounce_ms) / 1000
+        self.max_frame = max_frame
+        self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
+        self.engine = Engine(
+            self.workspace, self.settings, self.options, self.trusted, overrides, warmup=warmup,
+            on_progress=self._progress_from_thread,
+        )  # fmt: skip
+        self.results: dict[str, dict[str, Any]] = {}
+        self.clients: set[_Conn] = set()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.ready = threading.Event()
+        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="warp-harness-job")
+        self._server: asyncio.AbstractServer | None = None
+        self._watcher: Any = None
+        self._pending: dict[Path, asyncio.Future[dict[str, Any]]] = {}
+        self._stop_event: asyncio.Event | None = None
+        self.jobs_done = 0
+        self.errors_replied = 0
+
+    # ----------------------------------------------------------------- lifecycle
+    def _claim_socket(self) -> None:
+        protocol.ensure_private_dir(self.socket_path.parent)
+        if self.socket_path.exists() or self.socket_path.is_symlink():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(self.socket_path))
+            except OSError:
+                self.socket_path.unlink()  # stale: its daemon is gone
+            else:
+                raise DaemonAlreadyRunning(f"a daemon already serves {self.workspace} on {self.socket_path}")
+            finally:
+                probe.close()
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        self._claim_socket()
+        old = os.umask(0o177)
+        try:
+            self._server = await asyncio.start_unix_server(self._client, path=str(self.socket_path))
+        finally:
+            os.umask(old)
+        os.chmod(self.socket_path, 0o600)
+        self._write_state()
+        if self.trusted:
+            self.loop.run_in_executor(self._executor, self.engine.start_worker)
+        if self.watch:
+            from warp_harness.daemon.watcher import Watcher
+
+            self._watcher = Watcher(self.workspace, self._fs_event_from_thread, debounce_s=self.debounce_s)
+            self._watcher.start()
+        tier = "both tiers (trusted)" if self.trusted else "static tier only: workspace not trusted"
+        self.log(f"warp-harness daemon: {self.workspace} on {self.socket_path}; {tier}")
+        self.ready.set()
+
+    async def wait_stopped(self) -> None:
+        assert self._stop_event is not None
+        await self._stop_event.wait()
+
+    def request_stop(self) -> None:
+        if self._stop_event is not None:
+            self._stop_event.set()
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        if self._server is not None:
+            self._server.close()
+            for conn in list(self.clients):
+                conn.writer.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), timeout=2)
+            self._server = None
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self.engine.close)
+        self._executor.shutdown(wait=False)
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()
+        with contextlib.suppress(OSError):
+            (result_cache.state_dir(self.workspace) / "daemon.json").unlink()
+
+    async def run(self) -> None:
+        await self.start()
+        try:
+            await self.wait_stopped()
+        finally:
+            await self.stop()
+
+    def _write_state(self) -> None:
+        state = {
+            "pid": os.getpid(),
+            "socket": str(self.socket_path),
+            "protocol": protocol.PROTOCOL_VERSION,
+            "trusted": self.trusted,
+            "workspace": str(self.workspace),
+            "started": time.time(),
+        }
+        with contextlib.suppress(OSError):
+            result_cache.atomic_write_bytes(
+                result_cache.state_dir(self.workspace) / "daemon.json", json.dumps(state, indent=2).encode()
+            )
+
+    # ----------------------------------------------------------------- events and jobs
+    def _fs_event_from_thread(self, path: Path, state: str) -> None:
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._fs_event, path, state)
+
+    def _fs_event(self, path: Path, state: str) -> None:
+        if state == "deleted":
+            display = self.engine.display(path)
+            if self.results.pop(display, None) is not None:
+                self._broadcast(protocol.message("removed", push=True, path=display))
+            return
+        target = discovery.relevant(path)
+        targets = [target] if target is not None else []
+        targets += [p for p in self.engine.cache.dependents(path) if p.is_file()]
+        for t in dict.fromkeys(targets):
+            self.enqueue(t)
+
+    def enqueue(self, path: Path, *, force: bool = False) -> asyncio.Future[dict[str, Any]]:
+        assert self.loop is not None
+        path = path.resolve()
+        pending = self._pending.get(path)
+        if pending is not None and not pending.done() and not force:
+            return pending
+        fut: asyncio.Future[dict[str, Any]] = self.loop.create_future()
+        self._pending[path] = fut
+        self._broadcast(protocol.message("state", push=True, path=self.engine.display(path), state="queued"))
+        self.loop.create_task(self._run_job(path, fut, force))
+        return fut
+
+    async def _run_job(self, path: Path, fut: asyncio.Future[dict[str, Any]], force: bool) -> None:
+        assert self.loop is not None
+        display = self.engine.display(path)
+        self._broadcast(protocol.message("state", push=True, path=display, state="running"))
+        try:
+            payload = await self.loop.run_in_executor(
+                self._executor, lambda: self.engine.check(path, force=force)
+            )
+        except Exception as exc:  # keep serving whatever happened
+            record = F.make_record(Stage.INTERNAL, F.INTERNAL, Severity.ERROR, display, 1, f"daemon error: {exc!r}")
+            payload = {"path": display, "status": "error", "records": [record.to_dict()], "trusted": self.trusted}
+        self.jobs_done += 1
+        self.results[display] = payload
+        if self._pending.get(path) is fut:
+            del self._pending[path]
+        if not fut.done():
+            fut.set_result(payload)
+        self._broadcast(protocol.message("result", push=True, **payload))
+        self._broadcast(protocol.message("state", push=True, path=display, state="done"))
+
+    def _progress_from_thread(self, msg: dict[str, Any]) -> None:
+        if self.loop is None or self.loop.is_closed():
+            return
+        fields = {k: msg.get(k) for k in ("stage", "kernel", "device", "size", "seed", "edge_case") if k in msg}
+        push = protocol.message("progress", push=True, **fields)
+        self.loop.call_soon_threadsafe(self._broadcast, push)
+
+    def _broadcast(self, msg: dict[str, Any]) -> None:
+        for conn in list(self.clients):
+            if conn.subscribed:
+                asyncio.ensure_future(conn.send(msg))
+
+    # ----------------------------------------------------------------- clients
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = _Conn(writer, self.max_frame)
+        self.clients.add(conn)
+        tasks: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                try:
+                    payload = await protocol.read_payload(reader, max_size=self.max_frame)
+                except protocol.ConnectionClosed:
+                    break
+                except protocol.ProtocolError as exc:
+                    # the stream cannot be resynchronised after a rejected header: reply, then close
+                    self.errors_replied += 1
+                    await conn.send(protocol.error_message(exc.code, exc.message, fatal=True))
+                    break
+                except (ConnectionError, OSError):
+                    break
+                try:
+                    msg = protocol.decode_payload(payload, max_size=self.max_frame)
+                except protocol.ProtocolError as exc:
+                    self.errors_replied += 1
+                    await conn.send(protocol.error_message(exc.code, exc.message))
+                    continue
+                task = asyncio.ensure_future(self._handle(conn, msg))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+        finally:
+            self.clients.discard(conn)
+            for task in list(tasks):
+                if not task.done():
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(asyncio.shield(task), timeout=0.1)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _handle(self, conn: _Conn, msg: dict[str, Any]) -> None:
+        request_id = msg.get("id")
+        try:
+            reply = await self._dispatch(conn, msg)
+        except protocol.ProtocolError as exc:
+            self.errors_replied += 1
+            reply = protocol.error_message(exc.code, exc.message, request_id)
+        except Exception as exc:
+            self.errors_replied += 1
+            reply = protocol.error_message(protocol.E_INTERNAL, f"{type(exc).__name__}: {exc}", request_id)
+        if reply is not None:
+            reply.setdefault("id", request_id)
+            await conn.send(reply)
+        if msg.get("type") == "shutdown":
+            self.request_stop()
+
+    def _path_field(self, msg: dict[str, Any]) -> Path:
+        raw = msg.get("path")
+        if not isinstance(raw, str) or not raw:
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, "`path` must be a non-empty string")
+        path = Path(raw)
+        path = (path if path.is_absolute() else self.workspace / path).resolve()
+        if not path.is_relative_to(self.workspace):
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, f"{raw} is outside the workspace {self.workspace}")
+        if not path.is_file():
+            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, f"{raw}: no such file")
+        return path
+
+    async def _dispatch(self, conn: _Conn, msg: dict[str, Any]) -> dict[str, Any] | None:
+        version = msg.get("v", protocol.PROTOCOL_VERSION)
+        if version not in protocol.SUPPORTED_VERSIONS:
+            raise protocol.ProtocolError(
+                protocol.E_VERSION, f"protocol version {version!r} is not supported; this daemon speaks "
+                f"{list(protocol.SUPPORTED_VERSIONS)}",
+            )  # fmt: skip
+        kind = msg["type"]
+        if kind == "hello":
+            client = msg.get("client")
+            conn.client = str(client) if client is not None else None
+            if "subscribe" in msg:
+                conn.subscribed = bool(msg["subscribe"])
+            return protocol.message(
+                "welcome",
+                server=SERVER_NAME,
+                version=harness_version(),
+                protocol=protocol.PROTOCOL_VERSION,
+                supported=list(protocol.SUPPORTED_VERSIONS),
+                workspace=str(self.workspace),
+                trusted=self.trusted,
+                max_frame=self.max_frame,
+                capabilities=["check", "results", "status", "subscribe", "push:result", "push:progress",
+                              "push:state", "push:removed"],
+            )  # fmt: skip
+        if kind == "ping":
+            return protocol.message("pong")
+        if kind == "subscribe":
+            enabled = msg.get("enabled", True)
+            if not isinstance(enabled, bool):
+                raise protocol.ProtocolError(protocol.E_BAD_REQUEST, "`enabled` must be true or false")
+            conn.subscribed = enabled
+            return protocol.message("ok")
+        if kind == "status":
+            sup = self.engine.supervisor
+            stats = self.engine.cache.stats
+            return protocol.message(
+                "status",
+                workspace=str(self.workspace),
+                trusted=self.trusted,
+                clients=len(self.clients),
+                queued=[self.engine.display(p) for p, f in self._pending.items() if not f.done()],
+                jobs_done=self.jobs_done,
+                errors_replied=self.errors_replied,
+                worker=sup.status() if sup else None,
+                cache={"hits": stats.hits, "misses": stats.misses, "discarded": stats.discarded},
+                options=self.options.to_dict(),
+            )
+        if kind == "check":
+            path = self._path_field(msg)
+            force = bool(msg.get("force", False))
+            fut = self.enqueue(path, force=force)
+            if msg.get("wait", True) is False:
+                return protocol.message("queued", path=self.engine.display(path))
+            payload = await asyncio.shield(fut)
+            return protocol.message("result", **payload)
+        if kind == "results":
+            raw = msg.get("path")
+            if raw is None:
+                return protocol.message("results", results=list(self.results.values()))
+            display = self.engine.display(self._path_field(msg))
+            found = self.results.get(display)
+            return protocol.message("results", results=[found] if found else [])
+        if kind == "shutdown":
+            return protocol.message("ok")
+        raise protocol.ProtocolError(protocol.E_UNKNOWN_TYPE, f"unknown message type {kind!r}")
+
+
+class DaemonThread:
+    """Run a Daemon on its own event loop in a background thread (tests, benchmarks, embedding)."""
+
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.thread = threading.Thread(target=self._main, name="warp-harness-daemon", daemon=True)
+        self.error: BaseException | None = None
+
+    def _main(self) -> None:
+        try:
+            asyncio.run(self.daemon.run())
+        except BaseException as exc:  # surfaced by start()
+            self.error = exc
+            self.daemon.ready.set()
+
+    def start(self, timeout: float = 30.0) -> DaemonThread:
+        self.thread.start()
+        if not self.daemon.ready.wait(timeout):
+            raise TimeoutError("the daemon did not start")
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        loop = self.daemon.loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.daemon.request_stop)
+        self.thread.join(timeout)
+
+    def __enter__(self) -> DaemonThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,113 @@
+"""Watch a workspace for saved Python modules, the way real editors save them.
+
+Editors save in three ways, all handled: write in place (modified), write a temporary
+file and rename it over the target (moved, dest = target), delete and re-create
+(deleted + created). Events are collected per path and delivered once the path has been
+quiet for ``debounce_s``; the callback then sees ``"changed"`` if the file exists, else
+``"deleted"``. Our own ``.warp-harness`` folder, VCS and cache folders, editor backups and
+swap files never reach the callback.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from warp_harness.daemon.discovery import is_candidate_name, is_ignored
+
+Callback = Callable[[Path, str], None]
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.is_directory or event.event_type in ("opened", "closed_no_write"):
+            return
+        paths = [event.src_path]
+        dest = getattr(event, "dest_path", "")
+        if dest:
+            paths.append(dest)
+        for p in paths:
+            self.watcher.touch(Path(p if isinstance(p, str) else p.decode()))
+
+
+class Watcher:
+    def __init__(self, root: Path, callback: Callback, *, debounce_s: float = 0.1) -> None:
+        self.root = root.resolve()
+        self.callback = callback
+        self.debounce_s = debounce_s
+        self._pending: dict[Path, float] = {}
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._observer: Any = Observer()
+        self._observer.schedule(_Handler(self), str(self.root), recursive=True)
+        self._thread = threading.Thread(target=self._run, name="warp-harness-debounce", daemon=True)
+        self.events_seen = 0
+        self.delivered = 0
+
+    def start(self) -> None:
+        self._observer.start()
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._observer.stop()
+        self._observer.join(timeout=5)
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> Watcher:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def accepts(self, path: Path) -> bool:
+        try:
+            path = path if path.is_absolute() else self.root / path
+            path.relative_to(self.root)
+        except ValueError:
+            return False
+        return is_candidate_name(path) and not is_ignored(path, self.root)
+
+    def touch(self, path: Path) -> None:
+        """An event on ``path``: (re)start its quiet period."""
+        if not self.accepts(path):
+            return
+        with self._cond:
+            self.events_seen += 1
+            self._pending[path] = time.monotonic() + self.debounce_s
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if self._stopped:
+                    return
+                if not self._pending:
+                    self._cond.wait()
+                    continue
+                now = time.monotonic()
+                due = [p for p, t in self._pending.items() if t <= now]
+                if not due:
+                    self._cond.wait(timeout=max(min(self._pending.values()) - now, 0.001))
+                    continue
+                for p in due:
+                    del self._pending[p]
+            for p in due:
+                state = "changed" if p.is_file() else "deleted"
+                self.delivered += 1
+                try:
+                    self.callback(p, state)
+                except Exception:  # a failing consumer must not kill the watcher
+                    pass

@@ -1,0 +1,197 @@
+"""Where the table comes from: real extraction in a child process, the cache, the snapshot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import msgpack
+import pytest
+from warp_harness.builtins import (
+    BuiltinTable,
+    TableFormatError,
+    cache_path,
+    clear_memo,
+    installed_warp_version,
+    load_table,
+    loader,
+)
+
+SNAPSHOT = Path(loader.__file__).with_name("snapshot.msgpack")
+
+
+def _no_extraction(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the extractor must not run here")
+
+
+def test_version_comes_from_metadata() -> None:
+    import importlib.metadata
+
+    assert installed_warp_version() == importlib.metadata.version("warp-lang")
+
+
+def test_extraction_lists_every_builtin(extracted_cache: Path, table: BuiltinTable) -> None:
+    import warp
+    import warp._src.context as wc
+
+    assert extracted_cache.is_file()
+    assert table.warp_version == warp.config.version
+    assert set(table.builtin_names) == set(wc.builtin_functions)
+    if warp.config.version == "1.19.0":
+        assert len(table) == 355
+    n_overloads = sum(len(getattr(f, "overloads", [])) or 1 for f in wc.builtin_functions.values())
+    ours = sum(len(b.overloads) for b in (table.get(n) for n in table.builtin_names) if b is not None)
+    assert ours >= n_overloads
+    # dir(warp) is covered too, with a coarse kind
+    assert set(table.warp_attribute_names) == {n for n in dir(warp) if not n.startswith("_")}
+
+
+def test_the_calling_process_never_imports_warp(extracted_cache: Path) -> None:
+    code = (
+        "import sys\n"
+        "from warp_harness.builtins import load_table\n"
+        "t = load_table()\n"
+        "assert t.origin == 'cache', t.origin\n"
+        "assert t.check_call('sqrt', []).status.value == 'bad_arity'\n"
+        "assert 'warp' not in sys.modules, 'warp was imported'\n"
+    )
+    env = {**os.environ, "WARP_HARNESS_CACHE_DIR": str(extracted_cache.parent)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_cache_hit_spawns_nothing(
+    cache_dir: Path, extracted_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    version = installed_warp_version()
+    assert version is not None
+    target = cache_path(version)
+    target.parent.mkdir(parents=True)
+    shutil.copy(extracted_cache, target)
+    before = target.stat().st_mtime_ns
+    monkeypatch.setattr(loader, "run_extractor", _no_extraction)
+    table = load_table()
+    assert table.origin == "cache"
+    assert target.stat().st_mtime_ns == before
+    assert load_table() is table  # memoised
+    assert load_table(allow_extract=False) is table
+
+
+def test_corrupt_cache_is_rebuilt_by_a_real_extraction(cache_dir: Path, extracted_cache: Path) -> None:
+    version = installed_warp_version()
+    assert version is not None
+    target = cache_path(version)
+    target.parent.mkdir(parents=True)
+    good = extracted_cache.read_bytes()
+    target.write_bytes(good[: len(good) // 2])  # truncated
+    table = load_table()
+    assert table.origin == "extracted"
+    assert loader.load_file(target, "cache").warp_version == version
+    assert target.read_bytes() != good[: len(good) // 2]
+    # no temporary file left behind (writes go through a temp file and os.replace)
+    assert sorted(p.name for p in target.parent.iterdir()) == [target.name]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"",
+        b"\x00garbage\xff" * 10,
+        msgpack.packb({"format": 1}),
+        msgpack.packb([1, 2, 3]),
+        msgpack.packb(
+            {
+                "format": 1,
+                "warp_version": "1.19.0",
+                "types": [{"k": "any"}],
+                "builtins": [{"name": "f", "ovl": [{"p": [["x", 0, 7, False, True]]}]}],  # type 7 missing
+                "attrs": {},
+                "kcall": {},
+                "array_kinds": {},
+                "pyi": {},
+            }
+        ),
+    ],
+)
+def test_malformed_tables_are_rejected(payload: bytes) -> None:
+    with pytest.raises(TableFormatError):
+        loader.decode(payload, "cache")
+
+
+def test_stale_or_foreign_cache_is_replaced(
+    cache_dir: Path, extracted_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cache written by another extractor version (or claiming another Warp) is not reused."""
+    version = installed_warp_version()
+    assert version is not None
+    target = cache_path(version)
+    target.parent.mkdir(parents=True)
+    data = msgpack.unpackb(extracted_cache.read_bytes(), raw=False)
+    data["extractor"] = "0" * 16
+    target.write_bytes(msgpack.packb(data, use_bin_type=True))
+
+    def copy_good(output: Path, timeout: float = 0.0) -> None:  # stands in for the child process
+        shutil.copy(extracted_cache, output)
+
+    monkeypatch.setattr(loader, "run_extractor", copy_good)
+    table = load_table()
+    assert table.origin == "extracted"
+    assert loader.load_file(target, "cache").extractor_id == loader._extractor_id()
+
+
+@pytest.mark.parametrize("python", ["/nonexistent/python3", shutil.which("false") or "/bin/false"])
+def test_snapshot_when_extraction_fails(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, python: str
+) -> None:
+    monkeypatch.setattr(loader, "EXTRACTOR_PYTHON", python)
+    table = load_table()
+    assert table.origin == "snapshot"
+    assert table.has_builtin("sqrt") and table.check_call("sqrt", []).is_error
+    assert loader.last_load["problems"]
+    # nothing (not even a temporary file) is left in the cache folder
+    assert not cache_dir.exists() or not any(cache_dir.iterdir())
+
+
+def test_no_extraction_when_not_allowed(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "run_extractor", _no_extraction)
+    assert load_table(allow_extract=False).origin == "snapshot"
+
+
+def test_snapshot_is_current(table: BuiltinTable) -> None:
+    """Regenerate with ``python -m warp_harness.builtins.extract --write-snapshot`` when this fails."""
+    snap = loader.load_snapshot()
+    if snap.warp_version != table.warp_version:
+        pytest.skip(f"snapshot is for warp {snap.warp_version}, installed {table.warp_version}")
+    assert snap.builtin_names == table.builtin_names
+    for name in table.builtin_names:
+        ours, theirs = snap.get(name), table.get(name)
+        assert ours is not None and theirs is not None
+        assert ours.overloads == theirs.overloads, name
+    assert SNAPSHOT.stat().st_size < 400_000
+    assert oct(SNAPSHOT.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_clear_memo_forgets(cache_dir: Path, extracted_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loader, "run_extractor", _no_extraction)
+    first = load_table(allow_extract=False)
+    clear_memo()
+    assert load_table(allow_extract=False) is not first
+
+
+def test_unwritable_cache_folder_still_extracts(
+    tmp_path: Path, cache_dir: Path, extracted_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("WARP_HARNESS_CACHE_DIR", str(blocker / "cache"))
+
+    def copy_good(output: Path, timeout: float = 0.0) -> None:  # stands in for the child process
+        shutil.copy(extracted_cache, output)
+
+    monkeypatch.setattr(loader, "run_extractor", copy_good)
+    table = load_table()
+    assert table.origin == "extracted"
+    assert blocker.read_text() == "not a folder"

@@ -1,0 +1,96 @@
+"""Real watchdog events in temporary folders, for the three ways editors save."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from warp_harness.daemon.watcher import Watcher
+
+
+class Events:
+    def __init__(self) -> None:
+        self.items: list[tuple[Path, str]] = []
+        self.cond = threading.Condition()
+
+    def __call__(self, path: Path, state: str) -> None:
+        with self.cond:
+            self.items.append((path, state))
+            self.cond.notify_all()
+
+    def wait(self, n: int, timeout: float = 5.0) -> list[tuple[Path, str]]:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while len(self.items) < n and time.monotonic() < deadline:
+                self.cond.wait(timeout=0.05)
+            return list(self.items)
+
+
+@pytest.fixture
+def watched(tmp_path: Path):
+    ws = tmp_path.resolve()
+    (ws / "k.py").write_text("v = 0\n")
+    events = Events()
+    w = Watcher(ws, events, debounce_s=0.15)
+    w.start()
+    time.sleep(0.2)  # inotify watches are set up
+    yield ws, events, w
+    w.stop()
+
+
+def _quiet(events: Events, n: int) -> None:
+    time.sleep(0.5)
+    assert len(events.items) == n, events.items
+
+
+def test_write_in_place(watched) -> None:
+    ws, events, _ = watched
+    with open(ws / "k.py", "w") as fh:  # a burst of writes is one event
+        for i in range(5):
+            fh.write(f"v = {i}\n")
+            fh.flush()
+            time.sleep(0.01)
+    assert events.wait(1) == [(ws / "k.py", "changed")]
+    _quiet(events, 1)
+
+
+def test_temp_file_renamed_over(watched) -> None:
+    ws, events, _ = watched
+    tmp = ws / "k.py.tmp~"  # e.g. an editor's atomic save
+    tmp.write_text("v = 2\n")
+    os.replace(tmp, ws / "k.py")
+    assert events.wait(1) == [(ws / "k.py", "changed")]
+    _quiet(events, 1)
+
+
+def test_delete_and_recreate(watched) -> None:
+    ws, events, _ = watched
+    os.remove(ws / "k.py")
+    time.sleep(0.02)
+    (ws / "k.py").write_text("v = 3\n")
+    assert events.wait(1) == [(ws / "k.py", "changed")]
+    _quiet(events, 1)
+
+
+def test_delete_alone(watched) -> None:
+    ws, events, _ = watched
+    os.remove(ws / "k.py")
+    assert events.wait(1) == [(ws / "k.py", "deleted")]
+
+
+def test_ignores_own_cache_vcs_and_editor_files(watched) -> None:
+    ws, events, _ = watched
+    for folder in (".warp-harness/results", ".git", "__pycache__", ".venv/lib"):
+        (ws / folder).mkdir(parents=True)
+        (ws / folder / "x.py").write_text("@wp.kernel\n")
+    (ws / ".#k.py").write_text("lock")
+    (ws / "k.py~").write_text("backup")
+    (ws / "notes.txt").write_text("text")
+    (ws / "sub").mkdir()
+    (ws / "sub" / "real.py").write_text("v = 1\n")
+    assert events.wait(1) == [(ws / "sub" / "real.py", "changed")]
+    _quiet(events, 1)

@@ -1,0 +1,300 @@
+"""The worker and supervisor with real Warp on the CPU: codegen, compile, validation,
+benchmark, crashes, hangs and cache invalidation. One warm worker per module."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checker_helpers import EXAMPLES, FAST, by_rule, rules_of, write  # type: ignore[import-not-found]
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.supervisor import Supervisor
+
+pytestmark = pytest.mark.slow
+
+BROKEN = '''
+import numpy as np
+import warp as wp
+from warp_harness.contract import Contract
+
+
+@wp.func
+def helper(a: wp.float16, b: float):
+    return a * b
+
+
+@wp.kernel
+def good(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = 2.0 * x[i]
+
+
+@wp.kernel
+def bad(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = helper(wp.float16(1.0), x[i])
+
+
+@wp.kernel
+def bad2(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = wp.sqroot(x[i])
+
+
+contract = Contract(kernel=good, reference=lambda x: 2 * x, outputs=["y"], sizes=[3, 100],
+                    inputs=lambda n, rng: {"x": rng.random(n, dtype=np.float32), "y": np.empty(n, np.float32)})
+'''
+
+
+def test_warp_internal_hooks_exist() -> None:
+    """The internal Warp APIs the worker relies on (pinned to the installed version)."""
+    import warp as wp
+    from warp._src.types import is_array, type_scalar_type
+
+    m = wp.get_module("wh_api_probe")
+    assert callable(m.resolve_options) and callable(m.get_module_hash) and callable(m.load)
+    assert callable(is_array) and callable(type_scalar_type)
+    import inspect
+
+    assert {"func", "key", "module", "options"} <= set(inspect.signature(wp.Kernel.__init__).parameters)
+
+
+def test_every_kernel_gets_its_own_codegen_verdict(supervisor: Supervisor, workspace: Path) -> None:
+    path = write(workspace, "broken.py", BROKEN)
+    r = supervisor.check(path)
+    k = r["kernels"]
+    assert (k["good"]["codegen"], k["bad"]["codegen"], k["bad2"]["codegen"]) == ("ok", "error", "error")
+    errors = {rec["location"]["kernel"]: rec for rec in by_rule(r, F.CODEGEN_ERROR)}
+    # the chained @wp.func error is placed in the helper, the call site is related
+    assert errors["bad"]["location"]["line"] == 8
+    assert "Input types must be the same" in errors["bad"]["message"]
+    assert errors["bad"]["related"][0]["location"]["line"] == 20
+    src = path.read_text().splitlines()
+    loc = errors["bad2"]["location"]
+    assert loc["line"] == 26 and src[25][loc["col"] : loc["end_col"]] == "wp.sqroot"
+    # the good kernel still compiles (isolated) and passes its contract
+    assert k["good"]["compile"]["cpu"] in ("compiled", "cached")
+    assert k["good"]["validate"]["cpu"] == "pass"
+
+
+def test_import_error_is_located(supervisor: Supervisor, workspace: Path) -> None:
+    path = write(workspace, "noannot.py", """
+        import warp as wp
+
+
+        @wp.kernel
+        def k(x):
+            pass
+    """)
+    r = supervisor.check(path)
+    (rec,) = by_rule(r, F.IMPORT_ERROR)
+    assert r["status"] == "import-error" and "Incomplete argument annotations" in rec["message"]
+    assert rec["location"]["line"] in (4, 5)
+    syntax = supervisor.check(write(workspace, "syntax.py", "import warp as wp\ndef f(:\n"))
+    assert by_rule(syntax, F.IMPORT_ERROR)[0]["stage"] == "syntax"
+    assert by_rule(syntax, F.IMPORT_ERROR)[0]["location"]["line"] == 2
+
+
+def test_passing_contract_validates_and_benchmarks(supervisor: Supervisor, workspace: Path) -> None:
+    shutil.copy(EXAMPLES / "saxpy.py", workspace / "saxpy.py")
+    r = supervisor.check(workspace / "saxpy.py")
+    assert r["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
+    (ok,) = by_rule(r, F.VALIDATED)
+    assert "1 edge case" in ok["message"] and str(r["seed"]) in ok["message"]
+    bench = r["kernels"]["saxpy"]["bench"]["cpu"]
+    assert bench["repeats"] >= 5 and bench["rotated_sets"] == 3 and bench["median_s"] > 0
+    assert bench["metrics"]["bandwidth_gbs"] > 0 and "bandwidth_util" in bench["metrics"]
+    assert not [rec for rec in r["records"] if rec["severity"] == "error"]
+
+
+def test_sibling_contract_is_discovered(supervisor: Supervisor, workspace: Path) -> None:
+    for name in ("scale.py", "scale_contract.py"):
+        shutil.copy(EXAMPLES / name, workspace / name)
+    r = supervisor.check(workspace / "scale.py")
+    assert r["kernels"]["scale"]["validate"] == {"cpu": "pass"}
+    assert any(d[0].endswith("scale_contract.py") for d in r["deps"])
+
+
+def test_boundary_failure_is_reported_shrunk_and_recorded(supervisor: Supervisor, workspace: Path) -> None:
+    shutil.copy(EXAMPLES / "boundary_bug.py", workspace / "boundary_bug.py")
+    r = supervisor.check(workspace / "boundary_bug.py")
+    (rec,) = by_rule(r, F.UNWRITTEN)
+    assert rec["severity"] == "error" and rec["location"]["kernel"] == "shift_add"
+    assert "boundary" in rec["hint"]
+    assert "where the first bad index was 15" in rec["message"]  # size 16 fails at its last element
+    (failure,) = [f for f in r["failures"] if f["kind"] == "numeric"]
+    assert failure["size"] < failure["original_size"] == 16 and failure["inputs"] is not None
+    assert failure["localized"] == "no-bounds-error"  # the debug re-run ran: nothing out of bounds
+    (note,) = by_rule(r, F.BOUNDS)
+    assert note["severity"] == "info" and "no out-of-bounds access" in note["message"]
+
+
+def test_wrong_values_report_count_error_and_index(supervisor: Supervisor, workspace: Path) -> None:
+    path = write(workspace, "wrong.py", """
+        import numpy as np
+        import warp as wp
+        from warp_harness.contract import Contract
+
+
+        @wp.kernel
+        def add_one(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            if i == 5:
+                y[i] = x[i] + 2.0
+            else:
+                y[i] = x[i] + 1.0
+
+
+        contract = Contract(kernel=add_one, reference=lambda x: x + 1, outputs=["y"], sizes=[3, 64],
+                            inputs=lambda n, rng: {"x": np.ones(n, np.float32), "y": np.empty(n, np.float32)})
+    """)
+    r = supervisor.check(path)
+    (rec,) = by_rule(r, F.MISMATCH)
+    assert "1 of 6 elements" in rec["message"] and "first bad index 5" in rec["message"]
+    assert "shrunk from size 64" in rec["message"]
+    assert rec["expected"] == 2.0 and rec["actual"] == 3.0
+
+
+def test_missed_performance_target(supervisor: Supervisor, workspace: Path) -> None:
+    shutil.copy(EXAMPLES / "slow_target.py", workspace / "slow_target.py")
+    r = supervisor.check(workspace / "slow_target.py")
+    missed = by_rule(r, F.TARGET_MISSED)
+    assert {m["expected"] for m in missed} == {0.5, 0.8}
+    assert r["kernels"]["row_sum"]["validate"] == {"cpu": "pass"}
+
+
+def test_segfault_kills_only_the_worker(supervisor: Supervisor, workspace: Path) -> None:
+    shutil.copy(EXAMPLES / "oob_crash.py", workspace / "oob_crash.py")
+    before = supervisor.restarts
+    r = supervisor.check(workspace / "oob_crash.py")
+    (crash,) = by_rule(r, F.CRASH)
+    assert "SIGSEGV" in crash["message"] and crash["location"]["kernel"] == "scatter"
+    assert crash["location"]["line"] == 13
+    # the debug-mode re-run turns it into a bounds assertion
+    (bounds,) = by_rule(r, F.BOUNDS)
+    assert "i >= -arr.shape[0] && i < arr.shape[0]" in bounds["message"]
+    # the other kernel of the module still got its verdict
+    assert r["kernels"]["copy"]["validate"] == {"cpu": "pass"}
+    assert r["kernels"]["scatter"]["validate"] == {"cpu": "crash"}
+    assert supervisor.restarts > before and supervisor.worker is not None and supervisor.worker.alive()
+
+
+def test_debug_bounds_assertion_crash(supervisor: Supervisor, workspace: Path) -> None:
+    path = write(workspace, "offbyone.py", """
+        import numpy as np
+        import warp as wp
+        from warp_harness.contract import Contract
+
+
+        @wp.kernel
+        def shift(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            i = wp.tid()
+            y[i + 1] = x[i]
+
+
+        contract = Contract(kernel=shift, reference=lambda x: x, outputs=["y"], sizes=[8],
+                            inputs=lambda n, rng: {"x": np.ones(n, np.float32), "y": np.empty(n, np.float32)})
+    """)
+    r = supervisor.check(path, options=FAST.merged({"mode": "debug"}))
+    (rec,) = by_rule(r, F.BOUNDS)
+    assert "SIGILL" in rec["message"] and rec["location"]["kernel"] == "shift"
+    assert any(f["kind"] == "crash" and f["size"] == 8 for f in r["failures"])
+
+
+def test_hang_times_out_and_the_worker_keeps_serving(supervisor: Supervisor, workspace: Path) -> None:
+    shutil.copy(EXAMPLES / "hang.py", workspace / "hang.py")
+    r = supervisor.check(workspace / "hang.py")
+    (rec,) = by_rule(r, F.TIMEOUT)
+    assert rec["location"]["kernel"] == "spin" and "2 s limit" in rec["message"]
+    again = supervisor.check(workspace / "saxpy.py")
+    assert again["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
+
+
+def test_changing_fast_math_or_mode_really_recompiles(supervisor: Supervisor, workspace: Path) -> None:
+    path = write(workspace, "opts.py", """
+        import warp as wp
+
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            x[wp.tid()] = wp.sin(x[wp.tid()])
+    """)
+    results = {}
+    for name, opts in [
+        ("default", FAST),
+        ("fast_math", FAST.merged({"fast_math": True})),
+        ("debug", FAST.merged({"mode": "debug"})),
+        ("default again", FAST),
+    ]:
+        r = supervisor.check(path, options=opts)
+        results[name] = (r["kernels"]["k"]["compile"]["cpu"], r["build_keys"]["k@cpu"])
+    keys = {name: key for name, (_, key) in results.items()}
+    assert len({keys["default"], keys["fast_math"], keys["debug"]}) == 3
+    assert results["fast_math"][0] == "compiled" and results["debug"][0] == "compiled"
+    assert results["default again"] == ("cached", keys["default"])
+    folder = workspace / ".warp-harness" / "kernels"
+    for key in keys.values():
+        assert any(p.suffix == ".o" for p in (folder / key).rglob("*"))
+
+
+def test_missing_gpu_skips_cleanly(supervisor: Supervisor, workspace: Path) -> None:
+    import warp as wp
+
+    if wp.get_cuda_device_count() > 0:
+        pytest.skip("a CUDA device is present")
+    r = supervisor.check(workspace / "saxpy.py", options=FAST.merged({"devices": ["cpu", "cuda:0"]}))
+    (skip,) = by_rule(r, F.DEVICE_SKIPPED)
+    assert skip["severity"] == "info" and "cuda:0" in skip["message"]
+    assert r["devices"] == ["cpu"] and r["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
+    assert F.CRASH not in rules_of(r)
+
+
+@pytest.mark.gpu
+def test_cuda_device_validates() -> None:  # pragma: no cover - needs a GPU
+    import warp as wp
+
+    if wp.get_cuda_device_count() == 0:
+        pytest.skip("no CUDA device")
+    ws = EXAMPLES
+    with Supervisor(ws, FAST.merged({"devices": ["cuda:0"]})) as sup:
+        r = sup.check(ws / "saxpy.py")
+    assert r["kernels"]["saxpy"]["validate"] == {"cuda:0": "pass"}
+    assert r["kernels"]["saxpy"]["bench"]["cuda:0"]["timer"] == "cuda events"
+
+
+def test_memory_limit(workspace: Path) -> None:
+    path = write(workspace, "hog.py", """
+        import numpy as np
+        import warp as wp
+
+        BIG = np.ones(1 << 31)  # 16 GiB
+
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            pass
+    """)
+    with Supervisor(workspace, FAST.merged({"memory_mb": 2048}), warmup=False) as sup:
+        r = sup.check(path)
+    assert F.MEMORY in rules_of(r)
+
+
+def test_module_options_do_not_leak_between_saves(supervisor: Supervisor, workspace: Path) -> None:
+    """Warp reuses a module object on re-import; a removed set_module_options must not stick."""
+    src = """
+        import warp as wp
+        {line}
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            x[wp.tid()] = 1.0
+    """
+    path = write(workspace, "sticky.py", src.format(line='wp.set_module_options({"fast_math": True})'))
+    with_fm = supervisor.check(path)["build_keys"]["k@cpu"]
+    write(workspace, "sticky.py", src.format(line=""))
+    without = supervisor.check(path)["build_keys"]["k@cpu"]
+    write(workspace, "sticky.py", src.format(line='wp.set_module_options({"fast_math": True})'))
+    assert with_fm != without
+    assert supervisor.check(path)["build_keys"]["k@cpu"] == with_fm

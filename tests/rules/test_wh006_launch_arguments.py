@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+from checker_helpers import Analyse
+from warp_oracle import warp_error
+
+KERNELS = """
+import warp as wp
+
+
+@wp.kernel
+def axpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a * x[i] + y[i]
+
+
+@wp.kernel
+def offset(n: int, v: wp.vec3, y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = float(n) + v[0]
+"""
+
+COUNT = (
+    KERNELS
+    + """
+
+def run():
+    x = wp.zeros(4, dtype=float, device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(axpy, dim=4, inputs=[x, y], device="cpu")
+"""
+)
+
+GOOD = (
+    KERNELS
+    + """
+
+def run():
+    x = wp.ones(4, dtype=float, device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(axpy, dim=4, inputs=[2.0, x], outputs=[y], device="cpu")
+    wp.launch(offset, dim=4, inputs=[3, wp.vec3(1.0, 2.0, 3.0), y], device="cpu")
+"""
+)
+
+# each launch has one argument of a kind that cannot match; run() collects what Warp says about each
+KINDS = (
+    KERNELS
+    + """
+
+def run():
+    x = wp.zeros(4, dtype=float, device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    errors = []
+    try:
+        wp.launch(axpy, dim=4, inputs=[x, x, y], device="cpu")
+    except Exception as exc:
+        errors.append(str(exc))
+    try:
+        wp.launch(axpy, dim=4, inputs=[1.0, 2.0, y], device="cpu")
+    except Exception as exc:
+        errors.append(str(exc))
+    try:
+        wp.launch(offset, dim=4, inputs=[1.5, wp.vec3(), y], device="cpu")
+    except Exception as exc:
+        errors.append(str(exc))
+    try:
+        wp.launch(offset, dim=4, inputs=[1, 1.0, y], device="cpu")
+    except Exception as exc:
+        errors.append(str(exc))
+    raise RuntimeError(f"{len(errors)} launches failed: " + " || ".join(errors))
+"""
+)
+
+
+def test_wrong_argument_count_is_flagged_and_warp_agrees(analyse: Analyse) -> None:
+    (record,) = analyse(COUNT, select=["WH006"])
+    assert record.rule == "WH006" and record.severity.value == "error"
+    assert (
+        record.location.line
+        == COUNT.splitlines().index('    wp.launch(axpy, dim=4, inputs=[x, y], device="cpu")') + 1
+    )
+    assert "passes 2 arguments" in record.message and "3 parameters" in record.message
+    assert (record.expected, record.actual) == (3, 2)
+    assert "missing `y`" in (record.hint or "")
+    (related,) = record.related
+    assert related.location.line == 6 and "axpy" in related.message  # the `def axpy(` line
+    error = warp_error(COUNT, launch=True)
+    assert error is not None and "passed 2 arguments but kernel requires 3" in error
+
+
+def test_too_many_arguments_across_inputs_and_outputs(analyse: Analyse) -> None:
+    source = KERNELS + "\n\ndef run(x, y):\n    wp.launch(axpy, 4, [1.0], [x, y, y])\n"
+    (record,) = analyse(source, select=["WH006"])
+    assert "(1 in inputs, 3 in outputs)" in record.message and "remove 1 argument" in (record.hint or "")
+
+
+def test_matching_launch_passes_and_warp_runs_it(analyse: Analyse) -> None:
+    assert analyse(GOOD, select=["WH006"]) == []
+    assert warp_error(GOOD, launch=True) is None
+
+
+def test_certain_kind_mismatches_are_flagged_and_warp_rejects_each(analyse: Analyse) -> None:
+    records = analyse(KINDS, select=["WH006"])
+    found = [(r.location.line, r.message.split(" of ")[0]) for r in records]
+    lines = KINDS.splitlines()
+
+    def line_of(text: str) -> int:
+        return next(n for n, line in enumerate(lines, 1) if text in line)
+
+    assert found == [
+        (line_of("inputs=[x, x, y]"), "argument `x` for parameter `a`"),
+        (line_of("inputs=[1.0, 2.0, y]"), "argument `2.0` for parameter `x`"),
+        (line_of("inputs=[1.5, wp.vec3(), y]"), "argument `1.5` for parameter `n`"),
+        (line_of("inputs=[1, 1.0, y]"), "argument `1.0` for parameter `v`"),
+    ]
+    assert "is a Warp array, but the parameter is a scalar (float32)" in records[0].message
+    assert "is a float literal, but the parameter is an array" in records[1].message
+    assert "an integer scalar (int32)" in records[2].message
+    assert "a single float" in records[3].message
+    error = warp_error(KINDS, launch=True)
+    assert error is not None and "4 launches failed" in error
+    for expected in (
+        "unable to pack kernel parameter type",
+        "argument 'x' expects an array",
+        "expects vec3f but got a single value of type float",
+    ):
+        assert expected in error
+
+
+def test_unknown_kernels_and_non_literal_lists_are_not_judged(analyse: Analyse) -> None:
+    source = (
+        KERNELS
+        + """
+
+def run(kernel, args, axpy2, x):
+    wp.launch(kernel, dim=4, inputs=[x])
+    wp.launch(axpy, dim=4, inputs=args)
+    wp.launch(axpy, dim=4, inputs=[*args])
+    wp.launch(axpy, dim=4, **args)
+    wp.launch(missing_kernel, dim=4, inputs=[x])
+
+
+def shadowed(axpy, x):
+    wp.launch(axpy, dim=4, inputs=[x])
+"""
+    )
+    assert analyse(source, select=["WH006"]) == []
+
+
+def test_an_empty_launch_is_not_checked_by_warp_either(analyse: Analyse) -> None:
+    source = (
+        KERNELS
+        + """
+
+def run():
+    x = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(axpy, dim=0, inputs=[x], device="cpu")
+"""
+    )
+    assert analyse(source, select=["WH006"]) == []
+    assert warp_error(source, launch=True) is None
+
+
+def test_none_for_an_array_is_accepted(analyse: Analyse) -> None:
+    source = KERNELS + "\n\ndef run(y):\n    wp.launch(axpy, dim=4, inputs=[1.0, None, y])\n"
+    assert analyse(source, select=["WH006"]) == []
