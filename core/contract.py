@@ -116,7 +116,9 @@ def kernel_name(kernel: Any) -> str:
     if isinstance(kernel, str):
         return kernel
     func = getattr(kernel, "func", None)
-    name = getattr(func, "__name__", None) or getattr(kernel, "key", None) or getattr(kernel, "__name__", None)
+    name = (
+        getattr(func, "__name__", None) or getattr(kernel, "key", None) or getattr(kernel, "__name__", None)
+    )
     if not isinstance(name, str):
         raise TypeError(f"contract kernel must be a kernel or its name, got {kernel!r}")
     return name

@@ -26,6 +26,7 @@ class CiOutcome:
     errors: int = 0
     warnings: int = 0
     repros: list[str] = field(default_factory=list)
+    static_only: bool = False
 
 
 class GitError(RuntimeError):
@@ -100,7 +101,7 @@ def run_ci(
         shown = _display(p, root)
         static[p.resolve()] = check_file(p, overrides, display_path=shown)
     dynamic_targets: list[Path] = [] if static_only else list(discovery.walk(paths))
-    outcome = CiOutcome(results=[], trusted=trusted)
+    outcome = CiOutcome(results=[], trusted=trusted, static_only=static_only)
     merged: dict[Path, list[Record]] = {p: list(r.records) for p, r in static.items()}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:
@@ -150,11 +151,17 @@ def _display(path: Path, root: Path) -> str:
 def summary(outcome: CiOutcome) -> str:
     files = len(outcome.results)
     tier = (
-        f"dynamic tier on {len(outcome.dynamic_files)} module(s)"
+        "dynamic tier skipped (--static-only)"
+        if outcome.static_only
+        else f"dynamic tier on {len(outcome.dynamic_files)} module(s)"
         if outcome.trusted
         else "dynamic tier skipped: workspace not trusted (pass --trust or set trust = true)"
     )
     return (
         f"warp-harness ci: {files} file(s), {outcome.errors} error(s), {outcome.warnings} warning(s); {tier}"
-        + (f"; {len(outcome.repros)} failing case(s) stored in .warp-harness/repros" if outcome.repros else "")
+        + (
+            f"; {len(outcome.repros)} failing case(s) stored in .warp-harness/repros"
+            if outcome.repros
+            else ""
+        )
     )

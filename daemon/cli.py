@@ -34,8 +34,12 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trust", action="store_true", default=None,
-                   help="allow executing this workspace's code (in a sandboxed worker)")
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        default=None,
+        help="allow executing this workspace's code (in a sandboxed worker)",
+    )
     p.add_argument("--device", action="append", metavar="DEV", help="cpu, cuda or cuda:N (repeatable)")
     p.add_argument("--mode", choices=("release", "debug"), help="Warp build mode")
     p.add_argument("--seed", type=int, help="fixed seed for generated inputs (default: fresh, recorded)")
@@ -143,8 +147,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
             print("warp-harness ci: no changed Python files", file=sys.stderr)
             return 0
     try:
-        outcome = run_ci(paths, trust=args.trust, runtime_overrides=_runtime_overrides(args),
-                         static_only=args.static_only)
+        outcome = run_ci(
+            paths, trust=args.trust, runtime_overrides=_runtime_overrides(args), static_only=args.static_only
+        )
     except ConfigError as exc:
         _err(f"configuration error: {exc}")
         return 2
@@ -186,12 +191,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     with Supervisor(workspace, options, warmup=False) as sup:
         for stored in cases:
             status, records = sup.run_case(stored.case)
-            rows.append({
-                "case": stored.label,
-                "file": stored.file.relative_to(workspace).as_posix(),
-                "status": status,
-                "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
-            })
+            rows.append(
+                {
+                    "case": stored.label,
+                    "file": stored.file.relative_to(workspace).as_posix(),
+                    "status": status,
+                    "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
+                }
+            )
     failing = [r for r in rows if r["status"] != "pass"]
     if args.format == "json":
         print(json.dumps({"cases": rows, "corrupt": [str(c) for c in corrupt]}, indent=2, default=str))

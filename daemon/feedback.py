@@ -64,7 +64,9 @@ class History:
         atomic_write_bytes(self.path, protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}))
 
 
-def annotate(records: Sequence[Record], streaks: dict[str, int], tier: str = "dynamic") -> list[dict[str, Any]]:
+def annotate(
+    records: Sequence[Record], streaks: dict[str, int], tier: str = "dynamic"
+) -> list[dict[str, Any]]:
     """Record dicts for the protocol, each with ``streak`` (saves in a row it fired) and ``tier``."""
     out = []
     for r in records:
@@ -83,7 +85,8 @@ def render_text(path: str, records: Sequence[dict[str, Any]]) -> str:
         streak = d.get("streak") or 0
         suffix = f"  (fired {streak} saves in a row)" if streak >= 2 else ""
         lines.append(
-            f"{loc['path']}:{loc['line']}:{loc['col'] + 1}: {d['severity']}[{d['rule']}] {d['message']}{suffix}"
+            f"{loc['path']}:{loc['line']}:{loc['col'] + 1}: "
+            f"{d['severity']}[{d['rule']}] {d['message']}{suffix}"
         )
         if d.get("hint"):
             first = str(d["hint"]).splitlines()[0]

@@ -27,18 +27,16 @@ daemon's own table is ``runtime``. Nothing here imports Warp.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 from warp_harness.config import ConfigError, find_pyproject
+
+tomllib: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
 
 # options that change the binary Warp builds (part of every cache key)
 COMPILE_KEYS = ("mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "enable_backward")
@@ -112,7 +110,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             out[key] = tuple(dict.fromkeys(value))
         elif key == "mode":
             if value not in ("release", "debug"):
-                raise ConfigError(f"{where}: `mode` must be \"release\" or \"debug\", got {value!r}")
+                raise ConfigError(f'{where}: `mode` must be "release" or "debug", got {value!r}')
             out[key] = value
         elif key == "perf_severity":
             if value not in ("error", "warning", "info"):

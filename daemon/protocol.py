@@ -158,7 +158,7 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
             sock.settimeout(None)
         try:
             chunk = sock.recv(min(remaining, 1 << 20))
-        except socket.timeout:
+        except TimeoutError:
             raise TimeoutError("timed out waiting for a frame") from None
         except (ConnectionResetError, BrokenPipeError) as exc:
             raise ConnectionClosed(str(exc)) from None

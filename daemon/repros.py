@@ -44,7 +44,9 @@ def library_dir(workspace: Path, *, create: bool = False) -> Path:
     folder = state_dir(workspace) / "repros"
     for p in (state_dir(workspace), folder):
         if (p.exists() or p.is_symlink()) and not _inside(p, workspace):
-            raise OutsideWorkspaceError(f"{p} resolves outside the workspace {workspace}; refusing to write there")
+            raise OutsideWorkspaceError(
+                f"{p} resolves outside the workspace {workspace}; refusing to write there"
+            )
     if create:
         folder.mkdir(parents=True, exist_ok=True)
         if not _inside(folder, workspace):  # pragma: no cover - raced symlink
@@ -77,7 +79,14 @@ def store(workspace: Path, module: Path, failure: Mapping[str, Any], options: Ma
     rel = module.relative_to(workspace).as_posix()
     folder = library_dir(workspace, create=True)
     identity = "|".join(
-        str(x) for x in (rel, failure.get("kernel"), failure.get("device"), failure.get("edge_case"), failure.get("rule"))
+        str(x)
+        for x in (
+            rel,
+            failure.get("kernel"),
+            failure.get("device"),
+            failure.get("edge_case"),
+            failure.get("rule"),
+        )
     )
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:12]
     file = folder / f"{_slug(module.stem)}__{_slug(str(failure.get('kernel')))}__{digest}.msgpack"

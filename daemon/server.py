@@ -17,8 +17,9 @@ import socket
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -131,7 +132,9 @@ class Engine:
             if result is not None:
                 payload["cached"] = True
             else:
-                result = self.supervisor.check(path, display_path=display, stages=stages, on_progress=self._progress)
+                result = self.supervisor.check(
+                    path, display_path=display, stages=stages, on_progress=self._progress
+                )
                 stored = self._store_repros(path, result)
                 payload["repros"] = stored
                 result["repros"] = stored
@@ -174,10 +177,14 @@ class Engine:
             except (repros.OutsideWorkspaceError, OSError) as exc:
                 result.setdefault("records", []).append(
                     F.make_record(
-                        Stage.INTERNAL, F.INTERNAL, Severity.WARNING, self.display(path), 1,
+                        Stage.INTERNAL,
+                        F.INTERNAL,
+                        Severity.WARNING,
+                        self.display(path),
+                        1,
                         f"failing case not stored: {exc}",
                     ).to_dict()
-                )  # fmt: skip
+                )
                 continue
             stored.append(file.relative_to(self.workspace).as_posix())
         return stored
@@ -227,20 +234,28 @@ class Daemon:
         self.max_frame = max_frame
         self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.engine = Engine(
-            self.workspace, self.settings, self.options, self.trusted, overrides, warmup=warmup,
+            self.workspace,
+            self.settings,
+            self.options,
+            self.trusted,
+            overrides,
+            warmup=warmup,
             on_progress=self._progress_from_thread,
-        )  # fmt: skip
+        )
         self.results: dict[str, dict[str, Any]] = {}
         self.clients: set[_Conn] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()
-        self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="warp-harness-job")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="warp-harness-job"
+        )
         self._server: asyncio.AbstractServer | None = None
         self._watcher: Any = None
         self._pending: dict[Path, asyncio.Future[dict[str, Any]]] = {}
         self._stop_event: asyncio.Event | None = None
         self.jobs_done = 0
         self.errors_replied = 0
+        self._sends: set[asyncio.Future[None]] = set()
 
     # ----------------------------------------------------------------- lifecycle
     def _claim_socket(self) -> None:
@@ -364,8 +379,19 @@ class Daemon:
                 self._executor, lambda: self.engine.check(path, force=force)
             )
         except Exception as exc:  # keep serving whatever happened
-            record = F.make_record(Stage.INTERNAL, F.INTERNAL, Severity.ERROR, display, 1, f"daemon error: {exc!r}")
-            payload = {"path": display, "status": "error", "records": [record.to_dict()], "trusted": self.trusted}
+            record = F.make_record(
+                Stage.INTERNAL, F.INTERNAL, Severity.ERROR, display, 1, f"daemon error: {exc!r}"
+            )
+            record = replace(record, hint=traceback.format_exc()[-2000:])
+            payload = {
+                "path": display,
+                "status": "error",
+                "records": [record.to_dict()],
+                "trusted": self.trusted,
+                "cached": False,
+                "kernels": {},
+                "repros": [],
+            }
         self.jobs_done += 1
         self.results[display] = payload
         if self._pending.get(path) is fut:
@@ -378,14 +404,18 @@ class Daemon:
     def _progress_from_thread(self, msg: dict[str, Any]) -> None:
         if self.loop is None or self.loop.is_closed():
             return
-        fields = {k: msg.get(k) for k in ("stage", "kernel", "device", "size", "seed", "edge_case") if k in msg}
+        fields = {
+            k: msg.get(k) for k in ("stage", "kernel", "device", "size", "seed", "edge_case") if k in msg
+        }
         push = protocol.message("progress", push=True, **fields)
         self.loop.call_soon_threadsafe(self._broadcast, push)
 
     def _broadcast(self, msg: dict[str, Any]) -> None:
         for conn in list(self.clients):
             if conn.subscribed:
-                asyncio.ensure_future(conn.send(msg))
+                task = asyncio.ensure_future(conn.send(msg))
+                self._sends.add(task)
+                task.add_done_callback(self._sends.discard)
 
     # ----------------------------------------------------------------- clients
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -447,7 +477,9 @@ class Daemon:
         path = Path(raw)
         path = (path if path.is_absolute() else self.workspace / path).resolve()
         if not path.is_relative_to(self.workspace):
-            raise protocol.ProtocolError(protocol.E_BAD_REQUEST, f"{raw} is outside the workspace {self.workspace}")
+            raise protocol.ProtocolError(
+                protocol.E_BAD_REQUEST, f"{raw} is outside the workspace {self.workspace}"
+            )
         if not path.is_file():
             raise protocol.ProtocolError(protocol.E_BAD_REQUEST, f"{raw}: no such file")
         return path
@@ -456,9 +488,10 @@ class Daemon:
         version = msg.get("v", protocol.PROTOCOL_VERSION)
         if version not in protocol.SUPPORTED_VERSIONS:
             raise protocol.ProtocolError(
-                protocol.E_VERSION, f"protocol version {version!r} is not supported; this daemon speaks "
+                protocol.E_VERSION,
+                f"protocol version {version!r} is not supported; this daemon speaks "
                 f"{list(protocol.SUPPORTED_VERSIONS)}",
-            )  # fmt: skip
+            )
         kind = msg["type"]
         if kind == "hello":
             client = msg.get("client")
@@ -474,9 +507,17 @@ class Daemon:
                 workspace=str(self.workspace),
                 trusted=self.trusted,
                 max_frame=self.max_frame,
-                capabilities=["check", "results", "status", "subscribe", "push:result", "push:progress",
-                              "push:state", "push:removed"],
-            )  # fmt: skip
+                capabilities=[
+                    "check",
+                    "results",
+                    "status",
+                    "subscribe",
+                    "push:result",
+                    "push:progress",
+                    "push:state",
+                    "push:removed",
+                ],
+            )
         if kind == "ping":
             return protocol.message("pong")
         if kind == "subscribe":

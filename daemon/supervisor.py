@@ -40,6 +40,7 @@ from warp_harness.record import Record, Severity, Stage
 
 START_TIMEOUT_S = 120.0
 MAX_JOBS_PER_WORKER = 200
+BOUNDS_HINT = "an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the launch dim"
 _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
 
 
@@ -196,12 +197,18 @@ class WorkerProcess:
             now = time.monotonic()
             if now >= min(deadline, job_deadline):
                 self.kill_only()
-                return CallOutcome("timeout", progress=last, output=self.output_since(offset), elapsed_s=now - started)
+                return CallOutcome(
+                    "timeout", progress=last, output=self.output_since(offset), elapsed_s=now - started
+                )
             if self.options.memory_mb and self.rss_mb() > self.options.memory_mb:
                 self.kill_only()
-                return CallOutcome("memory", progress=last, output=self.output_since(offset), elapsed_s=now - started)
+                return CallOutcome(
+                    "memory", progress=last, output=self.output_since(offset), elapsed_s=now - started
+                )
             try:
-                reply = protocol.recv_message(self.sock, timeout=min(0.25, max(min(deadline, job_deadline) - now, 0.01)))
+                reply = protocol.recv_message(
+                    self.sock, timeout=min(0.25, max(min(deadline, job_deadline) - now, 0.01))
+                )
             except TimeoutError:
                 continue
             except (protocol.ConnectionClosed, OSError):
@@ -215,7 +222,9 @@ class WorkerProcess:
                 if on_progress is not None:
                     on_progress(reply)
             elif kind == "done":
-                return CallOutcome("done", result=reply.get("result") or {}, elapsed_s=time.monotonic() - started)
+                return CallOutcome(
+                    "done", result=reply.get("result") or {}, elapsed_s=time.monotonic() - started
+                )
 
     def kill_only(self) -> None:
         if self.proc.poll() is None:
@@ -235,9 +244,12 @@ class WorkerProcess:
             self.kill_only()
             code = self.proc.returncode
         return CallOutcome(
-            "crash", returncode=code, progress=last, output=self.output_since(offset),
+            "crash",
+            returncode=code,
+            progress=last,
+            output=self.output_since(offset),
             elapsed_s=time.monotonic() - started,
-        )  # fmt: skip
+        )
 
 
 class Supervisor:
@@ -403,7 +415,9 @@ class Supervisor:
             outcome = self._call(msg)
             if outcome.kind == "done":
                 result = outcome.result or {}
-                return str(result.get("status", "error")), [Record.from_dict(r) for r in result.get("records", [])]
+                return str(result.get("status", "error")), [
+                    Record.from_dict(r) for r in result.get("records", [])
+                ]
             positions = kernel_positions(read_text(path) or "")
             record, _ = self._crash_record(outcome, str(case.get("path")), positions, opts)
             return outcome.kind, [record]
@@ -431,42 +445,67 @@ class Supervisor:
         if outcome.kind == "timeout":
             budget = p.get("budget_s") or opts.timeout_s
             record = F.make_record(
-                Stage.TIMEOUT, F.TIMEOUT, Severity.ERROR, display, line,
+                Stage.TIMEOUT,
+                F.TIMEOUT,
+                Severity.ERROR,
+                display,
+                line,
                 f"{where} ran past its {float(budget):g} s limit ({context}); the worker was killed",
-                col=col, end_col=end_col, kernel=kernel,
-                hint="look for a loop whose exit condition never holds (a `while` over a value no thread changes)",
-            )  # fmt: skip
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
+                hint="look for a loop whose exit condition never holds "
+                "(a `while` over a value no thread changes)",
+            )
             kind = "timeout"
         elif outcome.kind == "memory":
             record = F.make_record(
-                Stage.CRASH, F.MEMORY, Severity.ERROR, display, line,
+                Stage.CRASH,
+                F.MEMORY,
+                Severity.ERROR,
+                display,
+                line,
                 f"{where} went past the {opts.memory_mb} MB memory limit ({context}); the worker was killed",
-                col=col, end_col=end_col, kernel=kernel,
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
                 hint="lower the contract's sizes or raise memory_mb in [tool.warp-harness.runtime]",
-            )  # fmt: skip
+            )
             kind = "memory"
         else:
             sig = signal_name(outcome.returncode)
             text = _SIGNAL_TEXT.get(sig, sig)
             if assertion is not None and assertion.is_bounds_check:
                 record = F.make_record(
-                    Stage.CRASH, F.BOUNDS, Severity.ERROR, display, line,
+                    Stage.CRASH,
+                    F.BOUNDS,
+                    Severity.ERROR,
+                    display,
+                    line,
                     f"{where} accessed an array out of bounds ({context}): Assertion failed: "
                     f"'{assertion.condition}'; the worker died with {sig}",
-                    col=col, end_col=end_col, kernel=kernel,
-                    hint="an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the "
-                    "launch dim",
-                )  # fmt: skip
+                    col=col,
+                    end_col=end_col,
+                    kernel=kernel,
+                    hint=BOUNDS_HINT,
+                )
             else:
                 message = f"the worker died with {sig} ({text}) while running {where} ({context})"
                 if assertion is not None:
                     message += f": Assertion failed: '{assertion.condition}'"
                 record = F.make_record(
-                    Stage.CRASH, F.CRASH, Severity.ERROR, display, line, message,
-                    col=col, end_col=end_col, kernel=kernel,
+                    Stage.CRASH,
+                    F.CRASH,
+                    Severity.ERROR,
+                    display,
+                    line,
+                    message,
+                    col=col,
+                    end_col=end_col,
+                    kernel=kernel,
                     hint="a segfault in a kernel is usually an out-of-bounds index; the worker output "
                     "ended with:\n" + (tail or "(nothing)"),
-                )  # fmt: skip
+                )
             kind = "crash"
         failure = None
         if kernel and p.get("size") is not None and stage in ("validate", "bench"):
@@ -507,17 +546,31 @@ class Supervisor:
             bounds = next(r for r in records if r.rule == F.BOUNDS)
             failure["localized"] = "bounds"
             return F.make_record(
-                Stage.CRASH, F.BOUNDS, Severity.ERROR, display, line,
-                f"debug re-run: kernel `{kernel}` indexes an array out of bounds at size {failure.get('size')} "
+                Stage.CRASH,
+                F.BOUNDS,
+                Severity.ERROR,
+                display,
+                line,
+                f"debug re-run: kernel `{kernel}` indexes an array out of bounds "
+                f"at size {failure.get('size')} "
                 f"(seed {failure.get('seed')}); " + bounds.message.split("): ", 1)[-1],
-                col=col, end_col=end_col, kernel=kernel,
-                hint="an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the launch dim",
-            )  # fmt: skip
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
+                hint=BOUNDS_HINT,
+            )
         if status in ("pass", "fail"):
             failure["localized"] = "no-bounds-error"
             return F.make_record(
-                Stage.CRASH, F.BOUNDS, Severity.INFO, display, line,
-                f"debug re-run of kernel `{kernel}` (size {failure.get('size')}) found no out-of-bounds access",
-                col=col, end_col=end_col, kernel=kernel,
-            )  # fmt: skip
+                Stage.CRASH,
+                F.BOUNDS,
+                Severity.INFO,
+                display,
+                line,
+                f"debug re-run of kernel `{kernel}` (size {failure.get('size')}) "
+                "found no out-of-bounds access",
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
+            )
         return None

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from warp_harness.daemon.discovery import is_candidate_name, is_ignored
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-
-from warp_harness.daemon.discovery import is_candidate_name, is_ignored
 
 Callback = Callable[[Path, str], None]
 

@@ -13,6 +13,7 @@ Supervisor -> worker ``job`` (kind ``check`` or ``case``), ``ping``, ``shutdown`
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import secrets
 import socket
@@ -54,7 +55,7 @@ class Worker:
     # ----------------------------------------------------------------- start
     def start(self, warmup: bool) -> None:
         t0 = time.perf_counter()
-        import warp as wp
+        wp: Any = importlib.import_module("warp")
 
         wp.config.log_level = wp.LOG_WARNING
         wp.init()
@@ -77,7 +78,7 @@ class Worker:
         """Compile a throwaway kernel so the per-process precompiled header exists (about 2 s)."""
         import importlib.util
 
-        import warp as wp
+        wp: Any = importlib.import_module("warp")
 
         t0 = time.perf_counter()
         saved = wp.config.kernel_cache_dir
@@ -91,7 +92,9 @@ class Worker:
             try:
                 spec.loader.exec_module(mod)
                 wp.config.kernel_cache_dir = tmp
-                wp.launch(mod._wh_warmup, dim=1, inputs=[wp.zeros(1, dtype=float, device="cpu")], device="cpu")
+                wp.launch(
+                    mod._wh_warmup, dim=1, inputs=[wp.zeros(1, dtype=float, device="cpu")], device="cpu"
+                )
             except Exception:  # a failed warm-up only costs time later
                 pass
             finally:
@@ -113,7 +116,11 @@ class Worker:
                 self.send(protocol.message("pong", id=msg.get("id")))
                 continue
             if kind != "job":
-                self.send(protocol.error_message(protocol.E_UNKNOWN_TYPE, f"unknown message {kind!r}", msg.get("id")))
+                self.send(
+                    protocol.error_message(
+                        protocol.E_UNKNOWN_TYPE, f"unknown message {kind!r}", msg.get("id")
+                    )
+                )
                 continue
             job_id = int(msg.get("id") or 0)
             t0 = time.perf_counter()
@@ -123,18 +130,25 @@ class Worker:
                 else:
                     result = run_check_job(msg, self.progress_for(job_id))
             except MemoryError:
-                result = _failure_result(msg, F.MEMORY, Stage.CRASH, "the job ran out of memory (memory limit)")
+                result = _failure_result(
+                    msg, F.MEMORY, Stage.CRASH, "the job ran out of memory (memory limit)"
+                )
             except Exception as exc:
                 result = _failure_result(
-                    msg, F.INTERNAL, Stage.INTERNAL, f"internal error in the worker: {exc!r}",
+                    msg,
+                    F.INTERNAL,
+                    Stage.INTERNAL,
+                    f"internal error in the worker: {exc!r}",
                     traceback.format_exc(),
-                )  # fmt: skip
+                )
             result["worker_ms"] = (time.perf_counter() - t0) * 1e3
             self.jobs_done += 1
             self.send(protocol.message("done", id=job_id, result=result))
 
 
-def _failure_result(msg: dict[str, Any], rule: str, stage: Stage, text: str, detail: str = "") -> dict[str, Any]:
+def _failure_result(
+    msg: dict[str, Any], rule: str, stage: Stage, text: str, detail: str = ""
+) -> dict[str, Any]:
     display = str(msg.get("display_path") or msg.get("path") or "?")
     record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
     return {"path": display, "records": [record.to_dict()], "kernels": {}, "status": "error"}
@@ -162,7 +176,7 @@ def _make_job(msg: dict[str, Any], progress: Any) -> Any:
 
 
 def _configure_warp(options: RuntimeOptions) -> None:
-    import warp as wp
+    wp: Any = importlib.import_module("warp")
 
     wp.config.mode = options.mode
     if options.lineinfo is not None:
@@ -229,10 +243,14 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     if info is None or info.contract is None:
         job.add(
             F.make_record(
-                Stage.NUMERIC, F.CONTRACT_ERROR, Severity.ERROR, job.display_path, 1,
+                Stage.NUMERIC,
+                F.CONTRACT_ERROR,
+                Severity.ERROR,
+                job.display_path,
+                1,
                 f"stored case: kernel `{kernel_name}` or its contract no longer exists",
             )
-        )  # fmt: skip
+        )
         return _result(job, "error")
     codegen.run(job)
     compile.run(job)
@@ -250,24 +268,41 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     size = int(msg.get("size") or 1)
     seed = int(msg.get("seed") or 0)
     try:
-        outcome = validate.run_case(job, info, device_name, device, size, seed, edge, gen=gen, given_inputs=given)
+        outcome = validate.run_case(
+            job, info, device_name, device, size, seed, edge, gen=gen, given_inputs=given
+        )
     except validate.ContractProblem as exc:
         job.add(
             F.make_record(
-                Stage.NUMERIC, F.CONTRACT_ERROR, Severity.ERROR, job.display_path, info.line,
-                f"stored case of `{kernel_name}`: {exc}", kernel=kernel_name,
+                Stage.NUMERIC,
+                F.CONTRACT_ERROR,
+                Severity.ERROR,
+                job.display_path,
+                info.line,
+                f"stored case of `{kernel_name}`: {exc}",
+                kernel=kernel_name,
             )
-        )  # fmt: skip
+        )
         return _result(job, "error")
     if outcome.ok:
         return _result(job, "pass")
     rule, message, hint, expected, actual = validate.describe_failure(info, outcome, grows=False)
     job.add(
         F.make_record(
-            Stage.NUMERIC, rule, Severity.ERROR, job.display_path, info.line, message,
-            col=info.col, end_col=info.end_col, kernel=kernel_name, expected=expected, actual=actual, hint=hint,
+            Stage.NUMERIC,
+            rule,
+            Severity.ERROR,
+            job.display_path,
+            info.line,
+            message,
+            col=info.col,
+            end_col=info.end_col,
+            kernel=kernel_name,
+            expected=expected,
+            actual=actual,
+            hint=hint,
         )
-    )  # fmt: skip
+    )
     return _result(job, "fail")
 
 

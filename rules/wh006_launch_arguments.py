@@ -5,10 +5,11 @@ together) that differs from the kernel's parameter count, or passes an argument 
 certainly cannot match its parameter:
 
 - a number, string, list or tuple literal where the kernel expects an array;
-- a host array (`wp.zeros(...)`, `wp.array(...)`, ... or a name bound to one) or a list where it
-  expects a scalar, `None` where it expects a scalar or a struct;
+- a host array (`wp.zeros(...)`, `wp.array(...)`, ... or a name bound to one), a list, a tuple,
+  a string or `None` where it expects a (non-bool) scalar;
 - a float literal where it expects an integer scalar;
-- a single number where it expects a vector, matrix, quaternion, transform or struct.
+- a single number where it expects a vector, matrix, quaternion or transform (Warp wants
+  `wp.vec3(...)`), a number or `None` where it expects a struct.
 
 Only kernels defined in the same file and literal `inputs` / `outputs` lists are checked; a
 launch whose `dim` is certainly empty (`dim=0`) is skipped, since Warp returns before checking.
@@ -78,34 +79,44 @@ def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
     return Location(ctx.path, line, col, line, end, kernel.name)
 
 
-def name_is_rebound(site: LaunchSite, ctx: RuleContext, name: str) -> bool:
-    """True when ``name`` may not be the module's kernel at the launch (a parameter, a local, ...)."""
-    scope = site.scope
+# scope -> names that may be rebound there; keyed by id() with the nodes kept alive beside them, so
+# an id cannot be reused while its entry exists (small: one entry per launching function)
+_REBOUND: dict[tuple[int, int], tuple[ast.AST, ast.Module, frozenset[str]]] = {}
+
+
+def _rebound_names(scope: ast.AST, tree: ast.Module) -> frozenset[str]:
+    key = (id(scope), id(tree))
+    cached = _REBOUND.get(key)
+    if cached is not None and cached[0] is scope and cached[1] is tree:
+        return cached[2]
+    names: set[str] = set()
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
         args = scope.args
         every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        if args.vararg is not None:
-            every.append(args.vararg)
-        if args.kwarg is not None:
-            every.append(args.kwarg)
-        if any(a.arg == name for a in every):
-            return True
+        every += [a for a in (args.vararg, args.kwarg) if a is not None]
+        names.update(a.arg for a in every)
         for node in ast.walk(scope):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store | ast.Del):
-                return True
-            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
-                return True
-    for stmt in ctx.model.tree.body:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                names.add(node.id)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                names.update(node.names)
+    for stmt in tree.body:
         # a module-level `k = something` next to the `def k` makes `k` ambiguous
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            for target in targets:
-                if any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target)):
-                    return True
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
-            if any((alias.asname or alias.name.split(".")[0]) == name for alias in stmt.names):
-                return True
-    return False
+            names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)
+    if len(_REBOUND) > 256:
+        _REBOUND.clear()
+    result = frozenset(names)
+    _REBOUND[key] = (scope, tree, result)
+    return result
+
+
+def name_is_rebound(site: LaunchSite, ctx: RuleContext, name: str) -> bool:
+    """True when ``name`` may not be the module's kernel at the launch (a parameter, a local, ...)."""
+    return name in _rebound_names(site.scope, ctx.model.tree)
 
 
 def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
@@ -166,8 +177,7 @@ class LaunchArguments(Rule):
             args = launch_arguments(site)
             if args is None:
                 continue
-            dim = site.fold(site.dim, ctx.model.constants.values, ctx.model.imports)
-            if dim == 0 or (isinstance(dim, tuple) and any(d == 0 for d in dim)):
+            if empty_launch(ctx, site):
                 continue  # Warp returns before checking the arguments of an empty launch
             related = [Related(definition_location(ctx, kernel), f"kernel `{kernel.name}` is defined here")]
             if len(args) != len(kernel.params):
@@ -250,7 +260,7 @@ class LaunchArguments(Rule):
             if is_display:
                 return f"an array ({t})", f"a Python {'list' if isinstance(arg, ast.List) else 'tuple'}"
             return None
-        if isinstance(t, Scalar):
+        if isinstance(t, Scalar) and t.name != "bool":  # a bool parameter takes any value's truth
             if self._host_array(ctx, site, arg):
                 return f"a scalar ({t})", "a Warp array"
             if is_display:
@@ -265,18 +275,12 @@ class LaunchArguments(Rule):
         if isinstance(t, Vector | Matrix | Quaternion | Transform):
             if number is not None and not isinstance(number, bool):
                 return f"a {type(t).__name__.lower()} ({t})", f"a single {type(number).__name__}"
-            if is_string:
-                return f"a {type(t).__name__.lower()} ({t})", "a string"
-            if self._host_array(ctx, site, arg):
-                return f"a {type(t).__name__.lower()} ({t})", "a Warp array"
             return None
         if isinstance(t, Struct) and t.name in ctx.model.structs:
             if is_none:
                 return f"a struct ({t})", "None"
             if number is not None:
                 return f"a struct ({t})", f"a {type(number).__name__} literal"
-            if self._host_array(ctx, site, arg):
-                return f"a struct ({t})", "a Warp array"
         return None
 
     def _host_array(self, ctx: RuleContext, site: LaunchSite, arg: ast.expr) -> bool:
@@ -335,3 +339,17 @@ def empty_launch(ctx: RuleContext, site: LaunchSite) -> bool:
         if value == 0 and not isinstance(value, bool):
             return True
     return False
+
+
+def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in ``body`` and in the blocks nested in it (cheaper than walking expressions)."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for field in ("orelse", "finalbody", "body"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
+        for handler in getattr(stmt, "handlers", []) or []:
+            stack.extend(reversed(handler.body))

@@ -86,11 +86,7 @@ class TidRank(Rule):
             if not sites:
                 continue
             unpacks = ctx.model.types(kernel).tid_unpacks
-            used = {
-                n.id
-                for n in walk_body(kernel.node)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-            }
+            used: set[str] | None = None  # names the kernel reads, computed when first needed
             for call, names in unpacks:
                 stmt = _tid_statement(kernel, call)
                 targets = _target_names(stmt)
@@ -112,10 +108,16 @@ class TidRank(Rule):
                     valid = (rank, rank + 1) if site.tiled else (rank,)
                     if names in valid:
                         continue
-                    if names > max(valid) and (
-                        targets is None or not any(t in used for t in targets[max(valid) :] if t is not None)
-                    ):
-                        continue  # the names that would always be 0 are never read: harmless
+                    if names > max(valid):
+                        if used is None:
+                            used = {
+                                n.id
+                                for n in walk_body(kernel.node)
+                                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                            }
+                        extra = targets[max(valid) :] if targets is not None else []
+                        if targets is None or not any(t in used for t in extra if t is not None):
+                            continue  # the names that would always be 0 are never read: harmless
                     mismatched.append((rank, site.tiled, site.node))
                 if not mismatched:
                     continue
@@ -124,18 +126,24 @@ class TidRank(Rule):
                 ranks = sorted({r for r, _, _ in mismatched})
                 launch_word = "wp.launch_tiled" if tiled else "wp.launch"
                 valid_text = f"{rank} or {rank + 1}" if tiled else f"{rank}"
+                # the dims the kernel actually runs over (launch_tiled appends the block's)
+                total = rank + 1 if tiled else rank
                 if names < rank:
-                    folded = (
-                        "the last dimension" if rank - names == 1 else f"the last {rank - names} dimensions"
-                    )
+                    missing = total - names
+                    folded = "the last dimension" if missing == 1 else f"the last {missing} dimensions"
                     effect = (
                         f"Warp folds {folded} away and hands each index to several threads at once "
                         f"(duplicated work, racing writes)"
                     )
                 else:
+                    surplus = names - total
                     effect = (
-                        f"the extra {_plural(names - rank, 'name')} of a {rank}-D launch "
-                        f"{'is' if names - rank == 1 else 'are'} always 0"
+                        f"the {'extra name is' if surplus == 1 else f'{surplus} extra names are'} always 0"
+                        + (
+                            " (launch_tiled gives the one after the grid's names the thread's lane)"
+                            if tiled
+                            else ""
+                        )
                     )
                 related = [
                     Related(
@@ -145,7 +153,7 @@ class TidRank(Rule):
                     )
                     for r, t, node in mismatched
                 ]
-                targets = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
+                example = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
                 yield self.report(
                     ctx,
                     anchor,
@@ -154,7 +162,7 @@ class TidRank(Rule):
                     kernel=kernel.name,
                     expected=valid_text if len(ranks) == 1 else ranks,
                     actual=names,
-                    hint=f"unpack {valid_text} names (`{targets} = wp.tid()`) or launch with a {names}-D dim"
+                    hint=f"unpack {valid_text} names (`{example} = wp.tid()`) or launch with a {names}-D dim"
                     f" ({launch_word} at line {mismatched[0][2].lineno})",
                     related=related,
                 )

@@ -78,8 +78,9 @@ def warp_call_name(ctx: RuleContext, node: ast.AST) -> str | None:
     return ctx.model.imports.warp_name(node.func)
 
 
-def kernel_env(ctx: RuleContext, types: KernelTypes,
-               constants: Mapping[str, Value] | None = None) -> dict[str, Value]:
+def kernel_env(
+    ctx: RuleContext, types: KernelTypes, constants: Mapping[str, Value] | None = None
+) -> dict[str, Value]:
     """Module constants a kernel's shapes fold against (names the kernel rebinds are left out)."""
     values = ctx.model.constants.values if constants is None else constants
     local = set(types.variables) | {p.name for p in types.kernel.params}
@@ -93,9 +94,31 @@ def fold_shape(node: ast.expr | None, env: Mapping[str, Value], ctx: RuleContext
     value = fold(node, env, ctx.model.imports)
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,)
-    if isinstance(value, tuple) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if (
+        isinstance(value, tuple)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
         return tuple(int(v) for v in value)  # type: ignore[arg-type]
     return None
+
+
+def source_text(ctx: RuleContext, node: ast.AST) -> str:
+    """The source of ``node`` (fast for one-line nodes: ``ctx.source_of`` re-splits the whole file)."""
+    line_no = getattr(node, "lineno", None)
+    end_no = getattr(node, "end_lineno", None)
+    col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+    lines = ctx.model.lines
+    if (
+        line_no is not None
+        and line_no == end_no
+        and col is not None
+        and end_col is not None
+        and 0 < line_no <= len(lines)
+    ):
+        start, end = int(col), int(end_col)
+        return lines[line_no - 1].encode("utf-8")[start:end].decode("utf-8", errors="replace")
+    return ctx.source_of(node)
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -117,8 +140,13 @@ class TileShapes:
     """Shapes of the tiles of one kernel, flow-insensitively: a name assigned tiles of two
     different shapes (or anything unknown) has no shape."""
 
-    def __init__(self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes,
-                 constants: Mapping[str, Value] | None = None) -> None:
+    def __init__(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        types: KernelTypes,
+        constants: Mapping[str, Value] | None = None,
+    ) -> None:
         self.ctx = ctx
         self.kernel = kernel
         self.types = types
@@ -277,18 +305,28 @@ class TileMatmulShape(Rule):
                 if record is not None:
                     yield record
 
-    def _related(self, ctx: RuleContext, kernel: KernelDef, shapes: TileShapes,
-                 operands: list[tuple[str, ast.expr | None, KnownTile | None]]) -> list[Related]:
+    def _related(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        shapes: TileShapes,
+        operands: list[tuple[str, ast.expr | None, KnownTile | None]],
+    ) -> list[Related]:
         related: list[Related] = []
         for label, node, tile in operands:
             if isinstance(node, ast.Name) and tile is not None and node.id in shapes.definitions:
                 stmt = shapes.definitions[node.id]
-                related.append(Related(ctx.location(stmt, kernel.name),
-                                       f"{label} (`{node.id}`) is created here with shape {tile.shape}"))
+                related.append(
+                    Related(
+                        ctx.location(stmt, kernel.name),
+                        f"{label} (`{node.id}`) is created here with shape {tile.shape}",
+                    )
+                )
         return related
 
-    def _check_call(self, ctx: RuleContext, kernel: KernelDef, shapes: TileShapes,
-                    call: ast.Call) -> Record | None:
+    def _check_call(
+        self, ctx: RuleContext, kernel: KernelDef, shapes: TileShapes, call: ast.Call
+    ) -> Record | None:
         if any(isinstance(a, ast.Starred) for a in call.args):
             return None
         a_node, b_node, c_node = call_arg(call, "a", 0), call_arg(call, "b", 1), call_arg(call, "out", 2)
@@ -299,30 +337,37 @@ class TileMatmulShape(Rule):
 
         def text(label: str) -> str:
             node = named[label][0]
-            return f"`{ctx.source_of(node)}`" if node is not None else label
+            return f"`{source_text(ctx, node)}`" if node is not None else label
 
         # 1-D (or 3-D...) operands
         for label, node, tile in operands:
             if tile is not None and len(tile.shape) != 2:
                 return self.report(
-                    ctx, call,
+                    ctx,
+                    call,
                     f"tile_matmul needs 2-D tiles; {label} ({text(label)}) is a {len(tile.shape)}-D tile of shape "
                     f"{tile.shape}",
-                    kernel=kernel.name, expected="a 2-D tile", actual=f"shape {tile.shape}",
+                    kernel=kernel.name,
+                    expected="a 2-D tile",
+                    actual=f"shape {tile.shape}",
                     hint=f"create {label} with a 2-D shape, e.g. `shape=({tile.shape[0]}, 1)`"
-                    if len(tile.shape) == 1 else f"reshape {label} to 2-D with `wp.tile_reshape`",
+                    if len(tile.shape) == 1
+                    else f"reshape {label} to 2-D with `wp.tile_reshape`",
                     related=self._related(ctx, kernel, shapes, [(label, node, tile)]),
                 )
         # element types Warp's matmul does not take
         for label, node, tile in operands:
             if tile is not None and isinstance(tile.dtype, Scalar) and tile.dtype.name not in _MATMUL_FLOATS:
                 return self.report(
-                    ctx, call,
+                    ctx,
+                    call,
                     f"tile_matmul multiplies float16, bfloat16, float32 or float64 tiles; {label} ({text(label)}) "
                     f"holds {tile.dtype}",
-                    kernel=kernel.name, expected="float16, bfloat16, float32 or float64", actual=str(tile.dtype),
-                    hint=f"convert it first, e.g. `wp.tile_astype({ctx.source_of(node) if node else label}, "
-                         f"dtype=float)`",
+                    kernel=kernel.name,
+                    expected="float16, bfloat16, float32 or float64",
+                    actual=str(tile.dtype),
+                    hint=f"convert it first, e.g. `wp.tile_astype({source_text(ctx, node) if node else label}, "
+                    f"dtype=float)`",
                 )
         if a is None or b is None:
             return None
@@ -352,8 +397,10 @@ class TileMatmulShape(Rule):
             sizes += f", C is {shape_text(c.shape)}"
         hints: list[str] = []
         if "B" in expected:
-            hints.append(f"A ({text('A')}) is M x K = {m}x{k}, so B ({text('B')}) must be K x N = "
-                         f"{shape_text(expected['B'])}")
+            hints.append(
+                f"A ({text('A')}) is M x K = {m}x{k}, so B ({text('B')}) must be K x N = "
+                f"{shape_text(expected['B'])}"
+            )
             if transposed:
                 hints.append("B looks transposed: swap its extents or pass `wp.tile_transpose(...)` of it")
         if "C" in expected:
@@ -361,9 +408,10 @@ class TileMatmulShape(Rule):
         hint = "; ".join(hints)
         actual = {"A": a.shape, "B": b.shape, **({"C": c.shape} if c is not None else {})}
         return self.report(
-            ctx, call,
+            ctx,
+            call,
             f"{form}: shapes are not consistent for a matmul ({sizes}: {'; '.join(problems)}); Warp refuses it: "
-            f"\"tile_matmul(A, B, C) requires sizes of A, B and C to be consistent for a matmul\"",
+            f'"tile_matmul(A, B, C) requires sizes of A, B and C to be consistent for a matmul"',
             kernel=kernel.name,
             expected={label: list(shape) for label, shape in expected.items()},
             actual={label: list(shape) for label, shape in actual.items()},

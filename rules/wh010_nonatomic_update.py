@@ -65,7 +65,7 @@ from warp_harness.model.types import (
 )
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.wh006_launch_arguments import deferred_launch, uses_warp_builtin
+from warp_harness.rules.wh006_launch_arguments import deferred_launch, iter_statements, uses_warp_builtin
 
 # Warp has no atomics for these element types: `+=` on them is a plain load-add-store
 NON_ATOMIC_DTYPES = {"int8", "uint8", "int16", "uint16"}
@@ -94,60 +94,12 @@ _OP_TEXT = {
 }
 # calls whose result depends only on their arguments (a thread-independent argument list gives a
 # thread-independent result)
-_PURE = {
-    "min",
-    "max",
-    "abs",
-    "clamp",
-    "floor",
-    "ceil",
-    "round",
-    "rint",
-    "trunc",
-    "frac",
-    "mod",
-    "sign",
-    "select",
-    "where",
-    "sqrt",
-    "cbrt",
-    "exp",
-    "log",
-    "log2",
-    "log10",
-    "pow",
-    "sin",
-    "cos",
-    "tan",
-    "asin",
-    "acos",
-    "atan",
-    "atan2",
-    "sinh",
-    "cosh",
-    "tanh",
-    "degrees",
-    "radians",
-    "length",
-    "length_sq",
-    "dot",
-    "cross",
-    "normalize",
-    "transpose",
-    "determinant",
-    "inverse",
-    "int",
-    "float",
-    "bool",
-    "len",
-    "isfinite",
-    "isnan",
-    "isinf",
-    "nonzero",
-    "static",
-    "constant",
-    "range",
-}
+_PURE = frozenset(
+    "min max abs clamp floor ceil round rint trunc frac mod sign select where sqrt cbrt exp log log2 log10 "
+    "pow sin cos tan asin acos atan atan2 sinh cosh tanh degrees radians length length_sq dot cross "
+    "normalize transpose determinant inverse int float bool len isfinite isnan isinf nonzero static "
+    "constant range".split()
+)
 _LOCKS = {"atomic_cas", "atomic_exch"}
 _RELATION_FLIP = {
     ast.Lt: ast.Gt,
@@ -444,7 +396,9 @@ class NonAtomicUpdate(Rule):
             if not kernel.is_kernel or not kernel.has_python_body:
                 continue
             types = ctx.model.types(kernel)
-            if not types.tid_unpacks or self._single_thread(ctx, kernel):
+            if not types.tid_unpacks or not self._has_candidates(kernel, types):
+                continue
+            if self._single_thread(ctx, kernel):
                 continue
             if uses_warp_builtin(ctx, kernel, _LOCKS):
                 continue  # a critical section protected by a lock: not something to judge statically
@@ -463,6 +417,25 @@ class NonAtomicUpdate(Rule):
                     related=finding.related,
                     severity=severity,
                 )
+
+    def _has_candidates(self, kernel: KernelDef, types: KernelTypes) -> bool:
+        """A cheap first look: a store into an array parameter whose index does not name a thread index."""
+        arrays = {p.name for p in kernel.params if isinstance(p.type, Array)}
+        tids = set(types.tid_vars)
+        for node in iter_statements(kernel.node.body):
+            target: ast.expr | None = None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+            elif isinstance(node, ast.AugAssign):
+                target = node.target
+            if (
+                isinstance(target, ast.Subscript)
+                and isinstance(target.value, ast.Name)
+                and target.value.id in arrays
+                and not any(isinstance(n, ast.Name) and n.id in tids for n in ast.walk(target.slice))
+            ):
+                return True
+        return False
 
     def _single_thread(self, ctx: RuleContext, kernel: KernelDef) -> bool:
         """Every launch of the kernel in this file certainly starts a single thread."""

@@ -53,7 +53,12 @@ from warp_harness.model.launches import HostArray, LaunchSite
 from warp_harness.model.types import Array
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.wh006_launch_arguments import deferred_launch, launch_arguments, launch_kernel
+from warp_harness.rules.wh006_launch_arguments import (
+    deferred_launch,
+    iter_statements,
+    launch_arguments,
+    launch_kernel,
+)
 
 _ATOMIC_WRITES = {
     "atomic_add",
@@ -93,29 +98,37 @@ def _stored_names(nodes: list[ast.AST]) -> dict[str, int]:
 
 def _derived(kernel: KernelDef, seed: str) -> set[str]:
     """``seed`` and every local computed (directly or not) from it."""
+    edges: list[tuple[set[str], set[str]]] = []
+    for node in walk_body(kernel.node):
+        value: ast.expr | None = None
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            value, targets = node.value, [node.target]
+        elif isinstance(node, ast.For):
+            value, targets = node.iter, [node.target]
+        elif isinstance(node, ast.NamedExpr):
+            value, targets = node.value, [node.target]
+        if value is None:
+            continue
+        sources = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        stored = {
+            n.id
+            for t in targets
+            for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if sources and stored:
+            edges.append((sources, stored))
     tainted = {seed}
     changed = True
     while changed:
         changed = False
-        for node in walk_body(kernel.node):
-            value: ast.expr | None = None
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                value, targets = node.value, list(node.targets)
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
-                value, targets = node.value, [node.target]
-            elif isinstance(node, ast.For):
-                value, targets = node.iter, [node.target]
-            elif isinstance(node, ast.NamedExpr):
-                value, targets = node.value, [node.target]
-            if value is None:
-                continue
-            if any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(value)):
-                for target in targets:
-                    for n in ast.walk(target):
-                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in tainted:
-                            tainted.add(n.id)
-                            changed = True
+        for sources, stored in edges:
+            if not stored <= tainted and not sources.isdisjoint(tainted):
+                tainted |= stored
+                changed = True
     return tainted
 
 
@@ -189,10 +202,17 @@ class UnguardedWrite(Rule):
                 for s in ctx.model.launches_of(kernel)
                 if launch_kernel(ctx, s) is kernel and not deferred_launch(s)
             ]
-            if not sites:
+            # parameters some launch passes a host array of known size to: the only writes worth a look
+            sized = {
+                param.name
+                for site in sites
+                for arg, param in zip(launch_arguments(site) or [], kernel.params, strict=False)
+                if isinstance(arg, ast.Name) and arg.id in site.host_arrays
+            }
+            if not sized:
                 continue
             types = ctx.model.types(kernel)
-            writes = self._unguarded_writes(kernel, types)
+            writes = self._unguarded_writes(kernel, types, sized)
             reported: set[tuple[str, int]] = set()
             for write in writes:
                 key = (write.array, write.axis)
@@ -209,11 +229,10 @@ class UnguardedWrite(Rule):
                     more = tuple(rel for r in records[1:] for rel in r.related)
                     yield replace(first, related=first.related + more) if more else first
 
-    def _unguarded_writes(self, kernel: KernelDef, types: KernelTypes) -> list[_Write]:
-        counts = _stored_names([*kernel.node.body, kernel.node.args])
-        params = {p.name: p for p in kernel.params}
-        found: list[_Write] = []
-        for node in walk_body(kernel.node):
+    def _unguarded_writes(self, kernel: KernelDef, types: KernelTypes, sized: set[str]) -> list[_Write]:
+        params = {p.name: p for p in kernel.params if p.name in sized}
+        candidates: list[tuple[ast.stmt, ast.Subscript, str, ast.Name]] = []
+        for node in iter_statements(kernel.node.body):
             targets: list[ast.expr] = []
             if isinstance(node, ast.Assign):
                 targets = list(node.targets)
@@ -224,23 +243,34 @@ class UnguardedWrite(Rule):
                     continue
                 name = target.value.id
                 param = params.get(name)
-                if param is None or not isinstance(param.type, Array) or counts.get(name, 0) != 1:
+                if param is None or not isinstance(param.type, Array):
                     continue
                 first = (
                     target.slice.elts[0]
                     if isinstance(target.slice, ast.Tuple) and target.slice.elts
                     else target.slice
                 )
-                if (
-                    not isinstance(first, ast.Name)
-                    or first.id not in types.tid_vars
-                    or counts.get(first.id) != 1
-                ):
-                    continue
-                assert isinstance(node, ast.stmt)
-                if _guarded(kernel.node.body, node, _derived(kernel, first.id)) is not False:
-                    continue
-                found.append(_Write(node, target, name, first.id, types.tid_vars[first.id]))
+                if isinstance(first, ast.Name) and first.id in types.tid_vars:
+                    assert isinstance(node, ast.stmt)
+                    candidates.append((node, target, name, first))
+        if not candidates:
+            return []
+        counts: dict[str, int] | None = None
+        found: list[_Write] = []
+        derived: dict[str, set[str]] = {}
+        for stmt, target, name, first in candidates:
+            # a guard on the index itself is the common case; only then follow values computed from it
+            if _guarded(kernel.node.body, stmt, {first.id}) is not False:
+                continue
+            if counts is None:
+                counts = _stored_names([*kernel.node.body, kernel.node.args])
+            if counts.get(name, 0) != 1 or counts.get(first.id) != 1:
+                continue  # the array or the index is reassigned in the kernel
+            if first.id not in derived:
+                derived[first.id] = _derived(kernel, first.id)
+            if _guarded(kernel.node.body, stmt, derived[first.id]) is not False:
+                continue
+            found.append(_Write(stmt, target, name, first.id, types.tid_vars[first.id]))
         return found
 
     def _dim_component(self, site: LaunchSite, axis: int) -> ast.expr | None:

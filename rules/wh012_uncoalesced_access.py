@@ -83,28 +83,37 @@ class _Access:
 
 def _derived(kernel: KernelDef, seed: str) -> set[str]:
     """``seed`` and every local computed (directly or not) from it."""
+    edges: list[tuple[set[str], set[str]]] = []
+    for node in walk_body(kernel.node):
+        value: ast.expr | None = None
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            value, targets = node.value, [node.target]
+        elif isinstance(node, ast.For):
+            value, targets = node.iter, [node.target]
+        elif isinstance(node, ast.NamedExpr):
+            value, targets = node.value, [node.target]
+        if value is None:
+            continue
+        sources = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        stored = {
+            n.id
+            for t in targets
+            for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if sources and stored:
+            edges.append((sources, stored))
     tainted = {seed}
     changed = True
     while changed:
         changed = False
-        for node in walk_body(kernel.node):
-            value: ast.expr | None = None
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                value, targets = node.value, list(node.targets)
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
-                value, targets = node.value, [node.target]
-            elif isinstance(node, ast.For):
-                value, targets = node.iter, [node.target]
-            elif isinstance(node, ast.NamedExpr):
-                value, targets = node.value, [node.target]
-            if value is None or not any(isinstance(n, ast.Name) and n.id in tainted for n in ast.walk(value)):
-                continue
-            for target in targets:
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in tainted:
-                        tainted.add(n.id)
-                        changed = True
+        for sources, stored in edges:
+            if not stored <= tainted and not sources.isdisjoint(tainted):
+                tainted |= stored
+                changed = True
     return tainted
 
 
@@ -154,9 +163,16 @@ class UncoalescedAccess(Rule):
         if fast is None:
             return
         stores: dict[str, int] = {}
+        candidate = False  # some access has `fast` on an axis other than the last: worth the full look
         for node in walk_body(kernel.node):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                 stores[node.id] = stores.get(node.id, 0) + 1
+            elif not candidate and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):
+                candidate = any(_mentions(e, {fast}) for e in node.slice.elts[:-1])
+            elif not candidate and isinstance(node, ast.Call) and len(node.args) > 2:
+                candidate = ctx.model.imports.warp_name(node.func) in _ATOMICS
+        if not candidate:
+            return
         tid_positions = {n: k for k, n in enumerate(names) if n is not None and stores.get(n) == 1}
         if fast not in tid_positions:
             return
@@ -207,8 +223,7 @@ class UncoalescedAccess(Rule):
                 continue
             base_type = types.of(base)
             if isinstance(base_type, Vector | Matrix | Quaternion | Transform | Scalar) or not indices:
-                # a register value: only its last index can use j harmlessly
-                continue
+                continue  # a vector or matrix component: a register, not memory
             if _mentions(indices[-1], fast_family):
                 return  # something is indexed along its last axis by j: this mapping is used coalesced
             if not isinstance(base_type, Array):
@@ -235,9 +250,7 @@ class UncoalescedAccess(Rule):
                     return
                 continue
             last = axes[-1]
-            assert last is not None
-            if tid_positions[last] >= tid_positions[fast]:
-                continue
+            assert last is not None  # a slower thread index (fast is the last one unpacked)
             uncoalesced.append(_Access(node, base.id, ctx.source_of(node), axes.index(fast), last))
         if not uncoalesced or not self._launches_allow(ctx, kernel, names, {a.array for a in uncoalesced}):
             return

@@ -10,23 +10,22 @@ the declared targets are checked.
 
 from __future__ import annotations
 
+import importlib
 import statistics
 import time
 from typing import Any
 
 import numpy as np
-import warp as wp
-
+import warp as _warp
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.validate import ContractProblem, _dim, _numpy_dtype, make_inputs
 from warp_harness.record import Severity, Stage
 
-try:
-    from warp._src.types import is_array
-except ImportError:  # pragma: no cover
-    from warp.types import is_array  # type: ignore[attr-defined,no-redef]
+wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
+
+is_array = importlib.import_module("warp._src.types").is_array
 
 ROTATE_MAX_BYTES = 256 << 20
 IMPLAUSIBLE_FACTOR = 1.5
@@ -65,7 +64,9 @@ def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float
     return bw, fl
 
 
-def _launch_sets(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> tuple[list[list[Any]], Any]:
+def _launch_sets(
+    job: Job, info: KernelInfo, alias: str, device: Any, size: int
+) -> tuple[list[list[Any]], Any]:
     contract = info.contract
     assert contract is not None
     params = [(a.label, a.type) for a in info.runnable.adj.args]
@@ -98,7 +99,12 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     kernel = info.runnable
     opts = job.options
     job.progress(
-        stage="bench", kernel=info.name, device=alias, size=size, seed=job.seed, budget_s=opts.launch_timeout_s
+        stage="bench",
+        kernel=info.name,
+        device=alias,
+        size=size,
+        seed=job.seed,
+        budget_s=opts.launch_timeout_s,
     )
     for i in range(opts.bench_warmup):
         wp.launch(kernel, dim=dim, inputs=sets[i % len(sets)], device=device)
@@ -152,10 +158,15 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     except ContractProblem as exc:
         job.add(
             F.make_record(
-                Stage.PERFORMANCE, F.CONTRACT_ERROR, Severity.ERROR, job.display_path, info.line,
-                f"benchmark of `{info.name}`: {exc}", kernel=info.name,
+                Stage.PERFORMANCE,
+                F.CONTRACT_ERROR,
+                Severity.ERROR,
+                job.display_path,
+                info.line,
+                f"benchmark of `{info.name}`: {exc}",
+                kernel=info.name,
             )
-        )  # fmt: skip
+        )
         return
     median = m["median_s"]
     metrics: dict[str, float] = {"latency_us": median * 1e6, "time_ms": median * 1e3}
@@ -205,7 +216,8 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
                     Severity.WARNING,
                     job.display_path,
                     info.line,
-                    f"kernel `{info.name}` on {alias}: {util} = {metrics[util]:.2f} is beyond the hardware peak",
+                    f"kernel `{info.name}` on {alias}: {util} = {metrics[util]:.2f} "
+                    "is beyond the hardware peak",
                     kernel=info.name,
                     hint="check the contract's bytes/flops functions and that the kernel does all its work",
                 )
@@ -248,7 +260,8 @@ def check_target(
             severity,
             job.display_path,
             info.line,
-            f"kernel `{info.name}` on {alias} misses its target `{target}`: measured {target.metric} = {value:.4g}",
+            f"kernel `{info.name}` on {alias} misses its target `{target}`: "
+            f"measured {target.metric} = {value:.4g}",
             col=info.col,
             end_col=info.end_col,
             kernel=info.name,

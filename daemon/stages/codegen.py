@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import warp as wp
-
+import warp as _warp
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.codegen_errors import exception_text, parse_codegen_error
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.record import Location, Related, Severity, Stage
+
+wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 
 def codegen_options(module: Any) -> dict[str, Any]:

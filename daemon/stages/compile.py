@@ -10,13 +10,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import warp as wp
-
+import warp as _warp
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.codegen import error_record
 from warp_harness.record import Severity, Stage
+
+wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 
 def resolve_devices(job: Job) -> None:
@@ -80,7 +81,9 @@ def isolate(info: KernelInfo) -> Any:
     iso = wp.get_module(f"{source_module.name}__wh_{info.name}")
     iso.options = dict(source_module.options)
     iso.mark_modified()
-    return wp.Kernel(func=info.kernel.func, key=info.kernel.key, module=iso, options=dict(info.kernel.options))
+    return wp.Kernel(
+        func=info.kernel.func, key=info.kernel.key, module=iso, options=dict(info.kernel.options)
+    )
 
 
 def load_into_cache(job: Job, module: Any, device: Any) -> tuple[bool, float, str]:

@@ -11,13 +11,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import warp as wp
-
+import warp as _warp
 from warp_harness import contract as contract_api
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.record import Severity, Stage
+
+wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 _HARNESS_ROOTS = tuple(
     str(Path(p).resolve())
@@ -49,7 +50,7 @@ def purge_workspace_modules(workspace: Path) -> None:
     The object itself must stay (its ``cpu_exec_id`` keeps LLVM module handles unique), so
     its options are reset to the defaults a new module would get.
     """
-    from warp._src import context
+    context: Any = importlib.import_module("warp._src.context")
 
     purged = []
     for name, mod in list(sys.modules.items()):
@@ -101,7 +102,7 @@ def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
         sys.path.insert(0, entry)
     try:
         return importlib.import_module(name)
-    except BaseException as exc:  # noqa: BLE001 - user code may raise anything, SystemExit included
+    except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
         line, col = _error_line(exc, job.path)

@@ -9,24 +9,27 @@ to the smallest size that still fails and handed to the failure library.
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import warp as wp
-
+import warp as _warp
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.record import Severity, Stage
 
-try:  # internal helpers, pinned by tests/daemon/test_daemon_warp_api.py
-    from warp._src.types import is_array, type_scalar_type
-except ImportError:  # pragma: no cover - older layout
-    from warp.types import is_array, type_scalar_type  # type: ignore[attr-defined,no-redef]
+wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
+
+# internal helpers of Warp 1.19, pinned by tests/daemon/test_daemon_worker.py::test_warp_internal_hooks_exist
+_types: Any = importlib.import_module("warp._src.types")
+is_array = _types.is_array
+type_scalar_type = _types.type_scalar_type
 
 # quiet NaNs with a payload no arithmetic produces
 _POISON_BITS = {2: (np.uint16, 0x7E5A), 4: (np.uint32, 0x7FC5A5A5), 8: (np.uint64, 0x7FF8A5A5A5A5A5A5)}
@@ -175,10 +178,12 @@ def _reference_outputs(contract: Contract, result: Any) -> dict[str, np.ndarray]
     if isinstance(result, tuple | list) and len(names) > 1:
         if len(result) != len(names):
             raise ContractProblem(f"the reference returned {len(result)} values for {len(names)} outputs")
-        return {n: np.asarray(v, dtype=np.float64) for n, v in zip(names, result)}
+        return {n: np.asarray(v, dtype=np.float64) for n, v in zip(names, result, strict=True)}
     if len(names) == 1:
         return {names[0]: np.asarray(result, dtype=np.float64)}
-    raise ContractProblem("the reference must return a dict {output name: array} when there are several outputs")
+    raise ContractProblem(
+        "the reference must return a dict {output name: array} when there are several outputs"
+    )
 
 
 def _is_boundary(bad: np.ndarray) -> bool:
@@ -200,7 +205,8 @@ def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poi
             ref = ref.reshape(got.shape)
         else:
             raise ContractProblem(
-                f"the reference gives `{name}` the shape {ref.shape}, the kernel's output has shape {got.shape}"
+                f"the reference gives `{name}` the shape {ref.shape}, "
+                f"the kernel's output has shape {got.shape}"
             )
     unwritten = unwritten_mask(got_raw) if poisoned else np.zeros(got.shape, dtype=bool)
     with np.errstate(all="ignore"):
@@ -412,7 +418,8 @@ def describe_failure(
         return (
             F.INPUT_MUTATED,
             f"{where}: the kernel modified its input(s) {', '.join(f'`{m}`' for m in outcome.mutated)}",
-            "write results to an output array; if the update in place is intended, list it in Contract.inplace",
+            "write results to an output array; if the update in place is intended, "
+            "list it in Contract.inplace",
             None,
             None,
         )
@@ -521,7 +528,8 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                     Severity.WARNING,
                     job.display_path,
                     info.line,
-                    f"contract `{contract.label}`: inputs of size {o.size} violate `{o.skipped}`; case skipped",
+                    f"contract `{contract.label}`: inputs of size {o.size} violate "
+                    f"`{o.skipped}`; case skipped",
                     kernel=info.name,
                     hint="make the input generator respect the contract's constraints",
                 )
@@ -557,7 +565,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         and min(o.size for o in sweep_failed) > max(o.size for o in sweep if o.ok)
     ) or (
         len(sweep_failed) >= 2
-        and all(a.max_rel <= b.max_rel for a, b in zip(sweep_failed, sweep_failed[1:]))
+        and all(a.max_rel <= b.max_rel for a, b in itertools.pairwise(sweep_failed))
         and sweep_failed[-1].max_rel > sweep_failed[0].max_rel * 2
     )
     reported_edge: set[str | None] = set()

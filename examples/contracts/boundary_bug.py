@@ -7,7 +7,6 @@ it in .warp-harness/repros/.
 
 import numpy as np
 import warp as wp
-
 from warp_harness.contract import Contract
 
 

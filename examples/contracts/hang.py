@@ -3,7 +3,6 @@ after `launch_timeout_s` and records a timeout with the kernel."""
 
 import numpy as np
 import warp as wp
-
 from warp_harness.contract import Contract
 
 

@@ -2,7 +2,6 @@
 
 import numpy as np
 import warp as wp
-
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 
 

@@ -3,14 +3,13 @@ serially (a poor access pattern), and the contract asks for an impossible latenc
 
 import numpy as np
 import warp as wp
-
 from warp_harness.contract import Contract, Tolerance
 
 
 @wp.kernel
 def row_sum(a: wp.array2d(dtype=float), out: wp.array(dtype=float), cols: int):
     i = wp.tid()
-    s = float(0.0)
+    s = float(0.0)  # noqa: UP018 - Warp needs float() to make `s` a dynamic loop variable
     for j in range(cols):
         s += a[i, j]
     out[i] = s

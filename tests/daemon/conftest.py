@@ -1,29 +1,17 @@
-"""Shared helpers of the daemon tests: temporary workspaces and a warm worker per module."""
+"""Fixtures of the daemon tests: a temporary workspace and a warm worker per test module."""
 
 from __future__ import annotations
 
-import textwrap
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from warp_harness.daemon.options import RuntimeOptions
+sys.path.insert(0, str(Path(__file__).parent))
+
+from daemon_helpers import FAST
 from warp_harness.daemon.supervisor import Supervisor
-
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples" / "contracts"
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-    return path
-
-
-# options that keep the suite fast: short benchmark, quick hang detection
-FAST = RuntimeOptions(bench_repeats=10, bench_max_time_s=0.05, bench_warmup=1, launch_timeout_s=2.0, timeout_s=120.0)
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +25,3 @@ def supervisor(workspace: Path) -> Iterator[Supervisor]:
     sup.start()
     yield sup
     sup.close()
-
-
-def rules_of(result: dict) -> list[str]:
-    return [r["rule"] for r in result["records"]]
-
-
-def by_rule(result: dict, rule: str) -> list[dict]:
-    return [r for r in result["records"] if r["rule"] == rule]

@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from warp_harness.daemon.cache import ResultCache, atomic_write_bytes, file_sha, result_key
 from warp_harness.daemon.options import RuntimeOptions
 
@@ -46,7 +45,9 @@ def test_key_covers_options(tmp_path: Path, files: tuple[Path, Path]) -> None:
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncate", "wrong-shape", "empty"])
-def test_corrupt_files_are_discarded_and_rebuilt(tmp_path: Path, files: tuple[Path, Path], damage: str) -> None:
+def test_corrupt_files_are_discarded_and_rebuilt(
+    tmp_path: Path, files: tuple[Path, Path], damage: str
+) -> None:
     mod, _ = files
     cache = ResultCache(tmp_path)
     key = result_key(RuntimeOptions().to_dict())

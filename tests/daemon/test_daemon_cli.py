@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from checker_helpers import EXAMPLES  # type: ignore[import-not-found]
+from daemon_helpers import EXAMPLES, def_line
 from warp_harness.daemon.cli import build_parser, main
 
 ARGS = ["--launch-timeout", "2"]
@@ -18,13 +17,19 @@ ARGS = ["--launch-timeout", "2"]
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "warp_harness.daemon", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "warp_harness.daemon", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\n[tool.warp-harness.runtime]\nbench = false\n")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.warp-harness]\n[tool.warp-harness.runtime]\nbench = false\n"
+    )
     shutil.copy(EXAMPLES / "boundary_bug.py", tmp_path / "boundary_bug.py")
     shutil.copy(EXAMPLES / "saxpy.py", tmp_path / "saxpy.py")
     return tmp_path
@@ -51,10 +56,22 @@ def test_ci_untrusted_runs_the_static_tier_only(ws: Path) -> None:
 def test_ci_trusted_writes_reports_and_replay_reruns_the_case(ws: Path) -> None:
     out = ws / "out"
     out.mkdir()
-    p = _run("ci", ".", "--trust", *ARGS, "--sarif", "out/r.sarif", "--junit", "out/r.xml", "--json", "out/r.json",
-             cwd=ws)  # fmt: skip
+    p = _run(
+        "ci",
+        ".",
+        "--trust",
+        *ARGS,
+        "--sarif",
+        "out/r.sarif",
+        "--junit",
+        "out/r.xml",
+        "--json",
+        "out/r.json",
+        cwd=ws,
+    )
     assert p.returncode == 1, p.stderr
-    assert "WHD021" in p.stdout and "boundary_bug.py:15" in p.stdout
+    line = def_line(ws / "boundary_bug.py", "shift_add")
+    assert "WHD021" in p.stdout and f"boundary_bug.py:{line}:" in p.stdout
     sarif = json.loads((out / "r.sarif").read_text())
     assert any(r["ruleId"] == "WHD021" for r in sarif["runs"][0]["results"])
     assert "WHD021" in (out / "r.xml").read_text() and "WHD021" in (out / "r.json").read_text()

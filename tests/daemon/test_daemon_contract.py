@@ -5,7 +5,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from warp_harness import contract
 from warp_harness.contract import Contract, EdgeCase, Target, Tolerance, define, discover
 
@@ -46,8 +45,12 @@ def test_tolerance_per_device() -> None:
 
 @pytest.mark.parametrize(
     ("text", "value", "holds"),
-    [("bandwidth_util >= 0.8", 0.9, True), ("bandwidth_util >= 0.8", 0.5, False), ("latency_us <= 12", 12, True),
-     ("gflops > 1e3", 999.0, False)],
+    [
+        ("bandwidth_util >= 0.8", 0.9, True),
+        ("bandwidth_util >= 0.8", 0.5, False),
+        ("latency_us <= 12", 12, True),
+        ("gflops > 1e3", 999.0, False),
+    ],
 )
 def test_targets(text: str, value: float, holds: bool) -> None:
     assert Target.parse(text).holds(value) is holds
@@ -55,10 +58,14 @@ def test_targets(text: str, value: float, holds: bool) -> None:
 
 def test_constraints_and_edge_cases() -> None:
     c = Contract(
-        kernel="k", reference=lambda x: x, inputs=_inputs, outputs=["y"], sizes=[4, 32],
+        kernel="k",
+        reference=lambda x: x,
+        inputs=_inputs,
+        outputs=["y"],
+        sizes=[4, 32],
         constraints=[("same length", lambda a: a["x"].shape == a["y"].shape)],
         edge_cases=[EdgeCase("big", _inputs), EdgeCase("one", _inputs, size=1)],
-    )  # fmt: skip
+    )
     assert c.check_constraints({"x": np.zeros(3), "y": np.zeros(3)}) is None
     assert c.check_constraints({"x": np.zeros(3), "y": np.zeros(2)}) == "same length"
     assert c.edge_case_size(c.edge_cases[0]) == 32 and c.edge_case_size(c.edge_cases[1]) == 1

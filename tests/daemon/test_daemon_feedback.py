@@ -20,8 +20,12 @@ def test_order_is_constraint_compile_crash_numeric_performance() -> None:
         _rec(Stage.CONSTRAINT, "WH007", line=20),
     ]
     assert [r.stage for r in order(recs)] == [
-        Stage.CONSTRAINT, Stage.COMPILE, Stage.CRASH, Stage.NUMERIC, Stage.PERFORMANCE,
-    ]  # fmt: skip
+        Stage.CONSTRAINT,
+        Stage.COMPILE,
+        Stage.CRASH,
+        Stage.NUMERIC,
+        Stage.PERFORMANCE,
+    ]
 
 
 def test_history_counts_consecutive_saves_and_persists(tmp_path: Path) -> None:

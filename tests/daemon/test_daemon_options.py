@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from warp_harness.config import ConfigError
 from warp_harness.daemon.discovery import contract_siblings, has_kernels, kernel_module_for, relevant, walk
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
@@ -11,9 +10,9 @@ from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
 
 def test_runtime_table(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.warp-harness]\ntrust = true\ndaemon = true\n'
+        "[tool.warp-harness]\ntrust = true\ndaemon = true\n"
         '[tool.warp-harness.runtime]\ndevices = ["cpu", "cuda:0"]\nfast_math = true\nlaunch-timeout-s = 3\n'
-        'peak_bandwidth_gbs = { cpu = 20 }\nfuture_key = 1\n'
+        "peak_bandwidth_gbs = { cpu = 20 }\nfuture_key = 1\n"
     )
     opts = load_runtime_options(tmp_path)
     assert opts.devices == ("cpu", "cuda:0") and opts.fast_math is True and opts.launch_timeout_s == 3.0
@@ -23,7 +22,8 @@ def test_runtime_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"devices": ["tpu"]}, {"mode": "fast"}, {"fast_math": "yes"}, {"timeout_s": 0}, {"memory_mb": True}]
+    "bad",
+    [{"devices": ["tpu"]}, {"mode": "fast"}, {"fast_math": "yes"}, {"timeout_s": 0}, {"memory_mb": True}],
 )
 def test_bad_values_are_config_errors(bad: dict) -> None:
     with pytest.raises(ConfigError):

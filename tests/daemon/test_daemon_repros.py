@@ -3,11 +3,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from warp_harness.daemon import repros
 
-FAILURE = {"kernel": "k", "device": "cpu", "size": 3, "seed": 7, "edge_case": None, "rule": "WHD020",
-           "message": "m", "inputs": None}
+FAILURE = {
+    "kernel": "k",
+    "device": "cpu",
+    "size": 3,
+    "seed": 7,
+    "edge_case": None,
+    "rule": "WHD020",
+    "message": "m",
+    "inputs": None,
+}
 
 
 def test_store_and_load(tmp_path: Path) -> None:

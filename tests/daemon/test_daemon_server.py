@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from checker_helpers import EXAMPLES, FAST, by_rule, write  # type: ignore[import-not-found]
+from daemon_helpers import EXAMPLES, FAST, by_rule, write
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.server import Daemon, DaemonAlreadyRunning, DaemonThread
@@ -105,7 +104,7 @@ def test_malformed_and_oversized_frames_get_errors(untrusted: tuple[Path, Daemon
 
 
 def test_several_clients_get_pushes(untrusted: tuple[Path, DaemonThread]) -> None:
-    ws, t = untrusted
+    _, t = untrusted
     clients = [P.Client(t.daemon.socket_path) for _ in range(3)]
     try:
         for c in clients:
@@ -151,7 +150,9 @@ def test_trusted_save_to_result_cache_and_history(tmp_path: Path) -> None:
             (ws / "boundary_bug.py").write_text(text)
             (ws / "plain.py").write_text("print('still not')\n")
             pushed = c.wait_push("result", timeout=60, where={"path": "boundary_bug.py"})
-            assert pushed["kernels"]["shift_add"]["validate"] == {"cpu": "pass"}, [r["message"] for r in pushed["records"]]
+            assert pushed["kernels"]["shift_add"]["validate"] == {"cpu": "pass"}, [
+                r["message"] for r in pushed["records"]
+            ]
             assert not [r for r in pushed["records"] if r["severity"] == "error"]
             time.sleep(0.3)
             assert all(p.get("path") != "plain.py" for p in c.pushes if p["type"] == "result")

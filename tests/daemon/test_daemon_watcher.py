@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from warp_harness.daemon.watcher import Watcher
 
 

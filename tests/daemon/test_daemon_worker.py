@@ -7,14 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from checker_helpers import EXAMPLES, FAST, by_rule, rules_of, write  # type: ignore[import-not-found]
+from daemon_helpers import EXAMPLES, FAST, by_rule, def_line, rules_of, write
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.supervisor import Supervisor
 
 pytestmark = pytest.mark.slow
 
-BROKEN = '''
+BROKEN = """
 import numpy as np
 import warp as wp
 from warp_harness.contract import Contract
@@ -43,9 +42,12 @@ def bad2(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     y[i] = wp.sqroot(x[i])
 
 
-contract = Contract(kernel=good, reference=lambda x: 2 * x, outputs=["y"], sizes=[3, 100],
-                    inputs=lambda n, rng: {"x": rng.random(n, dtype=np.float32), "y": np.empty(n, np.float32)})
-'''
+def inputs(n, rng):
+    return {"x": rng.random(n, dtype=np.float32), "y": np.empty(n, np.float32)}
+
+
+contract = Contract(kernel=good, reference=lambda x: 2 * x, outputs=["y"], sizes=[3, 100], inputs=inputs)
+"""
 
 
 def test_warp_internal_hooks_exist() -> None:
@@ -80,14 +82,18 @@ def test_every_kernel_gets_its_own_codegen_verdict(supervisor: Supervisor, works
 
 
 def test_import_error_is_located(supervisor: Supervisor, workspace: Path) -> None:
-    path = write(workspace, "noannot.py", """
+    path = write(
+        workspace,
+        "noannot.py",
+        """
         import warp as wp
 
 
         @wp.kernel
         def k(x):
             pass
-    """)
+    """,
+    )
     r = supervisor.check(path)
     (rec,) = by_rule(r, F.IMPORT_ERROR)
     assert r["status"] == "import-error" and "Incomplete argument annotations" in rec["message"]
@@ -132,7 +138,10 @@ def test_boundary_failure_is_reported_shrunk_and_recorded(supervisor: Supervisor
 
 
 def test_wrong_values_report_count_error_and_index(supervisor: Supervisor, workspace: Path) -> None:
-    path = write(workspace, "wrong.py", """
+    path = write(
+        workspace,
+        "wrong.py",
+        """
         import numpy as np
         import warp as wp
         from warp_harness.contract import Contract
@@ -149,7 +158,8 @@ def test_wrong_values_report_count_error_and_index(supervisor: Supervisor, works
 
         contract = Contract(kernel=add_one, reference=lambda x: x + 1, outputs=["y"], sizes=[3, 64],
                             inputs=lambda n, rng: {"x": np.ones(n, np.float32), "y": np.empty(n, np.float32)})
-    """)
+    """,
+    )
     r = supervisor.check(path)
     (rec,) = by_rule(r, F.MISMATCH)
     assert "1 of 6 elements" in rec["message"] and "first bad index 5" in rec["message"]
@@ -171,7 +181,7 @@ def test_segfault_kills_only_the_worker(supervisor: Supervisor, workspace: Path)
     r = supervisor.check(workspace / "oob_crash.py")
     (crash,) = by_rule(r, F.CRASH)
     assert "SIGSEGV" in crash["message"] and crash["location"]["kernel"] == "scatter"
-    assert crash["location"]["line"] == 13
+    assert crash["location"]["line"] == def_line(workspace / "oob_crash.py", "scatter")
     # the debug-mode re-run turns it into a bounds assertion
     (bounds,) = by_rule(r, F.BOUNDS)
     assert "i >= -arr.shape[0] && i < arr.shape[0]" in bounds["message"]
@@ -182,7 +192,10 @@ def test_segfault_kills_only_the_worker(supervisor: Supervisor, workspace: Path)
 
 
 def test_debug_bounds_assertion_crash(supervisor: Supervisor, workspace: Path) -> None:
-    path = write(workspace, "offbyone.py", """
+    path = write(
+        workspace,
+        "offbyone.py",
+        """
         import numpy as np
         import warp as wp
         from warp_harness.contract import Contract
@@ -196,7 +209,8 @@ def test_debug_bounds_assertion_crash(supervisor: Supervisor, workspace: Path) -
 
         contract = Contract(kernel=shift, reference=lambda x: x, outputs=["y"], sizes=[8],
                             inputs=lambda n, rng: {"x": np.ones(n, np.float32), "y": np.empty(n, np.float32)})
-    """)
+    """,
+    )
     r = supervisor.check(path, options=FAST.merged({"mode": "debug"}))
     (rec,) = by_rule(r, F.BOUNDS)
     assert "SIGILL" in rec["message"] and rec["location"]["kernel"] == "shift"
@@ -213,14 +227,18 @@ def test_hang_times_out_and_the_worker_keeps_serving(supervisor: Supervisor, wor
 
 
 def test_changing_fast_math_or_mode_really_recompiles(supervisor: Supervisor, workspace: Path) -> None:
-    path = write(workspace, "opts.py", """
+    path = write(
+        workspace,
+        "opts.py",
+        """
         import warp as wp
 
 
         @wp.kernel
         def k(x: wp.array(dtype=float)):
             x[wp.tid()] = wp.sin(x[wp.tid()])
-    """)
+    """,
+    )
     results = {}
     for name, opts in [
         ("default", FAST),
@@ -265,7 +283,10 @@ def test_cuda_device_validates() -> None:  # pragma: no cover - needs a GPU
 
 
 def test_memory_limit(workspace: Path) -> None:
-    path = write(workspace, "hog.py", """
+    path = write(
+        workspace,
+        "hog.py",
+        """
         import numpy as np
         import warp as wp
 
@@ -275,7 +296,8 @@ def test_memory_limit(workspace: Path) -> None:
         @wp.kernel
         def k(x: wp.array(dtype=float)):
             pass
-    """)
+    """,
+    )
     with Supervisor(workspace, FAST.merged({"memory_mb": 2048}), warmup=False) as sup:
         r = sup.check(path)
     assert F.MEMORY in rules_of(r)

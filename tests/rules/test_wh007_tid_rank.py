@@ -103,6 +103,7 @@ def per_lane(a: wp.array(dtype=float)):
 @wp.kernel
 def too_many(a: wp.array(dtype=float)):
     i, j, k = wp.tid()
+    a[i + j + k] = 1.0
 
 
 def run(a):
@@ -130,5 +131,31 @@ def run(a, n, shape, dims):
     wp.launch(grid, dim=a.shape, inputs=[a])
     wp.launch(grid, dim=(*dims,), inputs=[a])
     wp.launch(grid, dim=shape, inputs=[a])
+"""
+    assert analyse(source, select=["WH007"]) == []
+
+
+def test_unread_extra_names_and_recorded_launches_are_not_judged(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+
+@wp.kernel
+def first_axis(a: wp.array(dtype=float)):
+    i, _j, _k = wp.tid()
+    a[i] = 1.0
+
+
+@wp.kernel
+def rows(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+
+
+def run(a, n):
+    wp.launch(first_axis, dim=n + 1, inputs=[a])
+    cmd = wp.launch(rows, dim=1, inputs=[a], record_cmd=True)
+    cmd.set_dim((n, 2))
+    wp.launch(rows, dim=(0, 4), inputs=[a])
 """
     assert analyse(source, select=["WH007"]) == []

@@ -85,11 +85,11 @@ def run(a, n, block):
 
 
 def test_fft_kernels_pick_their_own_block_size(analyse: Analyse) -> None:
-    # the shipped example_tile_fft.py launches a 32-point FFT with block_dim=8
+    # cuFFTDx sets the thread count of an FFT (the shipped example_tile_fft.py uses 8 for 32 points)
     source = """
 import warp as wp
 
-BLOCK_DIM = 8
+BLOCK_DIM = 48
 
 
 @wp.kernel
@@ -116,3 +116,8 @@ def run(x, y):
         )
         + 1
     ]
+
+
+def test_blocks_smaller_than_a_warp_are_taken_as_deliberate(analyse: Analyse) -> None:
+    source = KERNEL + "\n\ndef run(a):\n    wp.launch_tiled(ones, dim=[4], inputs=[a], block_dim=8)\n"
+    assert analyse(source, select=["WH008"], target="sm_86") == []

@@ -1,0 +1,219 @@
+"""## WH014 tile-array-rank
+
+A tile's shape and the array it is loaded from or stored to have a different number of
+dimensions: `wp.tile_load(a, shape=(16, 16))` on a 1-D array, `wp.tile_store(b, t)` of a 2-D tile
+into a 1-D array, the same for `wp.tile_atomic_add`, or an `offset` with a different number of
+indices than the array has dimensions. The rank of a shape is read from the source (a tuple of
+any values, or one integer), the rank of an array from its annotation; an unknown rank is never
+reported.
+
+### Why it matters
+Warp refuses the module at code generation: `tile_load() array argument must have same number
+of dimensions as the tile shape, trying to perform an 2 dimensional load from an array with 1
+dimensions`, or `tile_store() 'a' argument must have the same number of dimensions as the 't'
+argument`, after the import and the build of everything else.
+
+### Bad
+```python
+@wp.kernel
+def copy(a: wp.array(dtype=float), b: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(16, 16), offset=(i * 16, 0))
+    wp.tile_store(b, t, offset=(i * 16, 0))
+```
+
+### Good
+```python
+@wp.kernel
+def copy(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(16, 16), offset=(i * 16, 0))
+    wp.tile_store(b, t, offset=(i * 16, 0))
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+
+from warp_harness.model.constants import Value, fold
+from warp_harness.model.inference import KernelTypes
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.types import Array, Scalar, Tile, TupleType
+from warp_harness.record import Record, Severity
+from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.wh009_tile_matmul_shape import (
+    TileShapes,
+    call_arg,
+    kernel_env,
+    source_text,
+    warp_call_name,
+)
+
+_STORES = ("tile_store", "tile_atomic_add")
+
+
+def _rank(
+    node: ast.expr | None, ctx: RuleContext, types: KernelTypes, env: Mapping[str, Value]
+) -> int | None:
+    """Number of entries of a shape or offset argument: a tuple literal, one int, or a folded value."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Tuple | ast.List):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            return None
+        return len(node.elts)
+    value = fold(node, env, ctx.model.imports)
+    if isinstance(value, tuple):
+        return len(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return 1
+    t = types.of(node)
+    if isinstance(t, TupleType):
+        return len(t.elements)
+    if isinstance(t, Scalar) and t.is_int:
+        return 1
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _indices(n: int) -> str:
+    return "1 index" if n == 1 else f"{n} indices"
+
+
+class TileArrayRank(Rule):
+    id = "WH014"
+    name = "tile-array-rank"
+    summary = "tile shape or offset rank differs from the array's number of dimensions"
+    severity = Severity.ERROR
+    priority = 70
+
+    def check(self, ctx: RuleContext) -> Iterator[Record]:
+        for kernel in ctx.model.kernels:
+            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+                continue
+            calls = [n for n in walk_body(kernel.node) if warp_call_name(ctx, n) in ("tile_load", *_STORES)]
+            if not calls:
+                continue
+            types = ctx.model.types(kernel)
+            shapes = TileShapes(ctx, kernel, types)
+            env = kernel_env(ctx, types)
+            for call in calls:
+                assert isinstance(call, ast.Call)
+                if any(isinstance(a, ast.Starred) for a in call.args):
+                    continue
+                name = warp_call_name(ctx, call)
+                if name == "tile_load":
+                    yield from self._load(ctx, kernel, types, env, call)
+                else:
+                    assert name is not None
+                    yield from self._store(ctx, kernel, types, shapes, env, call, name)
+
+    def _array(self, types: KernelTypes, node: ast.expr | None) -> Array | None:
+        if node is None:
+            return None
+        t = types.of(node)
+        return t if isinstance(t, Array) and t.kind == "array" else None
+
+    def _load(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        types: KernelTypes,
+        env: Mapping[str, Value],
+        call: ast.Call,
+    ) -> Iterator[Record]:
+        array_node = call_arg(call, "a", 0)
+        array = self._array(types, array_node)
+        if array is None or array_node is None:
+            return
+        arr = source_text(ctx, array_node)
+        shape_node = call_arg(call, "shape", 1)
+        rank = _rank(shape_node, ctx, types, env)
+        if shape_node is not None and rank is not None and rank != array.ndim:
+            yield self.report(
+                ctx,
+                shape_node,
+                f"tile_load of a {rank}-D tile (shape `{source_text(ctx, shape_node)}`) from `{arr}`, a "
+                f'{array.ndim}-D array; Warp: "tile_load() array argument must have same number of dimensions '
+                f'as the tile shape"',
+                kernel=kernel.name,
+                expected=array.ndim,
+                actual=rank,
+                hint=f"give the tile shape {_plural(array.ndim, 'extent')} (one per dimension of `{arr}`), or "
+                f"declare `{arr}` as a {rank}-D array (e.g. `wp.array{rank}d(dtype=...)`)"
+                if rank in (1, 2, 3, 4)
+                else f"give the tile shape {_plural(array.ndim, 'extent')}",
+            )
+            return
+        offset_node = call_arg(call, "offset", 2)
+        offset_rank = _rank(offset_node, ctx, types, env)
+        if offset_node is not None and offset_rank is not None and offset_rank != array.ndim:
+            yield self.report(
+                ctx,
+                offset_node,
+                f"tile_load offset `{source_text(ctx, offset_node)}` has {_indices(offset_rank)} for "
+                f'`{arr}`, a {array.ndim}-D array; Warp: "tile_load() offset argument must have the same number '
+                f'of dimensions as the array to load from"',
+                kernel=kernel.name,
+                expected=array.ndim,
+                actual=offset_rank,
+                hint=f"pass one offset per dimension of `{arr}`: a tuple of {array.ndim}",
+            )
+
+    def _store(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        types: KernelTypes,
+        shapes: TileShapes,
+        env: Mapping[str, Value],
+        call: ast.Call,
+        name: str,
+    ) -> Iterator[Record]:
+        array_node = call_arg(call, "a", 0)
+        array = self._array(types, array_node)
+        if array is None or array_node is None:
+            return
+        arr = source_text(ctx, array_node)
+        tile_node = call_arg(call, "t", 1)
+        tile_rank: int | None = None
+        if tile_node is not None:
+            inferred = types.of(tile_node)
+            if isinstance(inferred, Tile) and inferred.shape is not None:
+                tile_rank = len(inferred.shape)
+            else:
+                known = shapes.of(tile_node)
+                tile_rank = len(known.shape) if known is not None else None
+        if tile_node is not None and tile_rank is not None and tile_rank != array.ndim:
+            yield self.report(
+                ctx,
+                call,
+                f"{name} of a {tile_rank}-D tile (`{source_text(ctx, tile_node)}`) into `{arr}`, a {array.ndim}-D "
+                f"array; Warp: \"{name}() 'a' argument must have the same number of dimensions as the 't' "
+                f'argument"',
+                kernel=kernel.name,
+                expected=array.ndim,
+                actual=tile_rank,
+                hint=f"store into a {tile_rank}-D array, or reshape the tile with `wp.tile_reshape` to "
+                f"{_plural(array.ndim, 'dimension')}",
+            )
+            return
+        offset_node = call_arg(call, "offset", 2)
+        offset_rank = _rank(offset_node, ctx, types, env)
+        if offset_node is not None and offset_rank is not None and offset_rank != array.ndim:
+            yield self.report(
+                ctx,
+                offset_node,
+                f"{name} offset `{source_text(ctx, offset_node)}` has {_indices(offset_rank)} for `{arr}`, "
+                f"a {array.ndim}-D array; Warp: \"{name}() 'a' argument must have {offset_rank} dimensions, "
+                f'calculated based on the provided offset arguments"',
+                kernel=kernel.name,
+                expected=array.ndim,
+                actual=offset_rank,
+                hint=f"pass one offset per dimension of `{arr}`: a tuple of {array.ndim}",
+            )
