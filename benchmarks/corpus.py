@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-_HEADER = '''import numpy as np
+_HEADER = """import numpy as np
 import warp as wp
 
 TILE_M = wp.constant(16)
@@ -10,9 +10,9 @@ TILE_N = wp.constant(16)
 TILE_K = wp.constant(8)
 BLOCK = 64
 
-'''
+"""
 
-_KERNEL = '''
+_KERNEL = """
 @wp.func
 def helper_{n}(a: float, b: float) -> float:
     return wp.sqrt(a * a + b * b)
@@ -66,7 +66,7 @@ def run_{n}(n: int):
     wp.launch(kernel_{n}, dim=n, inputs=[x, y, v, m, out, 2.0])
     A = wp.zeros((64, 64), dtype=float)
     wp.launch_tiled(tile_kernel_{n}, dim=(4, 4), inputs=[A, A, A], block_dim=BLOCK)
-'''
+"""
 
 
 def generated_module(kernels: int = 40, target_lines: int = 2000) -> str:
@@ -77,5 +77,7 @@ def generated_module(kernels: int = 40, target_lines: int = 2000) -> str:
     text = "".join(parts)
     lines = text.count("\n")
     if lines < target_lines:
-        text += "".join(f"# padding line {k}: host-side notes and comments\n" for k in range(target_lines - lines))
+        text += "".join(
+            f"# padding line {k}: host-side notes and comments\n" for k in range(target_lines - lines)
+        )
     return text

@@ -73,9 +73,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 path.write_text(text, encoding="utf-8")
                 result = check_file(path, overrides, builtins=table)
         results.append(result)
-    output = render(args.output_format, results, rules=rule_infos(), tool_version=tool_version(),
-                    color=args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
-                                                     and args.output_file is None))
+    output = render(
+        args.output_format,
+        results,
+        rules=rule_infos(),
+        tool_version=tool_version(),
+        color=args.color == "always"
+        or (args.color == "auto" and sys.stdout.isatty() and args.output_file is None),
+    )
     if args.fix and args.output_format == "text":
         output += f"Fixed {fixed_total} issue{'s' if fixed_total != 1 else ''}.\n"
     if args.output_file:
@@ -94,12 +99,25 @@ def _cmd_rule(args: argparse.Namespace) -> int:
         print(f"warp-harness: unknown rule {args.rule!r}; `warp-harness rules` lists them", file=sys.stderr)
         return 2
     if args.output_format == "json":
-        print(json.dumps({"id": cls.id, "name": cls.name, "summary": cls.summary,
-                          "severity": cls.severity.value, "priority": cls.priority, "fixable": cls.fixable,
-                          "doc": cls.doc()}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "id": cls.id,
+                    "name": cls.name,
+                    "summary": cls.summary,
+                    "severity": cls.severity.value,
+                    "priority": cls.priority,
+                    "fixable": cls.fixable,
+                    "doc": cls.doc(),
+                },
+                indent=2,
+            )
+        )
     else:
-        print(f"{cls.doc()}\n\nseverity: {cls.severity.value}, priority: {cls.priority}, "
-              f"fix: {'yes' if cls.fixable else 'no'}")
+        print(
+            f"{cls.doc()}\n\nseverity: {cls.severity.value}, priority: {cls.priority}, "
+            f"fix: {'yes' if cls.fixable else 'no'}"
+        )
     return 0
 
 
@@ -110,8 +128,21 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     if args.output_format == "markdown":
         sys.stdout.write(rules_markdown())
     elif args.output_format == "json":
-        print(json.dumps([{"id": c.id, "name": c.name, "summary": c.summary, "severity": c.severity.value,
-                           "fixable": c.fixable} for c in rule_classes()], indent=2))
+        print(
+            json.dumps(
+                [
+                    {
+                        "id": c.id,
+                        "name": c.name,
+                        "summary": c.summary,
+                        "severity": c.severity.value,
+                        "fixable": c.fixable,
+                    }
+                    for c in rule_classes()
+                ],
+                indent=2,
+            )
+        )
     else:
         for cls in rule_classes():
             fix = "fix" if cls.fixable else "   "
@@ -134,10 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-format", choices=FORMATS, default="text")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report here instead of stdout")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    check.add_argument("--select", action="append", metavar="RULES", help="only these rules (ids or prefixes)")
-    check.add_argument("--ignore", action="append", metavar="RULES", help="skip these rules (ids or prefixes)")
-    check.add_argument("--target", metavar="PROFILE", help="hardware profile: cpu, sm_80, sm_86, sm_89, sm_90 "
-                                                          "or a profile .toml")
+    check.add_argument(
+        "--select", action="append", metavar="RULES", help="only these rules (ids or prefixes)"
+    )
+    check.add_argument(
+        "--ignore", action="append", metavar="RULES", help="skip these rules (ids or prefixes)"
+    )
+    check.add_argument(
+        "--target",
+        metavar="PROFILE",
+        help="hardware profile: cpu, sm_80, sm_86, sm_89, sm_90 or a profile .toml",
+    )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are reported")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     check.set_defaults(func=_cmd_check)

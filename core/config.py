@@ -84,8 +84,10 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
                 try:
                     severities[str(rule_id).upper()] = Severity(str(level))
                 except ValueError:
-                    raise ConfigError(f"{where}: `severity.{rule_id}` is {level!r}; use one of "
-                                      f"{', '.join(s.value for s in Severity)}") from None
+                    raise ConfigError(
+                        f"{where}: `severity.{rule_id}` is {level!r}; use one of "
+                        f"{', '.join(s.value for s in Severity)}"
+                    ) from None
             out[key] = severities
         elif key == "debounce_ms":
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

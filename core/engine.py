@@ -21,8 +21,24 @@ if TYPE_CHECKING:
 
 SYNTAX_RULE = "WH000"
 INTERNAL_RULE = "WH999"
-_SKIP_DIRS = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".tox", ".nox", "node_modules",
-              ".mypy_cache", ".ruff_cache", ".pytest_cache", ".warp-harness", "build", "dist", ".eggs"}
+_SKIP_DIRS = {
+    ".git",
+    ".hg",
+    ".svn",
+    "__pycache__",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    "node_modules",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".warp-harness",
+    "build",
+    "dist",
+    ".eggs",
+}
 
 
 @dataclass
@@ -43,8 +59,13 @@ def _syntax_record(path: str, issue: SyntaxIssue) -> Record:
         stage=Stage.SYNTAX,
         rule=SYNTAX_RULE,
         severity=Severity.ERROR,
-        location=Location(path, issue.line, issue.col, issue.end_line or issue.line,
-                          issue.end_col if issue.end_col is not None else issue.col + 1),
+        location=Location(
+            path,
+            issue.line,
+            issue.col,
+            issue.end_line or issue.line,
+            issue.end_col if issue.end_col is not None else issue.col + 1,
+        ),
         message=f"syntax error: {issue.message}",
         hint="the rest of the file is still checked; kernels in the statement with the error are skipped",
         priority=100,
@@ -69,9 +90,13 @@ def _resolve_conflicts(records: list[Record]) -> list[Record]:
     return [*best.values(), *unplaced]
 
 
-def analyse_source(text: str, path: str = "<memory>", settings: Settings | None = None,
-                   overrides: Mapping[str, Any] | None = None,
-                   builtins: BuiltinTable | None = None) -> Analysis:
+def analyse_source(
+    text: str,
+    path: str = "<memory>",
+    settings: Settings | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    builtins: BuiltinTable | None = None,
+) -> Analysis:
     """Run the static tier on one file's text. Never raises on bad input."""
     from warp_harness.rules import all_rules
     from warp_harness.rules.base import RuleContext
@@ -95,13 +120,17 @@ def analyse_source(text: str, path: str = "<memory>", settings: Settings | None 
                 records.extend(rule.check(ctx))
             except Exception as exc:  # a broken rule must not take the others down
                 frame = traceback.extract_tb(exc.__traceback__)[-1]
-                records.append(Record(
-                    stage=Stage.INTERNAL, rule=INTERNAL_RULE, severity=Severity.WARNING,
-                    location=Location(path, 1, 0, 1, 0),
-                    message=f"internal error in rule {rule.id} ({type(exc).__name__}: {exc}) at "
-                            f"{Path(frame.filename).name}:{frame.lineno}; the other rules still ran",
-                    hint="please report this with the file that triggers it",
-                ))
+                records.append(
+                    Record(
+                        stage=Stage.INTERNAL,
+                        rule=INTERNAL_RULE,
+                        severity=Severity.WARNING,
+                        location=Location(path, 1, 0, 1, 0),
+                        message=f"internal error in rule {rule.id} ({type(exc).__name__}: {exc}) at "
+                        f"{Path(frame.filename).name}:{frame.lineno}; the other rules still ran",
+                        hint="please report this with the file that triggers it",
+                    )
+                )
     suppressions = Suppressions.from_lines(parsed.lines)
     kept = [r for r in _resolve_conflicts(records) if not suppressions.is_suppressed(r)]
     kept = [r.with_severity(settings.severity[r.rule]) if r.rule in settings.severity else r for r in kept]
@@ -109,27 +138,45 @@ def analyse_source(text: str, path: str = "<memory>", settings: Settings | None 
     return Analysis(kept, model, parsed)
 
 
-def check_bytes(data: bytes, path: str, settings: Settings | None = None,
-                builtins: BuiltinTable | None = None) -> FileResult:
+def check_bytes(
+    data: bytes, path: str, settings: Settings | None = None, builtins: BuiltinTable | None = None
+) -> FileResult:
     text, problem = decode_source(data)
     if text is None:
         assert problem is not None
         return FileResult(path, (_syntax_record(path, problem),), None)
     analysis = analyse_source(text, path, settings, builtins=builtins)
-    return FileResult(path, tuple(analysis.records), tuple(line.rstrip("\r\n") for line in analysis.source.lines)
-                      if analysis.source else None)
+    return FileResult(
+        path,
+        tuple(analysis.records),
+        tuple(line.rstrip("\r\n") for line in analysis.source.lines) if analysis.source else None,
+    )
 
 
-def check_file(path: Path, overrides: Mapping[str, Any] | None = None, display_path: str | None = None,
-               builtins: BuiltinTable | None = None) -> FileResult:
+def check_file(
+    path: Path,
+    overrides: Mapping[str, Any] | None = None,
+    display_path: str | None = None,
+    builtins: BuiltinTable | None = None,
+) -> FileResult:
     settings = load_settings(path, overrides)
     shown = display_path or _display(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        return FileResult(shown, (Record(
-            stage=Stage.SYNTAX, rule=SYNTAX_RULE, severity=Severity.ERROR, location=Location(shown, 1, 0),
-            message=f"cannot read file: {exc.strerror or exc}"),), None)
+        return FileResult(
+            shown,
+            (
+                Record(
+                    stage=Stage.SYNTAX,
+                    rule=SYNTAX_RULE,
+                    severity=Severity.ERROR,
+                    location=Location(shown, 1, 0),
+                    message=f"cannot read file: {exc.strerror or exc}",
+                ),
+            ),
+            None,
+        )
     return check_bytes(data, shown, settings, builtins)
 
 
@@ -153,8 +200,13 @@ def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None
             continue
         settings = load_settings(root, overrides)
         for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info")
-                             and not is_excluded(Path(folder) / d, settings))
+            dirs[:] = sorted(
+                d
+                for d in dirs
+                if d not in _SKIP_DIRS
+                and not d.endswith(".egg-info")
+                and not is_excluded(Path(folder) / d, settings)
+            )
             for name in sorted(files):
                 if not name.endswith((".py", ".pyi")) or name.endswith(".pyi"):
                     continue
@@ -174,5 +226,13 @@ def missing_paths(paths: Sequence[Path]) -> list[Path]:
     return [p for p in paths if not p.exists()]
 
 
-__all__ = ["Analysis", "analyse_source", "check_bytes", "check_file", "check_paths", "iter_python_files",
-           "missing_paths", "replace"]
+__all__ = [
+    "Analysis",
+    "analyse_source",
+    "check_bytes",
+    "check_file",
+    "check_paths",
+    "iter_python_files",
+    "missing_paths",
+    "replace",
+]

@@ -25,7 +25,10 @@ def apply_edits(text: str, edits: Sequence[TextEdit]) -> tuple[str, int]:
     """Apply non-overlapping edits (later ones that overlap an earlier one are dropped)."""
     starts = _offsets(text)
     spans = sorted(
-        ((_offset(starts, text, e.line, e.col), _offset(starts, text, e.end_line, e.end_col), e) for e in edits),
+        (
+            (_offset(starts, text, e.line, e.col), _offset(starts, text, e.end_line, e.end_col), e)
+            for e in edits
+        ),
         key=lambda s: (s[0], s[1]),
     )
     chosen: list[tuple[int, int, TextEdit]] = []
@@ -50,9 +53,11 @@ def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) ->
         fix = record.fix
         if fix is None or (safe_only and not fix.safe) or not fix.edits:
             continue
-        spans = [(_offset(starts, text, e.line, e.col), _offset(starts, text, e.end_line, e.end_col))
-                 for e in fix.edits]
-        if any(s < te and ts < e or (s == e == ts == te) for s, e in spans for ts, te in taken):
+        spans = [
+            (_offset(starts, text, e.line, e.col), _offset(starts, text, e.end_line, e.end_col))
+            for e in fix.edits
+        ]
+        if any((s < te and ts < e) or (s == e == ts == te) for s, e in spans for ts, te in taken):
             continue
         taken.extend(spans)
         edits.extend(fix.edits)

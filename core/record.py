@@ -95,7 +95,9 @@ class TextEdit:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TextEdit:
         r = data["range"]
-        return cls(int(r["line"]), int(r["col"]), int(r["end_line"]), int(r["end_col"]), str(data["new_text"]))
+        return cls(
+            int(r["line"]), int(r["col"]), int(r["end_line"]), int(r["end_col"]), str(data["new_text"])
+        )
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,12 @@ def rule_classes() -> tuple[type[Rule], ...]:
                 continue  # not written yet
             raise
         for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule \
-                    and value.__module__ == module.__name__:
+            if (
+                isinstance(value, type)
+                and issubclass(value, Rule)
+                and value is not Rule
+                and value.__module__ == module.__name__
+            ):
                 classes.append(value)
     return tuple(sorted(classes, key=lambda c: c.id))
 

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-
 from warp_harness.config import Settings
 from warp_harness.model.module import ModuleModel
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
@@ -88,10 +87,21 @@ class Rule:
     def check(self, ctx: RuleContext) -> Iterable[Record]:
         raise NotImplementedError
 
-    def report(self, ctx: RuleContext, node: ast.AST, message: str, *, kernel: str | None = None,
-               expected: object = None, actual: object = None, hint: str | None = None,
-               fix: Fix | None = None, related: Sequence[Related] = (), end_node: ast.AST | None = None,
-               severity: Severity | None = None) -> Record:
+    def report(
+        self,
+        ctx: RuleContext,
+        node: ast.AST,
+        message: str,
+        *,
+        kernel: str | None = None,
+        expected: object = None,
+        actual: object = None,
+        hint: str | None = None,
+        fix: Fix | None = None,
+        related: Sequence[Related] = (),
+        end_node: ast.AST | None = None,
+        severity: Severity | None = None,
+    ) -> Record:
         return Record(
             stage=self.stage,
             rule=self.id,

@@ -46,11 +46,12 @@ class MissingAnnotation(Rule):
             for param in kernel.params:
                 if param.annotation is None:
                     yield self.report(
-                        ctx, param.node,
+                        ctx,
+                        param.node,
                         f"parameter `{param.name}` of {kernel.kind} `{kernel.name}` has no type annotation",
                         kernel=kernel.name,
                         expected="an annotation such as `wp.array(dtype=float)` or `float`",
                         actual="none",
-                        hint=f"annotate `{param.name}`, e.g. `{param.name}: wp.array(dtype=float)` for an array "
-                             f"or `{param.name}: float` for a scalar",
+                        hint=f"annotate `{param.name}`, e.g. `{param.name}: wp.array(dtype=float)` "
+                        f"for an array or `{param.name}: float` for a scalar",
                     )

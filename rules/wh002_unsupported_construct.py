@@ -70,12 +70,68 @@ if hasattr(ast, "TryStar"):
     _CONSTRUCTS[ast.TryStar] = "try/except*"
 
 # Python builtins Warp's code generator accepts inside kernels
-_ALLOWED_PY_BUILTINS = {"range", "min", "max", "abs", "int", "float", "bool", "len", "print", "isinstance",
-                        "round", "pow", "type", "tuple", "enumerate", "zip", "reversed"}
-_PY_BUILTINS = {"sum", "sorted", "map", "filter", "list", "dict", "set", "any", "all", "open", "input", "str",
-                "repr", "format", "iter", "next", "divmod", "hash", "id", "getattr", "setattr", "hasattr",
-                "vars", "dir", "eval", "exec", "compile", "chr", "ord", "hex", "oct", "bin", "complex",
-                "bytes", "bytearray", "frozenset", "object", "super", "callable", "slice", "memoryview"}
+_ALLOWED_PY_BUILTINS = {
+    "range",
+    "min",
+    "max",
+    "abs",
+    "int",
+    "float",
+    "bool",
+    "len",
+    "print",
+    "isinstance",
+    "round",
+    "pow",
+    "type",
+    "tuple",
+    "enumerate",
+    "zip",
+    "reversed",
+}
+_PY_BUILTINS = {
+    "sum",
+    "sorted",
+    "map",
+    "filter",
+    "list",
+    "dict",
+    "set",
+    "any",
+    "all",
+    "open",
+    "input",
+    "str",
+    "repr",
+    "format",
+    "iter",
+    "next",
+    "divmod",
+    "hash",
+    "id",
+    "getattr",
+    "setattr",
+    "hasattr",
+    "vars",
+    "dir",
+    "eval",
+    "exec",
+    "compile",
+    "chr",
+    "ord",
+    "hex",
+    "oct",
+    "bin",
+    "complex",
+    "bytes",
+    "bytearray",
+    "frozenset",
+    "object",
+    "super",
+    "callable",
+    "slice",
+    "memoryview",
+}
 
 
 class UnsupportedConstruct(Rule):
@@ -96,9 +152,15 @@ class UnsupportedConstruct(Rule):
         args = kernel.node.args
         for extra, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if extra is not None:
-                yield self.report(ctx, extra, f"{what} parameters are not supported in Warp {kernel.kind}s",
-                                  kernel=kernel.name, actual=what, expected="named, annotated parameters",
-                                  hint="list each parameter with its type")
+                yield self.report(
+                    ctx,
+                    extra,
+                    f"{what} parameters are not supported in Warp {kernel.kind}s",
+                    kernel=kernel.name,
+                    actual=what,
+                    expected="named, annotated parameters",
+                    hint="list each parameter with its type",
+                )
 
     def _check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         skip: set[int] = set()
@@ -110,8 +172,12 @@ class UnsupportedConstruct(Rule):
                 # report the outermost construct once
                 skip.update(id(n) for n in ast.walk(node))
                 yield self.report(
-                    ctx, node, f"{what} is not supported inside a Warp {kernel.kind}",
-                    kernel=kernel.name, actual=what, expected="constructs Warp's code generator supports",
+                    ctx,
+                    node,
+                    f"{what} is not supported inside a Warp {kernel.kind}",
+                    kernel=kernel.name,
+                    actual=what,
+                    expected="constructs Warp's code generator supports",
                     hint=_hint_for(node),
                 )
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
@@ -119,28 +185,51 @@ class UnsupportedConstruct(Rule):
                 plain = self._plain_python_function(ctx, name)
                 if plain is not None and name not in {p.name for p in kernel.params}:
                     yield self.report(
-                        ctx, node.func,
+                        ctx,
+                        node.func,
                         f"`{name}` is a plain Python function (line {plain.lineno}), not a `@wp.func`; "
                         f"Warp cannot call it from a {kernel.kind}",
-                        kernel=kernel.name, actual=name, expected="a Warp builtin or a @wp.func",
+                        kernel=kernel.name,
+                        actual=name,
+                        expected="a Warp builtin or a @wp.func",
                         hint=f"decorate `{name}` with `@wp.func` and annotate its parameters",
                     )
                 elif name in _PY_BUILTINS and name not in self._local_names(ctx, kernel):
                     yield self.report(
-                        ctx, node.func,
+                        ctx,
+                        node.func,
                         f"`{name}()` is a plain Python function; Warp cannot call it from a {kernel.kind}",
-                        kernel=kernel.name, actual=name, expected="a Warp builtin or a @wp.func",
+                        kernel=kernel.name,
+                        actual=name,
+                        expected="a Warp builtin or a @wp.func",
                         hint="write the loop out (e.g. accumulate with `+=` in a `for` over `range`)"
-                        if name in ("sum", "any", "all", "map", "filter") else
-                        f"replace `{name}()` with a Warp builtin or a @wp.func",
+                        if name in ("sum", "any", "all", "map", "filter")
+                        else f"replace `{name}()` with a Warp builtin or a @wp.func",
                     )
 
     def _plain_python_function(self, ctx: RuleContext, name: str) -> ast.FunctionDef | None:
-        matches = [s for s in ctx.model.tree.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
-                                                                  | ast.Assign | ast.ImportFrom | ast.Import)]
+        matches = [
+            s
+            for s in ctx.model.tree.body
+            if isinstance(
+                s,
+                ast.FunctionDef
+                | ast.AsyncFunctionDef
+                | ast.ClassDef
+                | ast.Assign
+                | ast.ImportFrom
+                | ast.Import,
+            )
+        ]
         defs = [s for s in matches if isinstance(s, ast.FunctionDef) and s.name == name]
-        rebound = any(isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-                      for s in matches) or name in ctx.model.imports.objects or name in ctx.model.imports.modules
+        rebound = (
+            any(
+                isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+                for s in matches
+            )
+            or name in ctx.model.imports.objects
+            or name in ctx.model.imports.modules
+        )
         if len(defs) == 1 and not defs[0].decorator_list and not rebound:
             return defs[0]
         return None

@@ -415,7 +415,7 @@ class MixedScalarTypes(Rule):
             assert isinstance(lt, Scalar)
             scaled = (right, rt, left, lt)
         if scaled is not None:
-            obj, obj_t, coeff, coeff_t = scaled
+            _obj, obj_t, coeff, coeff_t = scaled
             assert isinstance(obj_t, Vector | Matrix | Quaternion)
             if obj_t.dtype == coeff_t:
                 return None
@@ -423,7 +423,8 @@ class MixedScalarTypes(Rule):
             return self.report(
                 ctx,
                 anchor,
-                f'`{text}` scales {_a(warp_type_name(obj_t))} by {_a(str(coeff_t))}; Warp: "Object and coefficient must '
+                f"`{text}` scales {_a(warp_type_name(obj_t))} by {_a(str(coeff_t))}; "
+                f'Warp: "Object and coefficient must '
                 f'have the same scalar type when multiplying by scalar"',
                 kernel=kernel.name,
                 expected=str(obj_t.dtype),
@@ -512,7 +513,8 @@ class MixedScalarTypes(Rule):
         return self.report(
             ctx,
             anchor,
-            f'`{source_text(ctx, anchor)}` {what} {_a(vn)} {preposition} an element of {_a(dn)} array; Warp: "{builtin}() value argument type ({vn}) must be of the same type as the array ({dn})"',
+            f"`{source_text(ctx, anchor)}` {what} {_a(vn)} {preposition} an element of {_a(dn)} array; "
+            f'Warp: "{builtin}() value argument type ({vn}) must be of the same type as the array ({dn})"',
             kernel=kernel.name,
             expected=dn,
             actual=vn,
@@ -554,7 +556,8 @@ class MixedScalarTypes(Rule):
             return self.report(
                 ctx,
                 node,
-                f"`{source_text(ctx, node)}` mixes {target_t} and {value_t}; Warp has no implicit conversion: "
+                f"`{source_text(ctx, node)}` mixes {target_t} and {value_t}; "
+                f"Warp has no implicit conversion: "
                 f'"{warp}"',
                 kernel=kernel.name,
                 expected=str(target_t),

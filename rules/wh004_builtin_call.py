@@ -178,7 +178,8 @@ class BuiltinCall(Rule):
                 return self.report(
                     ctx,
                     node.func,
-                    f"`{prefix}.{name}` is a host-side Warp function; it cannot be called inside a {kernel.kind}",
+                    f"`{prefix}.{name}` is a host-side Warp function; "
+                    f"it cannot be called inside a {kernel.kind}",
                     kernel=kernel.name,
                     expected="a Warp builtin or a @wp.func",
                     actual=f"{prefix}.{name}",
@@ -197,6 +198,7 @@ class BuiltinCall(Rule):
         if not check.is_error:
             return None
         signatures = list(check.signatures[:4])
+        shown_args = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
         shown = "; ".join(f"`{s}`" for s in signatures)
         if check.status.value == "bad_arity":
             message = f"`{source_text(ctx, node)}`: {check.message}"
@@ -210,6 +212,6 @@ class BuiltinCall(Rule):
             message,
             kernel=kernel.name,
             expected=list(check.signatures) or check.expected_arity,
-            actual=f"{prefix}.{name}({', '.join([*map(str, args), *(f'{k}={v}' for k, v in kwargs.items())])})",
+            actual=f"{prefix}.{name}({shown_args})",
             hint=hint,
         )

@@ -46,14 +46,24 @@ class KernelReturnValue(Rule):
             if not kernel.is_kernel:
                 continue
             for node in walk_body(kernel.node):
-                if isinstance(node, ast.Return) and node.value is not None \
-                        and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+                if (
+                    isinstance(node, ast.Return)
+                    and node.value is not None
+                    and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+                ):
                     value = ctx.source_of(node.value)
                     yield self.report(
-                        ctx, node, f"kernel `{kernel.name}` returns a value (`{value}`); kernels cannot return values",
-                        kernel=kernel.name, expected="a bare `return` or none", actual=f"return {value}",
+                        ctx,
+                        node,
+                        f"kernel `{kernel.name}` returns a value (`{value}`); kernels cannot return values",
+                        kernel=kernel.name,
+                        expected="a bare `return` or none",
+                        actual=f"return {value}",
                         hint="write the value to an output array parameter, e.g. `out[i] = ...`, "
-                             "or make this a `@wp.func` called from a kernel",
-                        fix=Fix("Replace with a bare `return` (the value is discarded)", (ctx.replace(node, "return"),),
-                                safe=False),
+                        "or make this a `@wp.func` called from a kernel",
+                        fix=Fix(
+                            "Replace with a bare `return` (the value is discarded)",
+                            (ctx.replace(node, "return"),),
+                            safe=False,
+                        ),
                     )

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.wh006_launch_arguments import deferred_launch, empty_launch, launch_kernel
+from warp_harness.rules.queries import deferred_launch, empty_launch, launch_kernel
 
 
 def _plural(n: int, word: str) -> str:

@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Rule, RuleContext
-from warp_harness.rules.wh006_launch_arguments import launch_kernel, uses_warp_builtin
+from warp_harness.rules.queries import launch_kernel, uses_warp_builtin
 
 # tile operations whose library (cuFFTDx) sets the thread count per FFT: small, odd blocks are by design
 _LIBRARY_SIZED = {"tile_fft", "tile_ifft"}

@@ -117,7 +117,8 @@ def source_text(ctx: RuleContext, node: ast.AST) -> str:
         and 0 < line_no <= len(lines)
     ):
         start, end = int(col), int(end_col)
-        return lines[line_no - 1].encode("utf-8")[start:end].decode("utf-8", errors="replace")
+        line: str = lines[int(line_no) - 1]
+        return line.encode("utf-8")[start:end].decode("utf-8", errors="replace")
     return ctx.source_of(node)
 
 
@@ -345,7 +346,8 @@ class TileMatmulShape(Rule):
                 return self.report(
                     ctx,
                     call,
-                    f"tile_matmul needs 2-D tiles; {label} ({text(label)}) is a {len(tile.shape)}-D tile of shape "
+                    f"tile_matmul needs 2-D tiles; {label} ({text(label)}) "
+                    f"is a {len(tile.shape)}-D tile of shape "
                     f"{tile.shape}",
                     kernel=kernel.name,
                     expected="a 2-D tile",
@@ -361,12 +363,14 @@ class TileMatmulShape(Rule):
                 return self.report(
                     ctx,
                     call,
-                    f"tile_matmul multiplies float16, bfloat16, float32 or float64 tiles; {label} ({text(label)}) "
+                    f"tile_matmul multiplies float16, bfloat16, float32 or float64 tiles; "
+                    f"{label} ({text(label)}) "
                     f"holds {tile.dtype}",
                     kernel=kernel.name,
                     expected="float16, bfloat16, float32 or float64",
                     actual=str(tile.dtype),
-                    hint=f"convert it first, e.g. `wp.tile_astype({source_text(ctx, node) if node else label}, "
+                    hint="convert it first, e.g. "
+                    f"`wp.tile_astype({source_text(ctx, node) if node else label}, "
                     f"dtype=float)`",
                 )
         if a is None or b is None:
@@ -410,7 +414,8 @@ class TileMatmulShape(Rule):
         return self.report(
             ctx,
             call,
-            f"{form}: shapes are not consistent for a matmul ({sizes}: {'; '.join(problems)}); Warp refuses it: "
+            f"{form}: shapes are not consistent for a matmul ({sizes}: {'; '.join(problems)}); "
+            f"Warp refuses it: "
             f'"tile_matmul(A, B, C) requires sizes of A, B and C to be consistent for a matmul"',
             kernel=kernel.name,
             expected={label: list(shape) for label, shape in expected.items()},

@@ -65,7 +65,7 @@ from warp_harness.model.types import (
 )
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.wh006_launch_arguments import deferred_launch, iter_statements, uses_warp_builtin
+from warp_harness.rules.queries import deferred_launch, iter_statements, uses_warp_builtin
 
 # Warp has no atomics for these element types: `+=` on them is a plain load-add-store
 NON_ATOMIC_DTYPES = {"int8", "uint8", "int16", "uint16"}

@@ -53,7 +53,7 @@ from warp_harness.model.launches import HostArray, LaunchSite
 from warp_harness.model.types import Array
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.wh006_launch_arguments import (
+from warp_harness.rules.queries import (
     deferred_launch,
     iter_statements,
     launch_arguments,

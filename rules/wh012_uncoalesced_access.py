@@ -54,7 +54,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Transform, Vector
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.wh006_launch_arguments import launch_arguments, launch_kernel
+from warp_harness.rules.queries import launch_arguments, launch_kernel
 
 _ATOMICS = {
     "atomic_add",

@@ -117,7 +117,8 @@ class Fp64Arithmetic(Rule):
                 kernel=kernel.name,
                 expected="float32 arithmetic",
                 actual=f"{count} float64 {what}",
-                hint="use float32 (`float`, `wp.vec3`, arrays of `float`) where double precision is not needed, "
+                hint="use float32 (`float`, `wp.vec3`, arrays of `float`) where double precision is "
+                "not needed, "
                 "or keep float64 only for the accumulation that needs it; sm_80 and sm_90 run float64 "
                 "at 1/2 rate",
             )

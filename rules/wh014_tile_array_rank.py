@@ -139,12 +139,14 @@ class TileArrayRank(Rule):
                 ctx,
                 shape_node,
                 f"tile_load of a {rank}-D tile (shape `{source_text(ctx, shape_node)}`) from `{arr}`, a "
-                f'{array.ndim}-D array; Warp: "tile_load() array argument must have same number of dimensions '
+                f"{array.ndim}-D array; "
+                'Warp: "tile_load() array argument must have same number of dimensions '
                 f'as the tile shape"',
                 kernel=kernel.name,
                 expected=array.ndim,
                 actual=rank,
-                hint=f"give the tile shape {_plural(array.ndim, 'extent')} (one per dimension of `{arr}`), or "
+                hint=f"give the tile shape {_plural(array.ndim, 'extent')} "
+                f"(one per dimension of `{arr}`), or "
                 f"declare `{arr}` as a {rank}-D array (e.g. `wp.array{rank}d(dtype=...)`)"
                 if rank in (1, 2, 3, 4)
                 else f"give the tile shape {_plural(array.ndim, 'extent')}",
@@ -157,7 +159,8 @@ class TileArrayRank(Rule):
                 ctx,
                 offset_node,
                 f"tile_load offset `{source_text(ctx, offset_node)}` has {_indices(offset_rank)} for "
-                f'`{arr}`, a {array.ndim}-D array; Warp: "tile_load() offset argument must have the same number '
+                f"`{arr}`, a {array.ndim}-D array; "
+                'Warp: "tile_load() offset argument must have the same number '
                 f'of dimensions as the array to load from"',
                 kernel=kernel.name,
                 expected=array.ndim,
@@ -193,7 +196,8 @@ class TileArrayRank(Rule):
             yield self.report(
                 ctx,
                 call,
-                f"{name} of a {tile_rank}-D tile (`{source_text(ctx, tile_node)}`) into `{arr}`, a {array.ndim}-D "
+                f"{name} of a {tile_rank}-D tile (`{source_text(ctx, tile_node)}`) "
+                f"into `{arr}`, a {array.ndim}-D "
                 f"array; Warp: \"{name}() 'a' argument must have the same number of dimensions as the 't' "
                 f'argument"',
                 kernel=kernel.name,

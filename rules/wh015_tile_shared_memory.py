@@ -688,7 +688,8 @@ class TileSharedMemory(Rule):
             loop = unrolled[0][0].loops[-1][0]
             count = self._trip(ctx, kernel, types, loop, max_unroll)
             parts.append(
-                f"the loop at line {loop.lineno} is unrolled ({count} iterations <= max_unroll={max_unroll}) and "
+                f"the loop at line {loop.lineno} is unrolled "
+                f"({count} iterations <= max_unroll={max_unroll}) and "
                 f"each iteration gets its own shared tiles: a trip count above max_unroll (or a runtime one) "
                 f"keeps one copy"
             )
@@ -780,13 +781,15 @@ class TileSharedMemory(Rule):
         return self.report(
             ctx,
             site.node,
-            f"register tile of shape {site.shape} ({site.dtype}, {fmt_bytes(total)}) puts {per_thread} bytes in "
+            f"register tile of shape {site.shape} ({site.dtype}, {fmt_bytes(total)}) "
+            f"puts {per_thread} bytes in "
             f"each thread ({where}); {profile.name} has {profile.max_registers_per_thread} 32-bit registers "
             f"({limit} bytes) per thread, so it spills to local memory",
             kernel=kernel.name,
             expected=limit,
             actual=per_thread,
             severity=Severity.WARNING,
-            hint='split the work into smaller tiles (loop over sub-tiles), or use storage="shared" if it fits '
+            hint="split the work into smaller tiles (loop over sub-tiles), "
+            'or use storage="shared" if it fits '
             "the block's shared memory; such tiles also take minutes to compile",
         )

@@ -8,10 +8,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from checker_helpers import Analyse, rules_of  # noqa: E402
-
-from warp_harness.engine import analyse_source  # noqa: E402
-from warp_harness.record import Record  # noqa: E402
+from checker_helpers import Analyse, rules_of
+from warp_harness.engine import analyse_source
+from warp_harness.record import Record
 
 __all__ = ["Analyse", "rules_of"]
 

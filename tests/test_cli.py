@@ -99,4 +99,5 @@ def test_rule_and_rules_commands() -> None:
 def test_docs_rules_md_is_up_to_date() -> None:
     generated = run("rules", "--output-format", "markdown").stdout
     assert (REPO / "docs" / "rules.md").read_text(encoding="utf-8") == generated, (
-        "docs/rules.md is stale: run `warp-harness rules --output-format markdown > docs/rules.md`")
+        "docs/rules.md is stale: run `warp-harness rules --output-format markdown > docs/rules.md`"
+    )

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from warp_harness.config import ConfigError, Settings, find_pyproject, is_excluded, load_settings
 from warp_harness.engine import check_file, check_paths
 from warp_harness.record import Severity
@@ -56,8 +55,12 @@ def test_invalid_settings_are_a_clear_error(tmp_path: Path) -> None:
         Settings().merged({"debounce_ms": -1})
     (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = 'yes'\n")
     (tmp_path / "k.py").write_text(KERNEL)
-    cli = subprocess.run([sys.executable, "-m", "warp_harness", "check", str(tmp_path / "k.py")],
-                         capture_output=True, text=True, timeout=60)
+    cli = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "check", str(tmp_path / "k.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert cli.returncode == 2 and "configuration error" in cli.stderr and "trust" in cli.stderr
 
 
@@ -65,8 +68,12 @@ def test_broken_pyproject_is_skipped_not_fatal(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.warp-harness\nthis is not toml")
     (tmp_path / "k.py").write_text(KERNEL)
     assert load_settings(tmp_path / "k.py").target == Settings().target
-    result = subprocess.run([sys.executable, "-m", "warp_harness", "check", str(tmp_path), "--output-format",
-                             "json"], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "check", str(tmp_path), "--output-format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1 and json.loads(result.stdout)["results"]
 
 

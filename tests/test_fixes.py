@@ -6,14 +6,22 @@ from warp_harness.record import Fix, Location, Record, Severity, Stage, TextEdit
 
 
 def _record(rule: str, priority: int, line: int = 3, col: int = 4, fix: Fix | None = None) -> Record:
-    return Record(Stage.CONSTRAINT, rule, Severity.ERROR, Location("k.py", line, col, line, col + 5), "m",
-                  fix=fix, priority=priority)
+    return Record(
+        Stage.CONSTRAINT,
+        rule,
+        Severity.ERROR,
+        Location("k.py", line, col, line, col + 5),
+        "m",
+        fix=fix,
+        priority=priority,
+    )
 
 
 def test_edits_apply_from_the_end_and_overlaps_are_dropped() -> None:
     text = "abc\ndef\nghi\n"
-    new, applied = apply_edits(text, [TextEdit(1, 0, 1, 1, "A"), TextEdit(3, 1, 3, 3, "XY"),
-                                      TextEdit(3, 2, 3, 3, "Z")])
+    new, applied = apply_edits(
+        text, [TextEdit(1, 0, 1, 1, "A"), TextEdit(3, 1, 3, 3, "XY"), TextEdit(3, 2, 3, 3, "Z")]
+    )
     assert new == "Abc\ndef\ngXY\n" and applied == 2
     inserted, _ = apply_edits(text, [TextEdit(2, 0, 2, 0, "new\n")])
     assert inserted == "abc\nnew\ndef\nghi\n"

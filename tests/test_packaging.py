@@ -24,8 +24,13 @@ def test_every_subpackage_is_listed() -> None:
             dotted = ".".join((package, *relative.parts)) if relative.parts else package
             # a folder mapped on its own (warp_harness.rules) is found from both sides
             found.add(dotted)
-    nested_in_core = {p for p in found if p.startswith("warp_harness.") and p.split(".")[1] in
-                      {"rules", "server", "daemon"} and not any(p.startswith(k) for k in mapping if k != "warp_harness")}
+    nested_in_core = {
+        p
+        for p in found
+        if p.startswith("warp_harness.")
+        and p.split(".")[1] in {"rules", "server", "daemon"}
+        and not any(p.startswith(k) for k in mapping if k != "warp_harness")
+    }
     assert found - nested_in_core <= listed, f"missing from [tool.setuptools] packages: {found - listed}"
 
 

@@ -41,8 +41,13 @@ _ARRAY_KINDS = {
 class AnnotationResolver:
     """Resolves annotation / dtype expressions in one module."""
 
-    def __init__(self, imports: ImportMap, structs: set[str], aliases: Mapping[str, WarpType],
-                 constants: Mapping[str, Value]) -> None:
+    def __init__(
+        self,
+        imports: ImportMap,
+        structs: set[str],
+        aliases: Mapping[str, WarpType],
+        constants: Mapping[str, Value],
+    ) -> None:
         self.imports = imports
         self.structs = structs
         self.aliases = aliases
@@ -127,8 +132,12 @@ class AnnotationResolver:
         if name in ("matrix", "mat"):
             shape = fold(self._kw(node, "shape", 0) or ast.Constant(None), self.constants, self.imports)
             dtype = self.resolve(self._kw(node, "dtype", 1))
-            if (isinstance(shape, tuple) and len(shape) == 2 and all(isinstance(s, int) for s in shape)
-                    and isinstance(dtype, Scalar)):
+            if (
+                isinstance(shape, tuple)
+                and len(shape) == 2
+                and all(isinstance(s, int) for s in shape)
+                and isinstance(dtype, Scalar)
+            ):
                 rows, cols = shape
                 assert isinstance(rows, int) and isinstance(cols, int)
                 return Matrix(rows, cols, dtype)

@@ -28,8 +28,21 @@ _BINOPS: dict[type[ast.operator], Callable[[object, object], object]] = {
 }
 
 # conversions that keep the folded value (wp.constant(8), wp.int32(8), int(8.0))
-_VALUE_WRAPPERS = {"constant", "static", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                   "uint64", "float16", "float32", "float64"}
+_VALUE_WRAPPERS = {
+    "constant",
+    "static",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+}
 
 
 def _is_number(value: object) -> bool:
@@ -190,8 +203,13 @@ class Linear:
         return not self.terms
 
 
-def linear(node: ast.expr, env: Mapping[str, Value], imports: ImportMap | None = None,
-           aliases: Mapping[str, ast.expr] | None = None, depth: int = 0) -> Linear | None:
+def linear(
+    node: ast.expr,
+    env: Mapping[str, Value],
+    imports: ImportMap | None = None,
+    aliases: Mapping[str, ast.expr] | None = None,
+    depth: int = 0,
+) -> Linear | None:
     """A linear form of ``node``, or None when it is not linear in its symbols."""
     if depth > 20:
         return None

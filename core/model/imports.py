@@ -1,4 +1,7 @@
-"""Which names in a module refer to Warp (``import warp as wp``, ``import warp``, ``from warp import kernel``)."""
+"""Which names in a module refer to Warp.
+
+Handles ``import warp as wp``, ``import warp`` and ``from warp import kernel`` alike.
+"""
 
 from __future__ import annotations
 
@@ -56,10 +59,10 @@ class ImportMap:
             return None
         for prefix in ("warp._src.", "warp."):
             if path.startswith(prefix):
-                name = path[len(prefix):]
+                name = path[len(prefix) :]
                 for sub in ("types.", "context.", "builtins.", "math.", "lang."):
                     if name.startswith(sub) and name.count(".") == 1:
-                        return name[len(sub):]
+                        return name[len(sub) :]
                 return name
         return None
 

@@ -70,9 +70,16 @@ class KernelTypes:
 
 
 class Inference:
-    def __init__(self, kernel: KernelDef, imports: ImportMap, constants: Mapping[str, Value],
-                 resolver: AnnotationResolver, structs: Mapping[str, StructDef],
-                 builtins: ReturnTypes, funcs: Mapping[str, KernelDef]) -> None:
+    def __init__(
+        self,
+        kernel: KernelDef,
+        imports: ImportMap,
+        constants: Mapping[str, Value],
+        resolver: AnnotationResolver,
+        structs: Mapping[str, StructDef],
+        builtins: ReturnTypes,
+        funcs: Mapping[str, KernelDef],
+    ) -> None:
         self.kernel = kernel
         self.imports = imports
         self.constants = constants
@@ -127,8 +134,11 @@ class Inference:
         elif isinstance(stmt, ast.For):
             self.expr(stmt.iter)
             loop_type: WarpType = UNKNOWN
-            if isinstance(stmt.iter, ast.Call) and isinstance(stmt.iter.func, ast.Name) \
-                    and stmt.iter.func.id == "range":
+            if (
+                isinstance(stmt.iter, ast.Call)
+                and isinstance(stmt.iter.func, ast.Name)
+                and stmt.iter.func.id == "range"
+            ):
                 loop_type = INT32
             if isinstance(stmt.target, ast.Name):
                 self._bind(stmt.target.id, loop_type)
@@ -268,8 +278,11 @@ class Inference:
         if isinstance(base, Array) and node.attr == "shape":
             return TupleType(tuple(INT32 for _ in range(base.ndim)))
         if isinstance(base, Vector | Quaternion) and node.attr in _COMPONENTS:
-            return base.dtype if _COMPONENTS[node.attr] < (4 if isinstance(base, Quaternion) else base.length) \
+            return (
+                base.dtype
+                if _COMPONENTS[node.attr] < (4 if isinstance(base, Quaternion) else base.length)
                 else UNKNOWN
+            )
         if isinstance(base, Transform) and node.attr == "p":
             return Vector(3, base.dtype)
         if isinstance(base, Transform) and node.attr == "q":
@@ -286,7 +299,8 @@ class Inference:
         base = self.expr(node.value)
         self.expr(node.slice)
         has_slice = isinstance(node.slice, ast.Slice) or (
-            isinstance(node.slice, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.slice.elts))
+            isinstance(node.slice, ast.Tuple) and any(isinstance(e, ast.Slice) for e in node.slice.elts)
+        )
         if isinstance(base, TupleType):
             index = fold(node.slice, self.constants, self.imports)
             if isinstance(index, int) and -len(base.elements) <= index < len(base.elements):
@@ -347,7 +361,11 @@ class Inference:
 
     def _tile(self, node: ast.Call, name: str, args: list[WarpType], kwargs: dict[str, WarpType]) -> WarpType:
         shape_node = next((kw.value for kw in node.keywords if kw.arg == "shape"), None)
-        if shape_node is None and name in ("tile_zeros", "tile_ones", "tile_full", "tile_empty") and node.args:
+        if (
+            shape_node is None
+            and name in ("tile_zeros", "tile_ones", "tile_full", "tile_empty")
+            and node.args
+        ):
             shape_node = node.args[0]
         if shape_node is None and name == "tile_load" and len(node.args) > 1:
             shape_node = node.args[1]

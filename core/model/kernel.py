@@ -82,7 +82,9 @@ def is_struct_decorator(decorator: ast.expr, imports: ImportMap) -> bool:
 def find_structs(tree: ast.Module, imports: ImportMap) -> dict[str, StructDef]:
     structs: dict[str, StructDef] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and any(is_struct_decorator(d, imports) for d in node.decorator_list):
+        if isinstance(node, ast.ClassDef) and any(
+            is_struct_decorator(d, imports) for d in node.decorator_list
+        ):
             fields = {
                 stmt.target.id: stmt.annotation
                 for stmt in node.body
@@ -92,8 +94,9 @@ def find_structs(tree: ast.Module, imports: ImportMap) -> dict[str, StructDef]:
     return structs
 
 
-def find_kernel_nodes(tree: ast.Module, imports: ImportMap) -> list[tuple[ast.FunctionDef, KernelKind,
-                                                                         dict[str, ast.expr]]]:
+def find_kernel_nodes(
+    tree: ast.Module, imports: ImportMap
+) -> list[tuple[ast.FunctionDef, KernelKind, dict[str, ast.expr]]]:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -9,9 +9,32 @@ from dataclasses import dataclass, field
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
 
-_LAUNCH_POSITIONAL = ("kernel", "dim", "inputs", "outputs", "adj_inputs", "adj_outputs", "device", "stream",
-                      "adjoint", "record_tape", "record_cmd", "max_blocks", "block_dim")
-_ALLOCATORS = {"zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like", "array"}
+_LAUNCH_POSITIONAL = (
+    "kernel",
+    "dim",
+    "inputs",
+    "outputs",
+    "adj_inputs",
+    "adj_outputs",
+    "device",
+    "stream",
+    "adjoint",
+    "record_tape",
+    "record_cmd",
+    "max_blocks",
+    "block_dim",
+)
+_ALLOCATORS = {
+    "zeros",
+    "empty",
+    "ones",
+    "full",
+    "zeros_like",
+    "empty_like",
+    "ones_like",
+    "full_like",
+    "array",
+}
 
 
 @dataclass
@@ -174,18 +197,20 @@ def find_launches(tree: ast.Module, imports: ImportMap, constants: Mapping[str, 
             for kw in call.keywords:
                 if kw.arg:
                     args[kw.arg] = kw.value
-            sites.append(LaunchSite(
-                node=call,
-                tiled=imports.warp_name(call.func) == "launch_tiled",
-                kernel_expr=args.get("kernel"),
-                dim=args.get("dim"),
-                inputs=args.get("inputs"),
-                outputs=args.get("outputs"),
-                block_dim=args.get("block_dim"),
-                scope=scope,
-                local_values=local_values,
-                local_aliases=aliases,
-                host_arrays=host_arrays,
-            ))
+            sites.append(
+                LaunchSite(
+                    node=call,
+                    tiled=imports.warp_name(call.func) == "launch_tiled",
+                    kernel_expr=args.get("kernel"),
+                    dim=args.get("dim"),
+                    inputs=args.get("inputs"),
+                    outputs=args.get("outputs"),
+                    block_dim=args.get("block_dim"),
+                    scope=scope,
+                    local_values=local_values,
+                    local_aliases=aliases,
+                    host_arrays=host_arrays,
+                )
+            )
     sites.sort(key=lambda s: (s.node.lineno, s.node.col_offset))
     return sites

@@ -56,8 +56,15 @@ class ModuleModel:
     def types(self, kernel: KernelDef) -> KernelTypes:
         key = id(kernel.node)
         if key not in self._types:
-            self._types[key] = Inference(kernel, self.imports, self.constants.values, self.resolver,
-                                         self.structs, self.builtins, self.funcs).run()
+            self._types[key] = Inference(
+                kernel,
+                self.imports,
+                self.constants.values,
+                self.resolver,
+                self.structs,
+                self.builtins,
+                self.funcs,
+            ).run()
         return self._types[key]
 
 
@@ -71,8 +78,9 @@ def _type_aliases(tree: ast.Module, resolver: AnnotationResolver) -> dict[str, W
     return aliases
 
 
-def build_model(text: str, path: str = "<memory>", builtins: ReturnTypes | None = None,
-                parsed: ParsedSource | None = None) -> ModuleModel:
+def build_model(
+    text: str, path: str = "<memory>", builtins: ReturnTypes | None = None, parsed: ParsedSource | None = None
+) -> ModuleModel:
     source = parsed or parse_source(text)
     tree = source.tree
     imports = ImportMap.from_tree(tree)
@@ -84,9 +92,21 @@ def build_model(text: str, path: str = "<memory>", builtins: ReturnTypes | None 
     kernels: list[KernelDef] = []
     for node, kind, options in find_kernel_nodes(tree, imports):
         all_args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-        params = [Param(a.arg, a.annotation, resolver.resolve(a.annotation) if a.annotation else UNKNOWN, a)
-                  for a in all_args]
+        params = [
+            Param(a.arg, a.annotation, resolver.resolve(a.annotation) if a.annotation else UNKNOWN, a)
+            for a in all_args
+        ]
         kernels.append(KernelDef(node.name, kind, node, params, options, node.returns))
     launches = find_launches(tree, imports, constants.values)
-    return ModuleModel(path, source, imports, constants, structs, aliases, resolver, kernels, launches,
-                       builtins or NoReturnTypes())
+    return ModuleModel(
+        path,
+        source,
+        imports,
+        constants,
+        structs,
+        aliases,
+        resolver,
+        kernels,
+        launches,
+        builtins or NoReturnTypes(),
+    )

@@ -41,8 +41,12 @@ class ParsedSource:
 def decode_source(data: bytes) -> tuple[str | None, SyntaxIssue | None]:
     """Decode file bytes the way Python does (PEP 263 coding line, BOM, default UTF-8)."""
     if len(data) > MAX_SOURCE_BYTES:
-        return None, SyntaxIssue(1, 0, f"file is {len(data) // (1024 * 1024)} MiB; files over "
-                                       f"{MAX_SOURCE_BYTES // (1024 * 1024)} MiB are not analysed")
+        return None, SyntaxIssue(
+            1,
+            0,
+            f"file is {len(data) // (1024 * 1024)} MiB; files over "
+            f"{MAX_SOURCE_BYTES // (1024 * 1024)} MiB are not analysed",
+        )
     if b"\x00" in data:
         offset = data.index(b"\x00")
         line = data.count(b"\n", 0, offset) + 1

@@ -24,8 +24,19 @@ SCALAR_ALIASES = {
     **{n: n for n in INT_SCALARS},
 }
 
-_VECTOR_SUFFIX = {"h": "float16", "f": "float32", "d": "float64", "i": "int32", "ui": "uint32", "b": "int8",
-                  "ub": "uint8", "s": "int16", "us": "uint16", "l": "int64", "ul": "uint64"}
+_VECTOR_SUFFIX = {
+    "h": "float16",
+    "f": "float32",
+    "d": "float64",
+    "i": "int32",
+    "ui": "uint32",
+    "b": "int8",
+    "ub": "uint8",
+    "s": "int16",
+    "us": "uint16",
+    "l": "int64",
+    "ul": "uint64",
+}
 
 
 @dataclass(frozen=True)
@@ -137,7 +148,11 @@ class Tile:
     storage: str = "register"
 
     def __str__(self) -> str:
-        shape = "?" if self.shape is None else "(" + ", ".join("?" if s is None else str(s) for s in self.shape) + ")"
+        shape = (
+            "?"
+            if self.shape is None
+            else "(" + ", ".join("?" if s is None else str(s) for s in self.shape) + ")"
+        )
         return f"tile(dtype={self.dtype}, shape={shape})"
 
 
@@ -160,7 +175,17 @@ class TupleType:
 
 
 WarpType = (
-    UnknownType | Scalar | Vector | Matrix | Quaternion | Transform | Struct | Array | Tile | TypeRef | TupleType
+    UnknownType
+    | Scalar
+    | Vector
+    | Matrix
+    | Quaternion
+    | Transform
+    | Struct
+    | Array
+    | Tile
+    | TypeRef
+    | TupleType
 )
 
 INT32 = Scalar("int32")
@@ -185,25 +210,37 @@ def byte_size(t: WarpType) -> int | None:
 
 
 def named_warp_type(name: str) -> WarpType:
-    """Resolve a ``warp.<name>`` type name (``float16``, ``vec3``, ``mat33d``, ``quatf``, ``transform``...)."""
+    """Resolve a ``warp.<name>`` type name: ``float16``, ``vec3``, ``mat33d``, ``quatf``, ``transform``..."""
     if name in SCALAR_ALIASES:
         return Scalar(SCALAR_ALIASES[name])
-    for prefix, kind in (("vec", "vec"), ("mat", "mat"), ("quat", "quat"), ("transform", "transform"),
-                         ("spatial_vector", "svec"), ("spatial_matrix", "smat")):
+    for prefix, kind in (
+        ("vec", "vec"),
+        ("mat", "mat"),
+        ("quat", "quat"),
+        ("transform", "transform"),
+        ("spatial_vector", "svec"),
+        ("spatial_matrix", "smat"),
+    ):
         if not name.startswith(prefix):
             continue
-        rest = name[len(prefix):]
+        rest = name[len(prefix) :]
         if kind == "svec":
-            return Vector(6, Scalar(_VECTOR_SUFFIX.get(rest, "float32")) if rest in ("", *_VECTOR_SUFFIX) else FLOAT32)
+            return Vector(
+                6, Scalar(_VECTOR_SUFFIX.get(rest, "float32")) if rest in ("", *_VECTOR_SUFFIX) else FLOAT32
+            )
         if kind == "smat":
-            return Matrix(6, 6, Scalar(_VECTOR_SUFFIX.get(rest, "float32")) if rest in ("", *_VECTOR_SUFFIX) else FLOAT32)
+            return Matrix(
+                6,
+                6,
+                Scalar(_VECTOR_SUFFIX.get(rest, "float32")) if rest in ("", *_VECTOR_SUFFIX) else FLOAT32,
+            )
         if kind in ("quat", "transform"):
             if rest == "" or rest in _VECTOR_SUFFIX:
                 dtype = Scalar(_VECTOR_SUFFIX[rest]) if rest else FLOAT32
                 return Quaternion(dtype) if kind == "quat" else Transform(dtype)
             return UNKNOWN
         digits = "".join(c for c in rest if c.isdigit())
-        suffix = rest[len(digits):]
+        suffix = rest[len(digits) :]
         if not digits or (suffix and suffix not in _VECTOR_SUFFIX):
             return UNKNOWN
         dtype = Scalar(_VECTOR_SUFFIX[suffix]) if suffix else FLOAT32

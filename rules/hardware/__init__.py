@@ -66,7 +66,9 @@ def bundled_profiles() -> list[str]:
 def _from_toml(text: str, origin: str) -> HardwareProfile:
     data: dict[str, Any] = tomllib.loads(text)
     known = {f.name for f in fields(HardwareProfile)}
-    missing = [f.name for f in fields(HardwareProfile) if f.name not in data and f.name not in ("source", "arch")]
+    missing = [
+        f.name for f in fields(HardwareProfile) if f.name not in data and f.name not in ("source", "arch")
+    ]
     if missing:
         raise UnknownProfileError(f"hardware profile {origin} lacks {', '.join(missing)}")
     return HardwareProfile(**{k: v for k, v in data.items() if k in known})
@@ -79,9 +81,14 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         if not path.is_file():
             raise UnknownProfileError(f"hardware profile file {name_or_path} does not exist")
         return _from_toml(path.read_text(encoding="utf-8"), name_or_path)
-    name = name_or_path.replace("sm", "sm_").replace("sm__", "sm_") if name_or_path.startswith("sm") else name_or_path
+    name = (
+        name_or_path.replace("sm", "sm_").replace("sm__", "sm_")
+        if name_or_path.startswith("sm")
+        else name_or_path
+    )
     resource = resources.files(__name__) / f"{name}.toml"
     if not resource.is_file():
         raise UnknownProfileError(
-            f"unknown target {name_or_path!r}; bundled profiles: {', '.join(bundled_profiles())}")
+            f"unknown target {name_or_path!r}; bundled profiles: {', '.join(bundled_profiles())}"
+        )
     return _from_toml(resource.read_text(encoding="utf-8"), name)

@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from checker_helpers import Analyse, rules_of
-
 from warp_harness.engine import analyse_source, check_bytes, check_paths
 from warp_harness.record import Severity, Stage
 
@@ -28,7 +27,9 @@ def test_line_and_file_suppressions(analyse: Analyse) -> None:
     line = BUGGY.replace("    return x[i]", "    return x[i]  # wh: ignore[WH005]")
     assert "WH005" not in rules_of(analyse(line))
     assert "WH001" in rules_of(analyse(line))
-    bare = BUGGY.replace("def k(x: wp.array(dtype=float), s):", "def k(x: wp.array(dtype=float), s):  # wh: ignore")
+    bare = BUGGY.replace(
+        "def k(x: wp.array(dtype=float), s):", "def k(x: wp.array(dtype=float), s):  # wh: ignore"
+    )
     assert "WH001" not in rules_of(analyse(bare))
     whole = "# wh: ignore-file[WH001, WH005]\n" + BUGGY
     assert not {"WH001", "WH005"} & set(rules_of(analyse(whole)))

@@ -5,7 +5,7 @@ import ast
 from warp_harness.model.module import build_model
 from warp_harness.model.types import FLOAT32, INT32, Array, Matrix, Scalar, Struct, Tile, Vector
 
-SOURCE = '''
+SOURCE = """
 import warp
 import warp as wp
 from warp import kernel, func
@@ -23,7 +23,8 @@ class Particle:
 
 @kernel
 def k(a: wp.array(dtype=float), b: wp.array(dtype=wp.vec3, ndim=2), c: wp.array2d(dtype=wp.float16),
-      d: wp.array3d[wp.mat33d], e: warp.array(dtype=vec5), p: wp.array(dtype=Particle), s: int, h: wp.float16):
+      d: wp.array3d[wp.mat33d], e: warp.array(dtype=vec5), p: wp.array(dtype=Particle), s: int,
+      h: wp.float16):
     i, j = wp.tid()
     x = a[i]
     v = b[i, j]
@@ -40,7 +41,7 @@ def k(a: wp.array(dtype=float), b: wp.array(dtype=wp.vec3, ndim=2), c: wp.array2
 @func
 def helper(x: float) -> float:
     return x
-'''
+"""
 
 
 def test_kernels_params_and_every_annotation_spelling() -> None:
@@ -79,14 +80,17 @@ def test_inference_over_the_body() -> None:
 
 
 def test_launch_sites() -> None:
-    source = SOURCE + '''
+    source = (
+        SOURCE
+        + """
 def run(n):
     a = wp.zeros(n, dtype=float)
     shape = (4, 8)
     wp.launch(k, dim=n + 1, inputs=[a, None], outputs=[])
     wp.launch(kernel=k, dim=shape, inputs=args)
     warp.launch_tiled(k, [2, 3], [a], block_dim=64)
-'''
+"""
+    )
     model = build_model(source, "m.py")
     first, second, third = model.launches
     assert first.kernel_name == "k" and ast.unparse(first.dim) == "n + 1"

@@ -31,4 +31,5 @@ def test_annotated_kernel_passes_and_warp_agrees(analyse: Analyse) -> None:
 def test_func_parameters_are_checked_too(analyse: Analyse) -> None:
     source = "import warp\n\n@warp.func\ndef f(a, b: float):\n    return a + b\n"
     assert [r.message for r in analyse(source, select=["WH001"])] == [
-        "parameter `a` of func `f` has no type annotation"]
+        "parameter `a` of func `f` has no type annotation"
+    ]

@@ -52,7 +52,8 @@ def test_supported_code_passes_and_warp_agrees(analyse: Analyse, body: str) -> N
 
 def test_plain_python_helper_called_from_kernel(analyse: Analyse) -> None:
     source = TEMPLATE.replace("@wp.kernel", "def helper(v):\n    return v\n\n@wp.kernel").format(
-        body="    out[i] = helper(x[i])")
+        body="    out[i] = helper(x[i])"
+    )
     (record,) = analyse(source, select=["WH002"])
     assert "plain Python function" in record.message and "@wp.func" in (record.hint or "")
     error = warp_error(source)

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 from checker_helpers import Analyse
-from warp_oracle import warp_error
-
 from warp_harness.fixes import apply_fixes
+from warp_oracle import warp_error
 
 BAD = """
 import warp as wp
@@ -27,7 +26,8 @@ def test_kernel_returning_a_value_is_flagged_and_warp_agrees(analyse: Analyse) -
 
 def test_bare_return_and_func_return_are_fine(analyse: Analyse) -> None:
     good = BAD.replace("    return wp.length(x[i])\n", "") + (
-        "\n@wp.func\ndef f(v: wp.vec3) -> float:\n    return wp.length(v)\n")
+        "\n@wp.func\ndef f(v: wp.vec3) -> float:\n    return wp.length(v)\n"
+    )
     assert analyse(good, select=["WH005"]) == []
     assert warp_error(good) is None
 

@@ -1,0 +1,142 @@
+"""Questions about launch sites and kernels that several rules ask (which kernel a launch
+certainly runs, whether a launch is deferred or empty, which builtins a kernel reaches)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launches import LaunchSite
+from warp_harness.record import Location
+from warp_harness.rules.base import RuleContext
+
+
+def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
+    """The `def name(` of a kernel, not its whole body."""
+    node = kernel.node
+    line = node.lineno
+    text = ctx.model.lines[line - 1] if 0 < line <= len(ctx.model.lines) else ""
+    col = text.find("def ")
+    col = max(col, 0)
+    end = col + len("def ") + len(node.name) if text.find(node.name, col) >= 0 else col
+    return Location(ctx.path, line, col, line, end, kernel.name)
+
+
+# scope -> names that may be rebound there; keyed by id() with the nodes kept alive beside them, so
+# an id cannot be reused while its entry exists (small: one entry per launching function)
+_REBOUND: dict[tuple[int, int], tuple[ast.AST, ast.Module, frozenset[str]]] = {}
+
+
+def _rebound_names(scope: ast.AST, tree: ast.Module) -> frozenset[str]:
+    key = (id(scope), id(tree))
+    cached = _REBOUND.get(key)
+    if cached is not None and cached[0] is scope and cached[1] is tree:
+        return cached[2]
+    names: set[str] = set()
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = scope.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+        every += [a for a in (args.vararg, args.kwarg) if a is not None]
+        names.update(a.arg for a in every)
+        for node in ast.walk(scope):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                names.add(node.id)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                names.update(node.names)
+    for stmt in tree.body:
+        # a module-level `k = something` next to the `def k` makes `k` ambiguous
+        if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)
+    if len(_REBOUND) > 256:
+        _REBOUND.clear()
+    result = frozenset(names)
+    _REBOUND[key] = (scope, tree, result)
+    return result
+
+
+def name_is_rebound(site: LaunchSite, ctx: RuleContext, name: str) -> bool:
+    """True when ``name`` may not be the module's kernel at the launch (a parameter, a local, ...)."""
+    return name in _rebound_names(site.scope, ctx.model.tree)
+
+
+def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
+    """The kernel a launch certainly refers to, or None."""
+    name = site.kernel_name
+    kernel = ctx.model.kernel_named(name)
+    if kernel is None or name is None or name_is_rebound(site, ctx, name):
+        return None
+    return kernel
+
+
+def launch_arguments(site: LaunchSite) -> list[ast.expr] | None:
+    """``inputs + outputs`` when both are literal (None otherwise, or when the call unpacks ``*``/``**``)."""
+    call = site.node
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return None
+    inputs = site.argument_list("inputs")
+    outputs = site.argument_list("outputs")
+    if inputs is None or outputs is None:
+        return None
+    return [*inputs, *outputs]
+
+
+def uses_warp_builtin(ctx: RuleContext, kernel: KernelDef, names: set[str]) -> bool:
+    """Whether ``kernel`` (or a ``@wp.func`` of this file it calls, transitively) calls one of ``names``."""
+    funcs = ctx.model.funcs
+    seen: set[str] = set()
+    stack = [kernel]
+    while stack:
+        current = stack.pop()
+        for node in ast.walk(current.node):
+            if not isinstance(node, ast.Call):
+                continue
+            warp = ctx.model.imports.warp_name(node.func)
+            if warp is not None and warp in names:
+                return True
+            if isinstance(node.func, ast.Name) and node.func.id in funcs and node.func.id not in seen:
+                seen.add(node.func.id)
+                stack.append(funcs[node.func.id])
+    return False
+
+
+def deferred_launch(site: LaunchSite) -> bool:
+    """``record_cmd=True`` (or not literally False): the launch may run later, with other dims."""
+    node: ast.expr | None = next((kw.value for kw in site.node.keywords if kw.arg == "record_cmd"), None)
+    if node is None and len(site.node.args) > 10:
+        node = site.node.args[10]
+    if node is None:
+        return False
+    return not (isinstance(node, ast.Constant) and node.value in (False, None, 0))
+
+
+def empty_launch(ctx: RuleContext, site: LaunchSite) -> bool:
+    """``dim`` certainly has a zero extent: no thread runs."""
+    node = site.dim
+    if isinstance(node, ast.Name) and node.id in site.local_aliases:
+        node = site.local_aliases[node.id]
+    parts = list(node.elts) if isinstance(node, ast.Tuple | ast.List) else [node] if node is not None else []
+    for part in parts:
+        if isinstance(part, ast.Starred):
+            continue
+        value = site.fold(part, ctx.model.constants.values, ctx.model.imports)
+        if value == 0 and not isinstance(value, bool):
+            return True
+    return False
+
+
+def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement in ``body`` and in the blocks nested in it (cheaper than walking expressions)."""
+    stack = list(reversed(body))
+    while stack:
+        stmt = stack.pop()
+        yield stmt
+        for field in ("orelse", "finalbody", "body"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
+        for handler in getattr(stmt, "handlers", []) or []:
+            stack.extend(reversed(handler.body))
