@@ -169,15 +169,31 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
+# once the first byte of a frame has arrived, the rest is read with this much patience: a sender
+# writes whole frames, so a longer stall means it died mid-frame
+MID_FRAME_TIMEOUT_S = 30.0
+
+
 def recv_message(
     sock: socket.socket, *, timeout: float | None = None, max_size: int = MAX_FRAME
 ) -> dict[str, Any]:
-    """Block for one message; TimeoutError after ``timeout`` seconds, ConnectionClosed at EOF."""
+    """Block for one message; TimeoutError after ``timeout`` seconds, ConnectionClosed at EOF.
+
+    ``timeout`` only bounds the wait for a frame to *start*: a timeout after part of a frame was
+    consumed would leave the stream in the middle of a frame (and the next read would take payload
+    bytes for a length header), so a started frame is always read to its end.
+    """
     deadline = None if timeout is None else time.monotonic() + timeout
-    (length,) = _HEADER.unpack(_recv_exact(sock, HEADER_SIZE, deadline))
-    if length > max_size:
-        raise ProtocolError(E_TOO_LARGE, f"frame of {length} bytes exceeds the {max_size}-byte limit")
-    return decode_payload(_recv_exact(sock, length, deadline), max_size=max_size)
+    first = _recv_exact(sock, 1, deadline)
+    try:
+        rest = _recv_exact(sock, HEADER_SIZE - 1, time.monotonic() + MID_FRAME_TIMEOUT_S)
+        (length,) = _HEADER.unpack(first + rest)
+        if length > max_size:
+            raise ProtocolError(E_TOO_LARGE, f"frame of {length} bytes exceeds the {max_size}-byte limit")
+        payload = _recv_exact(sock, length, time.monotonic() + MID_FRAME_TIMEOUT_S)
+    except TimeoutError:
+        raise ConnectionClosed("peer stalled in the middle of a frame") from None
+    return decode_payload(payload, max_size=max_size)
 
 
 # --------------------------------------------------------------------------- asyncio streams
