@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from warp_harness.config import Settings
+from warp_harness.model.index import body_index
 from warp_harness.model.module import ModuleModel
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
 from warp_harness.rules.hardware import HardwareProfile
@@ -118,9 +119,9 @@ class Rule:
 
 
 def walk_body(node: ast.AST) -> Iterator[ast.AST]:
-    """Every node below ``node`` (a kernel's FunctionDef), its decorators and annotations excluded."""
-    if isinstance(node, ast.FunctionDef):
-        for stmt in node.body:
-            yield from ast.walk(stmt)
-    else:
-        yield from ast.walk(node)
+    """Every node below ``node`` (a kernel's FunctionDef), its decorators and annotations excluded.
+
+    Walked once per body and kept (see `body_index`); prefer ``body_index(node).of(ast.Call)`` when
+    only one kind of node matters.
+    """
+    return iter(body_index(node).nodes)

@@ -84,7 +84,19 @@ class AnnotationResolver:
             name = self.imports.warp_name(node.value)
             if name in _ARRAY_KINDS:
                 kind, ndim = _ARRAY_KINDS[name]
-                return Array(self._resolve(node.slice), ndim, kind)
+                index = node.slice
+                if isinstance(index, ast.Tuple):
+                    # Warp 1.19 also spells ranks as `wp.array[float, Literal[2]]` (or `wp.array[float, 2]`)
+                    if len(index.elts) != 2:
+                        return UNKNOWN
+                    rank = index.elts[1]
+                    if isinstance(rank, ast.Subscript):
+                        rank = rank.slice
+                    declared = self._int(rank)
+                    if declared is None:
+                        return UNKNOWN
+                    return Array(self._resolve(index.elts[0]), declared, kind)
+                return Array(self._resolve(index), ndim, kind)
             return UNKNOWN
         if isinstance(node, ast.Call):
             return self._call(node)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from warp_harness.model.index import NodeIndex
+
 
 @dataclass
 class ImportMap:
@@ -17,9 +19,10 @@ class ImportMap:
     objects: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_tree(cls, tree: ast.Module) -> ImportMap:
+    def from_tree(cls, tree: ast.Module, index: NodeIndex | None = None) -> ImportMap:
         result = cls()
-        for node in ast.walk(tree):
+        index = index or NodeIndex([tree])
+        for node in [*index.of(ast.Import), *index.of(ast.ImportFrom)]:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex
 from warp_harness.model.types import WarpType
 
 KernelKind = Literal["kernel", "func", "func_native", "func_grad", "func_replay"]
@@ -79,12 +80,12 @@ def is_struct_decorator(decorator: ast.expr, imports: ImportMap) -> bool:
     return imports.warp_name(target) == "struct"
 
 
-def find_structs(tree: ast.Module, imports: ImportMap) -> dict[str, StructDef]:
+def find_structs(
+    tree: ast.Module, imports: ImportMap, index: NodeIndex | None = None
+) -> dict[str, StructDef]:
     structs: dict[str, StructDef] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and any(
-            is_struct_decorator(d, imports) for d in node.decorator_list
-        ):
+    for node in (index or NodeIndex([tree])).of(ast.ClassDef):
+        if any(is_struct_decorator(d, imports) for d in node.decorator_list):
             fields = {
                 stmt.target.id: stmt.annotation
                 for stmt in node.body
@@ -95,15 +96,14 @@ def find_structs(tree: ast.Module, imports: ImportMap) -> dict[str, StructDef]:
 
 
 def find_kernel_nodes(
-    tree: ast.Module, imports: ImportMap
+    tree: ast.Module, imports: ImportMap, index: NodeIndex | None = None
 ) -> list[tuple[ast.FunctionDef, KernelKind, dict[str, ast.expr]]]:
     found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for decorator in node.decorator_list:
-                kind, options = warp_decorator(decorator, imports)
-                if kind is not None and isinstance(node, ast.FunctionDef):
-                    found.append((node, kind, options))
-                    break
+    for node in (index or NodeIndex([tree])).of(ast.FunctionDef):
+        for decorator in node.decorator_list:
+            kind, options = warp_decorator(decorator, imports)
+            if kind is not None:
+                found.append((node, kind, options))
+                break
     found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
     return found

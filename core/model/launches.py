@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex
 
 _LAUNCH_POSITIONAL = (
     "kernel",
@@ -108,10 +109,19 @@ class LaunchSite:
         return None
 
 
-def _scopes(tree: ast.Module) -> list[ast.AST]:
-    scopes: list[ast.AST] = [tree]
-    scopes.extend(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
-    return scopes
+def _enclosing_scope(
+    call: ast.Call, functions: list[ast.FunctionDef | ast.AsyncFunctionDef], tree: ast.Module
+) -> ast.AST:
+    """The innermost function whose lines contain ``call`` (the module when none does)."""
+    best: ast.AST = tree
+    best_span = None
+    for fn in functions:
+        end = fn.end_lineno or fn.lineno
+        if fn.lineno <= call.lineno <= end:
+            span = end - fn.lineno
+            if best_span is None or span < best_span:
+                best, best_span = fn, span
+    return best
 
 
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
@@ -164,14 +174,27 @@ def _allocation_extent(call: ast.Call, imports: ImportMap) -> ast.expr | None:
     return shape
 
 
-def find_launches(tree: ast.Module, imports: ImportMap, constants: Mapping[str, Value]) -> list[LaunchSite]:
+def find_launches(
+    tree: ast.Module, imports: ImportMap, constants: Mapping[str, Value], index: NodeIndex | None = None
+) -> list[LaunchSite]:
+    index = index or NodeIndex([tree])
+    launch_calls = [c for c in index.of(ast.Call) if imports.warp_name(c.func) in ("launch", "launch_tiled")]
+    if not launch_calls:
+        return []
+    functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+        *index.of(ast.FunctionDef),
+        *index.of(ast.AsyncFunctionDef),
+    ]
+    by_scope: dict[int, tuple[ast.AST, list[ast.Call]]] = {}
+    for call in launch_calls:
+        scope = _enclosing_scope(call, functions, tree)
+        by_scope.setdefault(id(scope), (scope, []))[1].append(call)
     sites: list[LaunchSite] = []
-    for scope in _scopes(tree):
+    for scope, calls_here in by_scope.values():
         nodes = _own_nodes(scope)
-        calls = [n for n in nodes if isinstance(n, ast.Call)]
-        launch_calls = [c for c in calls if imports.warp_name(c.func) in ("launch", "launch_tiled")]
-        if not launch_calls:
-            continue
+        own = {id(n) for n in nodes}
+        # a launch inside a lambda or class body sits in no function's own nodes: keep it anyway
+        launch_calls_here = [c for c in calls_here if id(c) in own] or calls_here
         aliases = _single_assignments(nodes)
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
             params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
@@ -187,7 +210,7 @@ def find_launches(tree: ast.Module, imports: ImportMap, constants: Mapping[str, 
                 extent = _allocation_extent(value_node, imports)
                 if extent is not None:
                     host_arrays[name] = HostArray(name, extent, value_node)
-        for call in launch_calls:
+        for call in launch_calls_here:
             args: dict[str, ast.expr] = {}
             for position, arg in enumerate(call.args):
                 if isinstance(arg, ast.Starred):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from warp_harness.model.annotations import AnnotationResolver
 from warp_harness.model.constants import ModuleConstants
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex
 from warp_harness.model.inference import Inference, KernelTypes, NoReturnTypes, ReturnTypes
 from warp_harness.model.kernel import KernelDef, Param, StructDef, find_kernel_nodes, find_structs
 from warp_harness.model.launches import LaunchSite, find_launches
@@ -83,21 +84,22 @@ def build_model(
 ) -> ModuleModel:
     source = parsed or parse_source(text)
     tree = source.tree
-    imports = ImportMap.from_tree(tree)
+    index = NodeIndex([tree])
+    imports = ImportMap.from_tree(tree, index)
     constants = ModuleConstants.from_tree(tree, imports)
-    structs = find_structs(tree, imports)
+    structs = find_structs(tree, imports, index)
     resolver = AnnotationResolver(imports, set(structs), {}, constants.values)
     aliases = _type_aliases(tree, resolver)
     resolver.aliases = aliases
     kernels: list[KernelDef] = []
-    for node, kind, options in find_kernel_nodes(tree, imports):
+    for node, kind, options in find_kernel_nodes(tree, imports, index):
         all_args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         params = [
             Param(a.arg, a.annotation, resolver.resolve(a.annotation) if a.annotation else UNKNOWN, a)
             for a in all_args
         ]
         kernels.append(KernelDef(node.name, kind, node, params, options, node.returns))
-    launches = find_launches(tree, imports, constants.values)
+    launches = find_launches(tree, imports, constants.values, index)
     return ModuleModel(
         path,
         source,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import ast
 
 from warp_harness.model.module import build_model
-from warp_harness.model.types import FLOAT32, INT32, Array, Matrix, Scalar, Struct, Tile, Vector
+from warp_harness.model.types import FLOAT32, INT32, UNKNOWN, Array, Matrix, Scalar, Struct, Tile, Vector
 
 SOURCE = """
 import warp
@@ -55,6 +55,17 @@ def test_kernels_params_and_every_annotation_spelling() -> None:
     assert types["e"] == Array(Vector(5, FLOAT32), 1)
     assert types["p"] == Array(Struct("Particle"), 1)
     assert types["s"] == INT32 and types["h"] == Scalar("float16")
+
+
+def test_rank_in_the_subscript_form() -> None:
+    source = (
+        "from typing import Literal\nimport warp as wp\n\n@wp.kernel\n"
+        "def k(a: wp.array[float, Literal[2]], b: wp.array[wp.vec3, 3], c: wp.array[float, Literal[n]]):\n"
+        "    pass\n"
+    )
+    types = {p.name: p.type for p in build_model(source, "m.py").kernels[0].params}
+    assert types["a"] == Array(FLOAT32, 2) and types["b"] == Array(Vector(3, FLOAT32), 3)
+    assert types["c"] == UNKNOWN
 
 
 def test_constants_are_folded_and_reassigned_names_dropped() -> None:
