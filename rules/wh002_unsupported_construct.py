@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Severity
@@ -142,10 +143,11 @@ class UnsupportedConstruct(Rule):
     priority = 80
 
     def check(self, ctx: RuleContext) -> Iterator[Record]:
+        names = _ModuleNames.of(ctx)
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
-            yield from self._check_kernel(ctx, kernel)
+            yield from self._check_kernel(ctx, kernel, names)
             yield from self._check_signature(ctx, kernel)
 
     def _check_signature(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
@@ -162,8 +164,9 @@ class UnsupportedConstruct(Rule):
                     hint="list each parameter with its type",
                 )
 
-    def _check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+    def _check_kernel(self, ctx: RuleContext, kernel: KernelDef, names: _ModuleNames) -> Iterator[Record]:
         skip: set[int] = set()
+        params = {p.name for p in kernel.params}
         for node in walk_body(kernel.node):
             if id(node) in skip:
                 continue
@@ -182,8 +185,10 @@ class UnsupportedConstruct(Rule):
                 )
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 name = node.func.id
-                plain = self._plain_python_function(ctx, name)
-                if plain is not None and name not in {p.name for p in kernel.params}:
+                if name in params:
+                    continue
+                plain = names.plain_functions.get(name)
+                if plain is not None:
                     yield self.report(
                         ctx,
                         node.func,
@@ -194,7 +199,7 @@ class UnsupportedConstruct(Rule):
                         expected="a Warp builtin or a @wp.func",
                         hint=f"decorate `{name}` with `@wp.func` and annotate its parameters",
                     )
-                elif name in _PY_BUILTINS and name not in self._local_names(ctx, kernel):
+                elif name in _PY_BUILTINS and name not in names.defined:
                     yield self.report(
                         ctx,
                         node.func,
@@ -207,43 +212,46 @@ class UnsupportedConstruct(Rule):
                         else f"replace `{name}()` with a Warp builtin or a @wp.func",
                     )
 
-    def _plain_python_function(self, ctx: RuleContext, name: str) -> ast.FunctionDef | None:
-        matches = [
-            s
-            for s in ctx.model.tree.body
-            if isinstance(
-                s,
-                ast.FunctionDef
-                | ast.AsyncFunctionDef
-                | ast.ClassDef
-                | ast.Assign
-                | ast.ImportFrom
-                | ast.Import,
-            )
-        ]
-        defs = [s for s in matches if isinstance(s, ast.FunctionDef) and s.name == name]
-        rebound = (
-            any(
-                isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-                for s in matches
-            )
-            or name in ctx.model.imports.objects
-            or name in ctx.model.imports.modules
-        )
-        if len(defs) == 1 and not defs[0].decorator_list and not rebound:
-            return defs[0]
-        return None
 
-    def _local_names(self, ctx: RuleContext, kernel: KernelDef) -> set[str]:
-        names = {k.name for k in ctx.model.kernels}
-        names.update(p.name for p in kernel.params)
-        names.update(ctx.model.imports.objects)
-        for stmt in ctx.model.tree.body:
-            if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
-                names.add(stmt.name)
+@dataclass
+class _ModuleNames:
+    """Module-level names: which are undecorated plain functions, which shadow Python builtins."""
+
+    plain_functions: dict[str, ast.FunctionDef]
+    defined: set[str]
+
+    @classmethod
+    def of(cls, ctx: RuleContext) -> _ModuleNames:
+        model = ctx.model
+        defined = {k.name for k in model.kernels} | set(model.imports.objects) | set(model.imports.modules)
+        defs: dict[str, list[ast.FunctionDef]] = {}
+        for stmt in model.tree.body:
+            if isinstance(stmt, ast.FunctionDef):
+                defs.setdefault(stmt.name, []).append(stmt)
+                defined.add(stmt.name)
+            elif isinstance(stmt, ast.AsyncFunctionDef | ast.ClassDef):
+                defined.add(stmt.name)
             elif isinstance(stmt, ast.Assign):
-                names.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
-        return names
+                defined.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        rebound = defined - {name for name, found in defs.items() if found}
+        plain = {
+            name: found[0]
+            for name, found in defs.items()
+            if len(found) == 1
+            and not found[0].decorator_list
+            and name not in rebound
+            and not _assigned_at_module_level(model.tree, name)
+            and name not in model.imports.objects
+            and name not in model.imports.modules
+        }
+        return cls(plain, defined)
+
+
+def _assigned_at_module_level(tree: ast.Module, name: str) -> bool:
+    return any(
+        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
+        for s in tree.body
+    )
 
 
 def _hint_for(node: ast.AST) -> str:
