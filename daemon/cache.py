@@ -6,9 +6,11 @@ version, cache schema) matches and every file the module imported from the works
 the SHA-256 recorded when the result was computed: a content hash of everything Warp's
 module hash and the contract hash depend on, checked without starting the worker.
 
-Writes are atomic (temporary file in the same folder, fsync, rename). A file that cannot
-be read, is truncated, is not msgpack or has the wrong shape is deleted and rebuilt,
-never trusted.
+Writes are atomic (temporary file in the same folder, then rename), so a reader never
+sees a half-written file. They are not fsync'ed (8 ms per write on the reference disk, on
+every save): after a power loss a file may be empty or truncated, and such a file, like
+one that cannot be read, is not msgpack or has the wrong shape, is deleted and rebuilt,
+never trusted. The failure library (repros.py) does fsync: its cases are not rebuilt.
 """
 
 from __future__ import annotations
@@ -41,14 +43,19 @@ def warp_version() -> str:
         return "unknown"
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
+def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to a temporary file next to ``path`` and rename it over ``path``.
+
+    ``durable``: fsync the data before the rename (survives a power loss; about 8 ms).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -92,9 +99,15 @@ def file_sha(path: Path) -> str:
         return ""
 
 
+# runtime options that never change a verdict (limits and housekeeping)
+NOT_IN_RESULT_KEY = frozenset(
+    {"timeout_s", "memory_mb", "debounce_ms", "kernel_cache_keep", "kernel_cache_max_mb"}
+)
+
+
 def result_key(options: dict[str, Any], stages: Sequence[str] = ("validate", "bench")) -> str:
     """What, besides the sources, decides a verdict: options, devices, stages, Warp version."""
-    relevant = {k: v for k, v in options.items() if k not in ("timeout_s", "memory_mb")}
+    relevant = {k: v for k, v in options.items() if k not in NOT_IN_RESULT_KEY}
     payload = {"schema": SCHEMA, "options": relevant, "stages": sorted(stages), "warp": warp_version()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
@@ -159,7 +172,7 @@ class ResultCache:
             "result": result,
             "created": time.time(),
         }
-        atomic_write_bytes(self.file_for(path), protocol.packb(entry))
+        atomic_write_bytes(self.file_for(path), protocol.packb(entry), durable=False)
         self.stats.stores += 1
 
     def dependents(self, changed: Path) -> list[Path]:

@@ -107,7 +107,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, daemon.request_stop)
+            # a clean stop: worker killed, socket and .warp-harness/daemon.json removed, exit 0
+            loop.add_signal_handler(sig, daemon.request_stop, sig.name)
         await daemon.run()
 
     try:

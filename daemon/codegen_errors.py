@@ -110,14 +110,36 @@ def parse_codegen_error(text: str, exc_type: str = "Exception") -> CodegenError 
 _ASSERT_RE = re.compile(r"Assertion failed: '(?P<cond>[^']*)'(?:\s*\n\s*At '(?P<where>[^']+)')?")
 
 
+_PY_ASSERT_RE = re.compile(r'^\(\(void\)"(?P<src>(?:[^"\\]|\\.)*)",')
+
+
 @dataclass(frozen=True)
 class NativeAssertion:
     condition: str
-    where: str | None  # native header and line, e.g. .../warp/native/array.h:442
+    # where it fired: a native header and line (.../warp/native/array.h:442), or, for an
+    # ``assert`` in Python kernel code built in debug mode, the Python file and line
+    where: str | None
 
     @property
     def is_bounds_check(self) -> bool:
         return "arr.shape" in self.condition
+
+    @property
+    def python_source(self) -> str | None:
+        """The Python source text of a kernel-level ``assert`` (Warp emits
+        ``assert(((void)"<source>", cond))``), else None."""
+        m = _PY_ASSERT_RE.match(self.condition)
+        return m.group("src").replace('\\"', '"') if m else None
+
+    @property
+    def python_location(self) -> tuple[str, int] | None:
+        """(file, line) when the assertion fired in a ``.py`` file (through ``#line``)."""
+        if not self.where or ":" not in self.where:
+            return None
+        file, _, line = self.where.rpartition(":")
+        if not file.endswith(".py") or not line.isdigit():
+            return None
+        return file, int(line)
 
 
 def parse_native_assertion(output: str) -> NativeAssertion | None:

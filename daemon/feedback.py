@@ -61,7 +61,9 @@ class History:
         return self.files.get(path, {}).get(_streak_key(record), 0)
 
     def _save(self) -> None:
-        atomic_write_bytes(self.path, protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}))
+        atomic_write_bytes(
+            self.path, protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}), durable=False
+        )
 
 
 def annotate(

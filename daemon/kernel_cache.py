@@ -21,6 +21,8 @@ import json
 import os
 import platform
 import shutil
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,20 +82,92 @@ def describe_device(device: Any) -> tuple[str, str | int | None]:
     return "cpu", None
 
 
-def prune(workspace: Path, keep: int = 200) -> int:
-    """Remove the oldest build folders beyond ``keep``; returns how many were removed."""
+# Warp's own default cache (WARP_CACHE_PATH of the worker) lives next to the build folders
+WARP_DEFAULT = "warp-default"
+PRUNE_MIN_AGE_S = 60.0
+
+
+@dataclass(frozen=True)
+class PruneReport:
+    removed: int
+    freed_bytes: int
+    kept: int
+    kept_bytes: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "removed": self.removed,
+            "freed_bytes": self.freed_bytes,
+            "kept": self.kept,
+            "kept_bytes": self.kept_bytes,
+        }
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for p in folder.rglob("*"):
+        try:
+            if p.is_file() and not p.is_symlink():
+                total += p.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def _last_used(folder: Path) -> float:
+    try:
+        return folder.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def prune(
+    workspace: Path,
+    keep: int = 200,
+    max_bytes: int = 2048 * 1024 * 1024,
+    *,
+    min_age_s: float = PRUNE_MIN_AGE_S,
+    now: float | None = None,
+) -> PruneReport:
+    """Remove the least recently used build folders beyond ``keep`` folders or ``max_bytes``.
+
+    Policy (the daemon runs it at start, before its worker): build folders are ranked by
+    last use (``folder_for`` touches a folder each time a build is looked up or made; a
+    folder's mtime also moves when files are written into it), newest first; a folder is
+    kept while both the count and the running total of bytes stay within the limits.
+    Folders used in the last ``min_age_s`` seconds are always kept (another process may be
+    building into them right now), as is Warp's own default cache folder.
+    """
     root = cache_root(workspace)
     if not root.is_dir():
-        return 0
-    folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True)
-    removed = 0
-    for folder in folders[keep:]:
+        return PruneReport(0, 0, 0, 0)
+    now = time.time() if now is None else now
+    folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name != WARP_DEFAULT]
+    ranked = sorted(((_last_used(p), p) for p in folders), key=lambda t: t[0], reverse=True)
+    kept = removed = kept_bytes = freed = 0
+    for used, folder in ranked:
+        size = _folder_bytes(folder)
+        recent = now - used < min_age_s
+        if recent or (kept < keep and kept_bytes + size <= max_bytes):
+            kept += 1
+            kept_bytes += size
+            continue
         shutil.rmtree(folder, ignore_errors=True)
+        if folder.exists():
+            kept += 1
+            kept_bytes += size
+            continue
         removed += 1
-    return removed
+        freed += size
+    return PruneReport(removed, freed, kept, kept_bytes)
 
 
 def folder_for(workspace: Path, key: str) -> Path:
+    """The build folder of ``key``, created if needed and marked as just used (for prune)."""
     folder = cache_root(workspace) / key
     os.makedirs(folder, exist_ok=True)
+    try:
+        os.utime(folder)
+    except OSError:
+        pass
     return folder

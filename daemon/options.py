@@ -20,6 +20,13 @@
     perf_severity = "error"     # severity of a missed performance target
     peak_bandwidth_gbs = { cpu = 20.0 }   # overrides the hardware profile
     peak_gflops = { cpu = 200.0 }
+    debounce_ms = 30            # quiet time after a file event before the save is checked
+    kernel_cache_keep = 200     # pruned at daemon start: at most this many build folders ...
+    kernel_cache_max_mb = 2048  # ... and at most this many MB, least recently used go first
+
+``debounce_ms`` here is the daemon's own: the ``debounce_ms`` of [tool.warp-harness] is the
+language server's delay between keystrokes (100 ms); a save is one burst of file events a
+few milliseconds long, whatever the editor's save style, so the daemon waits less.
 
 The ``daemon`` key of [tool.warp-harness] is the language server's on/off switch, so the
 daemon's own table is ``runtime``. Nothing here imports Warp.
@@ -65,6 +72,9 @@ class RuntimeOptions:
     perf_severity: str = "error"
     peak_bandwidth_gbs: Mapping[str, float] = field(default_factory=dict)
     peak_gflops: Mapping[str, float] = field(default_factory=dict)
+    debounce_ms: int = 30
+    kernel_cache_keep: int = 200
+    kernel_cache_max_mb: int = 2048
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -87,8 +97,8 @@ class RuntimeOptions:
 _BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
 _BOOL = ("validate", "bench", "shrink", "localize")
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
-_POS_INT = ("memory_mb", "bench_repeats")
-_NONNEG_INT = ("bench_warmup",)
+_POS_INT = ("memory_mb", "bench_repeats", "kernel_cache_keep", "kernel_cache_max_mb")
+_NONNEG_INT = ("bench_warmup", "debounce_ms")
 _POS_FLOAT = ("timeout_s", "launch_timeout_s", "bench_max_time_s")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from warp_harness.config import Settings, load_settings
 from warp_harness.daemon import cache as result_cache
-from warp_harness.daemon import discovery, feedback, protocol, repros
+from warp_harness.daemon import discovery, feedback, kernel_cache, protocol, repros
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
 from warp_harness.daemon.supervisor import Supervisor
@@ -76,6 +76,28 @@ def static_records(path: Path, display: str, overrides: Mapping[str, Any] | None
         ]
 
 
+def _timed_static(
+    path: Path, display: str, overrides: Mapping[str, Any] | None
+) -> tuple[list[Record], float]:
+    t0 = time.perf_counter()
+    records = static_records(path, display, overrides)
+    return records, (time.perf_counter() - t0) * 1e3
+
+
+def warm_static_tier() -> None:
+    """Load the static tier's tables (Warp's builtin signatures: ~170 ms the first time)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="wh-static-warm-") as tmp:
+        probe = Path(tmp) / "probe.py"
+        probe.write_text(
+            "import warp as wp\n\n\n@wp.kernel\ndef k(x: wp.array(dtype=float)):\n"
+            "    x[wp.tid()] = wp.sin(x[wp.tid()])\n",
+            encoding="utf-8",
+        )
+        static_records(probe, "probe.py", None)
+
+
 @dataclass
 class Engine:
     """Runs both tiers on one file, with caches, history and the failure library (one thread)."""
@@ -92,11 +114,15 @@ class Engine:
     cache: result_cache.ResultCache = field(init=False)
     history: feedback.History = field(init=False)
     checks: int = 0
+    prune_report: kernel_cache.PruneReport | None = None
 
     def __post_init__(self) -> None:
         self.workspace = self.workspace.resolve()
         self.cache = result_cache.ResultCache(self.workspace)
         self.history = feedback.History(self.workspace)
+        self._static_pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="warp-harness-static"
+        )
         if self.trusted and self.supervisor is None:
             self.supervisor = Supervisor(self.workspace, self.options, warmup=self.warmup)
 
@@ -106,35 +132,67 @@ class Engine:
         except ValueError:
             return str(path)
 
+    def prepare(self) -> None:
+        """Start-up work off the event loop: prune the kernel cache, load the static tier's
+        tables, start the worker (so the first save does not pay for them)."""
+        if self.trusted:
+            try:
+                self.prune_report = kernel_cache.prune(
+                    self.workspace,
+                    keep=self.options.kernel_cache_keep,
+                    max_bytes=self.options.kernel_cache_max_mb * 1024 * 1024,
+                )
+            except OSError:
+                self.prune_report = None
+        warm_static_tier()
+        self.start_worker()
+
     def start_worker(self) -> None:
         if self.supervisor is not None:
             self.supervisor.start()
 
+    def abort(self) -> None:
+        """Stop now: kill the worker mid-job (from any thread); no new worker is started."""
+        if self.supervisor is not None:
+            self.supervisor.abort()
+
     def close(self) -> None:
         if self.supervisor is not None:
             self.supervisor.close()
+        self._static_pool.shutdown(wait=False, cancel_futures=True)
 
     def check(self, path: Path, *, force: bool = False, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
         t0 = time.perf_counter()
         path = path.resolve()
         display = self.display(path)
         self.checks += 1
-        static = static_records(path, display, self.overrides)
+        timings: dict[str, float] = {}
         payload: dict[str, Any] = {"path": display, "trusted": self.trusted, "cached": False, "repros": []}
         dynamic: list[Record] = []
+        static_future: concurrent.futures.Future[tuple[list[Record], float]] | None = None
+        static: list[Record] = []
         if not self.trusted:
+            static, timings["static_ms"] = _timed_static(path, display, self.overrides)
             dynamic.append(untrusted_record(display))
             payload.update(status="untrusted", kernels={})
         else:
             assert self.supervisor is not None
             key = result_cache.result_key(self.options.to_dict(), stages)
+            t = time.perf_counter()
             result = None if force else self.cache.lookup(path, key)
+            timings["cache_ms"] = (time.perf_counter() - t) * 1e3
             if result is not None:
                 payload["cached"] = True
+                static, timings["static_ms"] = _timed_static(path, display, self.overrides)
             else:
+                # the static tier (pure Python, ~3 ms) runs while the worker works
+                static_future = self._static_pool.submit(_timed_static, path, display, self.overrides)
+                t = time.perf_counter()
                 result = self.supervisor.check(
                     path, display_path=display, stages=stages, on_progress=self._progress
                 )
+                timings["check_ms"] = (time.perf_counter() - t) * 1e3
+                t = time.perf_counter()
                 stored = self._store_repros(path, result)
                 payload["repros"] = stored
                 result["repros"] = stored
@@ -143,21 +201,26 @@ class Engine:
                         self.cache.store(path, key, result)
                     except OSError:
                         pass
+                timings["store_ms"] = (time.perf_counter() - t) * 1e3
+                static, timings["static_ms"] = static_future.result()
             dynamic = [Record.from_dict(r) for r in result.get("records", [])]
             payload.update(
                 status=result.get("status"),
                 kernels=result.get("kernels", {}),
                 seed=result.get("seed"),
-                timings=result.get("timings", {}),
+                timings={**result.get("timings", {}), **timings, "worker_ms": result.get("worker_ms")},
                 module_hash=result.get("module_hash"),
                 devices=result.get("devices", []),
             )
             if payload["cached"]:
                 payload["repros"] = result.get("repros", [])
+        payload.setdefault("timings", timings)
         ordered_static = feedback.order(static)
         ordered_dynamic = feedback.order(dynamic)
         everything = feedback.order([*static, *dynamic])
+        t = time.perf_counter()
         streaks = self.history.update(display, everything) if self.record_history else {}
+        payload["timings"]["history_ms"] = (time.perf_counter() - t) * 1e3
         tiers = {id(r): "static" for r in ordered_static} | {id(r): "dynamic" for r in ordered_dynamic}
         payload["records"] = [
             feedback.annotate([r], streaks, tier=tiers.get(id(r), "dynamic"))[0] for r in everything
@@ -230,7 +293,7 @@ class Daemon:
         self.options = load_runtime_options(self.workspace, runtime_overrides)
         self.socket_path = socket_path or protocol.socket_path_for(self.workspace)
         self.watch = watch
-        self.debounce_s = (self.settings.debounce_ms if debounce_ms is None else debounce_ms) / 1000
+        self.debounce_s = (self.options.debounce_ms if debounce_ms is None else debounce_ms) / 1000
         self.max_frame = max_frame
         self.log = log or (lambda text: print(text, file=sys.stderr, flush=True))
         self.engine = Engine(
@@ -259,17 +322,31 @@ class Daemon:
 
     # ----------------------------------------------------------------- lifecycle
     def _claim_socket(self) -> None:
+        """Refuse to start next to a live daemon of this workspace; clear a stale socket.
+
+        Two places can name a live daemon: ``.warp-harness/daemon.json`` (whatever socket it
+        was started with) and our socket path. Either one accepting a connection means a
+        daemon is serving; a socket nobody accepts on is left over from a killed daemon.
+        """
         protocol.ensure_private_dir(self.socket_path.parent)
+        state = _read_state(result_cache.state_dir(self.workspace) / "daemon.json")
+        other = state.get("socket") if state else None
+        if isinstance(other, str) and other and Path(other) != self.socket_path and _accepts(Path(other)):
+            raise DaemonAlreadyRunning(self._already(Path(other), state))
         if self.socket_path.exists() or self.socket_path.is_symlink():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(self.socket_path))
-            except OSError:
-                self.socket_path.unlink()  # stale: its daemon is gone
-            else:
-                raise DaemonAlreadyRunning(f"a daemon already serves {self.workspace} on {self.socket_path}")
-            finally:
-                probe.close()
+            if _accepts(self.socket_path):
+                same = state if state and state.get("socket") == str(self.socket_path) else None
+                raise DaemonAlreadyRunning(self._already(self.socket_path, same))
+            self.socket_path.unlink()  # stale: its daemon is gone
+
+    def _already(self, sock: Path, state: dict[str, Any] | None) -> str:
+        pid = state.get("pid") if state else None
+        who = f" (pid {pid})" if isinstance(pid, int) else ""
+        stop = f"stop it first (kill {pid})" if isinstance(pid, int) else "stop it first"
+        return (
+            f"a daemon{who} already serves {self.workspace} on {sock}; {stop}, "
+            "or connect to that socket instead of starting another"
+        )
 
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
@@ -282,8 +359,9 @@ class Daemon:
             os.umask(old)
         os.chmod(self.socket_path, 0o600)
         self._write_state()
-        if self.trusted:
-            self.loop.run_in_executor(self._executor, self.engine.start_worker)
+        # prune the kernel cache, warm the static tier, start the worker: in the job thread,
+        # so the first job queues behind it and the socket answers at once
+        self.loop.run_in_executor(self._executor, self._prepare)
         if self.watch:
             from warp_harness.daemon.watcher import Watcher
 
@@ -297,8 +375,24 @@ class Daemon:
         assert self._stop_event is not None
         await self._stop_event.wait()
 
-    def request_stop(self) -> None:
-        if self._stop_event is not None:
+    def _prepare(self) -> None:
+        try:
+            self.engine.prepare()
+        except Exception as exc:  # the first job reports a worker that cannot start
+            self.log(f"warp-harness daemon: start-up step failed: {exc}")
+            return
+        report = self.engine.prune_report
+        if report is not None and report.removed:
+            self.log(
+                f"warp-harness daemon: kernel cache pruned: {report.removed} build folder(s), "
+                f"{report.freed_bytes / 1e6:.1f} MB removed; {report.kept} kept "
+                f"({report.kept_bytes / 1e6:.1f} MB)"
+            )
+
+    def request_stop(self, reason: str | None = None) -> None:
+        if self._stop_event is not None and not self._stop_event.is_set():
+            if reason:
+                self.log(f"warp-harness daemon: stopping ({reason})")
             self._stop_event.set()
 
     async def stop(self) -> None:
@@ -312,9 +406,12 @@ class Daemon:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), timeout=2)
             self._server = None
-        loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._executor, self.engine.close)
-        self._executor.shutdown(wait=False)
+        # a job in flight (a kernel that hangs, a long benchmark) must not hold the stop up:
+        # kill the worker now, drop queued jobs, then close from a thread of its own
+        self.engine.abort()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.to_thread(self.engine.close), timeout=30)
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
         with contextlib.suppress(OSError):
@@ -356,9 +453,11 @@ class Daemon:
         targets = [target] if target is not None else []
         targets += [p for p in self.engine.cache.dependents(path) if p.is_file()]
         for t in dict.fromkeys(targets):
-            self.enqueue(t)
+            self.enqueue(t, event_at=time.perf_counter())
 
-    def enqueue(self, path: Path, *, force: bool = False) -> asyncio.Future[dict[str, Any]]:
+    def enqueue(
+        self, path: Path, *, force: bool = False, event_at: float | None = None
+    ) -> asyncio.Future[dict[str, Any]]:
         assert self.loop is not None
         path = path.resolve()
         pending = self._pending.get(path)
@@ -367,17 +466,23 @@ class Daemon:
         fut: asyncio.Future[dict[str, Any]] = self.loop.create_future()
         self._pending[path] = fut
         self._broadcast(protocol.message("state", push=True, path=self.engine.display(path), state="queued"))
-        self.loop.create_task(self._run_job(path, fut, force))
+        self.loop.create_task(self._run_job(path, fut, force, event_at or time.perf_counter()))
         return fut
 
-    async def _run_job(self, path: Path, fut: asyncio.Future[dict[str, Any]], force: bool) -> None:
+    def _check_job(self, path: Path, force: bool, queued_at: float) -> dict[str, Any]:
+        queue_ms = (time.perf_counter() - queued_at) * 1e3
+        payload = self.engine.check(path, force=force)
+        payload.setdefault("timings", {})["queue_ms"] = queue_ms
+        return payload
+
+    async def _run_job(
+        self, path: Path, fut: asyncio.Future[dict[str, Any]], force: bool, queued_at: float
+    ) -> None:
         assert self.loop is not None
         display = self.engine.display(path)
         self._broadcast(protocol.message("state", push=True, path=display, state="running"))
         try:
-            payload = await self.loop.run_in_executor(
-                self._executor, lambda: self.engine.check(path, force=force)
-            )
+            payload = await self.loop.run_in_executor(self._executor, self._check_job, path, force, queued_at)
         except Exception as exc:  # keep serving whatever happened
             record = F.make_record(
                 Stage.INTERNAL, F.INTERNAL, Severity.ERROR, display, 1, f"daemon error: {exc!r}"
@@ -539,6 +644,7 @@ class Daemon:
                 errors_replied=self.errors_replied,
                 worker=sup.status() if sup else None,
                 cache={"hits": stats.hits, "misses": stats.misses, "discarded": stats.discarded},
+                kernel_cache=self.engine.prune_report.to_dict() if self.engine.prune_report else None,
                 options=self.options.to_dict(),
             )
         if kind == "check":
@@ -559,6 +665,27 @@ class Daemon:
         if kind == "shutdown":
             return protocol.message("ok")
         raise protocol.ProtocolError(protocol.E_UNKNOWN_TYPE, f"unknown message type {kind!r}")
+
+
+def _accepts(sock: Path) -> bool:
+    """Whether a daemon accepts connections on ``sock``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2.0)
+    try:
+        probe.connect(str(sock))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def _read_state(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 class DaemonThread:

@@ -27,20 +27,23 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
-from warp_harness.daemon.codegen_errors import parse_native_assertion
+from warp_harness.daemon.codegen_errors import NativeAssertion, parse_native_assertion
 from warp_harness.daemon.discovery import kernel_positions, read_text
 from warp_harness.daemon.options import RuntimeOptions
-from warp_harness.record import Record, Severity, Stage
+from warp_harness.record import Location, Record, Related, Severity, Stage
 
 START_TIMEOUT_S = 120.0
 MAX_JOBS_PER_WORKER = 200
 BOUNDS_HINT = "an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the launch dim"
+# how a worker dies of an out-of-bounds access: release builds (segfault, or glibc aborting
+# on a corrupted heap), debug builds (Warp's assert traps: SIGILL)
+_BOUNDS_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL")
 _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
 
 
@@ -124,6 +127,10 @@ class WorkerProcess:
         child.close()
         self.jobs = 0
         self.ready: dict[str, Any] = {}
+        self.start_s = 0.0
+
+    def wait_ready(self) -> None:
+        """Wait for the worker's ``ready`` (warm import of Warp); WorkerStartError if it dies."""
         t0 = time.monotonic()
         try:
             self.ready = protocol.recv_message(self.sock, timeout=START_TIMEOUT_S)
@@ -272,16 +279,29 @@ class Supervisor:
         self.crashes = 0
         self._lock = threading.RLock()
         self._next_id = 1
+        self._closing = False
+        self._starting: WorkerProcess | None = None
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> WorkerProcess:
         with self._lock:
+            if self._closing:
+                raise WorkerStartError("the daemon is stopping: no new worker is started")
             if self.worker is not None and self.worker.alive():
                 return self.worker
             if self.worker is not None:
                 self.worker.kill()
                 self.restarts += 1
-            self.worker = WorkerProcess(self.workspace, self.options, warmup=self.warmup, python=self.python)
+            worker = WorkerProcess(self.workspace, self.options, warmup=self.warmup, python=self.python)
+            self._starting = worker
+            try:
+                worker.wait_ready()
+            finally:
+                self._starting = None
+            if self._closing:
+                worker.kill()
+                raise WorkerStartError("the daemon is stopping: no new worker is started")
+            self.worker = worker
             return self.worker
 
     def close(self) -> None:
@@ -289,6 +309,14 @@ class Supervisor:
             if self.worker is not None:
                 self.worker.shutdown()
                 self.worker = None
+
+    def abort(self) -> None:
+        """Kill the worker now, even in the middle of a job (any thread; does not wait for
+        the job's lock), and start no other: the job in flight ends as a crash."""
+        self._closing = True
+        for worker in (self._starting, self.worker):
+            if worker is not None:
+                worker.kill_only()
 
     def __enter__(self) -> Supervisor:
         return self
@@ -362,15 +390,19 @@ class Supervisor:
                 if outcome.kind == "done":
                     result = outcome.result or {}
                     break
-                record, failure = self._crash_record(outcome, display, positions, opts)
-                extra.append(record)
+                record, failure = self._crash_record(outcome, display, positions, opts, path)
                 kernel = outcome.progress.get("kernel")
                 seed = outcome.progress.get("seed") if seed is None else seed
                 if failure is not None:
                     failures.append(failure)
                     loc = self._localize(path, display, failure, outcome, opts, positions)
-                    if loc is not None:
+                    if loc is not None and record.rule == F.BOUNDS and loc.severity is Severity.ERROR:
+                        # a debug build's assertion, now placed on the access: one record
+                        died = f"; the worker died with {failure['signal']}"
+                        record = replace(loc, message=loc.message + died)
+                    elif loc is not None:
                         extra.append(loc)
+                extra.append(record)
                 if not kernel or kernel in skip or outcome.progress.get("stage") in ("import", "compile"):
                     result = {"status": outcome.kind, "path": display, "records": [], "kernels": {}}
                     break
@@ -395,8 +427,13 @@ class Supervisor:
             result["elapsed_ms"] = (time.monotonic() - t0) * 1e3
             return result
 
-    def run_case(self, case: dict[str, Any], *, mode: str | None = None) -> tuple[str, list[Record]]:
-        """Re-run one stored case: (pass | fail | crash | timeout | error, records)."""
+    def run_case(
+        self, case: dict[str, Any], *, mode: str | None = None, probe: bool = False
+    ) -> tuple[str, list[Record]]:
+        """Re-run one stored case: (pass | fail | crash | timeout | error, records).
+
+        ``probe``: run the kernel's bounds probe (stages/probe.py) in debug mode instead.
+        """
         with self._lock:
             path = self.workspace / str(case["path"])
             opts = self.options
@@ -412,6 +449,8 @@ class Supervisor:
             )
             if mode:
                 msg["mode"] = mode
+            if probe:
+                msg["probe"] = True
             outcome = self._call(msg)
             if outcome.kind == "done":
                 result = outcome.result or {}
@@ -419,7 +458,7 @@ class Supervisor:
                     Record.from_dict(r) for r in result.get("records", [])
                 ]
             positions = kernel_positions(read_text(path) or "")
-            record, _ = self._crash_record(outcome, str(case.get("path")), positions, opts)
+            record, _ = self._crash_record(outcome, str(case.get("path")), positions, opts, path)
             return outcome.kind, [record]
 
     # ----------------------------------------------------------------- crash handling
@@ -429,6 +468,7 @@ class Supervisor:
         display: str,
         positions: dict[str, tuple[int, int, int]],
         opts: RuntimeOptions,
+        path: Path | None = None,
     ) -> tuple[Record, dict[str, Any] | None]:
         p = outcome.progress
         kernel = p.get("kernel")
@@ -475,7 +515,29 @@ class Supervisor:
         else:
             sig = signal_name(outcome.returncode)
             text = _SIGNAL_TEXT.get(sig, sig)
-            if assertion is not None and assertion.is_bounds_check:
+            access = python_access(assertion, path) if assertion is not None and path else None
+            if access is not None:
+                a_line, a_col, a_end, text = access
+                name = text.split("[", 1)[0]
+                record = F.make_record(
+                    Stage.CRASH,
+                    F.BOUNDS,
+                    Severity.ERROR,
+                    display,
+                    a_line,
+                    f"{where} indexes `{name}` out of bounds at line {a_line}: `{text}` ({context})",
+                    col=a_col,
+                    end_col=a_end,
+                    kernel=kernel,
+                    hint=BOUNDS_HINT,
+                    related=(
+                        Related(
+                            Location(display, line, col, line, end_col, kernel=kernel),
+                            f"in kernel `{kernel}`",
+                        ),
+                    ),
+                )
+            elif assertion is not None and assertion.is_bounds_check:
                 record = F.make_record(
                     Stage.CRASH,
                     F.BOUNDS,
@@ -519,7 +581,8 @@ class Supervisor:
                 "rule": record.rule,
                 "message": record.message,
                 "signal": signal_name(outcome.returncode) if kind == "crash" else None,
-                "bounds_suspect": kind == "crash" and record.rule != F.BOUNDS,
+                # a crash, or Warp's own assertion (placed at the header): the probe may place it
+                "bounds_suspect": kind == "crash" and not record.related,
                 "inputs": None,
             }
         return record, failure
@@ -533,17 +596,40 @@ class Supervisor:
         opts: RuntimeOptions,
         positions: dict[str, tuple[int, int, int]],
     ) -> Record | None:
-        """Re-run a bounds suspect in debug mode: an assertion there names the problem."""
-        if not opts.localize or opts.mode == "debug" or not failure.get("bounds_suspect"):
+        """Re-run a bounds suspect in debug mode with the bounds probe (stages/probe.py): an
+        out-of-bounds access then stops at the Python line of the access."""
+        if not opts.localize or not failure.get("bounds_suspect"):
             return None
-        if crash is not None and signal_name(crash.returncode) not in ("SIGSEGV", "SIGABRT", "SIGBUS"):
+        if crash is not None and signal_name(crash.returncode) not in _BOUNDS_SIGNALS:
             return None
         case = dict(failure, path=str(path.resolve().relative_to(self.workspace)))
-        status, records = self.run_case(case, mode="debug")
+        status, records = self.run_case(case, mode="debug", probe=True)
         kernel = str(failure["kernel"])
         line, col, end_col = positions.get(kernel, (1, 0, 0))
-        if any(r.rule == F.BOUNDS for r in records):
-            bounds = next(r for r in records if r.rule == F.BOUNDS)
+        bounds = next((r for r in records if r.rule == F.BOUNDS), None)
+        where = f"size {failure.get('size')}, seed {failure.get('seed')}"
+        if bounds is not None and bounds.related:  # placed on the access itself
+            failure["localized"] = "line"
+            loc = bounds.location
+            lines = (read_text(path) or "").splitlines()
+            src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+            text = src[loc.col : loc.end_col] if loc.end_col else src.strip()
+            name = text.split("[", 1)[0]
+            return F.make_record(
+                Stage.CRASH,
+                F.BOUNDS,
+                Severity.ERROR,
+                display,
+                loc.line,
+                f"debug re-run: kernel `{kernel}` indexes `{name}` out of bounds at line {loc.line}: "
+                f"`{text}` ({where})",
+                col=loc.col,
+                end_col=loc.end_col,
+                kernel=kernel,
+                hint=BOUNDS_HINT,
+                related=bounds.related,
+            )
+        if bounds is not None:  # Warp's own assertion: an access the probe does not cover
             failure["localized"] = "bounds"
             return F.make_record(
                 Stage.CRASH,
@@ -551,13 +637,13 @@ class Supervisor:
                 Severity.ERROR,
                 display,
                 line,
-                f"debug re-run: kernel `{kernel}` indexes an array out of bounds "
-                f"at size {failure.get('size')} "
-                f"(seed {failure.get('seed')}); " + bounds.message.split("): ", 1)[-1],
+                f"debug re-run: kernel `{kernel}` indexes an array out of bounds ({where}); "
+                + bounds.message.split("): ", 1)[-1],
                 col=col,
                 end_col=end_col,
                 kernel=kernel,
-                hint=BOUNDS_HINT,
+                hint=BOUNDS_HINT + " (the access is not in the kernel's own statements: look at the "
+                "@wp.func helpers it calls, or at an index that calls a function)",
             )
         if status in ("pass", "fail"):
             failure["localized"] = "no-bounds-error"
@@ -574,3 +660,24 @@ class Supervisor:
                 kernel=kernel,
             )
         return None
+
+
+def python_access(assertion: NativeAssertion, path: Path) -> tuple[int, int, int, str] | None:
+    """(line, col, end col, source text) of the array access a bounds probe assertion names,
+    when it points into ``path``; None for any other assertion."""
+    where = assertion.python_location
+    text = assertion.python_source
+    if where is None or text is None or "[" not in text or text.lstrip().startswith("assert"):
+        return None
+    file, line = where
+    try:
+        if Path(file).resolve() != path.resolve():
+            return None
+    except OSError:
+        return None
+    lines = (read_text(path) or "").splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    col = source.find(text)
+    if col < 0:
+        return line, 0, 0, text
+    return line, col, col + len(text), text

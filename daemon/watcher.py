@@ -4,7 +4,15 @@ Editors save in three ways, all handled: write in place (modified), write a temp
 file and rename it over the target (moved, dest = target), delete and re-create
 (deleted + created). Events are collected per path and delivered once the path has been
 quiet for ``debounce_s``; the callback then sees ``"changed"`` if the file exists, else
-``"deleted"``. Our own ``.warp-harness`` folder, VCS and cache folders, editor backups and
+``"deleted"``.
+
+Two events say a save is complete: the file was closed after writing (inotify
+``IN_CLOSE_WRITE``, watchdog's ``closed``) and a file was renamed onto the path (``moved``
+with that destination). After one of those the path is delivered once it has been quiet
+for ``settle_s`` (5 ms: the rest of an editor's burst arrives within 1-2 ms) instead of the
+full debounce, which remains for everything else: a write still open, a delete that may be
+followed by a re-create, a file moved in from outside the tree, platforms without close
+events. Our own ``.warp-harness`` folder, VCS and cache folders, editor backups and
 swap files never reach the callback.
 """
 
@@ -21,6 +29,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 Callback = Callable[[Path, str], None]
+SETTLE_S = 0.005
 
 
 class _Handler(FileSystemEventHandler):
@@ -30,19 +39,23 @@ class _Handler(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.is_directory or event.event_type in ("opened", "closed_no_write"):
             return
-        paths = [event.src_path]
+        src = event.src_path
+        self.watcher.touch(
+            Path(src if isinstance(src, str) else src.decode()), complete=event.event_type == "closed"
+        )
         dest = getattr(event, "dest_path", "")
         if dest:
-            paths.append(dest)
-        for p in paths:
-            self.watcher.touch(Path(p if isinstance(p, str) else p.decode()))
+            self.watcher.touch(Path(dest if isinstance(dest, str) else dest.decode()), complete=True)
 
 
 class Watcher:
-    def __init__(self, root: Path, callback: Callback, *, debounce_s: float = 0.1) -> None:
+    def __init__(
+        self, root: Path, callback: Callback, *, debounce_s: float = 0.1, settle_s: float = SETTLE_S
+    ) -> None:
         self.root = root.resolve()
         self.callback = callback
         self.debounce_s = debounce_s
+        self.settle_s = min(settle_s, debounce_s)
         self._pending: dict[Path, float] = {}
         self._cond = threading.Condition()
         self._stopped = False
@@ -79,13 +92,13 @@ class Watcher:
             return False
         return is_candidate_name(path) and not is_ignored(path, self.root)
 
-    def touch(self, path: Path) -> None:
-        """An event on ``path``: (re)start its quiet period."""
+    def touch(self, path: Path, *, complete: bool = False) -> None:
+        """An event on ``path``: (re)start its quiet period (short when the save is ``complete``)."""
         if not self.accepts(path):
             return
         with self._cond:
             self.events_seen += 1
-            self._pending[path] = time.monotonic() + self.debounce_s
+            self._pending[path] = time.monotonic() + (self.settle_s if complete else self.debounce_s)
             self._cond.notify_all()
 
     def _run(self) -> None:

@@ -204,6 +204,7 @@ def _result(job: Any, status: str) -> dict[str, Any]:
         "devices": [alias for alias, _ in job.devices],
         "build_keys": job.build_keys,
         "contract_files": [str(p) for p in job.contract_files],
+        "notes": job.notes,
     }
 
 
@@ -253,7 +254,17 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         )
         return _result(job, "error")
     codegen.run(job)
-    compile.run(job)
+    probed = False
+    if msg.get("probe") and info.codegen == "ok":
+        compile.resolve_devices(job)
+        present = dict(job.devices).get(device_name)
+        probed = present is not None and _use_bounds_probe(job, info, present, device_name)
+        if probed:
+            info.compile[device_name] = "compiled"
+        else:  # build the module itself instead
+            job.records = [r for r in job.records if r.rule != F.DEVICE_SKIPPED]
+    if not probed:
+        compile.run(job)
     if info.compile.get(device_name) not in ("compiled", "cached"):
         return _result(job, "error")
     device = dict(job.devices)[device_name]
@@ -304,6 +315,25 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         )
     )
     return _result(job, "fail")
+
+
+def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
+    """Make the bounds probe (stages/probe.py) the kernel to run; False when it cannot be built."""
+    from warp_harness.daemon.stages import compile, probe
+
+    job.progress(stage="compile", kernel=info.name, device=alias, budget_s=job.options.timeout_s)
+    try:
+        kernel, checked = probe.probe_kernel(info)
+        job.notes["probe"] = {"checked": checked}
+        if not checked:
+            return False
+        compile.load_into_cache(job, kernel.module, device, salt=probe.PROBE_SALT)
+    except Exception as exc:  # the probe is best effort: Warp's own debug check still runs
+        text = str(exc).strip()
+        job.notes["probe"] = {"error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"}
+        return False
+    info.runnable = kernel
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,7 @@ from warp_harness.model.types import (
     Matrix,
     Quaternion,
     Scalar,
+    Struct,
     Transform,
     UnknownType,
     Vector,
@@ -179,25 +180,34 @@ class _Edit:
     safe: bool
 
 
-class _Types:
-    """Expression types for one kernel: the model's inference, corrected for module constants whose
-    Warp type is not what a Python literal would give (``wp.constant(wp.float64(2.0))``)."""
+def _bound_names(target: ast.expr) -> list[str]:
+    """Names an assignment target rebinds (``x``, ``a, b``), not those it indexes (``a`` in ``a[i] = v``)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for element in target.elts for name in _bound_names(element)]
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    return []
 
-    def __init__(self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes) -> None:
+
+class _ModuleFacts:
+    """What one file says about types beyond the model: module constants whose Warp type is not what
+    a Python literal would give (``wp.constant(wp.float64(2.0))``), and struct names defined twice."""
+
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
-        self.types = types
-        self.local = set(types.variables) | {p.name for p in kernel.params}
         self.constants: dict[str, WarpType] = {}
         for name in ctx.model.constants.values:
-            if name in self.local:
-                continue
-            real, assumed = self._constant_type(name, 0), self._plain_type(name)
-            if real != assumed:
+            real = self._constant_type(name, 0)
+            if real != self._plain_type(name):
                 self.constants[name] = real
-        # locals computed from such constants: their inferred types cannot be trusted
-        self.tainted: set[str] = set()
-        if self.constants:
-            self._taint(kernel)
+        # the model keeps one definition of a struct name; aliases taken before a redefinition mean the other
+        counts: dict[str, int] = {}
+        for node in ast.walk(ctx.model.tree):
+            if isinstance(node, ast.ClassDef) and node.decorator_list:
+                counts[node.name] = counts.get(node.name, 0) + 1
+        self.redefined = {name for name, count in counts.items() if count > 1}
 
     def _plain_type(self, name: str) -> WarpType:
         value = self.ctx.model.constants.values.get(name)
@@ -235,8 +245,76 @@ class _Types:
                 return UNKNOWN
         return self._plain_type(name)
 
+
+class _Types:
+    """Expression types for one kernel: the model's inference, distrusted where it rests on the
+    facts above (a typed module constant, a redefined struct)."""
+
+    def __init__(self, kernel: KernelDef, types: KernelTypes, facts: _ModuleFacts) -> None:
+        self.types = types
+        self.local = set(types.variables) | {p.name for p in kernel.params}
+        names = {n.id for n in walk_body(kernel.node) if isinstance(n, ast.Name)}
+        self.constants = {k: v for k, v in facts.constants.items() if k not in self.local and k in names}
+        self.redefined = {
+            t.name for t in types.variables.values() if isinstance(t, Struct) and t.name in facts.redefined
+        }
+        self._memo: dict[int, WarpType] = {}
+        # locals computed from such constants or structs: their inferred types cannot be trusted
+        self.tainted: set[str] = set()
+        self.suspicious = bool(self.constants or self.redefined)
+        # what each tainted local is assigned (its type is recomputed from these); None: unknowable
+        self._assigned: dict[str, list[ast.expr | WarpType | None]] = {}
+        self._var_types: dict[str, WarpType] = {}
+        self._busy: set[str] = set()
+        if self.suspicious:
+            self._taint(kernel)
+            for param in kernel.params:
+                self._assigned[param.name] = [param.type]
+            for node in walk_body(kernel.node):
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        self._assign(target, node.value)
+                elif isinstance(node, ast.AnnAssign | ast.For | ast.NamedExpr | ast.With):
+                    targets: list[ast.expr | None] = (
+                        [i.optional_vars for i in node.items] if isinstance(node, ast.With) else [node.target]
+                    )
+                    for bound in targets:
+                        if bound is not None:
+                            self._assign(bound, None)
+
+    def _assign(self, target: ast.expr, value: ast.expr | None) -> None:
+        if isinstance(target, ast.Name):
+            self._assigned.setdefault(target.id, []).append(value)
+            return
+        for name in _bound_names(target):
+            self._assigned.setdefault(name, []).append(None)
+
+    def _tainted_type(self, name: str) -> WarpType:
+        """A tainted local's type, recomputed from everything assigned to it (UNKNOWN unless all agree)."""
+        if name in self._var_types:
+            return self._var_types[name]
+        if name in self._busy:
+            return UNKNOWN
+        self._busy.add(name)
+        found: list[WarpType] = []
+        for value in self._assigned.get(name, [None]):
+            if value is None:
+                found.append(UNKNOWN)
+            elif isinstance(value, ast.expr):
+                found.append(self.of(value))
+            else:
+                found.append(value)
+        self._busy.discard(name)
+        result = found[0] if found and _known(found[0]) and all(t == found[0] for t in found) else UNKNOWN
+        self._var_types[name] = result
+        return result
+
     def _mentions_tainted(self, node: ast.AST) -> bool:
         for n in ast.walk(node):
+            if self.redefined and isinstance(n, ast.Attribute):
+                base = self.types.of(n.value)
+                if isinstance(base, Struct) and base.name in self.redefined:
+                    return True
             if isinstance(n, ast.Name) and (
                 n.id in self.tainted or (n.id in self.constants and n.id not in self.local)
             ):
@@ -261,15 +339,21 @@ class _Types:
                 if value is None or not self._mentions_tainted(value):
                     continue
                 for target in targets:
-                    for n in ast.walk(target):
-                        if isinstance(n, ast.Name) and n.id not in self.tainted:
-                            self.tainted.add(n.id)
+                    for name in _bound_names(target):
+                        if name not in self.tainted:
+                            self.tainted.add(name)
                             changed = True
 
     def of(self, node: ast.expr) -> WarpType:
+        key = id(node)
+        if key not in self._memo:
+            self._memo[key] = self._of(node)
+        return self._memo[key]
+
+    def _of(self, node: ast.expr) -> WarpType:
         if isinstance(node, ast.Name):
             if node.id in self.tainted:
-                return UNKNOWN
+                return self._tainted_type(node.id)
             if node.id in self.constants and node.id not in self.local:
                 return self.constants[node.id]
             return self.types.of(node)
@@ -280,7 +364,7 @@ class _Types:
         if isinstance(node, ast.IfExp):
             body, orelse = self.of(node.body), self.of(node.orelse)
             return body if body == orelse else UNKNOWN
-        if (self.tainted or self.constants) and self._mentions_tainted(node):
+        if self.suspicious and self._mentions_tainted(node):
             return UNKNOWN
         return self.types.of(node)
 
@@ -294,10 +378,12 @@ class MixedScalarTypes(Rule):
     fixable = True
 
     def check(self, ctx: RuleContext) -> Iterator[Record]:
+        facts: _ModuleFacts | None = None
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
-            types = _Types(ctx, kernel, ctx.model.types(kernel))
+            facts = facts or _ModuleFacts(ctx)
+            types = _Types(kernel, ctx.model.types(kernel), facts)
             for node in walk_body(kernel.node):
                 record: Record | None = None
                 if isinstance(node, ast.BinOp):
@@ -411,7 +497,7 @@ class MixedScalarTypes(Rule):
         if isinstance(lt, vec) and _is_number(rt) and isinstance(op, ast.Mult | ast.Div):
             assert isinstance(rt, Scalar)
             scaled = (left, lt, right, rt)
-        elif isinstance(rt, vec) and _is_number(lt) and isinstance(op, ast.Mult):
+        elif isinstance(rt, vec) and _is_number(lt) and isinstance(op, ast.Mult | ast.Div):
             assert isinstance(lt, Scalar)
             scaled = (right, rt, left, lt)
         if scaled is not None:

@@ -4,10 +4,12 @@ A `wp.<name>` used inside a kernel or function that the installed Warp does not 
 such as `wp.sqroot`), a host-side Warp function called inside a kernel (`wp.launch`,
 `wp.synchronize`), or a call of a Warp builtin whose arguments no overload accepts: the wrong
 number of arguments, an unknown keyword, or argument types no signature takes (`wp.sqrt(2)`:
-`sqrt` takes floats only). Signatures come from the installed Warp's own builtin registry; a
-call is reported only when every overload rejects it, and arguments of unknown type are never
-held against a call. Outside kernels, every `wp.<name>` that exists in the `warp` module is
-fine.
+`sqrt` takes floats only). Calls of the `math` module count too: Warp compiles `math.sqrt(x)`
+as `wp.sqrt(x)` and refuses `math.hypot`, which has no builtin. Signatures come from the
+installed Warp's own builtin registry; a call is reported only when every overload rejects it,
+and arguments of unknown type are never held against a call. Outside kernels, every
+`wp.<name>` that exists in the `warp` module is fine, and so are names the file itself adds to
+`warp` (`import warp.sub.module`, `wp.build_experimental.add_builtin("name", ...)`).
 
 The fix for an unknown name replaces it with the closest existing one.
 
@@ -39,6 +41,7 @@ def norm(x: wp.array(dtype=float), n: wp.array(dtype=int)):
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Iterator
 
 from warp_harness.model.inference import KernelTypes
@@ -79,6 +82,62 @@ _HOST_PREFIXES = (
 )
 
 
+def _registered_names(tree: ast.Module, warp_modules: set[str]) -> tuple[set[str], bool]:
+    """``warp.<name>`` attributes this file creates: submodules it imports (``import warp.tests.x``) and
+    builtins it registers (``wp.build_experimental.add_builtin("name", ...)``); True when it registers
+    one whose name is not a literal (then no name can be called unknown)."""
+    names: set[str] = set()
+    dynamic = False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "warp" and len(parts) > 1:
+                    names.add(parts[1])
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] == "warp" and len(parts) > 1:
+                names.add(parts[1])
+            elif node.module == "warp":
+                names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            attr = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else func.id
+                if isinstance(func, ast.Name)
+                else None
+            )
+            if attr in ("add_builtin", "register_builtin"):
+                first = (
+                    node.args[0]
+                    if node.args
+                    else next((k.value for k in node.keywords if k.arg == "key"), None)
+                )
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    names.add(first.value)
+                else:
+                    dynamic = True
+            elif (
+                attr == "setattr"
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id in warp_modules
+            ):
+                dynamic = True
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            # wp.my_helper = ... adds a name to the module
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id in warp_modules
+                ):
+                    names.add(target.attr)
+    return names, dynamic
+
+
 class BuiltinCall(Rule):
     id = "WH004"
     name = "builtin-call"
@@ -90,9 +149,8 @@ class BuiltinCall(Rule):
     def check(self, ctx: RuleContext) -> Iterator[Record]:
         imports = ctx.model.imports
         warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
-        if not warp_modules:
-            return
         table = ctx.builtins
+        registered, dynamic = _registered_names(ctx.model.tree, warp_modules)
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
@@ -109,6 +167,8 @@ class BuiltinCall(Rule):
                     and isinstance(node.ctx, ast.Load)
                     and node.value.id not in {p.name for p in kernel.params}
                 ):
+                    if dynamic or node.attr in registered:
+                        continue
                     record = self._unknown(ctx, kernel, node, id(node) in called)
                     if record is not None:
                         yield record
@@ -126,6 +186,37 @@ class BuiltinCall(Rule):
                     record = self._call(ctx, kernel, types, node, name)
                     if record is not None:
                         yield record
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                    math_name = imports.math_name(node.func)
+                    if math_name is None or not isinstance(node.func.value, ast.Name):
+                        continue
+                    if node.func.value.id in {p.name for p in kernel.params}:
+                        continue
+                    if types is None:
+                        types = ctx.model.types(kernel)
+                    record = self._math_call(ctx, kernel, types, node, math_name)
+                    if record is not None:
+                        yield record
+
+    def _math_call(
+        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
+    ) -> Record | None:
+        """Warp compiles ``math.<name>(...)`` as its builtin of that name, when it has one."""
+        if ctx.builtins.has_builtin(name):
+            return self._call(ctx, kernel, types, node, name)
+        if not callable(getattr(math, name, None)):
+            return None
+        similar = [s for s in ctx.builtins.closest(name, n=6) if ctx.builtins.has_builtin(s)][:2]
+        return self.report(
+            ctx,
+            node.func,
+            f"`math.{name}` has no Warp builtin; Warp compiles only the math functions it has as builtins",
+            kernel=kernel.name,
+            expected="a Warp builtin or a @wp.func",
+            actual=f"math.{name}",
+            hint="write it with Warp builtins or a @wp.func"
+            + (f" (close builtins: {', '.join(f'`wp.{s}`' for s in similar)})" if similar else ""),
+        )
 
     def _unknown(
         self, ctx: RuleContext, kernel: KernelDef, node: ast.Attribute, is_call: bool

@@ -104,22 +104,18 @@ def fold_shape(node: ast.expr | None, env: Mapping[str, Value], ctx: RuleContext
 
 
 def source_text(ctx: RuleContext, node: ast.AST) -> str:
-    """The source of ``node`` (fast for one-line nodes: ``ctx.source_of`` re-splits the whole file)."""
-    line_no = getattr(node, "lineno", None)
-    end_no = getattr(node, "end_lineno", None)
-    col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
-    lines = ctx.model.lines
-    if (
-        line_no is not None
-        and line_no == end_no
-        and col is not None
-        and end_col is not None
-        and 0 < line_no <= len(lines)
-    ):
-        start, end = int(col), int(end_col)
-        line: str = lines[int(line_no) - 1]
-        return line.encode("utf-8")[start:end].decode("utf-8", errors="replace")
-    return ctx.source_of(node)
+    """The source of ``node`` (``ctx.source_of`` re-splits the whole file on every call)."""
+    first: int | None = getattr(node, "lineno", None)
+    last: int | None = getattr(node, "end_lineno", None)
+    col: int | None = getattr(node, "col_offset", None)
+    end_col: int | None = getattr(node, "end_col_offset", None)
+    lines: list[str] = ctx.model.lines
+    if first is None or last is None or col is None or end_col is None or not 0 < first <= last <= len(lines):
+        return ctx.source_of(node)
+    chunk = [line.encode("utf-8") for line in lines[first - 1 : last]]
+    chunk[-1] = chunk[-1][:end_col]
+    chunk[0] = chunk[0][col:]
+    return b"".join(chunk).decode("utf-8", errors="replace")
 
 
 def shape_text(shape: tuple[int, ...]) -> str:
@@ -289,7 +285,8 @@ class TileMatmulShape(Rule):
     name = "tile-matmul-shape"
     summary = "tile_matmul operands whose shapes do not form a matrix product"
     severity = Severity.ERROR
-    priority = 70
+    # above WH004, whose overload check also rejects integer tiles, with a vaguer message
+    priority = 72
 
     def check(self, ctx: RuleContext) -> Iterator[Record]:
         for kernel in ctx.model.kernels:

@@ -40,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
-from warp_harness.model.types import Array, Scalar, Tile, TupleType
+from warp_harness.model.types import Array, Scalar, Tile, TupleType, UnknownType
 from warp_harness.record import Record, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
 from warp_harness.rules.wh009_tile_matmul_shape import (
@@ -85,6 +85,22 @@ def _indices(n: int) -> str:
     return "1 index" if n == 1 else f"{n} indices"
 
 
+def _annotated_ndim(annotation: ast.expr | None) -> int | None:
+    """Dimensions of a subscripted array annotation with several entries, ``wp.array[float, Literal[2]]``
+    (Warp 1.19's spelling), which the model reads as 1-D; -1 for annotations that need no correction."""
+    if not isinstance(annotation, ast.Subscript) or not isinstance(annotation.slice, ast.Tuple):
+        return -1
+    for element in annotation.slice.elts:
+        if (
+            isinstance(element, ast.Subscript)
+            and isinstance(element.slice, ast.Constant)
+            and isinstance(element.slice.value, int)
+            and not isinstance(element.slice.value, bool)
+        ):
+            return element.slice.value
+    return None
+
+
 class TileArrayRank(Rule):
     id = "WH014"
     name = "tile-array-rank"
@@ -102,22 +118,41 @@ class TileArrayRank(Rule):
             types = ctx.model.types(kernel)
             shapes = TileShapes(ctx, kernel, types)
             env = kernel_env(ctx, types)
+            flagged: set[int] = set()  # tile_load calls already reported: their tiles are not reported again
             for call in calls:
                 assert isinstance(call, ast.Call)
                 if any(isinstance(a, ast.Starred) for a in call.args):
                     continue
                 name = warp_call_name(ctx, call)
                 if name == "tile_load":
-                    yield from self._load(ctx, kernel, types, env, call)
+                    for record in self._load(ctx, kernel, types, env, call):
+                        flagged.add(id(call))
+                        yield record
                 else:
                     assert name is not None
+                    tile_node = call_arg(call, "t", 1)
+                    if isinstance(tile_node, ast.Name) and tile_node.id in shapes.definitions:
+                        definition = shapes.definitions[tile_node.id]
+                        if isinstance(definition, ast.Assign) and id(definition.value) in flagged:
+                            continue
                     yield from self._store(ctx, kernel, types, shapes, env, call, name)
 
     def _array(self, types: KernelTypes, node: ast.expr | None) -> Array | None:
         if node is None:
             return None
         t = types.of(node)
-        return t if isinstance(t, Array) and t.kind == "array" else None
+        if not isinstance(t, Array) or t.kind != "array":
+            return None
+        param = types.kernel.param(node.id) if isinstance(node, ast.Name) else None
+        if param is not None and types.variables.get(param.name, param.type) == param.type:
+            ndim = _annotated_ndim(param.annotation)
+            if ndim is None:
+                return None
+            if ndim >= 0 and ndim != t.ndim:
+                return Array(t.dtype, ndim, t.kind)
+        elif isinstance(t.dtype, UnknownType):
+            return None  # perhaps a `wp.array[dtype, Literal[n]]` the model read as 1-D
+        return t
 
     def _load(
         self,

@@ -577,9 +577,16 @@ class TileSharedMemory(Rule):
         sites = ctx.model.launches_of(kernel)
         if not sites:
             return None
+        # a module-wide block_dim (wp.set_module_options({"block_dim": 64}) or the decorator) replaces 256
+        module_default = "block_dim" not in kernel.options and not any(
+            isinstance(key, ast.Constant) and key.value == "block_dim"
+            for node in ast.walk(ctx.model.tree)
+            if isinstance(node, ast.Dict)
+            for key in node.keys
+        )
         for site in sites:
             if site.block_dim is None:
-                if site.tiled:
+                if site.tiled or not module_default:
                     return None
                 dims.append(DEFAULT_BLOCK_DIM)
                 continue
@@ -618,21 +625,26 @@ class TileSharedMemory(Rule):
             grouped.setdefault(id(site.node), []).append(site)
         groups = sorted(grouped.values(), key=lambda g: -sum(s.nbytes or 0 for s in g))
         profile = ctx.profile
+        need = fmt_bytes(request)
+        if need in (fmt_bytes(limit), fmt_bytes(budget)):
+            need = f"{request} bytes"  # rounding would hide the difference
         if profile.is_cuda:
             allows = f"{profile.name} allows {fmt_bytes(limit)} per block"
+            if need.endswith("bytes"):
+                allows = f"{profile.name} allows {limit} bytes per block"
             usable = (
                 f" ({fmt_bytes(budget)} usable at block_dim={block_dim})"
                 if block_dim is not None
                 else " (less the 4 bytes per thread Warp reserves)"
             )
             message = (
-                f"tiles of kernel `{kernel.name}` need at least {fmt_bytes(request)} of shared memory; "
-                f"{allows}{usable}"
+                f"tiles of kernel `{kernel.name}` need at least {need} of shared memory; {allows}{usable}"
             )
         else:
+            arena = f"{limit}-byte" if need.endswith("bytes") else fmt_bytes(limit)
             message = (
-                f"tiles of kernel `{kernel.name}` need at least {fmt_bytes(request)} of shared memory; "
-                f"Warp's CPU backend has a {fmt_bytes(limit)} tile arena per block (the process aborts)"
+                f"tiles of kernel `{kernel.name}` need at least {need} of shared memory; "
+                f"Warp's CPU backend has a {arena} tile arena per block (the process aborts)"
             )
         related: list[Related] = []
         for group in groups[:6]:

@@ -65,6 +65,7 @@ class Job:
     seed: int = 0
     devices: list[tuple[str, Any]] = field(default_factory=list)  # (alias, warp Device) present
     build_keys: dict[str, str] = field(default_factory=dict)  # "kernel@device" -> kernel cache key
+    notes: dict[str, Any] = field(default_factory=dict)  # e.g. what the bounds probe checked
 
     def add(self, record: Record) -> None:
         self.records.append(record)

@@ -29,6 +29,7 @@ is_array = importlib.import_module("warp._src.types").is_array
 
 ROTATE_MAX_BYTES = 256 << 20
 IMPLAUSIBLE_FACTOR = 1.5
+PROGRESS_EVERY_S = 0.1
 
 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
@@ -98,20 +99,32 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     sets, dim = _launch_sets(job, info, alias, device, size)
     kernel = info.runnable
     opts = job.options
-    job.progress(
-        stage="bench",
-        kernel=info.name,
-        device=alias,
-        size=size,
-        seed=job.seed,
-        budget_s=opts.launch_timeout_s,
-    )
+    last_progress = 0.0
+
+    def beat(now: float) -> None:
+        # Each launch may take launch_timeout_s. A progress message before every launch (50
+        # round trips through the supervisor to every client) would cost more than the
+        # launches of a small kernel: the heartbeat goes at most every PROGRESS_EVERY_S, and
+        # its budget covers that interval too, so every launch still gets its full budget.
+        nonlocal last_progress
+        job.progress(
+            stage="bench",
+            kernel=info.name,
+            device=alias,
+            size=size,
+            seed=job.seed,
+            budget_s=opts.launch_timeout_s + PROGRESS_EVERY_S,
+        )
+        last_progress = now
+
     for i in range(opts.bench_warmup):
+        beat(time.perf_counter())
         wp.launch(kernel, dim=dim, inputs=sets[i % len(sets)], device=device)
     wp.synchronize_device(device)
     times: list[float] = []
     use_events = bool(getattr(device, "is_cuda", False))
     started = time.perf_counter()
+    beat(started)
     i = 0
     while len(times) < opts.bench_repeats:
         args = sets[i % len(sets)]
@@ -129,10 +142,11 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             wp.launch(kernel, dim=dim, inputs=args, device=device)
             wp.synchronize_device(device)
             times.append(time.perf_counter() - t0)
-        if len(times) >= 5 and time.perf_counter() - started > opts.bench_max_time_s:
+        now = time.perf_counter()
+        if len(times) >= 5 and now - started > opts.bench_max_time_s:
             break
-        # a slow kernel: the launch budget is per launch
-        job.progress(stage="bench", kernel=info.name, device=alias, size=size, budget_s=opts.launch_timeout_s)
+        if now - last_progress >= PROGRESS_EVERY_S:
+            beat(now)
     times.sort()
     median = statistics.median(times)
     q1 = times[len(times) // 4]

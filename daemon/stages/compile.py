@@ -86,10 +86,16 @@ def isolate(info: KernelInfo) -> Any:
     )
 
 
-def load_into_cache(job: Job, module: Any, device: Any) -> tuple[bool, float, str]:
-    """Build (or find) ``module`` for ``device`` in .warp-harness/kernels/<key>; (compiled, ms, key)."""
+def load_into_cache(job: Job, module: Any, device: Any, *, salt: str = "") -> tuple[bool, float, str]:
+    """Build (or find) ``module`` for ``device`` in .warp-harness/kernels/<key>; (compiled, ms, key).
+
+    ``salt`` tells apart builds Warp hashes alike: Warp's module hash covers a kernel's
+    source text, not an AST transformer applied to it (the bounds probe).
+    """
     block_dim = block_dim_for(device)
     resolved = module.resolve_options(wp.config, block_dim)
+    if salt:
+        resolved = {**resolved, "wh_variant": salt}
     module_hash = module.get_module_hash(block_dim)
     kind, arch = kernel_cache.describe_device(device)
     key = kernel_cache.build_key(module_hash, resolved, wp.config.version, kind, arch)

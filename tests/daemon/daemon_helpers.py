@@ -37,3 +37,12 @@ def def_line(path: Path, function: str) -> int:
     """1-based line of ``def function`` in ``path``."""
     lines = path.read_text(encoding="utf-8").splitlines()
     return next(i + 1 for i, text in enumerate(lines) if text.startswith(f"def {function}("))
+
+
+def access_span(path: Path, text: str) -> tuple[int, int, int]:
+    """(1-based line, col, end col) of the first occurrence of ``text`` in ``path``."""
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        col = line.find(text)
+        if col >= 0:
+            return i + 1, col, col + len(text)
+    raise AssertionError(f"{text!r} not in {path}")

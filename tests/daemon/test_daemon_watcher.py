@@ -93,3 +93,30 @@ def test_ignores_own_cache_vcs_and_editor_files(watched) -> None:
     (ws / "sub" / "real.py").write_text("v = 1\n")
     assert events.wait(1) == [(ws / "sub" / "real.py", "changed")]
     _quiet(events, 1)
+
+
+def test_a_completed_save_does_not_wait_for_the_debounce(tmp_path: Path) -> None:
+    """Closing a written file, or renaming onto it, completes a save: delivered after a few ms.
+    Anything else (here: a write still open) waits for the full debounce."""
+    ws = tmp_path.resolve()
+    target = ws / "k.py"
+    target.write_text("v = 0\n")
+    events = Events()
+    with Watcher(ws, events, debounce_s=1.5):
+        time.sleep(0.2)
+        t0 = time.monotonic()
+        target.write_text("v = 1\n")  # open, write, close
+        assert events.wait(1, timeout=1.0) == [(target, "changed")]
+        assert time.monotonic() - t0 < 1.0
+        with open(target, "w") as fh:  # still open: no completion event yet
+            fh.write("v = 2\n")
+            fh.flush()
+            time.sleep(0.6)
+            assert len(events.items) == 1
+        assert len(events.wait(2, timeout=1.0)) == 2  # the close completes it
+        tmp = ws / "k.py.swp~"
+        tmp.write_text("v = 3\n")
+        t0 = time.monotonic()
+        os.replace(tmp, target)  # an atomic save
+        assert events.wait(3, timeout=1.0)[2] == (target, "changed")
+        assert time.monotonic() - t0 < 1.0

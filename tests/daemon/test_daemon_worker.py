@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from daemon_helpers import EXAMPLES, FAST, by_rule, def_line, rules_of, write
+from daemon_helpers import EXAMPLES, FAST, access_span, by_rule, def_line, rules_of, write
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.supervisor import Supervisor
 
@@ -182,9 +182,13 @@ def test_segfault_kills_only_the_worker(supervisor: Supervisor, workspace: Path)
     (crash,) = by_rule(r, F.CRASH)
     assert "SIGSEGV" in crash["message"] and crash["location"]["kernel"] == "scatter"
     assert crash["location"]["line"] == def_line(workspace / "oob_crash.py", "scatter")
-    # the debug-mode re-run turns it into a bounds assertion
+    # the debug-mode re-run with the bounds probe places it on the access itself
     (bounds,) = by_rule(r, F.BOUNDS)
-    assert "i >= -arr.shape[0] && i < arr.shape[0]" in bounds["message"]
+    line, col, end_col = access_span(workspace / "oob_crash.py", "out[i * 100000000]")
+    assert bounds["severity"] == "error" and bounds["location"]["line"] == line
+    assert (bounds["location"]["col"], bounds["location"]["end_col"]) == (col, end_col)
+    assert "indexes `out` out of bounds" in bounds["message"] and "size 64" in bounds["message"]
+    assert bounds["related"][0]["location"]["line"] == crash["location"]["line"]  # the kernel's def
     # the other kernel of the module still got its verdict
     assert r["kernels"]["copy"]["validate"] == {"cpu": "pass"}
     assert r["kernels"]["scatter"]["validate"] == {"cpu": "crash"}
@@ -215,6 +219,12 @@ def test_debug_bounds_assertion_crash(supervisor: Supervisor, workspace: Path) -
     (rec,) = by_rule(r, F.BOUNDS)
     assert "SIGILL" in rec["message"] and rec["location"]["kernel"] == "shift"
     assert any(f["kind"] == "crash" and f["size"] == 8 for f in r["failures"])
+    # Warp's own assertion points at native/array.h; the probe re-run names the Python access
+    line, col, end_col = access_span(path, "y[i + 1]")
+    loc = rec["location"]
+    assert (loc["line"], loc["col"], loc["end_col"]) == (line, col, end_col), rec
+    assert "indexes `y` out of bounds at line" in rec["message"]
+    assert any(f.get("localized") == "line" for f in r["failures"])
 
 
 def test_hang_times_out_and_the_worker_keeps_serving(supervisor: Supervisor, workspace: Path) -> None:
@@ -320,3 +330,105 @@ def test_module_options_do_not_leak_between_saves(supervisor: Supervisor, worksp
     write(workspace, "sticky.py", src.format(line='wp.set_module_options({"fast_math": True})'))
     assert with_fm != without
     assert supervisor.check(path)["build_keys"]["k@cpu"] == with_fm
+
+
+LAZY = """
+import numpy as np
+import warp as wp
+from warp_harness.contract import Contract
+
+ROW = 4096
+
+
+@wp.kernel
+def row_means(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = 0.0  # BUG: the contract says each thread reads a row of ROW floats; this reads nothing
+
+
+contract = Contract(
+    kernel=row_means,
+    reference=lambda a: {"out": np.zeros(a.shape[0] // ROW)},
+    inputs=lambda n, rng: {"a": np.zeros(n * ROW, np.float32), "out": np.empty(n, np.float32)},
+    outputs=["out"],
+    sizes=[1, 256],
+    bytes=lambda n: 4 * n * ROW + 4 * n,
+)
+"""
+
+
+def test_implausible_speed_is_flagged(supervisor: Supervisor, workspace: Path) -> None:
+    """Validation passes (the reference is all zeros), but the kernel skips the work its contract
+    declares: the bandwidth it would need is far above the CPU profile's peak."""
+    r = supervisor.check(write(workspace, "lazy.py", LAZY))
+    assert r["kernels"]["row_means"]["validate"] == {"cpu": "pass"}
+    (flag,) = by_rule(r, F.IMPLAUSIBLE)
+    metrics = r["kernels"]["row_means"]["bench"]["cpu"]["metrics"]
+    assert flag["severity"] == "warning" and flag["location"]["kernel"] == "row_means"
+    assert "bandwidth_util" in flag["message"] and "beyond the hardware peak" in flag["message"]
+    assert metrics["bandwidth_util"] > 1.5 and metrics["bandwidth_gbs"] > 1.5 * 50.0  # cpu.toml: 50 GB/s
+    # an honest kernel with honest bytes is not flagged (same profile, same timer)
+    shutil.copy(EXAMPLES / "saxpy.py", workspace / "saxpy.py")
+    honest = supervisor.check(workspace / "saxpy.py")
+    assert honest["kernels"]["saxpy"]["bench"]["cpu"]["metrics"]["bandwidth_util"] < 1.5
+    assert F.IMPLAUSIBLE not in rules_of(honest)
+
+
+ROTATE = """
+import numpy as np
+import warp as wp
+from warp_harness.contract import Contract
+
+
+@wp.kernel
+def rotate(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    v = x[i]
+    out[i] = x[i + 1] + 0.0 * v  # BUG: should wrap around, x[(i + 1) % n]
+
+
+contract = Contract(kernel=rotate, reference=lambda x: {"out": np.roll(x, -1)}, outputs=["out"],
+                    sizes=[16], inputs=lambda n, rng: {"x": rng.random(n, dtype=np.float32) + 1.0,
+                                                      "out": np.empty(n, np.float32)})
+"""
+
+
+def test_silent_read_past_the_end_is_placed_on_its_line(supervisor: Supervisor, workspace: Path) -> None:
+    """Release build: reading one past the end does not crash, the last element is wrong; the
+    debug re-run with the bounds probe names the access (not the def line, not array.h)."""
+    path = write(workspace, "rotate.py", ROTATE)
+    r = supervisor.check(path)
+    assert by_rule(r, F.MISMATCH)
+    (rec,) = by_rule(r, F.BOUNDS)
+    line, col, end_col = access_span(path, "x[i + 1]")
+    assert rec["severity"] == "error"
+    assert (rec["location"]["line"], rec["location"]["col"], rec["location"]["end_col"]) == (
+        line,
+        col,
+        end_col,
+    )
+    assert "indexes `x` out of bounds" in rec["message"] and "`x[i + 1]`" in rec["message"]
+
+
+def test_rebuilds_do_not_accumulate_old_kernel_versions(supervisor: Supervisor, workspace: Path) -> None:
+    """Warp keeps every still-referenced kernel object of a module and builds them all: without
+    forgetting them on re-import each save added a copy of the previous version to the build."""
+    src = """
+        import warp as wp
+
+
+        @wp.kernel
+        def k(x: wp.array(dtype=float)):
+            x[wp.tid()] = {value}
+    """
+    path = write(workspace, "versions.py", src.format(value="1.0"))
+    first = supervisor.check(path)["build_keys"]["k@cpu"]
+    for value in ("2.0", "3.0", "4.0"):
+        write(workspace, "versions.py", src.format(value=value))
+        key = supervisor.check(path)["build_keys"]["k@cpu"]
+    folder = workspace / ".warp-harness" / "kernels" / key
+    (cpp,) = folder.rglob("*.cpp")
+    assert cpp.read_text().count("_cpu_kernel_forward(") == 1  # only the current `k`
+    write(workspace, "versions.py", src.format(value="1.0"))
+    back = supervisor.check(path)
+    assert back["build_keys"]["k@cpu"] == first and back["kernels"]["k"]["compile"]["cpu"] == "cached"

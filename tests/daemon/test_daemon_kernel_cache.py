@@ -1,0 +1,94 @@
+"""Pruning of the project-local kernel cache (.warp-harness/kernels): the policy, and the daemon
+running it at start."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from daemon_helpers import FAST
+from warp_harness.daemon import kernel_cache
+from warp_harness.daemon import protocol as P
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.server import Daemon, DaemonThread
+
+DAY = 86400.0
+
+
+def _build(root: Path, name: str, size: int, age_s: float, now: float) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / f"wp_{name}.o").write_bytes(b"\0" * size)
+    (folder / f"wp_{name}.meta").write_text("{}")
+    os.utime(folder, (now - age_s, now - age_s))
+    return folder
+
+
+def test_prune_keeps_the_most_recently_used_within_count_and_size(tmp_path: Path) -> None:
+    root = kernel_cache.cache_root(tmp_path)
+    now = time.time()
+    ages = {"a": 1 * DAY, "b": 2 * DAY, "c": 3 * DAY, "d": 4 * DAY, "e": 5 * DAY}
+    for name, age in ages.items():
+        _build(root, name, 1000, age, now)
+    default = root / kernel_cache.WARP_DEFAULT
+    default.mkdir()
+    os.utime(default, (now - 30 * DAY, now - 30 * DAY))
+
+    report = kernel_cache.prune(tmp_path, keep=3, max_bytes=10**9, now=now)
+    assert sorted(p.name for p in root.iterdir()) == ["a", "b", "c", kernel_cache.WARP_DEFAULT]
+    assert (report.removed, report.kept) == (2, 3) and report.freed_bytes >= 2000
+
+    # the size limit: the newest that fit
+    report = kernel_cache.prune(tmp_path, keep=100, max_bytes=2100, now=now)
+    assert sorted(p.name for p in root.iterdir() if p.name != kernel_cache.WARP_DEFAULT) == ["a", "b"]
+    assert report.kept_bytes <= 2100
+
+
+def test_prune_never_removes_a_folder_in_use(tmp_path: Path) -> None:
+    root = kernel_cache.cache_root(tmp_path)
+    now = time.time()
+    _build(root, "old", 10, 10 * DAY, now)
+    _build(root, "fresh", 10, 5.0, now)  # another process may be building into it right now
+    report = kernel_cache.prune(tmp_path, keep=0, max_bytes=0, now=now)
+    assert [p.name for p in root.iterdir()] == ["fresh"] and report.removed == 1
+
+
+def test_using_a_build_marks_it_recent(tmp_path: Path) -> None:
+    root = kernel_cache.cache_root(tmp_path)
+    now = time.time()
+    old = _build(root, "k" * 64, 10, 10 * DAY, now)
+    kernel_cache.folder_for(tmp_path, old.name)  # what the compile stage calls on every lookup
+    assert now - old.stat().st_mtime < 60
+    assert kernel_cache.prune(tmp_path, keep=0, max_bytes=0).removed == 0
+
+
+def test_the_limits_are_runtime_options() -> None:
+    opts = RuntimeOptions.from_dict({"kernel_cache_keep": 7, "kernel_cache_max_mb": 64, "debounce_ms": 0})
+    assert (opts.kernel_cache_keep, opts.kernel_cache_max_mb, opts.debounce_ms) == (7, 64, 0)
+
+
+def test_the_daemon_prunes_at_start(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    root = kernel_cache.cache_root(ws)
+    now = time.time()
+    for i in range(6):
+        _build(root, f"build{i}", 100, (i + 1) * DAY, now)
+    daemon = Daemon(
+        ws,
+        trust=True,
+        runtime_overrides=FAST.merged({"kernel_cache_keep": 2}).to_dict(),
+        socket_path=tmp_path / "run" / "d.sock",
+        watch=False,
+        warmup=False,
+        log=lambda s: None,
+    )
+    with DaemonThread(daemon) as t, P.Client(t.daemon.socket_path, timeout=60) as c:
+        deadline = time.monotonic() + 60
+        status = c.request("status")
+        while status["kernel_cache"] is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+            status = c.request("status")
+        assert status["kernel_cache"]["removed"] == 4 and status["kernel_cache"]["kept"] == 2
+    kept = sorted(p.name for p in root.iterdir() if p.name != kernel_cache.WARP_DEFAULT)
+    assert kept == ["build0", "build1"]

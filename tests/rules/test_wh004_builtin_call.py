@@ -1,0 +1,260 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+from checker_helpers import Analyse
+from warp_harness.fixes import apply_edits
+from warp_harness.record import Record
+from warp_harness.rules.wh004_builtin_call import BuiltinCall
+from warp_oracle import warp_error
+
+HEADER = """import warp as wp
+
+
+@wp.kernel
+def k(x: wp.array(dtype=float), n: wp.array(dtype=int), v: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+"""
+
+
+def kernel(body: str, header: str = HEADER) -> str:
+    return header + "".join(f"    {line}\n" for line in body.strip().splitlines())
+
+
+def _only(records: list[Record]) -> Record:
+    assert len(records) == 1, [r.message for r in records]
+    return records[0]
+
+
+# (case, body, Warp's error, the rule's message, the fix's replacement or None)
+BAD = [
+    (
+        "unknown function",
+        "x[i] = wp.sqroot(x[i])",
+        "Could not find function wp.sqroot",
+        "`wp.sqroot` is not a Warp function",
+        "wp.sqrt",
+    ),
+    (
+        "unknown name",
+        "x[i] = wp.pii * 2.0",
+        "`pii` is not an attribute",
+        "`wp.pii` is not a Warp name",
+        "wp.pi",
+    ),
+    (
+        "misspelt vector",
+        "v[i] = wp.vecc3(1.0, 2.0, 3.0)",
+        "Could not find function wp.vecc3",
+        "`wp.vecc3` is not a Warp function",
+        "wp.vec3",
+    ),
+    (
+        "too many arguments",
+        "x[i] = wp.sqrt(x[i], 2.0)",
+        "Couldn't find function overload for 'sqrt'",
+        "wp.sqrt takes 1 argument, got 2",
+        None,
+    ),
+    (
+        "int where a float is needed",
+        "x[i] = wp.sqrt(n[i])",
+        "Couldn't find function overload for 'sqrt'",
+        "no overload of wp.sqrt accepts arguments (int32)",
+        None,
+    ),
+    (
+        "unknown keyword",
+        "x[i] = wp.sqrt(y=x[i])",
+        "Couldn't find function overload for 'sqrt'",
+        "unexpected keyword argument 'y'",
+        None,
+    ),
+    (
+        "missing argument",
+        "x[i] = wp.dot(v[i])",
+        "Couldn't find function overload for 'dot'",
+        "wp.dot takes",
+        None,
+    ),
+    (
+        "host function in a kernel",
+        "wp.synchronize()",
+        "Could not find function wp.synchronize",
+        "`wp.synchronize` is a host-side Warp function",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "warp_says", "rule_says", "replacement"), [c[1:] for c in BAD], ids=[c[0] for c in BAD]
+)
+def test_bad_builtin_calls_are_flagged_and_warp_agrees(
+    analyse: Analyse, body: str, warp_says: str, rule_says: str, replacement: str | None
+) -> None:
+    source = kernel(body)
+    record = _only(analyse(source, select=["WH004"]))
+    assert rule_says in record.message and record.location.kernel == "k"
+    assert record.location.line == 7
+    error = warp_error(source)
+    assert error is not None and warp_says in error, error
+    match = re.search(r"wh_oracle_\d+\.py:(\d+)", error)
+    assert match is not None and int(match.group(1)) == record.location.line
+    if replacement is None:
+        assert record.fix is None
+        return
+    assert record.fix is not None and record.fix.edits[0].new_text == replacement
+    assert f"did you mean `{replacement}`" in (record.hint or "")
+    fixed, _ = apply_edits(source, record.fix.edits)
+    assert analyse(fixed, select=["WH004"]) == []
+    assert warp_error(fixed) is None, fixed
+
+
+def test_signatures_are_in_the_hint(analyse: Analyse) -> None:
+    record = _only(analyse(kernel("x[i] = wp.sqrt(n[i])"), select=["WH004"]))
+    assert "sqrt(x: Float) -> Float" in (record.hint or "")
+
+
+GOOD_BODIES = [
+    "x[i] = wp.sqrt(x[i]) + wp.sin(x[i]) * wp.pi",
+    "x[i] = wp.sqrt(float(n[i]))",
+    "v[i] = wp.normalize(v[i]) * wp.length(v[i]) + wp.vec3(1.0, 2.0, 3.0)",
+    "x[i] = wp.dot(v[i], v[i]) + wp.min(x[i], 1.0) + wp.clamp(x[i], 0.0, 1.0)",
+    "m = wp.mat33(1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)\nv[i] = m * v[i]",
+    "wp.atomic_add(x, 0, 1.0)\nwp.atomic_max(n, 0, i)",
+    "x[i] = wp.where(i > 0, x[i], 2.0)",
+    "x[i] = wp.float32(n[i]) + float(wp.int32(x[i]))",
+    "s = wp.static(2 * 3)\nn[i] = s",
+    "q = wp.quat_identity()\nv[i] = wp.quat_rotate(q, v[i])",
+    "state = wp.rand_init(42, i)\nx[i] = wp.randf(state)",
+    "x[i] = wp.abs(x[i]) + wp.floor(x[i]) + wp.exp(x[i]) + wp.log(x[i] + 1.0)",
+]
+
+
+@pytest.mark.parametrize("body", GOOD_BODIES)
+def test_valid_calls_pass_and_warp_agrees(analyse: Analyse, body: str) -> None:
+    source = kernel(body)
+    assert analyse(source, select=["WH004"]) == []
+    assert warp_error(source) is None
+
+
+def test_host_side_warp_names_outside_kernels_are_fine(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+wp.config.verify_fp = True
+wp.set_module_options({"enable_backward": False})
+
+
+@wp.kernel
+def k(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] * 2.0
+
+
+def run():
+    wp.init()
+    x = wp.zeros(10, dtype=float)
+    wp.launch(k, dim=10, inputs=[x])
+    wp.synchronize()
+    return wp.get_device().name
+"""
+    assert analyse(source, select=["WH004"]) == []
+    assert warp_error(source) is None
+
+
+def test_special_forms_are_not_host_functions(analyse: Analyse) -> None:
+    # wp.grad(f)(x) is legal inside a kernel (warp's own example_particle_repulsion.py uses it)
+    source = """
+import warp as wp
+
+
+@wp.func
+def energy(x: wp.vec3) -> float:
+    return wp.dot(x, x)
+
+
+@wp.kernel
+def k(x: wp.array(dtype=wp.vec3), g: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    g[i] = wp.grad(energy)(x[i])
+"""
+    assert analyse(source, select=["WH004"]) == []
+
+
+def test_alias_and_plain_import(analyse: Analyse) -> None:
+    source = kernel(
+        "x[i] = warp.sqroot(x[i])",
+        header=HEADER.replace("import warp as wp", "import warp").replace("wp.", "warp."),
+    )
+    record = _only(analyse(source, select=["WH004"]))
+    assert record.fix is not None and record.fix.edits[0].new_text == "warp.sqrt"
+
+
+def test_unknown_argument_types_are_not_held_against_a_call(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+import mylib
+
+
+@wp.kernel
+def k(x: wp.array(dtype=mylib.T)):
+    i = wp.tid()
+    y = wp.sqrt(x[i])
+    z = wp.length(mylib.value)
+"""
+    assert analyse(source, select=["WH004"]) == []
+
+
+def test_documented_examples(analyse: Analyse) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", BuiltinCall.doc(), re.S)
+    bad, good = ("import warp as wp\n\n" + b for b in blocks)
+    assert len(analyse(bad, select=["WH004"])) == 2
+    assert analyse(good, select=["WH004"]) == []
+    assert warp_error(bad) is not None and warp_error(good) is None
+
+
+def test_names_the_file_adds_to_warp_are_known(analyse: Analyse) -> None:
+    # a submodule reached through `import warp.x.y`, and builtins registered at import (as warp's tests do)
+    source = """
+import warp
+import warp.tests.aux_test_compile_consts_dummy
+import warp as wp
+
+wp.build_experimental.add_builtin("my_native_scale", {"x": wp.float32}, wp.float32, native_name="scale")
+
+
+@wp.kernel
+def k(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = wp.my_native_scale(x[i]) + float(warp.tests.aux_test_compile_consts_dummy.MINUS_ONE)
+"""
+    assert analyse(source, select=["WH004"]) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "warp_says", "rule_says"),
+    [
+        (
+            "y = math.hypot(x[i], x[i])",
+            "Could not find function math.hypot",
+            "`math.hypot` has no Warp builtin",
+        ),
+        ("y = math.sqrt(n[i])", "Couldn't find function overload for 'sqrt'", "no overload of wp.sqrt"),
+    ],
+)
+def test_math_functions_are_warp_builtins(
+    analyse: Analyse, body: str, warp_says: str, rule_says: str
+) -> None:
+    source = kernel(body, header="import math\n" + HEADER)
+    record = _only(analyse(source, select=["WH004"]))
+    assert rule_says in record.message
+    error = warp_error(source)
+    assert error is not None and warp_says in error
+    good = kernel(
+        "y = math.sqrt(x[i]) + math.floor(x[i]) * math.pi + math.exp(float(n[i]))",
+        header="import math\n" + HEADER,
+    )
+    assert analyse(good, select=["WH004"]) == [] and warp_error(good) is None
