@@ -204,8 +204,8 @@ class _ModuleFacts:
                 self.constants[name] = real
         # the model keeps one definition of a struct name; aliases taken before a redefinition mean the other
         counts: dict[str, int] = {}
-        for node in ast.walk(ctx.model.tree):
-            if isinstance(node, ast.ClassDef) and node.decorator_list:
+        for node in ctx.model.index.of(ast.ClassDef):
+            if node.decorator_list:
                 counts[node.name] = counts.get(node.name, 0) + 1
         self.redefined = {name for name, count in counts.items() if count > 1}
 

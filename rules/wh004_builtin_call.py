@@ -82,13 +82,13 @@ _HOST_PREFIXES = (
 )
 
 
-def _registered_names(tree: ast.Module, warp_modules: set[str]) -> tuple[set[str], bool]:
+def _registered_names(nodes: list[ast.AST], warp_modules: set[str]) -> tuple[set[str], bool]:
     """``warp.<name>`` attributes this file creates: submodules it imports (``import warp.tests.x``) and
     builtins it registers (``wp.build_experimental.add_builtin("name", ...)``); True when it registers
     one whose name is not a literal (then no name can be called unknown)."""
     names: set[str] = set()
     dynamic = False
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
@@ -150,7 +150,7 @@ class BuiltinCall(Rule):
         imports = ctx.model.imports
         warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
         table = ctx.builtins
-        registered, dynamic = _registered_names(ctx.model.tree, warp_modules)
+        registered, dynamic = _registered_names(ctx.model.index.nodes, warp_modules)
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue

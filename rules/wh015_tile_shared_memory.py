@@ -55,6 +55,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from warp_harness.model.constants import Value, fold
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import FLOAT32, UNKNOWN, Tile, WarpType, byte_size
@@ -476,7 +477,7 @@ def max_unroll_of(ctx: RuleContext) -> int:
         return DEFAULT_MAX_UNROLL
     values: list[int] = []
     unknown = False
-    for node in ast.walk(ctx.model.tree):
+    for node in ctx.model.index.nodes:
         value: ast.expr | None = None
         if isinstance(node, ast.keyword) and node.arg == "max_unroll":
             value = node.value
@@ -554,7 +555,7 @@ class TileSharedMemory(Rule):
             if (
                 not any(
                     isinstance(n, ast.Call) and (ctx.model.imports.warp_name(n.func) or "").startswith("tile")
-                    for n in ast.walk(kernel.node)
+                    for n in body_index(kernel.node).of(ast.Call)
                 )
                 and not ctx.model.funcs
             ):
@@ -580,8 +581,7 @@ class TileSharedMemory(Rule):
         # a module-wide block_dim (wp.set_module_options({"block_dim": 64}) or the decorator) replaces 256
         module_default = "block_dim" not in kernel.options and not any(
             isinstance(key, ast.Constant) and key.value == "block_dim"
-            for node in ast.walk(ctx.model.tree)
-            if isinstance(node, ast.Dict)
+            for node in ctx.model.index.of(ast.Dict)
             for key in node.keys
         )
         for site in sites:

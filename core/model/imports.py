@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.index import NodeIndex
 
+_MISSING = object()
+
 
 @dataclass
 class ImportMap:
@@ -17,6 +19,7 @@ class ImportMap:
     modules: dict[str, str] = field(default_factory=dict)
     # local name -> dotted path of the imported object, for `from warp import kernel as k`
     objects: dict[str, str] = field(default_factory=dict)
+    _warp_names: dict[int, object] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_tree(cls, tree: ast.Module, index: NodeIndex | None = None) -> ImportMap:
@@ -57,6 +60,17 @@ class ImportMap:
 
     def warp_name(self, node: ast.expr) -> str | None:
         """The name inside Warp's namespace (``tile_load``, ``types.vector``), or None if not Warp's."""
+        if not isinstance(node, ast.Name | ast.Attribute):
+            return None
+        key = id(node)
+        cached = self._warp_names.get(key, _MISSING)
+        if cached is _MISSING:
+            cached = self._warp_name(node)
+            # the map lives as long as the model, and with it the tree whose node ids these are
+            self._warp_names[key] = cached
+        return cached  # type: ignore[return-value]
+
+    def _warp_name(self, node: ast.expr) -> str | None:
         path = self.dotted(node)
         if path is None:
             return None

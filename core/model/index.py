@@ -13,6 +13,10 @@ from typing import TypeVar
 
 N = TypeVar("N", bound=ast.AST)
 
+# context and operator singletons (Load, Store, Add, ...) carry no position and are always reached
+# through their parent's attribute (`node.ctx`, `node.op`): leaving them out shrinks the index a third
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
 
 class NodeIndex:
     __slots__ = ("_by_type", "nodes")
@@ -30,15 +34,16 @@ class NodeIndex:
             for name in node._fields:
                 value = getattr(node, name, None)
                 if isinstance(value, ast.AST):
-                    children.append(value)
-                elif isinstance(value, list):
-                    children.extend(v for v in value if isinstance(v, ast.AST))
+                    if not isinstance(value, _LEAVES):
+                        children.append(value)
+                elif isinstance(value, list) and value:
+                    children.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
             stack.extend(reversed(children))
         self.nodes: list[ast.AST] = nodes
         self._by_type = by_type
 
     def of(self, kind: type[N]) -> list[N]:
-        """Every node of exactly this type, in source order."""
+        """Every node of exactly this type, in source order (operators and contexts are not indexed)."""
         return self._by_type.get(kind, [])  # type: ignore[return-value]
 
     def of_any(self, *kinds: type[ast.AST]) -> list[ast.AST]:

@@ -28,6 +28,8 @@ class ModuleModel:
     kernels: list[KernelDef]
     launches: list[LaunchSite]
     builtins: ReturnTypes
+    # every node of the file, walked once (rules ask `model.index.of(ast.Call)`)
+    index: NodeIndex
     _types: dict[int, KernelTypes] = field(default_factory=dict)
 
     @property
@@ -111,4 +113,5 @@ def build_model(
         kernels,
         launches,
         builtins or NoReturnTypes(),
+        index,
     )
