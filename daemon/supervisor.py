@@ -279,13 +279,13 @@ class Supervisor:
         self.crashes = 0
         self._lock = threading.RLock()
         self._next_id = 1
-        self._closing = False
+        self._closing = threading.Event()  # set by abort(), from any thread
         self._starting: WorkerProcess | None = None
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> WorkerProcess:
         with self._lock:
-            if self._closing:
+            if self._closing.is_set():
                 raise WorkerStartError("the daemon is stopping: no new worker is started")
             if self.worker is not None and self.worker.alive():
                 return self.worker
@@ -298,7 +298,7 @@ class Supervisor:
                 worker.wait_ready()
             finally:
                 self._starting = None
-            if self._closing:
+            if self._closing.is_set():
                 worker.kill()
                 raise WorkerStartError("the daemon is stopping: no new worker is started")
             self.worker = worker
@@ -313,7 +313,7 @@ class Supervisor:
     def abort(self) -> None:
         """Kill the worker now, even in the middle of a job (any thread; does not wait for
         the job's lock), and start no other: the job in flight ends as a crash."""
-        self._closing = True
+        self._closing.set()
         for worker in (self._starting, self.worker):
             if worker is not None:
                 worker.kill_only()

@@ -14,17 +14,26 @@ full debounce, which remains for everything else: a write still open, a delete t
 followed by a re-create, a file moved in from outside the tree, platforms without close
 events. Our own ``.warp-harness`` folder, VCS and cache folders, editor backups and
 swap files never reach the callback.
+
+Where the watches go: the workspace folder itself (not recursively) and, recursively,
+each of its sub-folders except the ignored ones (``discovery.IGNORED_DIRS``). So the
+top-level ``.warp-harness`` (every compile writes a dozen files and folders there: about 60
+events per save), ``.git``, ``.venv``, ``node_modules`` ... are not watched at all, and a
+watch costs one observer thread per top-level folder, not one per folder. A top-level
+folder created later is watched from then on, and the modules already in it are seen.
+Ignored folders deeper down are watched but their events are dropped.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon.discovery import is_candidate_name, is_ignored
+from warp_harness.daemon.discovery import IGNORED_DIRS, is_candidate_name, is_ignored
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
@@ -37,7 +46,10 @@ class _Handler(FileSystemEventHandler):
         self.watcher = watcher
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.is_directory or event.event_type in ("opened", "closed_no_write"):
+        if event.is_directory:
+            self.watcher.folder_event(event)
+            return
+        if event.event_type in ("opened", "closed_no_write"):
             return
         src = event.src_path
         self.watcher.touch(
@@ -60,14 +72,64 @@ class Watcher:
         self._cond = threading.Condition()
         self._stopped = False
         self._observer: Any = Observer()
-        self._observer.schedule(_Handler(self), str(self.root), recursive=True)
+        self._handler = _Handler(self)
+        self._watches: dict[Path, Any] = {}  # top-level folder -> its recursive watch
+        self._watch_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="warp-harness-debounce", daemon=True)
         self.events_seen = 0
         self.delivered = 0
 
     def start(self) -> None:
+        self._observer.schedule(self._handler, str(self.root), recursive=False)
+        for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
+            if entry.is_dir(follow_symlinks=False):
+                self._watch_folder(Path(entry.path), scan=False)
         self._observer.start()
         self._thread.start()
+
+    def _watch_folder(self, folder: Path, *, scan: bool) -> None:
+        """Watch a top-level folder recursively (unless ignored); ``scan``: it is new, so the
+        modules written into it before the watch existed are touched."""
+        if folder.parent != self.root or folder.name in IGNORED_DIRS or folder.is_symlink():
+            return
+        with self._watch_lock:
+            if folder in self._watches:
+                return
+            try:
+                self._watches[folder] = self._observer.schedule(self._handler, str(folder), recursive=True)
+            except OSError:  # gone already
+                return
+        if scan:
+            for dirpath, dirnames, filenames in os.walk(folder):
+                dirnames[:] = [d for d in dirnames if d not in IGNORED_DIRS]
+                for name in filenames:
+                    self.touch(Path(dirpath) / name)
+
+    def _unwatch_folder(self, folder: Path) -> None:
+        with self._watch_lock:
+            watch = self._watches.pop(folder, None)
+        if watch is not None:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, OSError):
+                pass
+
+    def folder_event(self, event: FileSystemEvent) -> None:
+        """A folder appeared, went or was renamed directly in the workspace folder."""
+
+        def as_path(p: str | bytes) -> Path:
+            return Path(p if isinstance(p, str) else p.decode())
+
+        src = as_path(event.src_path)
+        if event.event_type == "created":
+            self._watch_folder(src, scan=True)
+        elif event.event_type == "deleted":
+            self._unwatch_folder(src)
+        elif event.event_type == "moved":
+            self._unwatch_folder(src)
+            dest = getattr(event, "dest_path", "")
+            if dest:
+                self._watch_folder(as_path(dest), scan=True)
 
     def stop(self) -> None:
         with self._cond:

@@ -112,7 +112,7 @@ def test_daemon_process_pushes_a_save_refuses_a_second_and_stops_on_sigterm(
     for other in (sock, tmp_path / "run" / "other.sock"):
         second = _spawn(ws, other)
         procs.append(second)
-        out, err = second.communicate(timeout=60)
+        _out, err = second.communicate(timeout=60)
         assert second.returncode == 1, err
         assert f"already serves {ws.resolve()}" in err and f"pid {daemon.pid}" in err, err
         assert not other.exists() or other == sock
@@ -121,7 +121,7 @@ def test_daemon_process_pushes_a_save_refuses_a_second_and_stops_on_sigterm(
         assert c.request("ping")["type"] == "pong"
 
     daemon.send_signal(signal.SIGTERM)
-    out, err = daemon.communicate(timeout=60)
+    _out, err = daemon.communicate(timeout=60)
     assert daemon.returncode == 0, err
     assert "stopping (SIGTERM)" in err
     assert not sock.exists() and not state_file.exists()
@@ -146,7 +146,7 @@ def test_sigint_stops_the_daemon_while_a_kernel_hangs(
         assert isinstance(worker_pid, int) and _alive(worker_pid)
         t0 = time.monotonic()
         daemon.send_signal(signal.SIGINT)
-        out, err = daemon.communicate(timeout=60)
+        _out, err = daemon.communicate(timeout=60)
     assert daemon.returncode == 0, err
     assert time.monotonic() - t0 < 20, "the stop waited for the hanging launch"
     assert "stopping (SIGINT)" in err and "Traceback" not in err, err

@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-
 from warp_harness.daemon import protocol
 
 
