@@ -12,6 +12,9 @@ its own folder whose key is a SHA-256 over
 
 and point ``warp.config.kernel_cache_dir`` at it just before ``Module.load``. Warp's own
 cache logic then only ever sees one build per folder.
+
+The folders are pruned when the daemon starts (``prune``: least recently used first, within
+``kernel_cache_keep`` folders and ``kernel_cache_max_mb`` of [tool.warp-harness.runtime]).
 """
 
 from __future__ import annotations

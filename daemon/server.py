@@ -2,8 +2,9 @@
 over a Unix socket (protocol in docs/protocol.md).
 
 Threads: the asyncio loop (socket clients), watchdog's observer plus our debounce thread,
-and one job thread that runs the static tier and drives the worker subprocess through the
-Supervisor. Workspace code runs only when the workspace is trusted, only in the worker.
+one job thread that drives the worker subprocess through the Supervisor, and one that
+runs the static tier on a saved file while the worker works on it. Workspace code runs
+only when the workspace is trusted, only in the worker.
 """
 
 from __future__ import annotations
