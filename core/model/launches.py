@@ -1,4 +1,8 @@
-"""Every ``wp.launch`` / ``wp.launch_tiled`` call site in a module."""
+"""Every ``wp.launch`` / ``wp.launch_tiled`` call site in a module.
+
+Launches inside ``with self.assertRaises(...)`` / ``with pytest.raises(...)`` are meant to fail (a test
+suite checking Warp's own errors) and are left out.
+"""
 
 from __future__ import annotations
 
@@ -109,6 +113,26 @@ class LaunchSite:
         return None
 
 
+def _expects_failure(item: ast.withitem) -> bool:
+    """``with self.assertRaises(...)``, ``with pytest.raises(...)``: the body is meant to fail."""
+    call = item.context_expr
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name.startswith("assertRaises") or name == "raises"
+
+
+def _inside_expected_failure(nodes: list[ast.AST]) -> set[int]:
+    """ids of the nodes inside the body of a with-block that expects an exception."""
+    inside: set[int] = set()
+    for node in nodes:
+        if isinstance(node, ast.With) and any(_expects_failure(i) for i in node.items):
+            for stmt in node.body:
+                inside.update(id(n) for n in ast.walk(stmt))
+    return inside
+
+
 def _enclosing_scope(
     call: ast.Call, functions: list[ast.FunctionDef | ast.AsyncFunctionDef], tree: ast.Module
 ) -> ast.AST:
@@ -192,6 +216,10 @@ def find_launches(
     sites: list[LaunchSite] = []
     for scope, calls_here in by_scope.values():
         nodes = _own_nodes(scope)
+        expected = _inside_expected_failure(nodes)
+        calls_here = [c for c in calls_here if id(c) not in expected]
+        if not calls_here:
+            continue
         own = {id(n) for n in nodes}
         # a launch inside a lambda or class body sits in no function's own nodes: keep it anyway
         launch_calls_here = [c for c in calls_here if id(c) in own] or calls_here

@@ -116,3 +116,21 @@ def run(n):
 def test_module_without_warp_has_no_kernels() -> None:
     model = build_model("def kernel(x):\n    return x\n@kernel\ndef f(): pass\n", "plain.py")
     assert model.kernels == [] and model.launches == []
+
+
+def test_launches_expected_to_fail_are_left_out() -> None:
+    source = (
+        SOURCE
+        + """
+def test_errors(self, n):
+    with self.assertRaisesRegex(RuntimeError, "passed 1 arguments"):
+        wp.launch(k, dim=n, inputs=[None])
+    with pytest.raises(ValueError):
+        wp.launch(k, dim=n, inputs=[None])
+    wp.launch(k, dim=n, inputs=[None])
+"""
+    )
+    model = build_model(source, "m.py")
+    lines = source.splitlines()
+    last = len(lines) - lines[::-1].index("    wp.launch(k, dim=n, inputs=[None])")
+    assert [site.node.lineno for site in model.launches] == [last]

@@ -61,3 +61,27 @@ def test_plain_python_helper_called_from_kernel(analyse: Analyse) -> None:
     fixed = source.replace("def helper(v):", "@wp.func\ndef helper(v: float):")
     assert analyse(fixed, select=["WH002"]) == []
     assert warp_error(fixed) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "    v = wp.vec3(*x[:3])\n    out[i] = v[0]",  # star-unpacking: supported since Warp 1.x
+        "    if wp.static(3 in {2, 3}):\n        out[i] = 1.0",  # evaluated by Python at codegen
+        "    n = wp.static(len([1 for _ in range(3)]))\n    out[i] = float(n)",
+        "    out[i] = type(x[i])(2.0)",  # generic cast
+        "    for j in reversed(range(3)):\n        out[i] = float(j)",
+    ],
+)
+def test_constructs_warp_accepts_are_not_flagged(analyse: Analyse, body: str) -> None:
+    source = TEMPLATE.format(body=body)
+    assert analyse(source, select=["WH002"]) == []
+    assert warp_error(source) is None
+
+
+@pytest.mark.parametrize("call", ["enumerate(wp.vec3(1.0, 2.0, 3.0))", "zip(x, x)"])
+def test_enumerate_and_zip_are_flagged_and_warp_agrees(analyse: Analyse, call: str) -> None:
+    source = TEMPLATE.format(body=f"    for a in {call}:\n        out[i] = 1.0")
+    assert [r.rule for r in analyse(source, select=["WH002"])] == ["WH002"]
+    error = warp_error(source)
+    assert error is not None and "Could not find function" in error
