@@ -42,3 +42,21 @@ def test_the_examples_tree_really_holds_kernels() -> None:
     # about 170 @wp.kernel definitions and hundreds of launches: the model must see them all
     assert kernels >= 150
     assert launches >= 150
+
+
+def test_no_false_positive_on_warps_own_test_suite() -> None:
+    """Warp's test suite is a second, larger corpus (270 files) of kernels Warp compiles. It also holds
+    kernels that are wrong on purpose (kernels returning values, unknown builtins, block_dim=1025,
+    oversized tiles, rank folding...), so only the rules with no deliberate counterpart there are held
+    to zero findings."""
+    folder = _examples_dir().parent / "tests"
+    rules = ["WH001", "WH002", "WH003", "WH009", "WH010", "WH011", "WH012", "WH014"]
+    results = check_paths([folder], {"target": "sm_90", "select": rules})
+    assert len(results) >= 200
+    loud = [
+        f"{r.location.path}:{r.location.line} {r.rule} {r.message}"
+        for f in results
+        for r in f.records
+        if r.severity in (Severity.ERROR, Severity.WARNING)
+    ]
+    assert loud == []
