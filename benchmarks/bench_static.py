@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from corpus import generated_module
 from warp_harness.builtins import load_table
 from warp_harness.engine import analyse_source, check_paths, iter_python_files
+from warp_harness.model.module import build_model
+from warp_harness.model.source import parse_source
 
 
 def _examples() -> Path:
@@ -45,6 +47,16 @@ def main() -> None:
         tree_times.append(time.perf_counter() - start)
 
     source = generated_module()
+    parse_times, model_times = [], []
+    for _ in range(args.repeats * 3):
+        start = time.perf_counter()
+        parsed = parse_source(source)
+        parse_times.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        model = build_model(source, "generated.py", table, parsed)
+        for kernel in model.kernels:
+            model.types(kernel)
+        model_times.append((time.perf_counter() - start) * 1000)
     gen_times = []
     for _ in range(args.repeats * 3):
         start = time.perf_counter()
@@ -68,6 +80,16 @@ def main() -> None:
             "PASS" if gen_median < 20 else "FAIL (target < 20 ms)",
         ),
     ]
+    rows.insert(
+        3,
+        (
+            "  of which: parse (CPython's ast.parse + recovery)",
+            f"{statistics.median(parse_times):.1f} ms",
+            "",
+            "",
+        ),
+    )
+    rows.insert(4, ("  of which: model + type inference", f"{statistics.median(model_times):.1f} ms", "", ""))
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'median':>9}  {'detail':<40}  target")
     for name, median, detail, verdict in rows:
