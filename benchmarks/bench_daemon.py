@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -341,13 +342,20 @@ def run_variant(
 
 
 def main() -> int:
+    tmp = Path(tempfile.mkdtemp(prefix="wh-bench-"))
+    try:
+        return run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run(tmp: Path) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7, help="saves per variant (daemon and bare loop)")
     ap.add_argument("--cold-repeats", type=int, default=3, help="cold bare-script runs per variant")
     ap.add_argument("--debounce-ms", type=int, default=None, help="default: the daemon's own default")
     args = ap.parse_args()
     n = args.repeats
-    tmp = Path(tempfile.mkdtemp(prefix="wh-bench-"))
     defaults = RuntimeOptions()
     script = tmp / "bare.py"
     script.write_text(
