@@ -117,11 +117,8 @@ def run_ci(
                 outcome.repros.extend(payload.get("repros") or [])
         finally:
             engine.close()
-    elif dynamic_targets and not trusted:
-        from warp_harness.daemon.server import untrusted_record
-
-        for target in dynamic_targets:
-            merged.setdefault(target, []).append(untrusted_record(_display(target, root)))
+    # untrusted: the summary line says the dynamic tier was skipped; one note per file would only
+    # bury the real findings (and flood code scanning with SARIF notes)
     for p in sorted(merged, key=lambda q: _display(q, root)):
         records = tuple(sorted(merged[p], key=lambda r: r.sort_key()))
         outcome.results.append(FileResult(_display(p, root), records, sources.get(p)))

@@ -49,7 +49,9 @@ def test_ci_untrusted_runs_the_static_tier_only(ws: Path) -> None:
     p = _run("ci", ".", "--format", "json", cwd=ws)
     assert p.returncode == 0, p.stderr
     assert "not trusted" in p.stderr
-    assert "WHD050" in p.stdout and not (ws / "EXECUTED").exists()
+    assert not (ws / "EXECUTED").exists()
+    # the summary says so once; no per-file note buries the findings
+    assert "WHD050" not in p.stdout
 
 
 @pytest.mark.slow
