@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
+import warnings
 from dataclasses import dataclass, field
 
 # A file larger than this is not analysed (it is reported instead); kernels live in source files
@@ -109,7 +110,7 @@ def _parse_chunks(text: str, lines: list[str]) -> tuple[ast.Module, list[tuple[i
     for first, end in bounds:
         chunk = "".join(lines[first:end])
         try:
-            tree = ast.parse(chunk)
+            tree = _parse(chunk)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             skipped.append((first + 1, end))
             continue
@@ -118,10 +119,18 @@ def _parse_chunks(text: str, lines: list[str]) -> tuple[ast.Module, list[tuple[i
     return ast.Module(body=body, type_ignores=[]), skipped
 
 
+def _parse(text: str) -> ast.Module:
+    # "invalid escape sequence" and friends are the user's business, not noise on our stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(text)
+
+
 def parse_source(text: str) -> ParsedSource:
     lines = text.splitlines(keepends=True)
     try:
-        tree = ast.parse(text)
+        tree = _parse(text)
     except SyntaxError as exc:
         tree, skipped = _parse_chunks(text, lines)
         return ParsedSource(text, lines, tree, _issue_from(exc, lines), skipped)
