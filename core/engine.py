@@ -15,30 +15,13 @@ from warp_harness.model.source import ParsedSource, SyntaxIssue, decode_source, 
 from warp_harness.output.model import FileResult
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.suppressions import Suppressions
+from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
 
 SYNTAX_RULE = "WH000"
 INTERNAL_RULE = "WH999"
-_SKIP_DIRS = {
-    ".git",
-    ".hg",
-    ".svn",
-    "__pycache__",
-    ".venv",
-    "venv",
-    ".tox",
-    ".nox",
-    "node_modules",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".warp-harness",
-    "build",
-    "dist",
-    ".eggs",
-}
 
 
 @dataclass
@@ -203,7 +186,7 @@ def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None
             dirs[:] = sorted(
                 d
                 for d in dirs
-                if d not in _SKIP_DIRS
+                if d not in IGNORED_DIRS
                 and not d.endswith(".egg-info")
                 and not is_excluded(Path(folder) / d, settings)
             )

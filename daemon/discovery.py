@@ -8,28 +8,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from warp_harness.contract import SIBLING_SUFFIXES
-
-# folders never watched nor walked
-IGNORED_DIRS = frozenset(
-    {
-        ".warp-harness",
-        ".git",
-        ".hg",
-        ".svn",
-        "__pycache__",
-        ".venv",
-        "venv",
-        ".tox",
-        ".nox",
-        ".mypy_cache",
-        ".ruff_cache",
-        ".pytest_cache",
-        "node_modules",
-        "build",
-        "dist",
-        ".eggs",
-    }
-)
+from warp_harness.workspace import IGNORED_DIRS
 
 _KERNEL_RE = re.compile(
     r"@\s*(?:wp|warp)\s*\.\s*(?:kernel|func)\b|^\s*@\s*kernel\b|from\s+warp\s+import\s+[^\n]*\bkernel\b",

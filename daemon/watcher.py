@@ -16,7 +16,7 @@ events. Our own ``.warp-harness`` folder, VCS and cache folders, editor backups 
 swap files never reach the callback.
 
 Where the watches go: the workspace folder itself (not recursively) and, recursively,
-each of its sub-folders except the ignored ones (``discovery.IGNORED_DIRS``). So the
+each of its sub-folders except the ignored ones (``warp_harness.workspace.IGNORED_DIRS``). So the
 top-level ``.warp-harness`` (every compile writes a dozen files and folders there: about 60
 events per save), ``.git``, ``.venv``, ``node_modules`` ... are not watched at all, and a
 watch costs one observer thread per top-level folder, not one per folder. A top-level

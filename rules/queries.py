@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Location
-from warp_harness.rules.base import RuleContext
+from warp_harness.rules.base import RuleContext, walk_body
 
 
 def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
@@ -140,3 +140,43 @@ def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
         for handler in getattr(stmt, "handlers", []) or []:
             stack.extend(reversed(handler.body))
+
+
+def derived_names(kernel: KernelDef, seed: str) -> set[str]:
+    """``seed`` and every local computed (directly or not) from it."""
+    edges: list[tuple[set[str], set[str]]] = []
+    for node in walk_body(kernel.node):
+        value: ast.expr | None = None
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            value, targets = node.value, list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            value, targets = node.value, [node.target]
+        elif isinstance(node, ast.For):
+            value, targets = node.iter, [node.target]
+        elif isinstance(node, ast.NamedExpr):
+            value, targets = node.value, [node.target]
+        if value is None:
+            continue
+        sources = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
+        stored = {
+            n.id
+            for t in targets
+            for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if sources and stored:
+            edges.append((sources, stored))
+    tainted = {seed}
+    changed = True
+    while changed:
+        changed = False
+        for sources, stored in edges:
+            if not stored <= tainted and not sources.isdisjoint(tainted):
+                tainted |= stored
+                changed = True
+    return tainted
+
+
+def mentions(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))

@@ -55,9 +55,11 @@ from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
 from warp_harness.rules.queries import (
     deferred_launch,
+    derived_names,
     iter_statements,
     launch_arguments,
     launch_kernel,
+    mentions,
 )
 
 _ATOMIC_WRITES = {
@@ -96,46 +98,6 @@ def _stored_names(nodes: list[ast.AST]) -> dict[str, int]:
     return counts
 
 
-def _derived(kernel: KernelDef, seed: str) -> set[str]:
-    """``seed`` and every local computed (directly or not) from it."""
-    edges: list[tuple[set[str], set[str]]] = []
-    for node in walk_body(kernel.node):
-        value: ast.expr | None = None
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            value, targets = node.value, list(node.targets)
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
-            value, targets = node.value, [node.target]
-        elif isinstance(node, ast.For):
-            value, targets = node.iter, [node.target]
-        elif isinstance(node, ast.NamedExpr):
-            value, targets = node.value, [node.target]
-        if value is None:
-            continue
-        sources = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        stored = {
-            n.id
-            for t in targets
-            for n in ast.walk(t)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
-        if sources and stored:
-            edges.append((sources, stored))
-    tainted = {seed}
-    changed = True
-    while changed:
-        changed = False
-        for sources, stored in edges:
-            if not stored <= tainted and not sources.isdisjoint(tainted):
-                tainted |= stored
-                changed = True
-    return tainted
-
-
-def _mentions(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
-
-
 def _has_exit(stmt: ast.stmt) -> bool:
     return any(isinstance(n, ast.Return | ast.Break | ast.Continue) for n in ast.walk(stmt))
 
@@ -154,7 +116,7 @@ def _guarded(body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | 
         elif isinstance(stmt, ast.With | ast.Try):
             inner = [getattr(stmt, "body", [])]
         if any(node is target for node in ast.walk(stmt)):
-            if isinstance(stmt, ast.If | ast.While) and any(_mentions(t, names) for t in tests):
+            if isinstance(stmt, ast.If | ast.While) and any(mentions(t, names) for t in tests):
                 return True
             for block in inner:
                 found = _guarded(block, target, names)
@@ -163,10 +125,10 @@ def _guarded(body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | 
             return None
         # an earlier statement that may leave the kernel (or the loop) depending on the index
         if _has_exit(stmt) and any(
-            isinstance(n, ast.If | ast.While | ast.IfExp) and _mentions(n.test, names) for n in ast.walk(stmt)
+            isinstance(n, ast.If | ast.While | ast.IfExp) and mentions(n.test, names) for n in ast.walk(stmt)
         ):
             return True
-        if isinstance(stmt, ast.Assert) and _mentions(stmt.test, names):
+        if isinstance(stmt, ast.Assert) and mentions(stmt.test, names):
             return True
     return None
 
@@ -267,7 +229,7 @@ class UnguardedWrite(Rule):
             if counts.get(name, 0) != 1 or counts.get(first.id) != 1:
                 continue  # the array or the index is reassigned in the kernel
             if first.id not in derived:
-                derived[first.id] = _derived(kernel, first.id)
+                derived[first.id] = derived_names(kernel, first.id)
             if _guarded(kernel.node.body, stmt, derived[first.id]) is not False:
                 continue
             found.append(_Write(stmt, target, name, first.id, types.tid_vars[first.id]))

@@ -54,7 +54,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Transform, Vector
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.queries import launch_arguments, launch_kernel
+from warp_harness.rules.queries import derived_names, launch_arguments, launch_kernel, mentions
 
 _ATOMICS = {
     "atomic_add",
@@ -79,46 +79,6 @@ class _Access:
     text: str
     fast_axis: int
     last: str  # the slower thread index on the last axis
-
-
-def _derived(kernel: KernelDef, seed: str) -> set[str]:
-    """``seed`` and every local computed (directly or not) from it."""
-    edges: list[tuple[set[str], set[str]]] = []
-    for node in walk_body(kernel.node):
-        value: ast.expr | None = None
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            value, targets = node.value, list(node.targets)
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
-            value, targets = node.value, [node.target]
-        elif isinstance(node, ast.For):
-            value, targets = node.iter, [node.target]
-        elif isinstance(node, ast.NamedExpr):
-            value, targets = node.value, [node.target]
-        if value is None:
-            continue
-        sources = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        stored = {
-            n.id
-            for t in targets
-            for n in ast.walk(t)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
-        if sources and stored:
-            edges.append((sources, stored))
-    tainted = {seed}
-    changed = True
-    while changed:
-        changed = False
-        for sources, stored in edges:
-            if not stored <= tainted and not sources.isdisjoint(tainted):
-                tainted |= stored
-                changed = True
-    return tainted
-
-
-def _mentions(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
 
 
 class UncoalescedAccess(Rule):
@@ -168,7 +128,7 @@ class UncoalescedAccess(Rule):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
                 stores[node.id] = stores.get(node.id, 0) + 1
             elif not candidate and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):
-                candidate = any(_mentions(e, {fast}) for e in node.slice.elts[:-1])
+                candidate = any(mentions(e, {fast}) for e in node.slice.elts[:-1])
             elif not candidate and isinstance(node, ast.Call) and len(node.args) > 2:
                 candidate = ctx.model.imports.warp_name(node.func) in _ATOMICS
         if not candidate:
@@ -176,7 +136,7 @@ class UncoalescedAccess(Rule):
         tid_positions = {n: k for k, n in enumerate(names) if n is not None and stores.get(n) == 1}
         if fast not in tid_positions:
             return
-        fast_family = _derived(kernel, fast)
+        fast_family = derived_names(kernel, fast)
         params = {p.name: p for p in kernel.params}
 
         def thread_index(node: ast.expr) -> str | None:
@@ -212,26 +172,26 @@ class UncoalescedAccess(Rule):
                     ndim = array_type.ndim if isinstance(array_type, Array) else None
                     indices = list(node.args[1 : 1 + ndim]) if ndim is not None else None
                 elif any(
-                    _mentions(a, fast_family) for a in [*node.args, *(k.value for k in node.keywords)]
+                    mentions(a, fast_family) for a in [*node.args, *(k.value for k in node.keywords)]
                 ) and self._may_access_memory(ctx, types, node, warp):
                     return  # j goes where the rule cannot see (a @wp.func, tile_load, ...): may be coalesced
             if indices is None or base is None:
                 continue
             if any(isinstance(i, ast.Slice) for i in indices):
-                if any(_mentions(i, fast_family) for i in indices):
+                if any(mentions(i, fast_family) for i in indices):
                     return
                 continue
             base_type = types.of(base)
             if isinstance(base_type, Vector | Matrix | Quaternion | Transform | Scalar) or not indices:
                 continue  # a vector or matrix component: a register, not memory
-            if _mentions(indices[-1], fast_family):
+            if mentions(indices[-1], fast_family):
                 return  # something is indexed along its last axis by j: this mapping is used coalesced
             if not isinstance(base_type, Array):
-                if any(_mentions(i, fast_family) for i in indices):
+                if any(mentions(i, fast_family) for i in indices):
                     return  # unknown container indexed with j
                 continue
             if len(indices) < base_type.ndim:
-                if any(_mentions(i, fast_family) for i in indices):
+                if any(mentions(i, fast_family) for i in indices):
                     return  # a view `a[j]` whose later use the rule does not follow
                 continue
             if (
@@ -241,12 +201,12 @@ class UncoalescedAccess(Rule):
                 or base_type.ndim < 2
                 or len(indices) != base_type.ndim
             ):
-                if any(_mentions(i, fast_family) for i in indices):
+                if any(mentions(i, fast_family) for i in indices):
                     return
                 continue
             axes = [thread_index(i) for i in indices]
             if any(a is None for a in axes) or fast not in axes or axes[-1] == fast:
-                if any(_mentions(i, fast_family) for i in indices):
+                if any(mentions(i, fast_family) for i in indices):
                     return
                 continue
             last = axes[-1]
