@@ -33,7 +33,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon.discovery import IGNORED_DIRS, is_candidate_name, is_ignored
+from warp_harness.daemon.discovery import is_candidate_name, is_ignored
+from warp_harness.workspace import IGNORED_DIRS
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
