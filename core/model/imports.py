@@ -10,8 +10,6 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.index import NodeIndex
 
-_MISSING = object()
-
 
 @dataclass
 class ImportMap:
@@ -19,7 +17,9 @@ class ImportMap:
     modules: dict[str, str] = field(default_factory=dict)
     # local name -> dotted path of the imported object, for `from warp import kernel as k`
     objects: dict[str, str] = field(default_factory=dict)
-    _warp_names: dict[int, object] = field(default_factory=dict, repr=False, compare=False)
+    _warp_names: dict[int, tuple[ast.expr, str | None]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @classmethod
     def from_tree(cls, tree: ast.Module, index: NodeIndex | None = None) -> ImportMap:
@@ -63,12 +63,13 @@ class ImportMap:
         if not isinstance(node, ast.Name | ast.Attribute):
             return None
         key = id(node)
-        cached = self._warp_names.get(key, _MISSING)
-        if cached is _MISSING:
-            cached = self._warp_name(node)
-            # the map lives as long as the model, and with it the tree whose node ids these are
-            self._warp_names[key] = cached
-        return cached  # type: ignore[return-value]
+        cached = self._warp_names.get(key)
+        # the node is kept with its answer, so its id cannot be reused by another node meanwhile
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        name = self._warp_name(node)
+        self._warp_names[key] = (node, name)
+        return name
 
     def _warp_name(self, node: ast.expr) -> str | None:
         path = self.dotted(node)
