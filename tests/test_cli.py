@@ -9,6 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +54,8 @@ def test_every_output_format(fmt: str) -> None:
     if fmt == "sarif":
         log = json.loads(result.stdout)
         assert {r["ruleId"] for r in log["runs"][0]["results"]} >= {"WH010"}
+        schema = json.loads((REPO / "tests" / "output" / "data" / "sarif-schema-2.1.0.json").read_text())
+        jsonschema.validators.validator_for(schema)(schema).validate(log)
     elif fmt == "junit":
         root = ET.fromstring(result.stdout)
         assert root.find(".//failure") is not None
