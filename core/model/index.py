@@ -7,15 +7,43 @@ again for each rule dominated the analysis time, so each body is walked once and
 from __future__ import annotations
 
 import ast
+import re
 import weakref
 from collections.abc import Sequence
+from functools import cache
 from typing import TypeVar
 
 N = TypeVar("N", bound=ast.AST)
 
-# context and operator singletons (Load, Store, Add, ...) carry no position and are always reached
-# through their parent's attribute (`node.ctx`, `node.op`): leaving them out shrinks the index a third
-_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+# field types of the ASDL grammar that never hold a node worth indexing: names, literals, and the
+# context/operator singletons (Load, Store, Add, ...) that are always reached as `node.ctx`/`node.op`
+_NOT_CHILDREN = {
+    "identifier",
+    "string",
+    "constant",
+    "int",
+    "expr_context",
+    "operator",
+    "unaryop",
+    "boolop",
+    "cmpop",
+    "type_ignore",
+}
+_FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
+
+
+@cache
+def _child_fields(cls: type) -> tuple[str, ...]:
+    """Fields of an AST class that can hold child nodes, read from its ASDL signature (``__doc__``)."""
+    doc = cls.__doc__ or ""
+    start, end = doc.find("("), doc.rfind(")")
+    fields = getattr(cls, "_fields", ())
+    if start < 0 or end < start:
+        return tuple(fields)
+    typed = {name: kind for kind, _, name in _FIELD.findall(doc[start + 1 : end])}
+    if set(typed) != set(fields):  # not the signature we expect: keep every field
+        return tuple(fields)
+    return tuple(f for f in fields if typed[f] not in _NOT_CHILDREN)
 
 
 class NodeIndex:
@@ -26,19 +54,29 @@ class NodeIndex:
         by_type: dict[type, list[ast.AST]] = {}
         stack = list(reversed(roots))
         append = nodes.append
+        pop = stack.pop
+        push = stack.append
         while stack:
-            node = stack.pop()
+            node = pop()
             append(node)
-            by_type.setdefault(type(node), []).append(node)
-            children: list[ast.AST] = []
-            for name in node._fields:
+            kind = type(node)
+            bucket = by_type.get(kind)
+            if bucket is None:
+                by_type[kind] = [node]
+            else:
+                bucket.append(node)
+            names = _child_fields(kind)
+            # push children last-first so they pop in source order
+            for name in reversed(names):
                 value = getattr(node, name, None)
-                if isinstance(value, ast.AST):
-                    if not isinstance(value, _LEAVES):
-                        children.append(value)
-                elif isinstance(value, list) and value:
-                    children.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, _LEAVES))
-            stack.extend(reversed(children))
+                if value is None:
+                    continue
+                if type(value) is list:
+                    for child in reversed(value):
+                        if isinstance(child, ast.AST):
+                            push(child)
+                elif isinstance(value, ast.AST):
+                    push(value)
         self.nodes: list[ast.AST] = nodes
         self._by_type = by_type
 
