@@ -145,6 +145,9 @@ class Contract:
     targets: Sequence[str] = ()
     bench_size: int | None = None  # default: the largest size
     name: str | None = None  # shown in reports; default: the kernel name
+    # `warp-harness tune`: module-level constants (`TILE_M = wp.constant(32)`, `THREADS = 64`)
+    # -> the values to try; every combination is checked, validated and benchmarked
+    tunables: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not callable(self.reference):
@@ -164,6 +167,11 @@ class Contract:
         if unknown:
             raise ValueError(f"Contract.inplace names {sorted(unknown)}, which are not outputs")
         kernel_name(self.kernel)
+        for key, values in self.tunables.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise ValueError(f"Contract.tunables: {key!r} is not a module-level constant's name")
+            if isinstance(values, str) or not values:
+                raise ValueError(f"Contract.tunables[{key!r}] must be a non-empty list of values")
 
     @property
     def kernel_name(self) -> str:

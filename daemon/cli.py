@@ -1,4 +1,4 @@
-"""Subcommands of the dynamic tier: ``daemon``, ``ci``, ``replay``.
+"""Subcommands of the dynamic tier: ``daemon``, ``ci``, ``replay``, ``bench``, ``calibrate``.
 
 ``warp_harness.cli`` (the lead's parser) calls :func:`add_subcommands`; ``python -m
 warp_harness.daemon`` builds a parser of its own with the same subcommands.
@@ -77,6 +77,45 @@ def add_subcommands(subparsers: Any) -> None:
     _common(r)
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=cmd_replay)
+
+    b = subparsers.add_parser(
+        "bench", help="validate, then benchmark every contracted kernel, headless; print a table"
+    )
+    b.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    _common(b)
+    b.add_argument(
+        "--profile",
+        "--target",
+        dest="profile",
+        metavar="PROFILE",
+        help="hardware profile for the % of peak: a bundled name (sm_90) or a .toml (warp-harness calibrate)",
+    )
+    b.add_argument("--repeats", type=int, metavar="N", help="timed launches per kernel (default 50)")
+    b.add_argument("--max-time", type=float, metavar="S", help="stop timing a kernel after S seconds")
+    b.add_argument("--memory-mb", type=int, metavar="MB", help="memory limit of the worker")
+    b.add_argument("--format", choices=("text", "json"), default="text")
+    b.add_argument("--output-file", "-o", metavar="FILE", help="write the report here")
+    b.set_defaults(func=cmd_bench)
+
+    k = subparsers.add_parser(
+        "calibrate", help="measure a device (copy bandwidth, GEMM rate, shared memory, SMs); write a profile"
+    )
+    k.add_argument("--device", default="cpu", metavar="DEV", help="cpu or cuda:N (default cpu)")
+    k.add_argument("--output", "-o", metavar="FILE.toml", help="write the hardware profile here")
+    k.add_argument("--name", metavar="NAME", help="the profile's name (default calibrated-<arch>)")
+    k.add_argument("--no-gemm", action="store_true", help="skip the matrix-product measurements")
+    k.add_argument("--format", choices=("text", "json"), default="text")
+    k.set_defaults(func=cmd_calibrate)
+
+    t = subparsers.add_parser(
+        "tune", help="try a contract's tunables: drop what the profile forbids, benchmark the rest"
+    )
+    t.add_argument("path", metavar="FILE")
+    _common(t)
+    t.add_argument("--kernel", metavar="NAME", help="the contracted kernel to tune (when several)")
+    t.add_argument("--target", metavar="PROFILE", help="profile the static rules check candidates against")
+    t.add_argument("--repeats", type=int, metavar="N", help="timed launches per candidate")
+    t.set_defaults(func=cmd_tune)
 
 
 def _err(text: str) -> None:
@@ -212,6 +251,131 @@ def cmd_replay(args: argparse.Namespace) -> int:
             print(f"CORRUPT  {c} (discarded)")
         print(f"{len(rows) - len(failing)} passed, {len(failing)} failing", file=sys.stderr)
     return 1 if failing else 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import json
+
+    from warp_harness.config import ConfigError
+    from warp_harness.daemon.benchcmd import NotTrusted, run_bench, table
+
+    paths = [Path(p) for p in args.paths]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        _err(f"no such file or directory: {', '.join(map(str, missing))}")
+        return 2
+    overrides = _runtime_overrides(args)
+    for key, value in (
+        ("profile", args.profile),
+        ("bench_repeats", args.repeats),
+        ("bench_max_time_s", args.max_time),
+        ("memory_mb", args.memory_mb),
+    ):
+        if value is not None:
+            overrides[key] = value
+    if args.profile:
+        from warp_harness.rules.hardware import UnknownProfileError, load_profile
+
+        try:
+            load_profile(args.profile)
+        except UnknownProfileError as exc:
+            _err(str(exc))
+            return 2
+    try:
+        outcome = run_bench(paths, trust=args.trust, runtime_overrides=overrides)
+    except NotTrusted as exc:
+        _err(str(exc))
+        return 2
+    except ConfigError as exc:
+        _err(f"configuration error: {exc}")
+        return 2
+    if args.format == "json":
+        report = json.dumps(
+            {
+                "rows": [r.to_dict() for r in outcome.rows],
+                "files": outcome.files,
+                "problems": outcome.problems,
+            },
+            indent=2,
+            default=str,
+        )
+        report += "\n"
+    else:
+        report = table(outcome)
+    if args.output_file:
+        _write(args.output_file, report)
+    else:
+        sys.stdout.write(report)
+    timed = sum(1 for r in outcome.rows if r.status == "timed")
+    print(
+        f"warp-harness bench: {len(outcome.files)} module(s), {len(outcome.rows)} kernel run(s), "
+        f"{timed} timed, {sum(1 for r in outcome.rows if not r.ok)} not ok",
+        file=sys.stderr,
+    )
+    if not outcome.rows:
+        return 0 if not outcome.problems else 1
+    return 0 if outcome.ok else 1
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import json
+
+    from warp_harness.daemon import calibrate
+
+    device = args.device
+    if device != "cpu" and not (device.startswith("cuda") and (device == "cuda" or device[5:].isdigit())):
+        _err(f"unknown device {device!r}; use cpu or cuda:N")
+        return 2
+    if device == "cuda":
+        device = "cuda:0"
+    try:
+        cal = calibrate.calibrate(device, gemm=not args.no_gemm, reference=not args.no_gemm)
+    except (RuntimeError, ValueError) as exc:
+        _err(f"calibration on {device} failed: {exc}")
+        return 1
+    if args.output:
+        calibrate.write_profile(cal, Path(args.output), args.name)
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "device": cal.device,
+                    "device_name": cal.device_name,
+                    "measurements": [m.to_dict() for m in cal.measurements],
+                    "profile": calibrate.profile_fields(cal, args.name),
+                },
+                indent=2,
+                default=str,
+            )
+        )
+    else:
+        print(calibrate.summary(cal))
+        if args.output:
+            print(f"profile written to {args.output} (use it with --target {args.output})")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from warp_harness.config import ConfigError
+    from warp_harness.daemon.benchcmd import NotTrusted
+    from warp_harness.daemon.tune import pareto, report, run_tune
+
+    path = Path(args.path)
+    if not path.is_file():
+        _err(f"no such file: {path}")
+        return 2
+    overrides = _runtime_overrides(args)
+    if args.repeats is not None:
+        overrides["bench_repeats"] = args.repeats
+    try:
+        kernel, rows = run_tune(
+            path, kernel=args.kernel, trust=args.trust, runtime_overrides=overrides, target=args.target
+        )
+    except (NotTrusted, ValueError, ConfigError) as exc:
+        _err(str(exc))
+        return 2
+    sys.stdout.write(report(kernel, rows))
+    return 0 if pareto(rows) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:

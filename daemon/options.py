@@ -14,12 +14,16 @@
     bench = true
     bench_repeats = 50
     bench_max_time_s = 1.0
+    bench_warmup = 3            # warm-up launches, and on CUDA at least bench_warmup_s of them
+    bench_warmup_s = 0.1        # (an idle GPU clocks down; a few launches do not bring it back)
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
     perf_severity = "error"     # severity of a missed performance target
     peak_bandwidth_gbs = { cpu = 20.0 }   # overrides the hardware profile
     peak_gflops = { cpu = 200.0 }
+    profile = "calibrated.toml" # hardware profile for the peaks (a bundled name or a .toml path,
+                                # e.g. one `warp-harness calibrate` wrote); absent: by device
     debounce_ms = 30            # quiet time after a file event before the save is checked
     kernel_cache_keep = 200     # pruned at daemon start: at most this many build folders ...
     kernel_cache_max_mb = 2048  # ... and at most this many MB, least recently used go first
@@ -66,12 +70,14 @@ class RuntimeOptions:
     bench_repeats: int = 50
     bench_max_time_s: float = 1.0
     bench_warmup: int = 3
+    bench_warmup_s: float = 0.1
     seed: int | None = None
     shrink: bool = True
     localize: bool = True
     perf_severity: str = "error"
     peak_bandwidth_gbs: Mapping[str, float] = field(default_factory=dict)
     peak_gflops: Mapping[str, float] = field(default_factory=dict)
+    profile: str | None = None
     debounce_ms: int = 30
     kernel_cache_keep: int = 200
     kernel_cache_max_mb: int = 2048
@@ -100,6 +106,7 @@ _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
 _POS_INT = ("memory_mb", "bench_repeats", "kernel_cache_keep", "kernel_cache_max_mb")
 _NONNEG_INT = ("bench_warmup", "debounce_ms")
 _POS_FLOAT = ("timeout_s", "launch_timeout_s", "bench_max_time_s")
+_NONNEG_FLOAT = ("bench_warmup_s",)
 
 
 def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -126,6 +133,10 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             if value not in ("error", "warning", "info"):
                 raise ConfigError(f"{where}: `perf_severity` must be error, warning or info")
             out[key] = value
+        elif key == "profile":
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ConfigError(f"{where}: `profile` must be a profile name or a .toml path, got {value!r}")
+            out[key] = value
         elif key in _BOOL_OR_NONE or key in _BOOL:
             if not isinstance(value, bool) and not (value is None and key in _BOOL_OR_NONE):
                 raise ConfigError(f"{where}: `{key}` must be true or false, got {value!r}")
@@ -142,6 +153,10 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
         elif key in _POS_FLOAT:
             if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
                 raise ConfigError(f"{where}: `{key}` must be a positive number, got {value!r}")
+            out[key] = float(value)
+        elif key in _NONNEG_FLOAT:
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{where}: `{key}` must be a number >= 0, got {value!r}")
             out[key] = float(value)
         elif key in ("peak_bandwidth_gbs", "peak_gflops"):
             if not isinstance(value, Mapping) or not all(

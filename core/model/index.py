@@ -10,7 +10,6 @@ import ast
 import re
 import weakref
 from collections.abc import Sequence
-from functools import cache
 from typing import TypeVar
 
 N = TypeVar("N", bound=ast.AST)
@@ -32,8 +31,17 @@ _NOT_CHILDREN = {
 _FIELD = re.compile(r"(\w+)([*?]?) (\w+)")
 
 
-@cache
-def _child_fields(cls: type) -> tuple[str, ...]:
+_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type[ast.AST]) -> tuple[str, ...]:
+    fields = _CHILD_FIELDS.get(cls)
+    if fields is None:
+        fields = _CHILD_FIELDS[cls] = _read_child_fields(cls)
+    return fields
+
+
+def _read_child_fields(cls: type[ast.AST]) -> tuple[str, ...]:
     """Fields of an AST class that can hold child nodes, read from its ASDL signature (``__doc__``)."""
     doc = cls.__doc__ or ""
     start, end = doc.find("("), doc.rfind(")")
@@ -51,7 +59,7 @@ class NodeIndex:
 
     def __init__(self, roots: Sequence[ast.AST]) -> None:
         nodes: list[ast.AST] = []
-        by_type: dict[type, list[ast.AST]] = {}
+        by_type: dict[type[ast.AST], list[ast.AST]] = {}
         stack = list(reversed(roots))
         append = nodes.append
         pop = stack.pop
@@ -59,7 +67,7 @@ class NodeIndex:
         while stack:
             node = pop()
             append(node)
-            kind = type(node)
+            kind: type[ast.AST] = type(node)
             bucket = by_type.get(kind)
             if bucket is None:
                 by_type[kind] = [node]

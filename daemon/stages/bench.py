@@ -27,9 +27,12 @@ wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 is_array = importlib.import_module("warp._src.types").is_array
 
-ROTATE_MAX_BYTES = 256 << 20
+ROTATE_MAX_BYTES = 256 << 20  # host-made input sets
+DEVICE_ROTATE_MAX_BYTES = 16 << 30  # CUDA: extra allocations of the same data (see _launch_sets)
+DEVICE_ROTATE_SETS = 5
 IMPLAUSIBLE_FACTOR = 1.5
 PROGRESS_EVERY_S = 0.1
+WARMUP_MAX_LAUNCHES = 100_000
 
 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
@@ -59,7 +62,7 @@ def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float
     bw = job.options.peak_bandwidth_gbs.get(alias, job.options.peak_bandwidth_gbs.get(kind))
     fl = job.options.peak_gflops.get(alias, job.options.peak_gflops.get(kind))
     if bw is None or fl is None:
-        pbw, pfl = _profile_peaks(profile_name(device))
+        pbw, pfl = _profile_peaks(job.options.profile or profile_name(device))
         bw = bw if bw is not None else pbw
         fl = fl if fl is not None else pfl
     return bw, fl
@@ -74,9 +77,12 @@ def _launch_sets(
     sets: list[list[Any]] = []
     dim: Any = None
     n_sets = 3
+    hosts: list[tuple[Any, Any]] = []  # (host value, arg type) of the last set made
+    nbytes = 0
     for k in range(n_sets):
         inputs = make_inputs(contract.inputs, size, job.seed + 5000 + k)
         args: list[Any] = []
+        hosts = []
         nbytes = 0
         for name, arg_type in params:
             value = inputs[name]
@@ -85,13 +91,26 @@ def _launch_sets(
                 nbytes += host.nbytes
                 arr = wp.array(host, dtype=arg_type.dtype, device=device)
                 args.append(arr)
+                hosts.append((host, arg_type))
                 if dim is None and name == contract.outputs[0]:
                     dim = _dim(contract, size, inputs, arr)
             else:
                 args.append(value)
+                hosts.append((value, None))
         sets.append(args)
         if nbytes * n_sets > ROTATE_MAX_BYTES:
             break
+    if getattr(device, "is_cuda", False) and len(sets) < n_sets:
+        # Too big to make n_sets of on the host, far past any cache: upload the same data into
+        # fresh device allocations instead. The time of a memory-bound kernel depends on where
+        # its buffers landed (seen on an H200: one allocation in five 4-5% slower, the same
+        # within 0.2% otherwise); the median over launches rotating between allocations is
+        # not at the mercy of one of them.
+        free = float(getattr(device, "free_memory", 0) or 0)
+        while len(sets) < DEVICE_ROTATE_SETS and nbytes * (len(sets) + 1) <= min(
+            DEVICE_ROTATE_MAX_BYTES, free / 2
+        ):
+            sets.append([wp.array(v, dtype=t.dtype, device=device) if t is not None else v for v, t in hosts])
     return sets, dim
 
 
@@ -117,12 +136,24 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         )
         last_progress = now
 
-    for i in range(opts.bench_warmup):
-        beat(time.perf_counter())
+    use_events = bool(getattr(device, "is_cuda", False))
+    # warm-up: bench_warmup launches and, on CUDA, at least bench_warmup_s of them (each one
+    # synchronised): a GPU that idled while the inputs were made runs at a low clock, and a
+    # few 1 ms launches do not bring it back (measured on an H200: medians 4-5% apart
+    # between runs of the same kernel with 3 warm-up launches)
+    warm_until = time.perf_counter() + (opts.bench_warmup_s if use_events else 0.0)
+    beat(time.perf_counter())
+    i = 0
+    while i < opts.bench_warmup or (time.perf_counter() < warm_until and i < WARMUP_MAX_LAUNCHES):
         wp.launch(kernel, dim=dim, inputs=sets[i % len(sets)], device=device)
+        if use_events:
+            wp.synchronize_device(device)
+        i += 1
+        now = time.perf_counter()
+        if now - last_progress >= PROGRESS_EVERY_S:
+            beat(now)
     wp.synchronize_device(device)
     times: list[float] = []
-    use_events = bool(getattr(device, "is_cuda", False))
     started = time.perf_counter()
     beat(started)
     i = 0
@@ -132,9 +163,12 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         if use_events:
             start_ev = wp.Event(device, enable_timing=True)
             end_ev = wp.Event(device, enable_timing=True)
-            wp.record_event(start_ev)
-            wp.launch(kernel, dim=dim, inputs=args, device=device)
-            wp.record_event(end_ev)
+            # on the device's own stream: wp.record_event() uses the *current* device's stream,
+            # which is cuda:0's unless a ScopedDevice says otherwise
+            stream = device.stream
+            stream.record_event(start_ev)
+            wp.launch(kernel, dim=dim, inputs=args, device=device, stream=stream)
+            stream.record_event(end_ev)
             wp.synchronize_event(end_ev)
             times.append(wp.get_event_elapsed_time(start_ev, end_ev) / 1e3)
         else:
@@ -185,6 +219,11 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     median = m["median_s"]
     metrics: dict[str, float] = {"latency_us": median * 1e6, "time_ms": median * 1e3}
     peak_bw, peak_fl = peaks(job, alias, device)
+    m["peaks"] = {
+        "bandwidth_gbs": peak_bw,
+        "gflops": peak_fl,
+        "profile": job.options.profile or profile_name(device),
+    }
     if contract.bytes is not None and median > 0:
         metrics["bandwidth_gbs"] = float(contract.bytes(size)) / median / 1e9
         if peak_bw:
@@ -237,13 +276,20 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
                 )
             )
     severity = Severity(job.options.perf_severity)
-    for target in contract.parsed_targets():
-        check_target(job, info, alias, target, metrics, severity)
+    m["targets"] = [
+        {
+            "target": str(target),
+            "value": metrics.get(target.metric),
+            "verdict": check_target(job, info, alias, target, metrics, severity),
+        }
+        for target in contract.parsed_targets()
+    ]
 
 
 def check_target(
     job: Job, info: KernelInfo, alias: str, target: Target, metrics: dict[str, float], severity: Severity
-) -> None:
+) -> str:
+    """Report a missed or unchecked target; the verdict: ``met``, ``missed`` or ``unchecked``."""
     value = metrics.get(target.metric)
     if value is None:
         need = {"bandwidth_gbs": "`bytes`", "gflops": "`flops`"}.get(target.metric, "")
@@ -264,9 +310,9 @@ def check_target(
                 kernel=info.name,
             )
         )
-        return
+        return "unchecked"
     if target.holds(value):
-        return
+        return "met"
     job.add(
         F.make_record(
             Stage.PERFORMANCE,
@@ -284,6 +330,7 @@ def check_target(
             hint="profile the kernel: memory access pattern (coalescing), work per thread, launch dim",
         )
     )
+    return "missed"
 
 
 def run(job: Job) -> None:

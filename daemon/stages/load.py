@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 import traceback
@@ -21,13 +22,20 @@ from warp_harness.record import Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
-_HARNESS_ROOTS = tuple(
-    str(Path(p).resolve())
-    for p in {
-        Path(contract_api.__file__).parent,  # core/
-        Path(F.__file__).parent,  # daemon/
-    }
-)
+
+def _harness_roots() -> tuple[str, ...]:
+    """The folders the harness's own modules really live in. Each *file* is resolved before
+    taking its folder: in a tree of per-file links (warp_harness/contract.py -> core/contract.py)
+    the link's folder is not where the code is, and the harness's modules inside a workspace
+    (its own repository) would be purged and re-imported, giving a second Contract class."""
+    files = [contract_api.__file__, F.__file__]  # core/, daemon/
+    spec = importlib.util.find_spec("warp_harness.rules")
+    if spec is not None and spec.origin:
+        files.append(spec.origin)  # rules/
+    return tuple(sorted({str(Path(os.path.realpath(f)).parent) for f in files if f}))
+
+
+_HARNESS_ROOTS = _harness_roots()
 
 
 _LIBRARY_ROOTS = (*_HARNESS_ROOTS, sys.prefix, sys.base_prefix, sys.exec_prefix)

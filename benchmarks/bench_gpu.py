@@ -1,0 +1,411 @@
+"""Issue 6 on a real GPU, in one run: calibrate, fidelity, repeatability, the race.
+
+    python benchmarks/bench_gpu.py --device cuda:0 --out DIR     # on the H200 (see benchmarks/RESULTS.md)
+    python benchmarks/bench_gpu.py --device cpu --small          # a smoke test of this script anywhere
+
+1. calibrate: ``warp_harness.daemon.calibrate`` on the device; the profile goes to DIR/profile.toml.
+2. fidelity: for large memory-bound kernels (examples/contracts/stream_large.py) the benchmark
+   stage's median (``stages.bench.bench_kernel``, in this process) against independent figures
+   of the same run: torch CUDA events around the bare ``wp.launch`` on a torch stream,
+   ``triton.testing.do_bench`` (median), and a host clock around synchronised launches.
+   Must agree within 5%; the best known-good kernel must reach >= 85% of the calibrated copy
+   bandwidth.
+3. repeatability: the same kernel through the benchmark stage 5 times: median to median < 2%.
+4. the CLI: ``python -m warp_harness.daemon bench`` (worker subprocess, the daemon's real
+   stages) over stream_large.py with the calibrated profile, and over race_sum.py on the GPU
+   (the non-atomic sum must fail validation) and on the CPU (where it passes).
+
+Full results: DIR/results.json; a short table is printed last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples" / "contracts"
+
+
+def _load(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def harness_bench(kernel: Any, contract: Any, device: str, profile: str | None, seed: int) -> dict[str, Any]:
+    """The benchmark stage itself (stages.bench.bench_kernel) on one kernel, in this process."""
+    import warp as wp
+    from warp_harness.daemon.options import RuntimeOptions
+    from warp_harness.daemon.stages import Job, KernelInfo
+    from warp_harness.daemon.stages import bench as bench_stage
+
+    opts = RuntimeOptions(
+        devices=(device,), bench_repeats=50, bench_max_time_s=3.0, bench_warmup=3, profile=profile
+    )
+    job = Job(
+        id=0,
+        path=EXAMPLES / "stream_large.py",
+        display_path="examples/contracts/stream_large.py",
+        workspace=EXAMPLES,
+        options=opts,
+        progress=lambda **_: None,
+        seed=seed,
+    )
+    info = KernelInfo(contract.kernel_name, 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
+    bench_stage.bench_kernel(job, info, device, wp.get_device(device))
+    if device not in info.bench:
+        raise RuntimeError(
+            "; ".join(r.message for r in job.records) or "the benchmark stage measured nothing"
+        )
+    return info.bench[device]
+
+
+def independent(kernel: Any, contract: Any, device: str) -> dict[str, Any]:
+    """Times of the bare launch, measured without the harness's code."""
+    import numpy as np
+    import warp as wp
+    from warp._src.types import is_array
+
+    size = contract.benchmark_size
+    inputs = contract.inputs(size, np.random.default_rng(99))
+    args = []
+    for a in kernel.adj.args:
+        value = inputs[a.label]
+        args.append(wp.array(value, dtype=a.type.dtype, device=device) if is_array(a.type) else value)
+    dev = wp.get_device(device)
+    out: dict[str, Any] = {}
+
+    def launch(stream: Any = None) -> None:
+        wp.launch(kernel, dim=size, inputs=args, device=dev, stream=stream)
+
+    for _ in range(3):
+        launch()
+    wp.synchronize_device(dev)
+    n = 20
+    t0 = time.perf_counter()
+    for _ in range(n):
+        launch()
+        wp.synchronize_device(dev)
+    out["host_clock_s"] = (time.perf_counter() - t0) / n
+    if not dev.is_cuda:
+        return out
+    try:
+        import torch
+
+        ts = torch.cuda.Stream(device=f"cuda:{dev.ordinal}")
+        ws = wp.stream_from_torch(ts)
+        for _ in range(3):
+            launch(ws)
+        ts.synchronize()
+        times = []
+        for _ in range(50):
+            e0 = torch.cuda.Event(enable_timing=True)
+            e1 = torch.cuda.Event(enable_timing=True)
+            e0.record(ts)
+            launch(ws)
+            e1.record(ts)
+            e1.synchronize()
+            times.append(e0.elapsed_time(e1) / 1e3)
+        out["torch_events_median_s"] = statistics.median(times)
+        out["torch_events_min_s"] = min(times)
+        out["torch_events_max_s"] = max(times)
+        try:
+            import triton.testing
+
+            with torch.cuda.stream(ts):
+                ms = triton.testing.do_bench(lambda: launch(ws), warmup=25, rep=200, return_mode="median")
+            out["do_bench_median_s"] = float(ms) / 1e3
+        except Exception as exc:  # triton missing or a different API
+            out["do_bench_error"] = repr(exc)
+    except Exception as exc:
+        out["torch_error"] = repr(exc)
+    return out
+
+
+def allocations(kernel: Any, contract: Any, device: str, count: int = 5) -> list[float]:
+    """Median event time of the bare launch in each of ``count`` fresh allocations of the same
+    data (all alive at once): how much the placement of the buffers alone moves the time."""
+    import numpy as np
+    import warp as wp
+    from warp._src.types import is_array
+
+    size = contract.benchmark_size
+    inputs = contract.inputs(size, np.random.default_rng(5))
+    dev = wp.get_device(device)
+    sets = [
+        [
+            wp.array(inputs[a.label], dtype=a.type.dtype, device=device)
+            if is_array(a.type)
+            else inputs[a.label]
+            for a in kernel.adj.args
+        ]
+        for _ in range(count)
+    ]
+    medians = []
+    for args in sets:
+        stream = dev.stream
+        for _ in range(20):
+            wp.launch(kernel, dim=size, inputs=args, device=dev)
+        times = []
+        for _ in range(30):
+            e0 = wp.Event(dev, enable_timing=True)
+            e1 = wp.Event(dev, enable_timing=True)
+            stream.record_event(e0)
+            wp.launch(kernel, dim=size, inputs=args, device=dev, stream=stream)
+            stream.record_event(e1)
+            times.append(wp.get_event_elapsed_time(e0, e1) / 1e3)
+        medians.append(statistics.median(times))
+    return medians
+
+
+def run_cli(args: list[str], env: dict[str, str], timeout: float = 400) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "warp_harness.daemon", "bench", *args]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO))
+    return {
+        "command": " ".join(["warp-harness bench", *args]),
+        "rc": p.returncode,
+        "stdout": p.stdout,
+        "stderr": p.stderr[-4000:],
+        "wall_s": time.perf_counter() - t0,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--device", default="cuda:0")
+    ap.add_argument("--out", default=os.environ.get("OUT") or "/tmp/bench_gpu")
+    ap.add_argument("--small", action="store_true", help="small sizes (a smoke test of the script)")
+    ap.add_argument("--no-gemm", action="store_true", help="calibrate: copy bandwidth and attributes only")
+    ap.add_argument("--skip", action="append", default=[], help="skip a section by name")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "host": platform.node(),
+        "python": sys.version.split()[0],
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "device": a.device,
+        "errors": {},
+    }
+
+    def save() -> None:
+        (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+
+    def section(name: str, fn: Any) -> Any:
+        if name in a.skip:
+            return None
+        t0 = time.perf_counter()
+        print(f"== {name}", flush=True)
+        try:
+            value = fn()
+            results[name] = value
+            return value
+        except Exception as exc:
+            results["errors"][name] = f"{exc!r}\n{traceback.format_exc()}"
+            print(f"!! {name} failed: {exc!r}", flush=True)
+            return None
+        finally:
+            results.setdefault("section_s", {})[name] = time.perf_counter() - t0
+            save()
+
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    wp.init()
+    results["warp_version"] = wp.config.version
+    dev = wp.get_device(a.device)
+    results["device_name"] = dev.name
+    from warp_harness.daemon import calibrate
+
+    profile_path = out / "profile.toml"
+
+    def do_calibrate() -> dict[str, Any]:
+        cal = calibrate.calibrate(a.device, gemm=not a.no_gemm, reference=not a.no_gemm)
+        calibrate.write_profile(cal, profile_path)
+        print(calibrate.summary(cal), flush=True)
+        from warp_harness.rules.hardware import load_profile
+
+        prof = load_profile(str(profile_path))  # it must load
+        return {
+            "measurements": [m.to_dict() for m in cal.measurements],
+            "properties": cal.properties,
+            "profile": dataclasses.asdict(prof),
+        }
+
+    cal = section("calibrate", do_calibrate)
+    copy_gbs = None
+    if cal:
+        copy_gbs = next(m["rate"] for m in cal["measurements"] if m["name"] == "copy")
+    profile = str(profile_path) if profile_path.is_file() else None
+
+    mod = _load(EXAMPLES / "stream_large.py")
+    cases = [
+        ("saxpy_large", mod.saxpy_large, mod.saxpy_contract),
+        ("copy_f32", mod.copy_f32, mod.copy_contract),
+        ("copy_vec4", mod.copy_vec4, mod.copy_vec4_contract),
+    ]
+    if a.small:
+        cases = [
+            (n, k, dataclasses.replace(c, bench_size=max(1, c.benchmark_size >> 8))) for n, k, c in cases
+        ]
+
+    def do_fidelity() -> dict[str, Any]:
+        rows = {}
+        for name, kernel, contract in cases:
+            h = harness_bench(kernel, contract, a.device, profile, seed=11)
+            ind = independent(kernel, contract, a.device)
+            ref = ind.get("torch_events_median_s") or ind["host_clock_s"]
+            row = {
+                "size": contract.benchmark_size,
+                "harness_median_s": h["median_s"],
+                "harness_iqr_s": h["iqr_s"],
+                "harness_repeats": h["repeats"],
+                "timer": h["timer"],
+                "metrics": h["metrics"],
+                "targets": h.get("targets"),
+                "independent": ind,
+                "reference": "torch events" if "torch_events_median_s" in ind else "host clock",
+                "deviation": h["median_s"] / ref - 1.0,
+            }
+            if "do_bench_median_s" in ind:
+                row["deviation_do_bench"] = h["median_s"] / ind["do_bench_median_s"] - 1.0
+            if copy_gbs:
+                row["of_copy_bw"] = h["metrics"].get("bandwidth_gbs", 0.0) / copy_gbs
+            rows[name] = row
+            print(
+                f"{name}: harness {h['median_s'] * 1e3:.4f} ms, {row['reference']} {ref * 1e3:.4f} ms "
+                f"({row['deviation'] * 100:+.2f}%), {h['metrics'].get('bandwidth_gbs', 0):.0f} GB/s",
+                flush=True,
+            )
+        return rows
+
+    fid = section("fidelity", do_fidelity)
+
+    def do_repeat() -> dict[str, Any]:
+        rows = {}
+        for name, kernel, contract in cases:
+            medians = [
+                harness_bench(kernel, contract, a.device, profile, seed=20 + k)["median_s"] for k in range(5)
+            ]
+            rows[name] = {
+                "medians_s": medians,
+                "spread": (max(medians) - min(medians)) / min(medians),
+            }
+            print(f"{name}: medians {[round(m * 1e3, 4) for m in medians]} ms", flush=True)
+        return rows
+
+    rep = section("repeatability", do_repeat)
+
+    def do_alloc() -> dict[str, Any]:
+        rows = {}
+        for name, kernel, contract in cases[:2]:
+            med = allocations(kernel, contract, a.device)
+            rows[name] = {"medians_s": med, "spread": (max(med) - min(med)) / min(med)}
+            print(f"{name}: per-allocation medians {[round(m * 1e3, 4) for m in med]} ms", flush=True)
+        return rows
+
+    alloc = section("allocations", do_alloc) if dev.is_cuda else None
+
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+
+    def do_cli() -> dict[str, Any]:
+        runs: dict[str, Any] = {}
+        common = ["--trust", "--seed", "7", "--memory-mb", "48000"]
+        if not a.small:
+            prof_args = ["--profile", profile] if profile else []
+            runs["stream_large"] = run_cli(
+                ["examples/contracts/stream_large.py", "--device", a.device, *common, *prof_args], env
+            )
+            print(runs["stream_large"]["stdout"], flush=True)
+        runs["race_gpu"] = run_cli(
+            ["examples/contracts/race_sum.py", "--device", a.device, *common, "--format", "json"], env
+        )
+        runs["race_cpu"] = run_cli(
+            ["examples/contracts/race_sum.py", "--device", "cpu", *common, "--format", "json"], env
+        )
+        for key in ("race_gpu", "race_cpu"):
+            try:
+                data = json.loads(runs[key]["stdout"])
+                runs[key]["status"] = [r["status"] for r in data["rows"]]
+                runs[key]["messages"] = [p.get("message") for p in data.get("problems", [])][:3]
+            except Exception as exc:
+                runs[key]["parse_error"] = repr(exc)
+            print(key, runs[key].get("rc"), runs[key].get("status"), runs[key].get("messages"), flush=True)
+        return runs
+
+    cli = section("cli", do_cli)
+
+    # ---------------------------------------------------------------- the short table
+    verdict: dict[str, Any] = {}
+    lines = [f"device {a.device} ({results.get('device_name')}), warp {results.get('warp_version')}"]
+    if cal:
+        for m in cal["measurements"]:
+            lines.append(f"calibrate  {m['name']:22} {m['rate']:10.4g} {m['unit']}  ({m['detail'][:60]})")
+        p = cal["profile"]
+        lines.append(
+            f"profile    sm_count {p['sm_count']}, smem/block {p['shared_memory_per_block']} "
+            f"(opt-in {p['shared_memory_per_block_optin']}), peak {p['peak_bandwidth_gbs']} GB/s, "
+            f"{p['peak_fp32_tflops']} fp32 TFLOP/s"
+        )
+    if fid:
+        for name, r in fid.items():
+            ind = r["independent"]
+            lines.append(
+                f"fidelity   {name:12} harness {r['harness_median_s'] * 1e3:8.4f} ms | torch events "
+                f"{(ind.get('torch_events_median_s') or 0) * 1e3:8.4f} | do_bench "
+                f"{(ind.get('do_bench_median_s') or 0) * 1e3:8.4f} | "
+                f"host {ind['host_clock_s'] * 1e3:8.4f} ms | "
+                f"dev {r['deviation'] * 100:+.2f}% | {r['metrics'].get('bandwidth_gbs', 0):7.0f} GB/s = "
+                f"{r.get('of_copy_bw', 0) * 100:.1f}% of copy"
+            )
+        verdict["fidelity_within_5pct"] = all(abs(r["deviation"]) < 0.05 for r in fid.values())
+        verdict["best_of_copy_bw"] = max(r.get("of_copy_bw", 0) for r in fid.values())
+        verdict["bandwidth_ge_85pct"] = verdict["best_of_copy_bw"] >= 0.85
+    if rep:
+        for name, r in rep.items():
+            lines.append(
+                f"repeat     {name:12} medians {', '.join(f'{m * 1e3:.4f}' for m in r['medians_s'])} ms, "
+                f"spread {r['spread'] * 100:.2f}%"
+            )
+        verdict["repeat_under_2pct"] = all(r["spread"] < 0.02 for r in rep.values())
+    if alloc:
+        for name, r in alloc.items():
+            lines.append(
+                f"placement  {name:12} bare-launch medians in 5 allocations "
+                f"{', '.join(f'{m * 1e3:.4f}' for m in r['medians_s'])} ms, spread {r['spread'] * 100:.2f}%"
+            )
+    if cli:
+        for key in ("race_gpu", "race_cpu"):
+            lines.append(f"race       {key:12} rc {cli[key]['rc']} status {cli[key].get('status')}")
+        verdict["race_caught_on_gpu"] = "validate:fail" in (cli["race_gpu"].get("status") or [])
+        verdict["race_passes_on_cpu"] = cli["race_cpu"].get("status") == ["timed"]
+    results["verdict"] = verdict
+    save()
+    lines.append(f"verdict    {json.dumps(verdict)}")
+    if results["errors"]:
+        lines.append(f"errors in: {', '.join(results['errors'])}")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""``warp-harness bench``: the benchmark stage, headless, for every contracted kernel.
+
+It runs the daemon's own worker (import, codegen, compile, validation, then the benchmark
+stage), so the workspace's code executes: it needs trust exactly as ``ci`` does. A kernel
+is timed only after it matches its reference. The table: kernel, device, size, median,
+spread (IQR, and min..max), GB/s (GFLOP/s), % of the profile's peak, target verdicts.
+
+Exit codes: 0 every contracted kernel validated, was timed and meets its targets; 1 a
+kernel failed validation or missed a target; 2 a usage/configuration problem (untrusted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from warp_harness.config import load_settings
+from warp_harness.daemon import discovery
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
+
+
+class NotTrusted(RuntimeError):
+    pass
+
+
+@dataclass
+class BenchRow:
+    path: str
+    kernel: str
+    device: str
+    status: str  # timed | validate:<verdict> | not-run
+    size: int | None = None
+    median_s: float | None = None
+    min_s: float | None = None
+    max_s: float | None = None
+    iqr_s: float | None = None
+    repeats: int | None = None
+    timer: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    targets: list[dict[str, Any]] = field(default_factory=list)  # {target, value, verdict}
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "timed" and all(t["verdict"] != "missed" for t in self.targets)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "kernel": self.kernel,
+            "device": self.device,
+            "status": self.status,
+            "size": self.size,
+            "median_s": self.median_s,
+            "min_s": self.min_s,
+            "max_s": self.max_s,
+            "iqr_s": self.iqr_s,
+            "repeats": self.repeats,
+            "timer": self.timer,
+            "metrics": dict(self.metrics),
+            "targets": list(self.targets),
+        }
+
+
+@dataclass
+class BenchOutcome:
+    rows: list[BenchRow]
+    files: list[str]
+    problems: list[dict[str, Any]]  # error records of the dynamic tier (compile errors, crashes ...)
+    options: RuntimeOptions
+    notes: list[str] = field(default_factory=list)  # e.g. a configured device that is not present
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok for r in self.rows) and not self.problems
+
+
+def rows_of(payload: dict[str, Any]) -> list[BenchRow]:
+    """One row per (contracted kernel, device) of a check result."""
+    rows: list[BenchRow] = []
+    path = str(payload.get("path"))
+    devices = list(payload.get("devices") or [])
+    for name, summary in sorted((payload.get("kernels") or {}).items()):
+        if not summary.get("contract"):
+            continue
+        bench = summary.get("bench") or {}
+        validate = summary.get("validate") or {}
+        for alias in devices or sorted(set(bench) | set(validate)):
+            m = bench.get(alias)
+            if m is None:
+                verdict = validate.get(alias)
+                rows.append(BenchRow(path, name, alias, f"validate:{verdict}" if verdict else "not-run"))
+                continue
+            rows.append(
+                BenchRow(
+                    path,
+                    name,
+                    alias,
+                    "timed",
+                    size=m.get("size"),
+                    median_s=m.get("median_s"),
+                    min_s=m.get("min_s"),
+                    max_s=m.get("max_s"),
+                    iqr_s=m.get("iqr_s"),
+                    repeats=m.get("repeats"),
+                    timer=str(m.get("timer") or ""),
+                    metrics=dict(m.get("metrics") or {}),
+                    targets=list(m.get("targets") or []),
+                )
+            )
+    return rows
+
+
+def run_bench(
+    paths: Sequence[Path],
+    *,
+    trust: bool | None = None,
+    runtime_overrides: dict[str, Any] | None = None,
+    workspace: Path | None = None,
+    warmup: bool = False,
+) -> BenchOutcome:
+    from warp_harness.daemon.ci import _common_root
+    from warp_harness.daemon.server import Engine
+
+    root = (workspace or _common_root(paths)).resolve()
+    settings = load_settings(root)
+    trusted = settings.trust if trust is None else trust
+    if not trusted:
+        raise NotTrusted(
+            "workspace not trusted: the benchmark runs its kernels; pass --trust or set trust = true"
+        )
+    overrides = dict(runtime_overrides or {})
+    profile = overrides.get("profile")
+    if isinstance(profile, str) and profile.endswith(".toml"):
+        overrides["profile"] = str(Path(profile).resolve())  # the worker runs in the workspace
+    options = load_runtime_options(root, overrides).merged({"validate": True, "bench": True})
+    targets = list(discovery.walk(paths))
+    engine = Engine(root, settings, options, True, None, warmup=warmup, record_history=False)
+    rows: list[BenchRow] = []
+    files: list[str] = []
+    problems: list[dict[str, Any]] = []
+    notes: list[str] = []
+    try:
+        for target in targets:
+            payload = engine.check(target, force=True)
+            files.append(str(payload.get("path")))
+            rows.extend(rows_of(payload))
+            problems.extend(
+                r
+                for r in payload.get("records") or []
+                if r.get("tier") == "dynamic" and r.get("severity") == "error" and r.get("rule") not in _PERF
+            )
+            for r in payload.get("records") or []:
+                if r.get("rule") == F.DEVICE_SKIPPED and r.get("message") not in notes:
+                    notes.append(str(r.get("message")))
+    finally:
+        engine.close()
+    return BenchOutcome(rows, files, problems, options, notes)
+
+
+_PERF = {F.TARGET_MISSED}
+
+
+def _fmt_time(s: float | None) -> str:
+    if s is None:
+        return "-"
+    if s >= 1.0:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def table(outcome: BenchOutcome) -> str:
+    header = [
+        "kernel",
+        "device",
+        "size",
+        "median",
+        "spread (IQR; min..max)",
+        "GB/s",
+        "% peak",
+        "GFLOP/s",
+        "targets",
+    ]
+    body: list[list[str]] = []
+    for r in outcome.rows:
+        where = f"{r.path}::{r.kernel}"
+        if r.status != "timed":
+            body.append([where, r.device, "-", "-", r.status, "-", "-", "-", "-"])
+            continue
+        med = r.median_s or 0.0
+        spread = (
+            f"±{(r.iqr_s or 0.0) / med * 50:.1f}%; {_fmt_time(r.min_s)}..{_fmt_time(r.max_s)} n={r.repeats}"
+            if med
+            else "-"
+        )
+        bw = r.metrics.get("bandwidth_gbs")
+        util = r.metrics.get("bandwidth_util", r.metrics.get("flops_util"))
+        gf = r.metrics.get("gflops")
+        verdicts = ", ".join(f"{t['target']}: {t['verdict']}" for t in r.targets) or "-"
+        body.append(
+            [
+                where,
+                r.device,
+                str(r.size),
+                _fmt_time(r.median_s),
+                spread,
+                f"{bw:.1f}" if bw is not None else "-",
+                f"{util * 100:.1f}" if util is not None else "-",
+                f"{gf:.1f}" if gf is not None else "-",
+                verdicts,
+            ]
+        )
+    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [header, *body]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for note in outcome.notes:
+        lines.append(f"note: {note}")
+    for p in outcome.problems:
+        loc = p.get("location") or {}
+        lines.append(f"error {p.get('rule')} {loc.get('path')}:{loc.get('line')}: {p.get('message')}")
+    return "\n".join(lines) + "\n"

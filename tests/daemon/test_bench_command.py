@@ -1,0 +1,254 @@
+"""`warp-harness bench`: the benchmark stage headless, its table, trust, profiles; the
+benchmark stage's CUDA details (events on the device's stream, warm-up by time, rotation
+over fresh allocations) where they can be checked without a GPU."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_helpers import EXAMPLES
+from warp_harness.config import ConfigError
+from warp_harness.daemon.benchcmd import BenchOutcome, rows_of, table
+from warp_harness.daemon.cli import build_parser
+from warp_harness.daemon.options import RuntimeOptions
+
+FAST_ARGS = ["--repeats", "5", "--max-time", "0.05", "--launch-timeout", "5", "--seed", "3"]
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "warp_harness.daemon", "bench", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\n")
+    for name in ("saxpy.py", "slow_target.py", "race_sum.py"):
+        shutil.copy(EXAMPLES / name, tmp_path / name)
+    return tmp_path
+
+
+def test_bench_and_calibrate_register() -> None:
+    parser = build_parser()
+    assert callable(parser.parse_args(["bench"]).func)
+    assert callable(parser.parse_args(["calibrate"]).func)
+    args = parser.parse_args(["bench", "k.py", "--device", "cuda:0", "--trust", "--target", "sm_90"])
+    assert args.device == ["cuda:0"] and args.trust and args.profile == "sm_90"
+
+
+def test_bench_needs_trust(ws: Path) -> None:
+    (ws / "marker.py").write_text(
+        "import pathlib\npathlib.Path(__file__).with_name('EXECUTED').touch()\n", encoding="utf-8"
+    )
+    p = _run(".", cwd=ws)
+    assert p.returncode == 2
+    assert "not trusted" in p.stderr
+    assert not (ws / "EXECUTED").exists()
+
+
+@pytest.mark.slow
+def test_bench_prints_a_table_and_checks_targets(ws: Path) -> None:
+    p = _run("saxpy.py", "slow_target.py", "race_sum.py", "--trust", *FAST_ARGS, cwd=ws)
+    assert p.returncode == 1, p.stderr  # slow_target misses its targets
+    lines = p.stdout.splitlines()
+    assert lines[0].split()[:4] == ["kernel", "device", "size", "median"]
+    row = next(line for line in lines if line.startswith("saxpy.py::saxpy"))
+    assert " cpu " in row and "65536" in row and "latency_us <= 100000: met" in row
+    slow = next(line for line in lines if line.startswith("slow_target.py::row_sum"))
+    assert "latency_us <= 0.5: missed" in slow and "bandwidth_util >= 0.8: missed" in slow
+    # the non-atomic sum is right on the CPU (threads run one after another)
+    assert any(line.startswith("race_sum.py::racy_sum") and " cpu " in line for line in lines)
+    assert "3 timed" in p.stderr
+
+
+@pytest.mark.slow
+def test_bench_json_with_a_calibrated_profile(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    from warp_harness.rules.hardware import load_profile
+
+    prof = tmp_path_factory.mktemp("prof") / "mine.toml"
+    text = (Path(__file__).resolve().parents[2] / "rules" / "hardware" / "cpu.toml").read_text()
+    prof.write_text(text.replace("peak_bandwidth_gbs = 50.0", "peak_bandwidth_gbs = 2.5"), encoding="utf-8")
+    assert load_profile(str(prof)).peak_bandwidth_gbs == 2.5
+    out = ws / "bench.json"
+    p = _run(
+        "saxpy.py", "--trust", *FAST_ARGS, "--profile", str(prof), "--format", "json", "-o", str(out), cwd=ws
+    )
+    assert p.returncode == 0, p.stderr
+    data = json.loads(out.read_text())
+    (row,) = data["rows"]
+    assert row["status"] == "timed" and row["device"] == "cpu" and row["size"] == 1 << 16
+    m = row["metrics"]
+    assert m["bandwidth_util"] == pytest.approx(m["bandwidth_gbs"] / 2.5)
+    assert row["targets"] == [{"target": "latency_us <= 100000", "value": m["latency_us"], "verdict": "met"}]
+    assert row["timer"] == "perf_counter+synchronize"
+
+
+def test_bench_rejects_an_unknown_profile(ws: Path) -> None:
+    p = _run("saxpy.py", "--trust", "--profile", "nope.toml", cwd=ws)
+    assert p.returncode == 2 and "does not exist" in p.stderr
+
+
+@pytest.mark.slow
+def test_bench_on_a_missing_cuda_device_says_so(ws: Path) -> None:
+    import warp as wp
+
+    if wp.get_cuda_device_count() > 0:  # pragma: no cover - GPU machines
+        pytest.skip("a CUDA device is present")
+    p = _run("saxpy.py", "--trust", "--device", "cuda:0", *FAST_ARGS, cwd=ws)
+    assert p.returncode == 0, p.stderr
+    assert "note: device cuda:0 skipped" in p.stdout
+
+
+def _payload(**bench: Any) -> dict[str, Any]:
+    return {
+        "path": "k.py",
+        "devices": ["cpu", "cuda:0"],
+        "kernels": {
+            "k": {
+                "contract": "k",
+                "validate": {"cpu": "pass", "cuda:0": "fail"},
+                "bench": {"cpu": bench},
+            },
+            "helper": {"contract": None, "validate": {}, "bench": {}},
+        },
+    }
+
+
+def test_rows_and_table_from_a_result() -> None:
+    payload = _payload(
+        size=1024,
+        median_s=2e-3,
+        min_s=1.9e-3,
+        max_s=2.5e-3,
+        iqr_s=1e-4,
+        repeats=50,
+        timer="cuda events",
+        metrics={"bandwidth_gbs": 12.5, "bandwidth_util": 0.25},
+        targets=[{"target": "bandwidth_util >= 0.8", "value": 0.25, "verdict": "missed"}],
+    )
+    rows = rows_of(payload)
+    assert [(r.kernel, r.device, r.status) for r in rows] == [
+        ("k", "cpu", "timed"),
+        ("k", "cuda:0", "validate:fail"),
+    ]
+    assert not rows[0].ok and not rows[1].ok
+    text = table(BenchOutcome(rows, ["k.py"], [], RuntimeOptions()))
+    first = text.splitlines()[2]
+    assert "2.000 ms" in first and "±2.5%" in first and "12.5" in first and "25.0" in first
+    assert "bandwidth_util >= 0.8: missed" in first
+    assert "validate:fail" in text.splitlines()[3]
+
+
+def test_profile_and_warmup_options() -> None:
+    opts = RuntimeOptions().merged({"profile": "sm_90", "bench_warmup_s": 0})
+    assert opts.profile == "sm_90" and opts.bench_warmup_s == 0.0
+    assert RuntimeOptions.from_dict(opts.to_dict()) == opts
+    with pytest.raises(ConfigError):
+        RuntimeOptions().merged({"profile": 3})
+    with pytest.raises(ConfigError):
+        RuntimeOptions().merged({"bench_warmup_s": -1})
+
+
+class _FakeStream:
+    def __init__(self) -> None:
+        self.recorded: list[Any] = []
+
+    def record_event(self, ev: Any) -> None:
+        self.recorded.append(ev)
+
+
+class _FakeCuda:
+    """Enough of a CUDA warp.Device for the benchmark stage's bookkeeping."""
+
+    is_cuda = True
+    is_cpu = False
+    arch = 90
+    free_memory = 64 << 30
+
+    def __init__(self) -> None:
+        self.stream = _FakeStream()
+
+
+def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events go on the device's own stream (not the current device's), the warm-up lasts at
+    least bench_warmup_s, and inputs too big for host-made rotation are re-uploaded into
+    fresh allocations: with Warp's launch and arrays stubbed out."""
+    import numpy as np
+    from warp_harness.contract import Contract
+    from warp_harness.daemon.stages import Job, KernelInfo
+    from warp_harness.daemon.stages import bench as B
+
+    class Arg:
+        def __init__(self, label: str, type_: Any) -> None:
+            self.label, self.type = label, type_
+
+    class ArrType:
+        dtype = "float32"
+
+    kernel = type("K", (), {"adj": type("A", (), {"args": [Arg("x", ArrType()), Arg("y", ArrType())]})()})()
+    n = 1 << 20
+    contract = Contract(
+        kernel="k",
+        reference=lambda x: {"y": x},
+        inputs=lambda size, rng: {"x": np.ones(size, np.float32), "y": np.ones(size, np.float32)},
+        outputs=["y"],
+        sizes=[n],
+    )
+    launches: list[Any] = []
+    allocs: list[Any] = []
+    clock = [0.0]
+
+    class FakeArray:
+        def __init__(self, host: Any, dtype: Any = None, device: Any = None) -> None:
+            self.shape = host.shape
+            allocs.append(self)
+
+    class FakeEvent:
+        def __init__(self, device: Any, enable_timing: bool = False) -> None:
+            pass
+
+    def launch(k: Any, dim: Any, inputs: Any, device: Any, stream: Any = None) -> None:
+        clock[0] += 0.001
+        launches.append((inputs, stream))
+
+    fake_wp = type(
+        "W",
+        (),
+        {
+            "array": FakeArray,
+            "Event": FakeEvent,
+            "launch": staticmethod(launch),
+            "synchronize_device": staticmethod(lambda d: None),
+            "synchronize_event": staticmethod(lambda e: None),
+            "get_event_elapsed_time": staticmethod(lambda a, b: 1.0),
+        },
+    )
+    monkeypatch.setattr(B, "wp", fake_wp)
+    monkeypatch.setattr(B, "is_array", lambda t: isinstance(t, ArrType))
+    monkeypatch.setattr(B, "_numpy_dtype", lambda t: np.float32)
+    monkeypatch.setattr(B, "ROTATE_MAX_BYTES", 1 << 20)  # one host-made set only
+    monkeypatch.setattr(B.time, "perf_counter", lambda: clock[0])
+    opts = RuntimeOptions(bench_repeats=10, bench_warmup=2, bench_warmup_s=0.02, bench_max_time_s=10.0)
+    job = Job(0, Path("k.py"), "k.py", Path("."), opts, progress=lambda **_: None, seed=1)
+    info = KernelInfo("k", 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
+    device = _FakeCuda()
+    m = B.measure(job, info, "cuda:1", device, n)
+    assert m["timer"] == "cuda events" and m["repeats"] == 10 and m["median_s"] == pytest.approx(1e-3)
+    assert m["rotated_sets"] == 5 and len(allocs) == 10  # one host-made set, four more uploads of it
+    warm = len(launches) - 10
+    assert warm >= 20  # 0.02 s of 1 ms launches, not just bench_warmup=2
+    timed = launches[warm:]
+    assert all(stream is device.stream for _, stream in timed)
+    assert len(device.stream.recorded) == 20  # start and end of each timed launch, on that stream
+    assert len({id(args[0]) for args, _ in timed}) == 5  # rotating between the allocations

@@ -1,0 +1,120 @@
+"""`warp-harness tune` (skeleton): tunables read statically, constants rewritten, candidates the
+profile forbids dropped by the static rules, the rest validated, timed, and a Pareto front."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from daemon_helpers import EXAMPLES
+from warp_harness.contract import Contract
+from warp_harness.daemon.tune import Candidate, candidates, pareto, read_tunables, rewrite, run_tune
+
+SOURCE = textwrap.dedent(
+    """
+    import numpy as np
+    import warp as wp
+    from warp_harness.contract import Contract
+
+    ITEMS = wp.constant(2)  # elements per thread
+    TILE = wp.constant(16)
+    THREADS: int = 64
+
+
+    @wp.kernel
+    def scale_chunks(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        t = wp.tid()
+        for k in range(ITEMS):
+            i = t * ITEMS + k
+            y[i] = 2.0 * x[i]
+
+
+    @wp.kernel
+    def square(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+        i, j = wp.tid()
+        x = wp.tile_load(a, shape=(TILE, TILE), offset=(i * TILE, j * TILE))
+        y = wp.tile_matmul(x, x)
+        wp.tile_store(out, y, offset=(i * TILE, j * TILE))
+
+
+    contract = Contract(
+        kernel=scale_chunks,
+        reference=lambda x: {"y": 2.0 * x},
+        inputs=lambda n, rng: {"x": rng.random(n, dtype=np.float32), "y": np.empty(n, np.float32)},
+        outputs=["y"],
+        sizes=[64, 1024],
+        dim=lambda n, inputs: n // int(ITEMS),
+        tunables={"ITEMS": [1, 4], "TILE": [16, 256]},
+    )
+    """
+).lstrip()
+
+
+def test_read_candidates_and_rewrite() -> None:
+    assert read_tunables(SOURCE) == {"scale_chunks": {"ITEMS": [1, 4], "TILE": [16, 256]}}
+    combos = candidates({"ITEMS": [1, 4], "TILE": [16, 256]})
+    assert combos == [
+        {"ITEMS": 1, "TILE": 16},
+        {"ITEMS": 1, "TILE": 256},
+        {"ITEMS": 4, "TILE": 16},
+        {"ITEMS": 4, "TILE": 256},
+    ]
+    out = rewrite(SOURCE, {"ITEMS": 8, "THREADS": 128})
+    assert "ITEMS = wp.constant(8)  # elements per thread" in out
+    assert "THREADS: int = 128" in out
+    assert "TILE = wp.constant(16)" in out
+    with pytest.raises(KeyError):
+        rewrite(SOURCE, {"NOPE": 1})
+
+
+def test_contract_checks_its_tunables() -> None:
+    def make(tunables: object) -> Contract:
+        return Contract(kernel="k", reference=abs, inputs=lambda n, r: {}, outputs=["y"], tunables=tunables)  # type: ignore[arg-type]
+
+    assert make({"TILE_M": [16, 32]}).tunables == {"TILE_M": [16, 32]}
+    with pytest.raises(ValueError):
+        make({"TILE M": [1]})
+    with pytest.raises(ValueError):
+        make({"TILE_M": []})
+
+
+def test_pareto_front() -> None:
+    rows = [
+        Candidate({"A": 1}, "timed", median_s=3.0),
+        Candidate({"A": 2}, "timed", median_s=2.0),
+        Candidate({"A": 4}, "timed", median_s=2.5),  # slower and costlier than A=2
+        Candidate({"A": 8}, "rejected", reasons=["WH015"]),
+    ]
+    assert [r.config["A"] for r in pareto(rows)] == [2, 1]
+
+
+@pytest.mark.slow
+def test_tune_drops_what_the_profile_forbids_and_times_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\n")
+    path = tmp_path / "chunks.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    kernel, rows = run_tune(
+        path,
+        trust=True,
+        target="sm_86",
+        runtime_overrides={"bench_repeats": 3, "bench_max_time_s": 0.05, "seed": 1},
+    )
+    assert kernel == "scale_chunks"
+    by = {(r.config["ITEMS"], r.config["TILE"]): r for r in rows}
+    for items in (1, 4):
+        assert by[(items, 256)].status == "rejected"  # 2 x 256 KiB of tiles > sm_86's 99 KiB
+        assert any("WH015" in reason for reason in by[(items, 256)].reasons)
+        assert by[(items, 16)].status == "timed" and (by[(items, 16)].median_s or 0) > 0
+    assert all(r.status != "timed" or r.config["TILE"] == 16 for r in pareto(rows))
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == ["chunks.py"]  # candidates removed
+
+
+def test_tune_needs_trust(tmp_path: Path) -> None:
+    from warp_harness.daemon.benchcmd import NotTrusted
+
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\n")
+    shutil.copy(EXAMPLES / "tune_chunks.py", tmp_path / "tune_chunks.py")
+    with pytest.raises(NotTrusted):
+        run_tune(tmp_path / "tune_chunks.py")
