@@ -11,6 +11,23 @@ from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Location
 from warp_harness.rules.base import RuleContext, walk_body
 
+# how each binary operator is written, for messages and fixes
+OPERATOR_TEXT: dict[type[ast.operator], str] = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.MatMult: "@",
+}
+
 
 def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
     """The `def name(` of a kernel, not its whole body."""

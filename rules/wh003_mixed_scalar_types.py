@@ -64,22 +64,10 @@ from warp_harness.model.types import (
 )
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.queries import OPERATOR_TEXT
 from warp_harness.rules.wh009_tile_matmul_shape import source_text
 
-_ARITHMETIC: dict[type[ast.operator], str] = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-    ast.Pow: "**",
-    ast.BitAnd: "&",
-    ast.BitOr: "|",
-    ast.BitXor: "^",
-    ast.LShift: "<<",
-    ast.RShift: ">>",
-}
+_ARITHMETIC = {op: text for op, text in OPERATOR_TEXT.items() if op is not ast.MatMult}
 _SUFFIX = {
     "float16": "h",
     "float32": "f",

@@ -65,7 +65,7 @@ from warp_harness.model.types import (
 )
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
-from warp_harness.rules.queries import deferred_launch, iter_statements, uses_warp_builtin
+from warp_harness.rules.queries import OPERATOR_TEXT, deferred_launch, iter_statements, uses_warp_builtin
 
 # Warp has no atomics for these element types: `+=` on them is a plain load-add-store
 NON_ATOMIC_DTYPES = {"int8", "uint8", "int16", "uint16"}
@@ -76,21 +76,6 @@ _ATOMIC_AUG = {
     ast.BitAnd: "atomic_and",
     ast.BitOr: "atomic_or",
     ast.BitXor: "atomic_xor",
-}
-_OP_TEXT = {
-    ast.Add: "+",
-    ast.Sub: "-",
-    ast.Mult: "*",
-    ast.Div: "/",
-    ast.FloorDiv: "//",
-    ast.Mod: "%",
-    ast.Pow: "**",
-    ast.BitAnd: "&",
-    ast.BitOr: "|",
-    ast.BitXor: "^",
-    ast.LShift: "<<",
-    ast.RShift: ">>",
-    ast.MatMult: "@",
 }
 # calls whose result depends only on their arguments (a thread-independent argument list gives a
 # thread-independent result)
@@ -668,7 +653,7 @@ class NonAtomicUpdate(Rule):
         """(operation, operand) for ``read op operand`` shapes that have an atomic equivalent."""
         if isinstance(value, ast.BinOp):
             op = type(value.op)
-            text = _OP_TEXT.get(op)
+            text = OPERATOR_TEXT.get(op)
             if value.left is read and text in ("+", "-", "&", "|", "^", "*", "/"):
                 return text, value.right
             if value.right is read and text in ("+", "&", "|", "^", "*"):
@@ -758,7 +743,7 @@ class NonAtomicUpdate(Rule):
             return None
         name, array = found
         op = type(stmt.op)
-        text = _OP_TEXT.get(op, "?")
+        text = OPERATOR_TEXT.get(op, "?")
         element = ctx.source_of(stmt.target)
         if op in _ATOMIC_AUG:
             dtype = array.dtype
