@@ -371,10 +371,15 @@ contract = Contract(kernel=rotate, reference=lambda x: {"out": np.roll(x, -1)}, 
 
 def test_silent_read_past_the_end_is_placed_on_its_line(supervisor: Supervisor, workspace: Path) -> None:
     """Release build: reading one past the end does not crash, the last element is wrong; the
-    debug re-run with the bounds probe names the access (not the def line, not array.h)."""
+    debug re-run with the bounds probe names the access (not the def line, not array.h).
+
+    What the release build reads past the end is whatever memory follows `x`: often a plausible
+    float (a mismatch), sometimes the NaN poison of the next buffer (seen in CI), so any numeric
+    verdict is right; the bounds record is what must be there and placed exactly."""
     path = write(workspace, "rotate.py", ROTATE)
     r = supervisor.check(path)
-    assert by_rule(r, F.MISMATCH)
+    assert r["kernels"]["rotate"]["validate"] == {"cpu": "fail"}
+    assert {F.MISMATCH, F.UNWRITTEN, F.NONFINITE} & set(rules_of(r))
     (rec,) = by_rule(r, F.BOUNDS)
     line, col, end_col = access_span(path, "x[i + 1]")
     assert rec["severity"] == "error"
