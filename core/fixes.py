@@ -43,8 +43,13 @@ def apply_edits(text: str, edits: Sequence[TextEdit]) -> tuple[str, int]:
     return text, len(chosen)
 
 
-def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) -> tuple[str, int]:
-    """Apply each record's fix as a unit (all its edits or none); returns new text and fixes applied."""
+def compatible_fix_edits(
+    text: str, records: Iterable[Record], safe_only: bool = True
+) -> tuple[list[TextEdit], int]:
+    """The edits of every fix that can be applied together (each fix whole or not at all), in order.
+
+    Returns the edits and how many fixes they come from; a fix overlapping one taken earlier is left out.
+    """
     starts = _offsets(text)
     taken: list[tuple[int, int]] = []
     edits: list[TextEdit] = []
@@ -62,5 +67,11 @@ def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) ->
         taken.extend(spans)
         edits.extend(fix.edits)
         applied += 1
+    return edits, applied
+
+
+def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) -> tuple[str, int]:
+    """Apply each record's fix as a unit (all its edits or none); returns new text and fixes applied."""
+    edits, applied = compatible_fix_edits(text, records, safe_only)
     new_text, _ = apply_edits(text, edits)
     return new_text, applied

@@ -1,0 +1,514 @@
+"""The language server: LSP in, static-tier diagnostics and daemon results out.
+
+Data flow: didOpen/didChange -> debounce -> StaticTier.analyse (the same engine as `check`)
+-> records -> diagnostics (convert.py) published with the document's version. The daemon's
+results arrive over its socket (daemon_link.py) and are published next to them. Code actions
+and hovers read the last analysis; nothing here executes workspace code or imports Warp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import from_fs_path, to_fs_path
+from warp_harness.config import ConfigError
+from warp_harness.record import Record
+from warp_harness.server import actions, hover
+from warp_harness.server.analysis import Analyser, StaticTier
+from warp_harness.server.convert import PositionMapper, to_diagnostic
+from warp_harness.server.daemon_link import DaemonLink
+from warp_harness.server.documents import DynamicState, StaticState
+from warp_harness.server.options import SECTION, client_overrides
+
+log = logging.getLogger("warp_harness.server")
+
+SERVER_INFO = "warp-harness/serverInfo"
+DAEMON_STATE = "warp-harness/daemonState"
+START_DAEMON = "warp-harness.startDaemon"
+STOP_DAEMON = "warp-harness.stopDaemon"
+# an edit after this long a pause is analysed at once; edits closer together wait for a pause
+LEADING_EDGE_S = 0.002
+_STAGE_STATE = {
+    "import": "compiling",
+    "codegen": "compiling",
+    "compile": "compiling",
+    "validate": "validating",
+    "shrink": "validating",
+    "debug": "validating",
+    "bench": "benchmarking",
+}
+
+
+def _version() -> str:
+    from warp_harness.cli import tool_version
+
+    return tool_version()
+
+
+class WarpHarnessServer(LanguageServer):
+    def __init__(self, analyser: Analyser | None = None) -> None:
+        super().__init__(
+            "warp-harness", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
+        self.tier = StaticTier(report=self.show_error, analyser=analyser)
+        self.statics: dict[str, StaticState] = {}
+        self.dynamics: dict[str, DynamicState] = {}
+        self.pending: dict[str, asyncio.TimerHandle] = {}
+        self.last_change: dict[str, float] = {}
+        self.links: dict[Path, DaemonLink] = {}
+        self.roots: list[Path] = []
+        self.daemon_state = "off"
+        self.progress: dict[str, str] = {}
+        self.published = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # ------------------------------------------------------------------ messages to the client
+
+    def show_error(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+
+    def show_warning(self, message: str) -> None:
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def set_daemon_state(self, state: str, message: str | None = None, path: str | None = None) -> None:
+        self.daemon_state = state
+        self.protocol.notify(DAEMON_STATE, {"state": state, "message": message, "path": path})
+
+    # ------------------------------------------------------------------ analysis and publication
+
+    def _mapper(self, lines: list[str]) -> PositionMapper:
+        return PositionMapper(lines, self.workspace.position_encoding)
+
+    def analyse_now(self, uri: str) -> StaticState | None:
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        document = self.workspace.text_documents.get(uri)
+        if document is None or document.path is None:
+            return None
+        text = document.source
+        current = self.statics.get(uri)
+        if current is not None and current.version == document.version and current.text == text:
+            return current
+        analysis = self.tier.analyse(text, document.path)
+        state = StaticState(document.version, text, analysis)
+        self.statics[uri] = state
+        self.publish(uri)
+        return state
+
+    def publish(self, uri: str) -> None:
+        document = self.workspace.text_documents.get(uri)
+        path = to_fs_path(uri)
+        if path is None:
+            return
+        static = self.statics.get(uri)
+        if document is not None:
+            text, version = document.source, document.version
+        else:  # a daemon result for a file the editor has not opened
+            try:
+                text, version = Path(path).read_text(encoding="utf-8", errors="replace"), None
+            except OSError:
+                return
+        lines = static.analysis.source.lines if static and static.analysis.source else text.splitlines()
+        mapper = self._mapper(lines)
+        diagnostics: list[types.Diagnostic] = []
+        if static is not None:
+            static.published = [(r, to_diagnostic(r, mapper, uri)) for r in static.analysis.records]
+            diagnostics.extend(d for _, d in static.published)
+        dynamic = self.dynamics.get(str(Path(path).resolve()))
+        if dynamic is not None:
+            dynamic.published = [(r, to_diagnostic(r, mapper, uri, dynamic=True)) for r in dynamic.records]
+            diagnostics.extend(d for _, d in dynamic.published)
+        self.published += 1
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+        )
+
+    def schedule(self, uri: str) -> None:
+        """Analyse after the debounce delay; at once when the edit follows a pause."""
+        document = self.workspace.text_documents.get(uri)
+        if document is None or document.path is None or self.loop is None:
+            return
+        delay = self.tier.settings_for(document.path).debounce_ms / 1000
+        now = time.monotonic()
+        idle = now - self.last_change.get(uri, float("-inf")) >= delay
+        self.last_change[uri] = now
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        wait = LEADING_EDGE_S if idle and handle is None else delay
+        self.pending[uri] = self.loop.call_later(wait, self._fire, uri)
+
+    def _fire(self, uri: str) -> None:
+        self.pending.pop(uri, None)
+        try:
+            self.analyse_now(uri)
+        except Exception:  # never let one document take the server down
+            log.exception("analysis of %s failed", uri)
+
+    def reanalyse_all(self) -> None:
+        for uri in list(self.workspace.text_documents):
+            self.statics.pop(uri, None)
+            document = self.workspace.text_documents[uri]
+            if document.path is not None:
+                self.tier.forget(document.path)
+            self._fire(uri)
+
+    def forget(self, uri: str) -> None:
+        handle = self.pending.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        self.statics.pop(uri, None)
+        self.last_change.pop(uri, None)
+        path = to_fs_path(uri)
+        if path is not None:
+            self.tier.forget(path)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    # ------------------------------------------------------------------ configuration
+
+    def apply_client_settings(self, payload: Any) -> bool:
+        try:
+            overrides = client_overrides(payload)
+        except ConfigError as exc:
+            self.show_error(f"warp-harness: ignoring the editor's settings: {exc}")
+            return False
+        if overrides == self.tier.overrides:
+            return False
+        self.tier.set_overrides(overrides)
+        return True
+
+    def daemon_enabled(self, root: Path) -> bool:
+        return self.tier.settings_for(str(root / "__init__.py")).daemon
+
+    # ------------------------------------------------------------------ the daemon
+
+    def connect_daemons(self) -> None:
+        for root in self.roots:
+            if self.daemon_enabled(root):
+                self.link(root).start()
+
+    def link(self, root: Path) -> DaemonLink:
+        if root not in self.links:
+            self.links[root] = DaemonLink(root, self._from_daemon_thread)
+        return self.links[root]
+
+    def _from_daemon_thread(self, message: dict[str, Any]) -> None:
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._on_daemon_message, message)
+
+    def _on_daemon_message(self, message: dict[str, Any]) -> None:
+        try:
+            self.on_daemon_message(message)
+        except Exception:
+            log.exception("daemon message %r failed", message.get("type"))
+
+    def on_daemon_message(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "link":
+            self._on_link(message)
+        elif kind == "result":
+            self._on_result(message)
+        elif kind == "state":
+            self._on_job_state(message)
+        elif kind == "progress":
+            stage = str(message.get("stage") or "")
+            state = _STAGE_STATE.get(stage, self.daemon_state if self.daemon_state != "idle" else "compiling")
+            detail = " ".join(str(message[k]) for k in ("kernel", "device") if message.get(k))
+            self.set_daemon_state(state, f"{stage} {detail}".strip(), message.get("path"))
+            for token in self.progress.values():
+                self.work_done_progress.report(
+                    token, types.WorkDoneProgressReport(message=f"{stage} {detail}")
+                )
+        elif kind == "removed":
+            path = self._absolute(message.get("path"))
+            if path is not None and self.dynamics.pop(path, None) is not None:
+                self.publish(from_fs_path(path) or path)
+
+    def _on_link(self, message: dict[str, Any]) -> None:
+        state = message.get("state")
+        if state == "connected":
+            welcome = message.get("welcome") or {}
+            self.set_daemon_state("idle" if welcome.get("trusted") else "untrusted", None)
+        elif state == "disconnected":
+            self.set_daemon_state("failed", f"lost the daemon: {message.get('message')}")
+            self.show_warning(
+                f"warp-harness: lost the connection to the daemon ({message.get('message')}); "
+                "showing the static tier only"
+            )
+        elif state == "unavailable" and self.daemon_state not in ("starting",):
+            self.set_daemon_state("off", "no daemon runs for this workspace")
+
+    def _absolute(self, path: Any) -> str | None:
+        if not isinstance(path, str):
+            return None
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            for root in self.roots:
+                if (root / candidate).exists():
+                    candidate = root / candidate
+                    break
+            else:
+                candidate = (self.roots[0] / candidate) if self.roots else candidate
+        return str(candidate.resolve())
+
+    def _on_result(self, message: dict[str, Any]) -> None:
+        path = self._absolute(message.get("path"))
+        if path is None:
+            return
+        records = []
+        for data in message.get("records") or []:
+            if isinstance(data, dict) and data.get("tier") == "dynamic":
+                try:
+                    record = Record.from_dict(data)
+                except (KeyError, ValueError, TypeError):
+                    continue
+                records.append(record)
+        status = str(message.get("status") or "ok")
+        kernels = message.get("kernels") if isinstance(message.get("kernels"), dict) else {}
+        self.dynamics[path] = DynamicState(records, kernels or {}, status, time.time())
+        uri = from_fs_path(path) or path
+        self.publish(uri)
+        if status == "error":
+            self.show_warning(f"warp-harness daemon: checking {Path(path).name} failed; see its diagnostics")
+        if self.daemon_state not in ("untrusted",):
+            self.set_daemon_state("failed" if status == "error" else "idle", None, path)
+
+    def _on_job_state(self, message: dict[str, Any]) -> None:
+        path = str(message.get("path"))
+        state = message.get("state")
+        capabilities = self.client_capabilities.window
+        supports_progress = bool(capabilities and capabilities.work_done_progress)
+        if state == "running":
+            self.set_daemon_state("compiling", f"checking {path}", path)
+            if supports_progress and path not in self.progress:
+                token = f"warp-harness-daemon-{path}-{time.monotonic_ns()}"
+                self.progress[path] = token
+                title = f"warp-harness: checking {Path(path).name}"
+
+                def begin(*_: Any) -> None:
+                    self.work_done_progress.begin(
+                        token, types.WorkDoneProgressBegin(title=title, cancellable=False)
+                    )
+
+                self.work_done_progress.create(token, callback=begin)
+        elif state == "done":
+            token = self.progress.pop(path, None)
+            if token is not None:
+                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+
+    def stop_links(self) -> None:
+        for link in self.links.values():
+            link.close()
+            if link.spawned_exit_code() is None and link._process is not None:
+                link.stop_daemon(timeout=5.0)
+
+    # ------------------------------------------------------------------ lookups for requests
+
+    def record_for(self, uri: str, diagnostic: types.Diagnostic) -> tuple[Record, bool] | None:
+        """The record behind a diagnostic the client sends back (and whether it is a daemon one)."""
+        static = self.statics.get(uri)
+        for record, published in static.published if static else []:
+            if published.code == diagnostic.code and published.range == diagnostic.range:
+                return record, False
+        path = to_fs_path(uri)
+        dynamic = self.dynamics.get(str(Path(path).resolve())) if path else None
+        for record, published in dynamic.published if dynamic else []:
+            if published.code == diagnostic.code and published.range == diagnostic.range:
+                return record, True
+        return None
+
+    def info(self) -> dict[str, Any]:
+        rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return {
+            "warp_imported": "warp" in sys.modules,
+            "documents": len(self.workspace.text_documents),
+            "analyses": self.tier.analyses,
+            "published": self.published,
+            "daemon": self.daemon_state,
+            "overrides": {
+                k: (list(v) if isinstance(v, tuple) else v)
+                for k, v in self.tier.overrides.items()
+                if k != "severity"
+            },
+            "max_rss_kb": rss_kb,
+        }
+
+
+def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
+    server = WarpHarnessServer(analyser)
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: WarpHarnessServer, params: types.InitializeParams) -> None:
+        ls.loop = asyncio.get_running_loop()
+        folders = params.workspace_folders or []
+        roots = [to_fs_path(f.uri) for f in folders]
+        if not roots and params.root_uri:
+            roots = [to_fs_path(params.root_uri)]
+        ls.roots = [Path(r).resolve() for r in roots if r]
+        ls.apply_client_settings(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: WarpHarnessServer, params: types.InitializedParams) -> None:
+        ls.connect_daemons()
+        workspace = ls.client_capabilities.workspace
+        watched = workspace.did_change_watched_files if workspace else None
+        if watched and watched.dynamic_registration:
+            options = types.DidChangeWatchedFilesRegistrationOptions(
+                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+            )
+            registration = types.Registration(
+                id="warp-harness-pyproject",
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=options,
+            )
+            ls.client_register_capability(types.RegistrationParams(registrations=[registration]))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: WarpHarnessServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.statics.pop(params.text_document.uri, None)
+        ls._fire(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: WarpHarnessServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: WarpHarnessServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls._fire(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: WarpHarnessServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(
+        ls: WarpHarnessServer, params: types.DidChangeConfigurationParams
+    ) -> None:
+        payload = params.settings
+        if not payload or payload == {SECTION: None}:
+            workspace = ls.client_capabilities.workspace
+            if workspace and workspace.configuration:
+                items = [types.ConfigurationItem(section=SECTION)]
+                answers = await ls.workspace_configuration_async(types.ConfigurationParams(items=items))
+                payload = answers[0] if answers else None
+        if ls.apply_client_settings(payload):
+            ls.reanalyse_all()
+            ls.connect_daemons()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: WarpHarnessServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("pyproject.toml") for change in params.changes):
+            ls.reanalyse_all()
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=False
+        ),
+    )
+    def code_action(ls: WarpHarnessServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        state = ls.analyse_now(uri)  # answer for the text as it is now, not a debounced older version
+        document = ls.workspace.text_documents.get(uri)
+        if state is None or document is None:
+            return []
+        lines = state.analysis.source.lines if state.analysis.source else state.text.splitlines()
+        mapper = ls._mapper(lines)
+        only = params.context.only
+        wanted_quickfix = not only or any(k.startswith(types.CodeActionKind.QuickFix) for k in only)
+        wanted_fix_all = not only or any(
+            actions.FIX_ALL_KIND.startswith(k) or k.startswith(actions.FIX_ALL_KIND) for k in only
+        )
+        result: list[types.CodeAction] = []
+        if wanted_quickfix:
+            for diagnostic in params.context.diagnostics:
+                found = ls.record_for(uri, diagnostic)
+                if found is None:
+                    continue
+                record, dynamic = found
+                fix = actions.fix_action(record, diagnostic, mapper, uri, document.version)
+                if fix is not None:
+                    result.append(fix)
+                if not dynamic:
+                    suppress = actions.suppress_action(
+                        record, diagnostic, lines, mapper, uri, document.version
+                    )
+                    if suppress is not None:
+                        result.append(suppress)
+        if wanted_fix_all:
+            fix_all = actions.fix_all_action(
+                state.text, state.analysis.records, mapper, uri, document.version
+            )
+            if fix_all is not None:
+                result.append(fix_all)
+        return result
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def on_hover(ls: WarpHarnessServer, params: types.HoverParams) -> types.Hover | None:
+        uri = params.text_document.uri
+        state = ls.analyse_now(uri)
+        if state is None or state.analysis.model is None:
+            return None
+        model = state.analysis.model
+        mapper = ls._mapper(model.lines)
+        line = params.position.line + 1
+        col = mapper.server_column(params.position.line, params.position.character)
+        kernel = hover.kernel_at(model, line, col)
+        if kernel is None:
+            return None
+        path = to_fs_path(uri)
+        dynamic = ls.dynamics.get(str(Path(path).resolve())) if path else None
+        info = dynamic.kernels.get(kernel.name) if dynamic else None
+        return types.Hover(
+            contents=types.MarkupContent(
+                kind=types.MarkupKind.Markdown, value=hover.hover_markdown(model, kernel, info)
+            )
+        )
+
+    @server.command(START_DAEMON)
+    def start_daemon(ls: WarpHarnessServer, *args: Any) -> dict[str, Any]:
+        root = _root_argument(ls, args)
+        if root is None:
+            return {"state": ls.daemon_state, "message": "no workspace folder"}
+        settings = ls.tier.settings_for(str(root / "__init__.py"))
+        ls.set_daemon_state("starting", f"starting the daemon for {root}")
+        outcome = ls.link(root).spawn_daemon(trust=settings.trust)
+        return {"state": ls.daemon_state, "message": outcome}
+
+    @server.command(STOP_DAEMON)
+    def stop_daemon(ls: WarpHarnessServer, *args: Any) -> dict[str, Any]:
+        root = _root_argument(ls, args)
+        if root is None:
+            return {"state": ls.daemon_state, "message": "no workspace folder"}
+        stopped = ls.link(root).stop_daemon()
+        ls.set_daemon_state("off", "daemon stopped" if stopped else "no daemon was running")
+        return {"state": ls.daemon_state, "message": "stopped" if stopped else "not running"}
+
+    @server.feature(SERVER_INFO)
+    def server_info(ls: WarpHarnessServer, params: Any) -> dict[str, Any]:
+        return ls.info()
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: WarpHarnessServer, params: Any) -> None:
+        ls.stop_links()
+
+    return server
+
+
+def _root_argument(ls: WarpHarnessServer, args: tuple[Any, ...]) -> Path | None:
+    for arg in args:
+        for candidate in arg if isinstance(arg, list) else [arg]:
+            if isinstance(candidate, str) and candidate:
+                path = to_fs_path(candidate) if candidate.startswith("file:") else candidate
+                if path:
+                    return Path(path).resolve()
+    return ls.roots[0] if ls.roots else None

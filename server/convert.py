@@ -1,0 +1,148 @@
+"""Records <-> LSP: ranges, diagnostics, text edits.
+
+Records count lines from 1 and columns in characters (code points); LSP counts lines from 0
+and columns in the negotiated position encoding (UTF-16 unless the client asked otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.uris import from_fs_path
+from warp_harness.record import Record, Severity, TextEdit
+
+STATIC_SOURCE = "warp-harness"
+DAEMON_SOURCE = "warp-harness daemon"
+DAEMON_DOCS_URL = (
+    "https://github.com/warp-harness/warp-harness/blob/main/docs/protocol.md#dynamic-tier-rule-ids"
+)
+
+_SEVERITY = {
+    Severity.ERROR: types.DiagnosticSeverity.Error,
+    Severity.WARNING: types.DiagnosticSeverity.Warning,
+    Severity.INFO: types.DiagnosticSeverity.Information,
+    Severity.HINT: types.DiagnosticSeverity.Hint,
+}
+
+
+class PositionMapper:
+    """Converts record positions to client positions for one version of a document's text."""
+
+    def __init__(self, lines: Sequence[str], encoding: str | None) -> None:
+        self.lines = lines
+        self.encoding = encoding or types.PositionEncodingKind.Utf16
+
+    def _units(self, text: str) -> int:
+        if text.isascii() or self.encoding == types.PositionEncodingKind.Utf32:
+            return len(text)
+        if self.encoding == types.PositionEncodingKind.Utf8:
+            return len(text.encode("utf-8"))
+        return len(text.encode("utf-16-le")) // 2
+
+    def position(self, line: int, col: int) -> types.Position:
+        """A record position (1-based line, character column), clamped into the document."""
+        index = line - 1
+        if index < 0:
+            return types.Position(0, 0)
+        if index >= len(self.lines):
+            if not self.lines:
+                return types.Position(0, 0)
+            last = self.lines[-1].rstrip("\r\n")
+            return types.Position(len(self.lines) - 1, self._units(last))
+        text = self.lines[index].rstrip("\r\n")
+        col = max(0, min(col, len(text)))
+        return types.Position(index, self._units(text[:col]))
+
+    def range(self, line: int, col: int, end_line: int | None, end_col: int | None) -> types.Range:
+        start = self.position(line, col)
+        end = self.position(
+            end_line if end_line is not None else line, end_col if end_col is not None else col
+        )
+        if (end.line, end.character) < (start.line, start.character):
+            end = start
+        return types.Range(start, end)
+
+    def server_column(self, line: int, character: int) -> int:
+        """A client column on a 0-based line back to a character column."""
+        if line < 0 or line >= len(self.lines):
+            return 0
+        text = self.lines[line].rstrip("\r\n")
+        if text.isascii() or self.encoding == types.PositionEncodingKind.Utf32:
+            return min(character, len(text))
+        units = 0
+        for index, char in enumerate(text):
+            if units >= character:
+                return index
+            units += self._units(char)
+        return len(text)
+
+    def text_edit(self, edit: TextEdit) -> types.TextEdit:
+        return types.TextEdit(self.range(edit.line, edit.col, edit.end_line, edit.end_col), edit.new_text)
+
+
+def uri_for(path: str) -> str:
+    return from_fs_path(str(Path(path).resolve())) or path
+
+
+@cache
+def _static_rule_urls() -> dict[str, str]:
+    from warp_harness.rules import rule_classes
+
+    return {cls.id: cls.url() for cls in rule_classes()}
+
+
+def rule_url(rule: str) -> str | None:
+    """Where a rule is documented (static rules: docs/rules.md; daemon rules: docs/protocol.md)."""
+    return _static_rule_urls().get(rule) or (DAEMON_DOCS_URL if rule.startswith("WHD") else None)
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with anything JSON cannot carry (tuples aside) turned into its text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
+def to_diagnostic(
+    record: Record, mapper: PositionMapper, uri: str, *, dynamic: bool = False
+) -> types.Diagnostic:
+    loc = record.location
+    message = record.message
+    if record.hint:
+        message = f"{message}\nhint: {record.hint}"
+    url = rule_url(record.rule)
+    data: dict[str, Any] = json_safe(record.to_dict())
+    data["tier"] = "dynamic" if dynamic else "static"
+    related = []
+    for r in record.related:
+        rl = r.location
+        if rl.path == loc.path:
+            where = types.Location(uri, mapper.range(rl.line, rl.col, rl.end_line, rl.end_col))
+        else:  # another file: its text is not at hand, columns are passed through
+            end_line = rl.end_line if rl.end_line is not None else rl.line
+            end_col = rl.end_col if rl.end_col is not None else rl.col
+            where = types.Location(
+                uri_for(rl.path),
+                types.Range(
+                    types.Position(max(rl.line - 1, 0), rl.col), types.Position(max(end_line - 1, 0), end_col)
+                ),
+            )
+        related.append(types.DiagnosticRelatedInformation(location=where, message=r.message))
+    return types.Diagnostic(
+        range=mapper.range(loc.line, loc.col, loc.end_line, loc.end_col),
+        message=message,
+        severity=_SEVERITY[record.severity],
+        code=record.rule,
+        code_description=types.CodeDescription(href=url) if url else None,
+        source=DAEMON_SOURCE if dynamic else STATIC_SOURCE,
+        data=data,
+        related_information=related or None,
+    )

@@ -1,0 +1,171 @@
+"""The language server's side of the daemon socket (docs/protocol.md).
+
+A background thread connects to the workspace's daemon, says hello, fetches the last results,
+then hands every pushed message to ``deliver`` (on the server's event loop). When the daemon
+goes away it reports that and keeps trying to reconnect, so a daemon started later is picked up.
+The link itself never executes workspace code: starting a daemon runs `warp-harness daemon`,
+which executes code only in a trusted workspace, in its own sandboxed worker.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon.protocol import Client, ConnectionClosed, ProtocolError, socket_path_for
+
+CLIENT_NAME = "warp-harness-lsp"
+RETRY_S = 1.0
+
+Deliver = Callable[[dict[str, Any]], None]
+
+
+def daemon_socket(workspace: Path) -> Path:
+    """The socket named by the workspace's daemon.json (a daemon started with --socket), else the default."""
+    state = workspace / ".warp-harness" / "daemon.json"
+    try:
+        named = json.loads(state.read_text(encoding="utf-8")).get("socket")
+    except (OSError, ValueError, AttributeError):
+        named = None
+    if isinstance(named, str) and Path(named).exists():
+        return Path(named)
+    return socket_path_for(workspace)
+
+
+class DaemonLink:
+    """One workspace's connection to its daemon. ``deliver`` gets link events and daemon messages.
+
+    Link events are messages of type ``link``: ``{"type": "link", "state": "connected" |
+    "disconnected" | "unavailable", "message": ..., "welcome": ...}``.
+    """
+
+    def __init__(self, workspace: Path, deliver: Deliver) -> None:
+        self.workspace = workspace
+        self._deliver = deliver
+        self._stop = threading.Event()
+        self._client: Client | None = None
+        self._thread: threading.Thread | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self.connected = False
+
+    def start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="warp-harness-daemon-link", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        client = self._client
+        if client is not None:
+            try:
+                client.close()
+            except OSError:
+                pass
+
+    # ------------------------------------------------------------------ the daemon process
+
+    def spawn_daemon(self, trust: bool) -> str:
+        """Start `warp-harness daemon` for the workspace (unless one answers already)."""
+        if self.connected:
+            return "already running"
+        command = [sys.executable, "-m", "warp_harness", "daemon", str(self.workspace)]
+        if trust:
+            command.append("--trust")
+        log_dir = self.workspace / ".warp-harness"
+        log_dir.mkdir(exist_ok=True)
+        with open(log_dir / "daemon-lsp.log", "ab") as log:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.start()
+        return "starting"
+
+    def stop_daemon(self, timeout: float = 10.0) -> bool:
+        """Ask the workspace's daemon to shut down; True when one was running."""
+        try:
+            with Client(daemon_socket(self.workspace), timeout=timeout) as client:
+                client.request("shutdown")
+        except (OSError, ConnectionClosed, ProtocolError, TimeoutError):
+            return self._reap(timeout)
+        self._reap(timeout)
+        return True
+
+    def _reap(self, timeout: float) -> bool:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return False
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        return True
+
+    def spawned_exit_code(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    # ------------------------------------------------------------------ the link thread
+
+    def _run(self) -> None:
+        announced_unavailable = False
+        while not self._stop.is_set():
+            try:
+                client = Client(daemon_socket(self.workspace), timeout=10.0)
+            except OSError as exc:
+                if not announced_unavailable:
+                    self._deliver({"type": "link", "state": "unavailable", "message": str(exc)})
+                    announced_unavailable = True
+                self._stop.wait(RETRY_S)
+                continue
+            announced_unavailable = False
+            self._client = client
+            try:
+                self._serve(client)
+            except (OSError, ConnectionClosed, ProtocolError, TimeoutError, ValueError) as exc:
+                if not self._stop.is_set():
+                    self._deliver(
+                        {"type": "link", "state": "disconnected", "message": str(exc) or type(exc).__name__}
+                    )
+            finally:
+                self.connected = False
+                self._client = None
+                client.close()
+            self._stop.wait(RETRY_S)
+
+    def _serve(self, client: Client) -> None:
+        welcome = client.request("hello", client=CLIENT_NAME, subscribe=True)
+        if welcome.get("type") == "error":
+            raise ProtocolError(str(welcome.get("code")), str(welcome.get("message")))
+        self.connected = True
+        self._deliver({"type": "link", "state": "connected", "welcome": welcome})
+        for result in client.request("results").get("results") or []:
+            if isinstance(result, dict):
+                self._deliver(result)
+        for pushed in client.pushes:
+            self._deliver(pushed)
+        client.pushes.clear()
+        while not self._stop.is_set():
+            try:
+                message = client.recv(timeout=0.5)
+            except TimeoutError:
+                continue
+            self._deliver(message)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()

@@ -1,0 +1,30 @@
+"""What the server knows about each open document: its last analysis and the daemon's last result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types
+from warp_harness.engine import Analysis
+from warp_harness.record import Record
+
+
+@dataclass
+class StaticState:
+    version: int | None
+    text: str
+    analysis: Analysis
+    # (record, diagnostic) in publication order
+    published: list[tuple[Record, types.Diagnostic]] = field(default_factory=list)
+
+
+@dataclass
+class DynamicState:
+    """A file's last daemon result: dynamic-tier records, per-kernel verdicts, and when."""
+
+    records: list[Record]
+    kernels: dict[str, Any]
+    status: str
+    received: float
+    published: list[tuple[Record, types.Diagnostic]] = field(default_factory=list)
