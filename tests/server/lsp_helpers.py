@@ -3,17 +3,43 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
-
 from warp_harness.fixes import apply_edits
 from warp_harness.record import TextEdit
 
 TIMEOUT_S = 30.0
+SERVER = [sys.executable, "-m", "warp_harness", "serve"]
+
+CAPABILITIES = types.ClientCapabilities(
+    window=types.WindowClientCapabilities(work_done_progress=True),
+    workspace=types.WorkspaceClientCapabilities(configuration=True, apply_edit=True),
+    text_document=types.TextDocumentClientCapabilities(
+        publish_diagnostics=types.PublishDiagnosticsClientCapabilities(version_support=True),
+        code_action=types.CodeActionClientCapabilities(
+            code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                code_action_kind=types.ClientCodeActionKindOptions(
+                    value_set=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll]
+                )
+            )
+        ),
+        hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
+    ),
+)
+
+
+def initialize_params(root: Path, options: object = None) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=CAPABILITIES,
+        root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options,
+    )
 
 
 class Document:
@@ -166,6 +192,17 @@ def track_versions(client: LanguageClient) -> None:
 
 async def server_info(client: LanguageClient) -> dict[str, Any]:
     result = await client.protocol.send_request_async("warp-harness/serverInfo", {})
-    if isinstance(result, dict):
-        return result
-    return dict(result._asdict())  # pygls hands unknown result shapes back as named tuples
+    plain = _plain(result)
+    assert isinstance(plain, dict)
+    return plain
+
+
+def _plain(value: Any) -> Any:
+    """pygls hands results of custom requests back as (nested) named tuples."""
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
