@@ -66,7 +66,7 @@ class WarpHarnessServer(LanguageServer):
         self.links: dict[Path, DaemonLink] = {}
         self.roots: list[Path] = []
         self.daemon_state = "off"
-        self.progress: dict[str, str] = {}
+        self.job_progress: dict[str, str] = {}
         self.published = 0
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -224,7 +224,7 @@ class WarpHarnessServer(LanguageServer):
             state = _STAGE_STATE.get(stage, self.daemon_state if self.daemon_state != "idle" else "compiling")
             detail = " ".join(str(message[k]) for k in ("kernel", "device") if message.get(k))
             self.set_daemon_state(state, f"{stage} {detail}".strip(), message.get("path"))
-            for token in self.progress.values():
+            for token in self.job_progress.values():
                 self.work_done_progress.report(
                     token, types.WorkDoneProgressReport(message=f"{stage} {detail}")
                 )
@@ -244,6 +244,8 @@ class WarpHarnessServer(LanguageServer):
                 f"warp-harness: lost the connection to the daemon ({message.get('message')}); "
                 "showing the static tier only"
             )
+        elif state == "stopped":
+            self.set_daemon_state("off", "the daemon stopped")
         elif state == "unavailable" and self.daemon_state not in ("starting",):
             self.set_daemon_state("off", "no daemon runs for this workspace")
 
@@ -275,6 +277,7 @@ class WarpHarnessServer(LanguageServer):
         status = str(message.get("status") or "ok")
         kernels = message.get("kernels") if isinstance(message.get("kernels"), dict) else {}
         self.dynamics[path] = DynamicState(records, kernels or {}, status, time.time())
+        self._end_progress(str(message.get("path")))
         uri = from_fs_path(path) or path
         self.publish(uri)
         if status == "error":
@@ -289,9 +292,9 @@ class WarpHarnessServer(LanguageServer):
         supports_progress = bool(capabilities and capabilities.work_done_progress)
         if state == "running":
             self.set_daemon_state("compiling", f"checking {path}", path)
-            if supports_progress and path not in self.progress:
+            if supports_progress and path not in self.job_progress:
                 token = f"warp-harness-daemon-{path}-{time.monotonic_ns()}"
-                self.progress[path] = token
+                self.job_progress[path] = token
                 title = f"warp-harness: checking {Path(path).name}"
 
                 def begin(*_: Any) -> None:
@@ -301,9 +304,12 @@ class WarpHarnessServer(LanguageServer):
 
                 self.work_done_progress.create(token, callback=begin)
         elif state == "done":
-            token = self.progress.pop(path, None)
-            if token is not None:
-                self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
+            self._end_progress(path)
+
+    def _end_progress(self, path: str) -> None:
+        token = self.job_progress.pop(path, "")
+        if token:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
     def stop_links(self) -> None:
         for link in self.links.values():

@@ -13,7 +13,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,8 @@ class DaemonLink:
         self._thread: threading.Thread | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self.connected = False
+        # set while we ask the daemon to stop, so that its going away is not reported as a failure
+        self._stopping = False
 
     def start(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -93,6 +94,7 @@ class DaemonLink:
 
     def stop_daemon(self, timeout: float = 10.0) -> bool:
         """Ask the workspace's daemon to shut down; True when one was running."""
+        self._stopping = True
         try:
             with Client(daemon_socket(self.workspace), timeout=timeout) as client:
                 client.request("shutdown")
@@ -133,9 +135,8 @@ class DaemonLink:
                 self._serve(client)
             except (OSError, ConnectionClosed, ProtocolError, TimeoutError, ValueError) as exc:
                 if not self._stop.is_set():
-                    self._deliver(
-                        {"type": "link", "state": "disconnected", "message": str(exc) or type(exc).__name__}
-                    )
+                    state = "stopped" if self._stopping else "disconnected"
+                    self._deliver({"type": "link", "state": state, "message": str(exc) or type(exc).__name__})
             finally:
                 self.connected = False
                 self._client = None
@@ -147,6 +148,7 @@ class DaemonLink:
         if welcome.get("type") == "error":
             raise ProtocolError(str(welcome.get("code")), str(welcome.get("message")))
         self.connected = True
+        self._stopping = False
         self._deliver({"type": "link", "state": "connected", "welcome": welcome})
         for result in client.request("results").get("results") or []:
             if isinstance(result, dict):
@@ -160,12 +162,3 @@ class DaemonLink:
             except TimeoutError:
                 continue
             self._deliver(message)
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()

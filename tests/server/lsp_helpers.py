@@ -14,6 +14,7 @@ from warp_harness.fixes import apply_edits
 from warp_harness.record import TextEdit
 
 TIMEOUT_S = 30.0
+DAEMON_STATE = "warp-harness/daemonState"
 SERVER = [sys.executable, "-m", "warp_harness", "serve"]
 
 CAPABILITIES = types.ClientCapabilities(
@@ -188,6 +189,19 @@ def track_versions(client: LanguageClient) -> None:
         return None
 
     client.protocol.fm.features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish
+    states: list[dict[str, Any]] = []
+    client._wh_daemon_states = states  # type: ignore[attr-defined]
+
+    def on_daemon_state(params: Any) -> None:
+        states.append(_plain(params))
+
+    client.protocol.fm.features[DAEMON_STATE] = on_daemon_state
+
+
+def daemon_states(client: LanguageClient) -> list[dict[str, Any]]:
+    """Every `warp-harness/daemonState` notification received, in order."""
+    states: list[dict[str, Any]] = getattr(client, "_wh_daemon_states", [])
+    return states
 
 
 async def server_info(client: LanguageClient) -> dict[str, Any]:

@@ -10,7 +10,6 @@ from lsp_helpers import Document, server_info
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_server_documents import EXAMPLES, copy_example
-
 from warp_harness.engine import analyse_source
 
 TWO_KERNELS = (

@@ -1,0 +1,267 @@
+"""Language-server latency: didChange -> the matching publishDiagnostics, over stdio.
+
+Drives the real `warp-harness serve` and, in the same run and with the same edits,
+python-lsp-server with only its pyflakes plugin (a peer a Python user would pick). Files:
+(a) the generated 2,000-line module with 40 kernels, (b) Warp's examples/tile/example_tile_matmul.py.
+Prints p50/p95 per server and file, their ratio, the time from process start to the first
+diagnostics, and peak RSS. Targets (issue 3): p50 <= 15 ms and p95 <= 40 ms on (a), first
+diagnostics within 500 ms, RSS under 150 MB, not slower than the peer.
+
+Edits are single-character changes typed inside one kernel body, one every `--pause-ms`
+(default 150 ms, a brisk typist), each waited for before the next.
+
+    pip install ".[bench]"; python benchmarks/bench_lsp.py [--edits 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from corpus import generated_module
+
+
+class StdioClient:
+    """A minimal LSP client: JSON-RPC over the server's stdin/stdout, notifications queued."""
+
+    def __init__(self, command: list[str], cwd: Path) -> None:
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(
+            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self.notifications: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        self.replies: dict[int, Any] = {}
+        self._next_id = 0
+        self._reply_ready = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        stream = self.proc.stdout
+        while True:
+            headers: dict[str, str] = {}
+            while True:
+                line = stream.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                key, _, value = line.decode().partition(":")
+                headers[key.strip().lower()] = value.strip()
+            body = json.loads(stream.read(int(headers["content-length"])))
+            now = time.perf_counter()
+            if "id" in body and "method" in body:  # a request from the server: answer it
+                self._send({"jsonrpc": "2.0", "id": body["id"], "result": None})
+            elif "id" in body:
+                with self._reply_ready:
+                    self.replies[body["id"]] = body
+                    self._reply_ready.notify_all()
+            else:
+                self.notifications.put((now, body))
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        data = json.dumps(message).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: Any, timeout: float = 60.0) -> Any:
+        self._next_id += 1
+        request_id = self._next_id
+        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        with self._reply_ready:
+            if not self._reply_ready.wait_for(lambda: request_id in self.replies, timeout):
+                raise TimeoutError(method)
+            return self.replies.pop(request_id).get("result")
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait_diagnostics(self, uri: str, version: int | None, timeout: float = 30.0) -> float:
+        """perf_counter time of the publication for ``uri`` (and ``version`` when the server sends one)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            at, message = self.notifications.get(timeout=max(deadline - time.perf_counter(), 0.001))
+            params = message.get("params") or {}
+            if message.get("method") != "textDocument/publishDiagnostics" or params.get("uri") != uri:
+                continue
+            sent = params.get("version")
+            if version is None or sent is None or sent == version:
+                return at
+
+    def peak_rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", None, timeout=10)
+            self.notify("exit", None)
+            self.proc.wait(10)
+        except Exception:
+            self.proc.kill()
+
+
+def edit_position(text: str) -> tuple[int, int]:
+    """A spot inside a kernel body in the middle of the file: the end of an assignment's target."""
+    lines = text.splitlines()
+    kernels = [
+        i for i, t in enumerate(lines) if t.startswith("def ") and i > 0 and lines[i - 1] == "@wp.kernel"
+    ]
+    start = kernels[len(kernels) // 2]
+    for i in range(start + 1, len(lines)):
+        stripped = lines[i].lstrip()
+        if " = " in stripped and not stripped.startswith(("for", "if", "return")):
+            return i, len(lines[i]) - len(stripped) + stripped.index(" = ")
+    raise ValueError("no assignment found")
+
+
+def run(
+    name: str, command: list[str], settings: Any, path: Path, edits: int, pause_s: float
+) -> dict[str, Any]:
+    text = path.read_text()
+    uri = path.as_uri()
+    client = StdioClient(command, path.parent)
+    client.request(
+        "initialize",
+        {
+            "processId": os.getpid(),
+            "rootUri": path.parent.as_uri(),
+            "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}},
+            "initializationOptions": settings.get("init"),
+        },
+    )
+    client.notify("initialized", {})
+    if settings.get("config") is not None:
+        client.notify("workspace/didChangeConfiguration", {"settings": settings["config"]})
+    client.notify(
+        "textDocument/didOpen",
+        {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+    )
+    first = client.wait_diagnostics(uri, 1, timeout=60) - client.started
+    line, col = edit_position(text)
+    latencies = []
+    version = 1
+    for n in range(edits):
+        time.sleep(pause_s)
+        version += 1
+        # type a character into the target name, then take it out again: every version is valid code
+        if n % 2 == 0:
+            change = {
+                "range": {"start": {"line": line, "character": col}, "end": {"line": line, "character": col}},
+                "text": "x",
+            }
+        else:
+            change = {
+                "range": {
+                    "start": {"line": line, "character": col},
+                    "end": {"line": line, "character": col + 1},
+                },
+                "text": "",
+            }
+        sent = time.perf_counter()
+        client.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
+        )
+        latencies.append((client.wait_diagnostics(uri, version) - sent) * 1000)
+    rss = client.peak_rss_mb()
+    client.close()
+    latencies.sort()
+    return {
+        "server": name,
+        "file": path.name,
+        "p50": statistics.median(latencies),
+        "p95": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))],
+        "first": first * 1000,
+        "rss": rss,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--edits", type=int, default=60)
+    parser.add_argument("--pause-ms", type=float, default=150.0)
+    args = parser.parse_args()
+    pause = args.pause_ms / 1000
+
+    folder = Path(tempfile.mkdtemp(prefix="wh-bench-lsp-"))
+    generated = folder / "generated_2000.py"
+    generated.write_text(generated_module())
+    files = [generated]
+    spec = find_spec("warp")
+    if spec is not None and spec.origin is not None:
+        matmul = Path(spec.origin).parent / "examples" / "tile" / "example_tile_matmul.py"
+        if matmul.is_file():
+            copy = folder / matmul.name
+            copy.write_text(matmul.read_text())
+            files.append(copy)
+
+    ours = [sys.executable, "-m", "warp_harness", "serve"]
+    servers: list[tuple[str, list[str], dict[str, Any]]] = [("warp-harness", ours, {})]
+    if find_spec("pylsp") is not None:
+        pyflakes_only = {
+            "pylsp": {
+                "plugins": {
+                    p: {"enabled": p == "pyflakes"}
+                    for p in (
+                        "pyflakes",
+                        "pycodestyle",
+                        "mccabe",
+                        "pylint",
+                        "flake8",
+                        "autopep8",
+                        "yapf",
+                        "pydocstyle",
+                    )
+                }
+            }
+        }
+        servers.append(("pylsp+pyflakes", [sys.executable, "-m", "pylsp"], {"config": pyflakes_only}))
+    else:
+        print("python-lsp-server is not installed (pip install '.[bench]'): peer skipped")
+
+    rows = [
+        run(name, command, settings, f, args.edits, pause)
+        for f in files
+        for name, command, settings in servers
+    ]
+    header = (
+        f"{'file':<26} {'server':<16} {'p50 ms':>8} {'p95 ms':>8} {'first diag ms':>14} {'peak RSS MB':>12}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        cells = f"{r['p50']:8.1f} {r['p95']:8.1f} {r['first']:14.0f} {r['rss']:12.1f}"
+        print(f"{r['file']:<26} {r['server']:<16} {cells}")
+    for f in files:
+        mine = next(r for r in rows if r["file"] == f.name and r["server"] == "warp-harness")
+        peer = next((r for r in rows if r["file"] == f.name and r["server"] != "warp-harness"), None)
+        if peer is not None:
+            print(
+                f"{f.name}: warp-harness p50 / peer p50 = {mine['p50'] / peer['p50']:.2f}, "
+                f"p95 ratio {mine['p95'] / peer['p95']:.2f}"
+            )
+    print(
+        f"({args.edits} edits per run, {args.pause_ms:.0f} ms apart; targets on {generated.name}: "
+        "p50 <= 15 ms, p95 <= 40 ms, first diagnostics <= 500 ms, RSS < 150 MB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
