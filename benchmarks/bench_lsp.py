@@ -16,105 +16,20 @@ Edits are single-character changes typed inside one kernel body, one every `--pa
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import queue
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "server"))
 
 from corpus import generated_module
-
-
-class StdioClient:
-    """A minimal LSP client: JSON-RPC over the server's stdin/stdout, notifications queued."""
-
-    def __init__(self, command: list[str], cwd: Path) -> None:
-        self.started = time.perf_counter()
-        self.proc = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-        )
-        self.notifications: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
-        self.replies: dict[int, Any] = {}
-        self._next_id = 0
-        self._reply_ready = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        stream = self.proc.stdout
-        while True:
-            headers: dict[str, str] = {}
-            while True:
-                line = stream.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                key, _, value = line.decode().partition(":")
-                headers[key.strip().lower()] = value.strip()
-            body = json.loads(stream.read(int(headers["content-length"])))
-            now = time.perf_counter()
-            if "id" in body and "method" in body:  # a request from the server: answer it
-                self._send({"jsonrpc": "2.0", "id": body["id"], "result": None})
-            elif "id" in body:
-                with self._reply_ready:
-                    self.replies[body["id"]] = body
-                    self._reply_ready.notify_all()
-            else:
-                self.notifications.put((now, body))
-
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        data = json.dumps(message).encode()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(data) + data)
-        self.proc.stdin.flush()
-
-    def request(self, method: str, params: Any, timeout: float = 60.0) -> Any:
-        self._next_id += 1
-        request_id = self._next_id
-        self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        with self._reply_ready:
-            if not self._reply_ready.wait_for(lambda: request_id in self.replies, timeout):
-                raise TimeoutError(method)
-            return self.replies.pop(request_id).get("result")
-
-    def notify(self, method: str, params: Any) -> None:
-        self._send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def wait_diagnostics(self, uri: str, version: int | None, timeout: float = 30.0) -> float:
-        """perf_counter time of the publication for ``uri`` (and ``version`` when the server sends one)."""
-        deadline = time.perf_counter() + timeout
-        while True:
-            at, message = self.notifications.get(timeout=max(deadline - time.perf_counter(), 0.001))
-            params = message.get("params") or {}
-            if message.get("method") != "textDocument/publishDiagnostics" or params.get("uri") != uri:
-                continue
-            sent = params.get("version")
-            if version is None or sent is None or sent == version:
-                return at
-
-    def peak_rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
-
-    def close(self) -> None:
-        try:
-            self.request("shutdown", None, timeout=10)
-            self.notify("exit", None)
-            self.proc.wait(10)
-        except Exception:
-            self.proc.kill()
+from stdio_client import StdioClient
 
 
 def edit_position(text: str) -> tuple[int, int]:
@@ -153,7 +68,7 @@ def run(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
     )
-    first = client.wait_diagnostics(uri, 1, timeout=60) - client.started
+    first = client.wait_diagnostics(uri, 1, timeout=60, unversioned_ok=True)[0] - client.started
     line, col = edit_position(text)
     latencies = []
     version = 1
@@ -179,7 +94,7 @@ def run(
             "textDocument/didChange",
             {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
         )
-        latencies.append((client.wait_diagnostics(uri, version) - sent) * 1000)
+        latencies.append((client.wait_diagnostics(uri, version, unversioned_ok=True)[0] - sent) * 1000)
     rss = client.peak_rss_mb()
     client.close()
     latencies.sort()

@@ -27,6 +27,7 @@ from warp_harness.server.convert import PositionMapper, to_diagnostic
 from warp_harness.server.daemon_link import DaemonLink
 from warp_harness.server.documents import DynamicState, StaticState
 from warp_harness.server.options import SECTION, client_overrides
+from warp_harness.server.text_document import lsp_lines, use_lsp_lines
 
 log = logging.getLogger("warp_harness.server")
 
@@ -117,8 +118,7 @@ class WarpHarnessServer(LanguageServer):
                 text, version = Path(path).read_text(encoding="utf-8", errors="replace"), None
             except OSError:
                 return
-        lines = static.analysis.source.lines if static and static.analysis.source else text.splitlines()
-        mapper = self._mapper(lines)
+        mapper = self._mapper(lsp_lines(text))
         diagnostics: list[types.Diagnostic] = []
         if static is not None:
             static.published = [(r, to_diagnostic(r, mapper, uri)) for r in static.analysis.records]
@@ -355,6 +355,7 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     @server.feature(types.INITIALIZE)
     def initialize(ls: WarpHarnessServer, params: types.InitializeParams) -> None:
         ls.loop = asyncio.get_running_loop()
+        use_lsp_lines(ls.workspace)
         folders = params.workspace_folders or []
         roots = [to_fs_path(f.uri) for f in folders]
         if not roots and params.root_uri:
@@ -465,7 +466,7 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
         if state is None or state.analysis.model is None:
             return None
         model = state.analysis.model
-        mapper = ls._mapper(model.lines)
+        mapper = ls._mapper(lsp_lines(state.text))
         line = params.position.line + 1
         col = mapper.server_column(params.position.line, params.position.character)
         kernel = hover.kernel_at(model, line, col)

@@ -138,3 +138,18 @@ async def test_hover_shows_signature_and_launch_sites(client: LanguageClient, tm
         )
     )
     assert nothing is None
+
+
+async def test_exotic_line_separators_do_not_desync_the_document(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """\\u2028 and \\x0c are not line ends for LSP or Python; an edit below them must land on its line."""
+    path = copy_example(tmp_path, "saxpy.py")
+    text = path.read_text().replace('"""y = a * x + y', '"""y\u2028=\x0ca * x + y', 1)
+    doc = Document(client, path, text).open()
+    assert await doc.diagnostics() == []
+    line = next(i for i, t in enumerate(doc.text.split("\n")) if "y[i] = a * x[i]" in t)
+    doc.replace(line, 4, line, 4, "q = [k for k in range(3)]\n    ")
+    (diagnostic,) = await doc.diagnostics()
+    assert diagnostic.code == "WH002" and diagnostic.range.start.line == line
+    assert [plain(diagnostic.data)] == plain(expected_data(doc.text, path))
