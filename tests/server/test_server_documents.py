@@ -52,3 +52,13 @@ async def test_change_save_close(client: LanguageClient, tmp_path: Path) -> None
     assert [d.code for d in await doc.diagnostics()] == ["WH002"]
     doc.close()
     assert await doc.cleared() == []
+
+
+async def test_related_information_points_at_the_launch_site(client: LanguageClient, tmp_path: Path) -> None:
+    doc = Document(client, copy_example(tmp_path, "buggy/launches.py")).open()
+    diagnostics = await doc.diagnostics()
+    tid = next(d for d in diagnostics if d.code == "WH007")
+    (related,) = tid.related_information or []
+    assert related.location.uri == doc.uri and related.location.range.start.line == 30
+    assert related.message == "launched here with a 1-D dim"
+    assert "wp.launch" in doc.text.splitlines()[30]
