@@ -11,15 +11,11 @@ records they are given; sorting (``Record.sort_key``) is the caller's choice.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
-from .github import render_github
-from .json import render_json
-from .junit import render_junit
 from .model import FileResult, RuleInfo
-from .sarif import render_sarif
-from .text import render_text
 
 __all__ = ["FORMATS", "FileResult", "Renderer", "RuleInfo", "render"]
 
@@ -39,13 +35,11 @@ class Renderer(Protocol):
     ) -> str: ...
 
 
-_RENDERERS: dict[str, Renderer] = {
-    "text": render_text,
-    "json": render_json,
-    "sarif": render_sarif,
-    "github": render_github,
-    "junit": render_junit,
-}
+def _renderer(format: str) -> Renderer:
+    """``output.<format>.render_<format>``, imported on first use (the language server, which
+    imports the engine and so this package, never renders)."""
+    module = importlib.import_module(f"{__name__}.{format}")
+    return cast(Renderer, getattr(module, f"render_{format}"))
 
 
 def render(
@@ -60,8 +54,6 @@ def render(
 
     ``color`` only affects ``text``. Raises ValueError for an unknown format.
     """
-    try:
-        renderer = _RENDERERS[format]
-    except KeyError:
-        raise ValueError(f"unknown output format {format!r}; choose one of {', '.join(FORMATS)}") from None
-    return renderer(results, rules=rules, tool_version=tool_version, color=color)
+    if format not in FORMATS:
+        raise ValueError(f"unknown output format {format!r}; choose one of {', '.join(FORMATS)}")
+    return _renderer(format)(results, rules=rules, tool_version=tool_version, color=color)
