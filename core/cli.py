@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,9 @@ from warp_harness.config import ConfigError
 
 
 def tool_version() -> str:
-    try:
-        return version("warp-harness")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0"
+    from warp_harness import __version__
+
+    return __version__
 
 
 def _csv(value: str) -> list[str]:
