@@ -112,6 +112,8 @@ def main() -> None:
             start = time.perf_counter()
             analyser.analyse(text, "generated.py", Settings())
             edit_times.append((time.perf_counter() - start) * 1000)
+    for _ in range(args.repeats):
+        for text in texts:
             start = time.perf_counter()
             analyse_source(text, "generated.py", Settings(), builtins=table)
             edit_full_times.append((time.perf_counter() - start) * 1000)

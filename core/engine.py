@@ -38,7 +38,7 @@ def _builtins() -> BuiltinTable:
     return load_table()
 
 
-def _syntax_record(path: str, issue: SyntaxIssue) -> Record:
+def syntax_record(path: str, issue: SyntaxIssue) -> Record:
     return Record(
         stage=Stage.SYNTAX,
         rule=SYNTAX_RULE,
@@ -102,19 +102,24 @@ def _analyse_source(
     builtins: BuiltinTable | None = None,
 ) -> Analysis:
     """Run the static tier on one file's text. Never raises on bad input."""
+    settings = settings or Settings()
+    if overrides:
+        settings = settings.merged(overrides)
+    return analyse_parsed(parse_source(text), path, settings, builtins or _builtins())
+
+
+def analyse_parsed(
+    parsed: ParsedSource, path: str, settings: Settings, table: BuiltinTable, model: ModuleModel | None = None
+) -> Analysis:
+    """`analyse_source` from the parse on (``model``: already built from ``parsed``)."""
     from warp_harness.rules import all_rules
     from warp_harness.rules.base import RuleContext
     from warp_harness.rules.hardware import load_profile
 
-    settings = settings or Settings()
-    if overrides:
-        settings = settings.merged(overrides)
-    parsed = parse_source(text)
     records: list[Record] = []
     if parsed.syntax_error is not None:
-        records.append(_syntax_record(path, parsed.syntax_error))
-    table = builtins or _builtins()
-    model = build_model(text, path, table, parsed)
+        records.append(syntax_record(path, parsed.syntax_error))
+    model = model or build_model(parsed.text, path, table, parsed)
     if model.kernels or model.launches:
         ctx = RuleContext(model, load_profile(settings.target), table, settings)
         for rule in all_rules():
@@ -123,23 +128,30 @@ def _analyse_source(
             try:
                 records.extend(rule.check(ctx))
             except Exception as exc:  # a broken rule must not take the others down
-                frame = traceback.extract_tb(exc.__traceback__)[-1]
-                records.append(
-                    Record(
-                        stage=Stage.INTERNAL,
-                        rule=INTERNAL_RULE,
-                        severity=Severity.WARNING,
-                        location=Location(path, 1, 0, 1, 0),
-                        message=f"internal error in rule {rule.id} ({type(exc).__name__}: {exc}) at "
-                        f"{Path(frame.filename).name}:{frame.lineno}; the other rules still ran",
-                        hint="please report this with the file that triggers it",
-                    )
-                )
+                records.append(internal_record(path, rule.id, exc))
+    return Analysis(finish_records(records, parsed, settings), model, parsed)
+
+
+def internal_record(path: str, rule_id: str, exc: Exception) -> Record:
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    return Record(
+        stage=Stage.INTERNAL,
+        rule=INTERNAL_RULE,
+        severity=Severity.WARNING,
+        location=Location(path, 1, 0, 1, 0),
+        message=f"internal error in rule {rule_id} ({type(exc).__name__}: {exc}) at "
+        f"{Path(frame.filename).name}:{frame.lineno}; the other rules still ran",
+        hint="please report this with the file that triggers it",
+    )
+
+
+def finish_records(records: list[Record], parsed: ParsedSource, settings: Settings) -> list[Record]:
+    """Conflicts resolved, suppressions applied, severities overridden, sorted: what the caller sees."""
     suppressions = Suppressions.from_lines(parsed.lines)
     kept = [r for r in _resolve_conflicts(records) if not suppressions.is_suppressed(r)]
     kept = [r.with_severity(settings.severity[r.rule]) if r.rule in settings.severity else r for r in kept]
     kept.sort(key=Record.sort_key)
-    return Analysis(kept, model, parsed)
+    return kept
 
 
 def check_bytes(
@@ -148,7 +160,7 @@ def check_bytes(
     text, problem = decode_source(data)
     if text is None:
         assert problem is not None
-        return FileResult(path, (_syntax_record(path, problem),), None)
+        return FileResult(path, (syntax_record(path, problem),), None)
     analysis = analyse_source(text, path, settings, builtins=builtins)
     return FileResult(
         path,

@@ -88,6 +88,25 @@ class NodeIndex:
         self.nodes: list[ast.AST] = nodes
         self._by_type = by_type
 
+    @classmethod
+    def concat(cls, root: ast.AST, parts: Sequence[NodeIndex]) -> NodeIndex:
+        """The index of ``root`` whose children are exactly the roots of ``parts``, in order, without a walk
+        (a module from its top-level statements: the preorder of the whole is the parts one after another)."""
+        index = cls.__new__(cls)
+        nodes: list[ast.AST] = [root]
+        by_type: dict[type[ast.AST], list[ast.AST]] = {type(root): [root]}
+        for part in parts:
+            nodes.extend(part.nodes)
+            for kind, bucket in part._by_type.items():
+                current = by_type.get(kind)
+                if current is None:
+                    by_type[kind] = list(bucket)
+                else:
+                    current.extend(bucket)
+        index.nodes = nodes
+        index._by_type = by_type
+        return index
+
     def of(self, kind: type[N]) -> list[N]:
         """Every node of exactly this type, in source order (operators and contexts are not indexed)."""
         return self._by_type.get(kind, [])  # type: ignore[return-value]

@@ -7,6 +7,7 @@ suite checking Warp's own errors) and are left out.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -29,6 +30,7 @@ _LAUNCH_POSITIONAL = (
     "max_blocks",
     "block_dim",
 )
+_LAUNCH_NAMES = ("launch", "launch_tiled")
 _ALLOCATORS = {
     "zeros",
     "empty",
@@ -198,11 +200,73 @@ def _allocation_extent(call: ast.Call, imports: ImportMap) -> ast.expr | None:
     return shape
 
 
+@dataclass
+class _ScopeFacts:
+    nodes: list[ast.AST]
+    expected: set[int]
+    own: set[int]
+    aliases: dict[str, ast.expr]
+    # (key of the imports and constants, local values, host arrays) of the latest call that gave a key
+    derived: tuple[object, dict[str, Value], dict[str, HostArray]] | None = None
+
+
+# per scope node: what depends on its subtree alone (kept while the node lives: the incremental
+# analysis reuses the nodes of unchanged functions)
+_SCOPES: weakref.WeakKeyDictionary[ast.AST, _ScopeFacts] = weakref.WeakKeyDictionary()
+
+
+def _scope_facts(scope: ast.AST) -> _ScopeFacts:
+    facts = _SCOPES.get(scope)
+    if facts is None:
+        nodes = _own_nodes(scope)
+        facts = _ScopeFacts(
+            nodes, _inside_expected_failure(nodes), {id(n) for n in nodes}, _single_assignments(nodes)
+        )
+        if not isinstance(scope, ast.Module):  # a module is new on every parse
+            _SCOPES[scope] = facts
+    return facts
+
+
+def _derived(
+    aliases: dict[str, ast.expr], constants: Mapping[str, Value], imports: ImportMap
+) -> tuple[dict[str, Value], dict[str, HostArray]]:
+    """Local values folded and host arrays found among a scope's single assignments."""
+    local_values: dict[str, Value] = {}
+    for name, value_node in aliases.items():
+        value = fold(value_node, {**constants, **local_values}, imports)
+        if value is not None:
+            local_values[name] = value
+    host_arrays = {}
+    for name, value_node in aliases.items():
+        if isinstance(value_node, ast.Call):
+            extent = _allocation_extent(value_node, imports)
+            if extent is not None:
+                host_arrays[name] = HostArray(name, extent, value_node)
+    return local_values, host_arrays
+
+
+def _may_launch(func: ast.expr, imports: ImportMap) -> bool:
+    """Cheap necessary condition for ``imports.warp_name(func)`` to be ``launch``/``launch_tiled``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr in _LAUNCH_NAMES
+    return isinstance(func, ast.Name) and (func.id in imports.objects or func.id in imports.modules)
+
+
 def find_launches(
-    tree: ast.Module, imports: ImportMap, constants: Mapping[str, Value], index: NodeIndex | None = None
+    tree: ast.Module,
+    imports: ImportMap,
+    constants: Mapping[str, Value],
+    index: NodeIndex | None = None,
+    key: object = None,
 ) -> list[LaunchSite]:
+    """``key``, when given, identifies ``imports`` and ``constants``: what a scope derives from them is
+    kept with the scope's node and reused while the key is equal."""
     index = index or NodeIndex([tree])
-    launch_calls = [c for c in index.of(ast.Call) if imports.warp_name(c.func) in ("launch", "launch_tiled")]
+    launch_calls = [
+        c
+        for c in index.of(ast.Call)
+        if _may_launch(c.func, imports) and imports.warp_name(c.func) in _LAUNCH_NAMES
+    ]
     if not launch_calls:
         return []
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
@@ -215,29 +279,22 @@ def find_launches(
         by_scope.setdefault(id(scope), (scope, []))[1].append(call)
     sites: list[LaunchSite] = []
     for scope, calls_here in by_scope.values():
-        nodes = _own_nodes(scope)
-        expected = _inside_expected_failure(nodes)
-        calls_here = [c for c in calls_here if id(c) not in expected]
+        facts = _scope_facts(scope)
+        calls_here = [c for c in calls_here if id(c) not in facts.expected]
         if not calls_here:
             continue
-        own = {id(n) for n in nodes}
         # a launch inside a lambda or class body sits in no function's own nodes: keep it anyway
-        launch_calls_here = [c for c in calls_here if id(c) in own] or calls_here
-        aliases = _single_assignments(nodes)
+        launch_calls_here = [c for c in calls_here if id(c) in facts.own] or calls_here
+        aliases = dict(facts.aliases)
         if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
             params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
             aliases = {k: v for k, v in aliases.items() if k not in params}
-        local_values: dict[str, Value] = {}
-        for name, value_node in aliases.items():
-            value = fold(value_node, {**constants, **local_values}, imports)
-            if value is not None:
-                local_values[name] = value
-        host_arrays = {}
-        for name, value_node in aliases.items():
-            if isinstance(value_node, ast.Call):
-                extent = _allocation_extent(value_node, imports)
-                if extent is not None:
-                    host_arrays[name] = HostArray(name, extent, value_node)
+        if key is not None and facts.derived is not None and facts.derived[0] == key:
+            local_values, host_arrays = dict(facts.derived[1]), dict(facts.derived[2])
+        else:
+            local_values, host_arrays = _derived(aliases, constants, imports)
+            if key is not None:
+                facts.derived = (key, dict(local_values), dict(host_arrays))
         for call in launch_calls_here:
             args: dict[str, ast.expr] = {}
             for position, arg in enumerate(call.args):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, replace
 
 from warp_harness.model.annotations import AnnotationResolver
 from warp_harness.model.constants import ModuleConstants
@@ -31,6 +32,34 @@ class ModuleModel:
     # every node of the file, walked once (rules ask `model.index.of(ast.Call)`)
     index: NodeIndex
     _types: dict[int, KernelTypes] = field(default_factory=dict)
+    # every kernel and launch of the file when `kernels` / `launches` list only those to check
+    # (see `restricted`); lookups by name always see the whole file
+    _all_kernels: list[KernelDef] | None = None
+    _all_launches: list[LaunchSite] | None = None
+
+    def restricted(
+        self, kernels: list[KernelDef], launches: list[LaunchSite], index: NodeIndex | None = None
+    ) -> ModuleModel:
+        """This model with the rules' iteration limited to ``kernels`` and ``launches`` (type inference
+        shared); other questions (``funcs``, ``kernel_named``, ``launches_of``) are about the whole file.
+        ``index``: the nodes module-wide scans see, when the caller knows the others hold nothing they
+        look for."""
+        return replace(
+            self,
+            kernels=kernels,
+            launches=launches,
+            index=index or self.index,
+            _all_kernels=self.all_kernels,
+            _all_launches=self.all_launches,
+        )
+
+    @property
+    def all_kernels(self) -> list[KernelDef]:
+        return self.kernels if self._all_kernels is None else self._all_kernels
+
+    @property
+    def all_launches(self) -> list[LaunchSite]:
+        return self.launches if self._all_launches is None else self._all_launches
 
     @property
     def tree(self) -> ast.Module:
@@ -42,19 +71,19 @@ class ModuleModel:
 
     @property
     def funcs(self) -> dict[str, KernelDef]:
-        return {k.name: k for k in self.kernels if k.kind == "func"}
+        return {k.name: k for k in self.all_kernels if k.kind == "func"}
 
     def kernel_named(self, name: str | None) -> KernelDef | None:
         """The single @wp.kernel of that name in this file (None when absent or ambiguous)."""
         if name is None:
             return None
-        matches = [k for k in self.kernels if k.is_kernel and k.name == name]
+        matches = [k for k in self.all_kernels if k.is_kernel and k.name == name]
         return matches[0] if len(matches) == 1 else None
 
     def launches_of(self, kernel: KernelDef) -> list[LaunchSite]:
         if self.kernel_named(kernel.name) is not kernel:
             return []
-        return [s for s in self.launches if s.kernel_name == kernel.name]
+        return [s for s in self.all_launches if s.kernel_name == kernel.name]
 
     def types(self, kernel: KernelDef) -> KernelTypes:
         key = id(kernel.node)
@@ -81,27 +110,52 @@ def _type_aliases(tree: ast.Module, resolver: AnnotationResolver) -> dict[str, W
     return aliases
 
 
+# per function node (kept while it lives: the incremental analysis reuses unchanged nodes)
+_PARAMS: weakref.WeakKeyDictionary[ast.FunctionDef, tuple[object, list[Param]]] = weakref.WeakKeyDictionary()
+
+
+def _params(node: ast.FunctionDef, resolver: AnnotationResolver, key: object) -> list[Param]:
+    cached = _PARAMS.get(node)
+    if cached is not None and cached[0] == key:
+        return list(cached[1])
+    all_args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+    params = [
+        Param(a.arg, a.annotation, resolver.resolve(a.annotation) if a.annotation else UNKNOWN, a)
+        for a in all_args
+    ]
+    _PARAMS[node] = (key, params)
+    return list(params)
+
+
 def build_model(
-    text: str, path: str = "<memory>", builtins: ReturnTypes | None = None, parsed: ParsedSource | None = None
+    text: str,
+    path: str = "<memory>",
+    builtins: ReturnTypes | None = None,
+    parsed: ParsedSource | None = None,
+    index: NodeIndex | None = None,
 ) -> ModuleModel:
+    """``index``, when given, must be the index of ``parsed.tree`` (built from cached parts)."""
     source = parsed or parse_source(text)
     tree = source.tree
-    index = NodeIndex([tree])
+    index = index or NodeIndex([tree])
     imports = ImportMap.from_tree(tree, index)
     constants = ModuleConstants.from_tree(tree, imports)
     structs = find_structs(tree, imports, index)
     resolver = AnnotationResolver(imports, set(structs), {}, constants.values)
     aliases = _type_aliases(tree, resolver)
     resolver.aliases = aliases
+    # what the parameters' types and the launch sites' folded values depend on
+    key = (
+        tuple(imports.modules.items()),
+        tuple(imports.objects.items()),
+        tuple(structs),
+        tuple(aliases.items()),
+        tuple(constants.values.items()),
+    )
     kernels: list[KernelDef] = []
     for node, kind, options in find_kernel_nodes(tree, imports, index):
-        all_args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
-        params = [
-            Param(a.arg, a.annotation, resolver.resolve(a.annotation) if a.annotation else UNKNOWN, a)
-            for a in all_args
-        ]
-        kernels.append(KernelDef(node.name, kind, node, params, options, node.returns))
-    launches = find_launches(tree, imports, constants.values, index)
+        kernels.append(KernelDef(node.name, kind, node, _params(node, resolver, key), options, node.returns))
+    launches = find_launches(tree, imports, constants.values, index, key)
     return ModuleModel(
         path,
         source,

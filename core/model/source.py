@@ -106,7 +106,7 @@ def _parse_chunks(text: str, lines: list[str]) -> tuple[ast.Module, list[tuple[i
     body: list[ast.stmt] = []
     skipped: list[tuple[int, int]] = []
     starts = _chunk_starts(lines)
-    bounds = list(zip(starts, [*starts[1:], len(lines)], strict=True))
+    bounds = list(zip(starts, [*starts[1:], len(lines)][: len(starts)], strict=True))
     for first, end in bounds:
         chunk = "".join(lines[first:end])
         try:

@@ -1,0 +1,652 @@
+"""Re-analysis after an edit, for the language server: the records of `engine.analyse_source`, fast.
+
+Three caches, each exact:
+
+- chunks (`model.chunks`): only top-level statements whose text changed are parsed again (moved ones
+  are shifted in place), and the module's node index is the cached chunk indexes put end to end;
+- units: a *unit* is a top-level ``@wp.kernel`` whose body holds nothing the module-wide scans of the
+  model and rules look for (imports, classes, nested functions, dicts, launches, builtin registrations,
+  assignments to ``wp.<name>``). What the rules say about a unit (and about the launch sites that certainly
+  launch it) depends only on its own text, on the rest of the file (the *context*: every parsed chunk
+  that is not a unit; of the undecorated host functions holding nothing a scan looks for, only those
+  that launch the unit or that it names), on the names of the other units it mentions, and on the
+  settings; that is its key. Records are kept with the lines they were computed at and moved with
+  their chunks when lines are inserted or deleted elsewhere (unless a message quotes a line number);
+- the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
+  context, the names of the units and the settings.
+
+The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; each
+record is attributed to the kernel or launch site the rule was iterating over when it produced it, and the
+records are put back together in the order a full run emits them. This relies on every rule's records
+for one kernel (or launch) being independent of which other kernels it iterated over. Anything the scheme
+does not cover (a nested kernel, ``max_unroll`` in the file, a rule that raises, produces a record outside
+its loop or loops over both kernels and launches) falls back to the full analysis.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import gc
+import re
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from warp_harness.config import Settings
+from warp_harness.engine import Analysis, analyse_parsed, analyse_source, finish_records, syntax_record
+from warp_harness.model.chunks import Chunk, ChunkParser
+from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.module import ModuleModel, build_model
+from warp_harness.record import Location, Record
+from warp_harness.rules import all_rules
+from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.hardware import HardwareProfile, load_profile
+
+if TYPE_CHECKING:
+    from warp_harness.builtins import BuiltinTable
+
+_T = TypeVar("_T")
+
+UNIT_CACHE_SIZE = 1024
+DOCUMENT_CACHE_SIZE = 64
+REST_CACHE_SIZE = 4
+
+_KERNELS, _LAUNCHES = 0, 1
+# nodes a unit's body must not hold: each is read by a module-wide scan (imports, structs, kernels,
+# WH003's classes, WH015's dicts, the enclosing scope of launches)
+_NOT_ISOLATED: tuple[type[ast.AST], ...] = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.ClassDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.Dict,
+    ast.Global,
+    ast.Nonlocal,
+)
+_REGISTRATIONS = {"add_builtin", "register_builtin", "setattr"}
+_LAUNCH_NAMES = ("launch", "launch_tiled")
+
+
+class _Unsupported(Exception):
+    """This text is analysed in full."""
+
+
+class _Key:
+    """A tuple with its hash computed once (the context is part of every unit's key)."""
+
+    __slots__ = ("_hash", "value")
+
+    def __init__(self, value: tuple[object, ...]) -> None:
+        self.value = value
+        self._hash = hash(value)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Key) and (
+            self.value is other.value or (self._hash == other._hash and self.value == other.value)
+        )
+
+
+@dataclass
+class _Log:
+    """Which list a rule is iterating over, and where it is."""
+
+    current: tuple[int, int] | None = None
+    iterated: set[int] = field(default_factory=set)
+
+
+class _Tracked(list[_T], Generic[_T]):
+    """The kernels (or launches) a restricted model hands the rules; iterating tells the log where it is."""
+
+    def __init__(self, items: list[_T], positions: list[int], which: int, log: _Log) -> None:
+        super().__init__(items)
+        self._positions = positions
+        self._which = which
+        self._log = log
+
+    def __iter__(self) -> Iterator[_T]:
+        log = self._log
+        log.iterated.add(self._which)
+        try:
+            for item, position in zip(list.__iter__(self), self._positions, strict=True):
+                log.current = (self._which, position)
+                yield item
+        finally:  # exhausted, or the loop left early: what follows is about no item in particular
+            log.current = None
+
+
+# rule id -> (records of the kernel, records of each launch site it owns, in launch order)
+_UnitRecords = dict[str, tuple[list[Record], list[list[Record]]]]
+# rule id -> (records by kernel node position, records by launch call position)
+_PlacedRecords = dict[str, tuple[dict[tuple[int, int], list[Record]], dict[tuple[int, int], list[Record]]]]
+
+
+@dataclass
+class _Unit:
+    position: int  # in model.kernels
+    kernel: KernelDef
+    chunk: Chunk
+    sites: list[int]  # positions in model.launches of the launches it owns
+    key: tuple[object, ...] = ()
+    layout: _Layout = ()  # the chunks its records may point into, without itself
+
+
+_Layout = tuple[tuple[int, int], ...]
+# a record mentioning a line number in its text cannot be moved to other lines
+_MENTIONS_LINE = re.compile(r"\blines? \d")
+
+
+class _NotMovable(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class _UnitEntry:
+    """A unit's records, with the lines (context chunks, the unit) they were computed at."""
+
+    records: _UnitRecords
+    layout: _Layout
+    first: int
+    end: int
+    movable: bool
+
+    @classmethod
+    def of(cls, records: _UnitRecords, layout: _Layout, chunk: Chunk) -> _UnitEntry:
+        every = (r for kernel, sites in records.values() for r in (*kernel, *(x for s in sites for x in s)))
+        return cls(records, layout, chunk.first, chunk.end, all(map(_movable, every)))
+
+    def at(self, layout: _Layout, chunk: Chunk) -> _UnitEntry | None:
+        """These records where the same chunks now sit at ``layout`` and ``chunk`` (None: cannot tell)."""
+        if self.first == chunk.first and self.layout == layout:
+            return self
+        if not self.movable or len(layout) != len(self.layout):
+            return None
+        lines = _LineMap([*self.layout, (self.first, self.end)], [*layout, (chunk.first, chunk.end)])
+        try:
+            moved = {
+                rule: ([lines.record(r) for r in kernel], [[lines.record(r) for r in site] for site in sites])
+                for rule, (kernel, sites) in self.records.items()
+            }
+        except _NotMovable:
+            return None
+        return _UnitEntry(moved, layout, chunk.first, chunk.end, True)
+
+
+@dataclass(frozen=True)
+class _RestEntry:
+    key: tuple[object, ...]
+    records: _PlacedRecords
+    layout: _Layout
+    movable: bool
+
+    @classmethod
+    def of(cls, key: tuple[object, ...], records: _PlacedRecords, layout: _Layout) -> _RestEntry:
+        every = (
+            r
+            for by_kernel, by_site in records.values()
+            for part in (by_kernel, by_site)
+            for rs in part.values()
+            for r in rs
+        )
+        return cls(key, records, layout, all(map(_movable, every)))
+
+    def at(self, layout: _Layout) -> _RestEntry | None:
+        if self.layout == layout:
+            return self
+        if not self.movable or len(layout) != len(self.layout):
+            return None
+        lines = _LineMap(list(self.layout), list(layout))
+        try:
+            moved: _PlacedRecords = {
+                rule: tuple(  # type: ignore[misc]
+                    {lines.place(place): [lines.record(r) for r in rs] for place, rs in part.items()}
+                    for part in parts
+                )
+                for rule, parts in self.records.items()
+            }
+        except _NotMovable:
+            return None
+        return _RestEntry(self.key, moved, layout, True)
+
+
+def _movable(record: Record) -> bool:
+    texts = [record.message, record.hint or "", repr(record.expected), repr(record.actual)]
+    texts += [r.message for r in record.related]
+    if record.fix is not None:
+        texts += [record.fix.title, *(e.new_text for e in record.fix.edits)]
+    return not any(_MENTIONS_LINE.search(t) for t in texts)
+
+
+class _LineMap:
+    """Old line -> new line, for lines inside chunks that moved without changing (1-based lines)."""
+
+    def __init__(self, old: list[tuple[int, int]], new: list[tuple[int, int]]) -> None:
+        pairs = sorted(zip(old, new, strict=True))
+        self._firsts = [o[0] for o, _ in pairs]
+        self._pairs = pairs
+
+    def line(self, line: int) -> int:
+        i = bisect.bisect_left(self._firsts, line) - 1  # the chunk whose first (0-based) is < line
+        if i < 0:
+            raise _NotMovable
+        (first, end), (new_first, _) = self._pairs[i]
+        if not first < line <= end:
+            raise _NotMovable
+        return line + new_first - first
+
+    def place(self, place: tuple[int, int]) -> tuple[int, int]:
+        return (self.line(place[0]), place[1])
+
+    def location(self, loc: Location) -> Location:
+        end = self.line(loc.end_line) if loc.end_line is not None else None
+        return replace(loc, line=self.line(loc.line), end_line=end)
+
+    def record(self, record: Record) -> Record:
+        fix = record.fix
+        if fix is not None:
+            edits = tuple(
+                replace(e, line=self.line(e.line), end_line=self.line(e.end_line)) for e in fix.edits
+            )
+            fix = replace(fix, edits=edits)
+        related = tuple(replace(r, location=self.location(r.location)) for r in record.related)
+        return replace(record, location=self.location(record.location), related=related, fix=fix)
+
+
+@dataclass
+class _Document:
+    parser: ChunkParser = field(default_factory=ChunkParser)
+    # a few, most recent last: typing in a kernel flips between "it parses" and "it does not"
+    rest: OrderedDict[tuple[object, ...], _RestEntry] = field(default_factory=OrderedDict)
+    # the latest (text, settings, analysis): a save or a re-open sends the same text again
+    last: tuple[str, Settings, Analysis] | None = None
+
+
+def _path_of(unit_key: tuple[object, ...]) -> object:
+    settings_key = unit_key[-1]
+    return settings_key[0] if isinstance(settings_key, tuple) else None
+
+
+def _place(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+class IncrementalAnalyser:
+    """`engine.analyse_source` with caches kept between calls for the same path (see the module docstring).
+
+    The `Analysis.model` / `.source` it returns share AST nodes with later analyses of the same path, and
+    a later analysis moves unchanged chunks to their new lines in place: read an analysis' model before
+    analysing the same path again (its records are plain values and stay valid). Not thread-safe: one
+    analyser per thread, or a lock around `analyse`.
+    """
+
+    def __init__(self, builtins: BuiltinTable | None = None) -> None:
+        self._table = builtins
+        self._documents: OrderedDict[str, _Document] = OrderedDict()
+        self._units: OrderedDict[tuple[object, ...], _UnitEntry] = OrderedDict()
+
+    def forget(self, path: str) -> None:
+        """Drop the caches of a closed document."""
+        self._documents.pop(path, None)
+        for key in [k for k in self._units if _path_of(k) == path]:
+            del self._units[key]
+
+    def analyse(self, text: str, path: str, settings: Settings) -> Analysis:
+        table = self._builtins()
+        enabled = gc.isenabled()
+        gc.disable()  # same reason as in `analyse_source`
+        try:
+            return self._analyse(text, path, settings or Settings(), table)
+        except Exception:  # never worse than the full analysis
+            self._documents.pop(path, None)
+            return analyse_source(text, path, settings, builtins=table)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _builtins(self) -> BuiltinTable:
+        if self._table is None:
+            from warp_harness.builtins import load_table
+
+            self._table = load_table()
+        return self._table
+
+    def _document(self, path: str) -> _Document:
+        document = self._documents.get(path)
+        if document is None:
+            document = self._documents[path] = _Document()
+            while len(self._documents) > DOCUMENT_CACHE_SIZE:
+                self._documents.popitem(last=False)
+        else:
+            self._documents.move_to_end(path)
+        return document
+
+    def _analyse(self, text: str, path: str, settings: Settings, table: BuiltinTable) -> Analysis:
+        document = self._document(path)
+        last = document.last
+        if last is not None and last[0] == text and last[1] == settings:
+            return Analysis(list(last[2].records), last[2].model, last[2].source)
+        document.last = None
+        analysis = self._analyse_new(document, text, path, settings, table)
+        document.last = (text, settings, analysis)
+        return Analysis(list(analysis.records), analysis.model, analysis.source)
+
+    def _analyse_new(
+        self, document: _Document, text: str, path: str, settings: Settings, table: BuiltinTable
+    ) -> Analysis:
+        parsed, chunks = document.parser.parse(text)
+        if chunks is None or "max_unroll" in text:
+            return analyse_parsed(parsed, path, settings, table)
+        index = NodeIndex.concat(parsed.tree, [c.index for c in chunks if c.body])
+        model = build_model(text, path, table, parsed, index)
+        if not (model.kernels or model.launches):
+            return analyse_parsed(parsed, path, settings, table, model)
+        try:
+            found = self._rule_records(document, model, chunks, settings, table)
+        except _Unsupported:
+            document.rest.clear()
+            return analyse_parsed(parsed, path, settings, table, model)
+        records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
+        records.extend(found)
+        return Analysis(finish_records(records, parsed, settings), model, parsed)
+
+    def _rule_records(
+        self,
+        document: _Document,
+        model: ModuleModel,
+        chunks: list[Chunk],
+        settings: Settings,
+        table: BuiltinTable,
+    ) -> list[Record]:
+        profile = load_profile(settings.target)
+        rules = [rule for rule in all_rules() if settings.rule_enabled(rule.id)]
+        settings_key = (model.path, tuple(rule.id for rule in rules), profile)  # records hold the path
+        imports_key = (tuple(model.imports.modules.items()), tuple(model.imports.objects.items()))
+        units = _units(model, chunks, imports_key)
+        unit_chunks = {id(u.chunk) for u in units}
+        around = [c for c in chunks if c.body is not None and id(c) not in unit_chunks]
+        context = _Key(tuple(c.text for c in around))
+        layout = tuple((c.first, c.end) for c in around)
+        # undecorated host functions holding nothing a module-wide scan looks for matter to a unit only when
+        # they launch it or it mentions their name; the rest of the context matters to every unit
+        hosts = {id(c): c for c in around if _is_host(c, model.imports, imports_key)}
+        # likewise a `@wp.func` holding nothing a scan looks for: only to units that reach it by name
+        func_nodes = {id(k.node) for k in model.kernels if k.kind == "func"}
+        funcs = {
+            id(c): c
+            for c in around
+            if id(c) not in hosts
+            and c.body is not None
+            and len(c.body) == 1
+            and id(c.body[0]) in func_nodes
+            and _isolated(c, model.imports, imports_key)
+        }
+        selective = {**hosts, **funcs}
+        core = [c for c in around if id(c) not in selective]
+        core_key = _Key(tuple(c.text for c in core))
+        core_layout = tuple((c.first, c.end) for c in core)
+        core_firsts = [c.first for c in core]
+        host_of = {id(c.body[0]): i for i, c in hosts.items() if c.body}
+        launchers: dict[str, set[int]] = {}
+        for site in model.launches:
+            if site.kernel_name is not None and id(site.scope) in host_of:
+                launchers.setdefault(site.kernel_name, set()).add(host_of[id(site.scope)])
+        named: dict[str, list[int]] = {}
+        for i, chunk in selective.items():
+            assert chunk.body is not None
+            named.setdefault(getattr(chunk.body[0], "name", ""), []).append(i)
+        names = Counter(u.kernel.name for u in units)
+        for unit in units:
+            reached, relevant = _reached(unit, named, funcs, launchers)
+            own = sorted((selective[i] for i in relevant), key=lambda c: c.first)
+            seen = sorted([*core, *own], key=lambda c: c.first) if own else core
+            unit.layout = tuple((c.first, c.end) for c in seen) if own else core_layout
+            unit.key = (
+                unit.chunk.text,
+                core_key,
+                tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
+                bisect.bisect([c.first for c in seen], unit.chunk.first),  # where it sits among them
+                tuple(sorted((n, c) for n, c in names.items() if n in reached or n == unit.kernel.name)),
+                bool(func_nodes),  # WH015 asks whether the file has any @wp.func
+                settings_key,
+            )
+        rest_key = (context, tuple(sorted(names.items())), settings_key)
+
+        cached: dict[int, _UnitRecords] = {}
+        missing: list[_Unit] = []
+        for unit in units:
+            entry = self._units.get(unit.key)
+            found = entry.at(unit.layout, unit.chunk) if entry is not None else None
+            if found is None:
+                missing.append(unit)
+                continue
+            self._units.move_to_end(unit.key)
+            if found is not entry:
+                self._units[unit.key] = found
+            cached[unit.position] = found.records
+        rest = document.rest.get(rest_key)
+        rest_found = rest.at(layout) if rest is not None else None
+        if missing or rest_found is None:
+            # the module-wide scans of the rules (WH003's classes, WH004's registrations, WH015's dicts)
+            # find nothing in a unit: they need only the context's nodes
+            scanned = NodeIndex.concat(model.tree, [c.index for c in around])
+            fresh, placed = _run_rules(
+                model, scanned, rules, units, missing, rest_found is None, (profile, table, settings)
+            )
+            for unit in missing:
+                cached[unit.position] = fresh[unit.position]
+                self._units[unit.key] = _UnitEntry.of(fresh[unit.position], unit.layout, unit.chunk)
+            while len(self._units) > UNIT_CACHE_SIZE:
+                self._units.popitem(last=False)
+            if rest_found is None:
+                rest_found = _RestEntry.of(rest_key, placed, layout)
+        document.rest[rest_key] = rest_found
+        document.rest.move_to_end(rest_key)
+        while len(document.rest) > REST_CACHE_SIZE:
+            document.rest.popitem(last=False)
+        return _assemble(model, rules, units, cached, rest_found.records)
+
+
+def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object) -> list[_Unit]:
+    top = {id(stmt) for stmt in model.tree.body}
+    if any(id(k.node) not in top for k in model.kernels):
+        raise _Unsupported  # a kernel in a class or function: `_ModuleNames` would miss its name
+    single = {id(c.body[0]): c for c in chunks if c.body is not None and len(c.body) == 1}
+    kernel_names = Counter(k.name for k in model.kernels if k.is_kernel)
+    sites_by_name: dict[str, list[int]] = {}
+    for position, site in enumerate(model.launches):
+        if site.kernel_name is not None:
+            sites_by_name.setdefault(site.kernel_name, []).append(position)
+    units: list[_Unit] = []
+    for position, kernel in enumerate(model.kernels):
+        chunk = single.get(id(kernel.node))
+        if not kernel.is_kernel or chunk is None or not _isolated(chunk, model.imports, imports_key):
+            continue
+        sites = sites_by_name.get(kernel.name, []) if kernel_names[kernel.name] == 1 else []
+        units.append(_Unit(position, kernel, chunk, sites))
+    return units
+
+
+def _isolated(chunk: Chunk, imports: ImportMap, imports_key: object, launches: bool = False) -> bool:
+    """Whether nothing in the chunk is seen by a module-wide scan (cached per chunk and imports);
+    ``launches``: launch calls allowed."""
+    memo = chunk.facts.get(f"isolated{launches}")
+    if isinstance(memo, tuple) and memo[0] == imports_key:
+        return bool(memo[1])
+    result = _scan_isolated(chunk.index, imports, launches)
+    chunk.facts[f"isolated{launches}"] = (imports_key, result)
+    return result
+
+
+def _is_host(chunk: Chunk, imports: ImportMap, imports_key: object) -> bool:
+    """A top-level undecorated function that only a unit it launches or names can depend on."""
+    body = chunk.body
+    if body is None or len(body) != 1 or type(body[0]) is not ast.FunctionDef or body[0].decorator_list:
+        return False
+    return _isolated(chunk, imports, imports_key, launches=True)
+
+
+def _scan_isolated(index: NodeIndex, imports: ImportMap, launches: bool) -> bool:
+    if any(index.of(kind) for kind in _NOT_ISOLATED) or len(index.of(ast.FunctionDef)) != 1:
+        return False
+    for call in index.of(ast.Call):
+        func = call.func
+        name = (
+            func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        )
+        if name in _REGISTRATIONS or (not launches and imports.warp_name(func) in _LAUNCH_NAMES):
+            return False
+    warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
+    assignments: list[ast.AST] = [*index.of(ast.Assign), *index.of(ast.AnnAssign), *index.of(ast.AugAssign)]
+    for node in assignments:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
+        for target in targets:
+            for sub in ast.walk(target):
+                if (
+                    isinstance(sub, ast.Attribute)
+                    and isinstance(sub.value, ast.Name)
+                    and sub.value.id in warp_modules
+                ):
+                    return False
+    return True
+
+
+def _reached(
+    unit: _Unit, named: dict[str, list[int]], funcs: dict[int, Chunk], launchers: dict[str, set[int]]
+) -> tuple[set[str], set[int]]:
+    """Names the unit mentions, directly or through the functions it names (transitively), and the
+    selective chunks it depends on: those defining one of these names and the hosts launching it."""
+    reached = set(_mentioned_names(unit.chunk))
+    relevant = set(launchers.get(unit.kernel.name, ()))
+    frontier = list(reached)
+    while frontier:
+        for i in named.get(frontier.pop(), ()):
+            if i in relevant:
+                continue
+            relevant.add(i)
+            if i in funcs:
+                for name in _mentioned_names(funcs[i]) - reached:
+                    reached.add(name)
+                    frontier.append(name)
+    return reached, relevant
+
+
+def _mentioned_names(chunk: Chunk) -> frozenset[str]:
+    memo = chunk.facts.get("names")
+    if isinstance(memo, frozenset):
+        return memo
+    names = frozenset(n.id for n in chunk.index.of(ast.Name))
+    chunk.facts["names"] = names
+    return names
+
+
+def _run_rules(
+    model: ModuleModel,
+    scanned: NodeIndex,
+    rules: list[Rule],
+    units: list[_Unit],
+    missing: list[_Unit],
+    with_rest: bool,
+    config: tuple[HardwareProfile, BuiltinTable, Settings],
+) -> tuple[dict[int, _UnitRecords], _PlacedRecords]:
+    """Run ``rules`` over the missing units (and everything else when ``with_rest``), attributing records."""
+    unit_at = {u.position: u for u in units}
+    owner = {site: u for u in units for site in u.sites}
+    wanted = {u.position for u in missing}
+    kernel_positions = [
+        p for p in range(len(model.kernels)) if p in wanted or (with_rest and p not in unit_at)
+    ]
+    site_positions = [
+        p
+        for p in range(len(model.launches))
+        if (p in owner and owner[p].position in wanted) or (with_rest and p not in owner)
+    ]
+    log = _Log()
+    restricted = model.restricted(
+        _Tracked([model.kernels[p] for p in kernel_positions], kernel_positions, _KERNELS, log),
+        _Tracked([model.launches[p] for p in site_positions], site_positions, _LAUNCHES, log),
+        scanned,
+    )
+    ctx = RuleContext(restricted, *config)
+    fresh: dict[int, _UnitRecords] = {u.position: {} for u in missing}
+    rest: _PlacedRecords = {}
+    for rule in rules:
+        log.current, log.iterated = None, set()
+        by_kernel, by_site = _attributed(rule, ctx, log)
+        for unit in missing:
+            fresh[unit.position][rule.id] = (
+                by_kernel.get(unit.position, []),
+                [by_site.get(site, []) for site in unit.sites],
+            )
+        if with_rest:
+            rest[rule.id] = (
+                {_place(model.kernels[p].node): r for p, r in by_kernel.items() if p not in unit_at},
+                {_place(model.launches[p].node): r for p, r in by_site.items() if p not in owner},
+            )
+    return fresh, rest
+
+
+def _attributed(
+    rule: Rule, ctx: RuleContext, log: _Log
+) -> tuple[dict[int, list[Record]], dict[int, list[Record]]]:
+    by_kernel: dict[int, list[Record]] = {}
+    by_site: dict[int, list[Record]] = {}
+    try:
+        produced: Iterable[Record] = rule.check(ctx)
+        if not isinstance(produced, Iterator):
+            if list(produced):
+                raise _Unsupported  # computed before we could see which kernel it was about
+            return by_kernel, by_site
+        for record in produced:
+            where = log.current
+            if where is None:
+                raise _Unsupported  # a record about no kernel or launch in particular
+            (by_kernel if where[0] == _KERNELS else by_site).setdefault(where[1], []).append(record)
+    except _Unsupported:
+        raise
+    except Exception as exc:  # the full analysis reports it (and what the rule said before it)
+        raise _Unsupported from exc
+    if len(log.iterated) > 1:
+        raise _Unsupported  # kernels and launches: the order of a full run is not known
+    return by_kernel, by_site
+
+
+def _assemble(
+    model: ModuleModel,
+    rules: list[Rule],
+    units: list[_Unit],
+    cached: dict[int, _UnitRecords],
+    rest: _PlacedRecords,
+) -> list[Record]:
+    """Every rule's records in the order a full run over the whole model produces them."""
+    owner: dict[int, tuple[int, int]] = {}
+    for unit in units:
+        for number, site in enumerate(unit.sites):
+            owner[site] = (unit.position, number)
+    kernel_places = [_place(k.node) for k in model.kernels]
+    site_places = [_place(s.node) for s in model.launches]
+    records: list[Record] = []
+    for rule in rules:
+        rest_kernels, rest_sites = rest.get(rule.id, ({}, {}))
+        for position in range(len(model.kernels)):
+            unit_records = cached.get(position)
+            if unit_records is not None:
+                records.extend(unit_records[rule.id][0])
+            else:
+                records.extend(rest_kernels.get(kernel_places[position], ()))
+        for position in range(len(model.launches)):
+            owned = owner.get(position)
+            if owned is not None:
+                records.extend(cached[owned[0]][rule.id][1][owned[1]])
+            else:
+                records.extend(rest_sites.get(site_places[position], ()))
+    return records
+
+
+__all__ = ["IncrementalAnalyser"]

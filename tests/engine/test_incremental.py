@@ -1,0 +1,197 @@
+"""`IncrementalAnalyser` returns exactly what `analyse_source` returns, after any sequence of edits."""
+
+from __future__ import annotations
+
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from warp_harness.builtins import BuiltinTable, load_table
+from warp_harness.config import Settings
+from warp_harness.engine import analyse_source
+from warp_harness.incremental import IncrementalAnalyser
+from warp_harness.record import Severity
+
+_ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(_ROOT / "benchmarks"))
+
+from corpus import generated_module  # noqa: E402
+
+_BUNDLED = sorted(
+    p
+    for folder in ("examples", "examples/buggy", "examples/contracts")
+    for p in (_ROOT / folder).glob("*.py")
+)
+_SPEC = find_spec("warp")
+assert _SPEC is not None and _SPEC.origin is not None
+# a few of Warp's own examples: more rules fire on them than on ours
+_WARP = [
+    p
+    for p in sorted((Path(_SPEC.origin).parent / "examples").rglob("*.py"))
+    if "@wp.kernel" in p.read_text(encoding="utf-8")
+][::9]
+_SOURCES = {p.name: p.read_text(encoding="utf-8") for p in [*_BUNDLED, *_WARP]}
+_SOURCES["generated.py"] = generated_module()
+_SOURCES["crlf.py"] = _SOURCES["tile_gemm.py"].replace("\n", "\r\n")
+
+_SNIPPETS = [
+    "x",
+    "1",
+    " ",
+    "(",
+    ")",
+    "[",
+    "]",
+    ":",
+    ",",
+    ".",
+    "#",
+    '"',
+    '"""',
+    "\\",
+    "\n",
+    "\n    ",
+    "\t",
+    "\r",
+    "\x0c",
+    "é",
+    "wp.tid()",
+    "1.0",
+    "wp.float16(1.0)",
+    "x[i, j]",
+    "    y = x[i] * 2.0\n",
+    "    return 1\n",
+    "wp.launch(k, dim=1, inputs=[])",
+    "import math\n",
+    "TILE_M = 32\n",
+    "@wp.kernel\ndef k(x: wp.array(dtype=float)):\n    x[0] = 1.0\n",
+    "@wp.func\ndef helper_0(a: float) -> float:\n    return a\n",
+    "def plain():\n    pass\n",
+    "max_unroll",
+    "# wh: ignore\n",
+    "wp.t = 1\n",
+    "{'block_dim': 64}",
+    "lambda: 0",
+]
+_SETTINGS = [
+    Settings(),
+    Settings(target="sm_90"),
+    Settings(target="cpu"),
+    Settings(select=("WH01",)),
+    Settings(ignore=("WH003", "WH004")),
+    Settings(severity={"WH012": Severity.INFO, "WH003": Severity.WARNING}),
+]
+
+
+@pytest.fixture(scope="module")
+def table() -> BuiltinTable:
+    return load_table()
+
+
+@st.composite
+def _edit(draw: st.DrawFn) -> tuple[str, float, int, str]:
+    kind = draw(st.sampled_from(["insert", "insert", "delete", "delete_line", "duplicate_line"]))
+    # half of the edits land shortly after a `def `: inside a kernel or function body
+    where = draw(st.floats(min_value=0.0, max_value=1.0))
+    near_def = draw(st.integers(min_value=-1, max_value=400))
+    return kind, where, near_def, draw(st.sampled_from(_SNIPPETS))
+
+
+def _apply(text: str, edit: tuple[str, float, int, str]) -> str:
+    kind, where, near_def, snippet = edit
+    position = int(where * len(text))
+    if near_def >= 0:
+        defs = [i for i in range(len(text)) if text.startswith("def ", i)]
+        if defs:
+            position = min(defs[int(where * (len(defs) - 1))] + near_def, len(text))
+    if kind == "insert":
+        return text[:position] + snippet + text[position:]
+    if kind == "delete":
+        return text[:position] + text[position + 1 + len(snippet) % 4 :]
+    start = text.rfind("\n", 0, position) + 1
+    end = text.find("\n", position)
+    end = len(text) if end < 0 else end + 1
+    if kind == "delete_line":
+        return text[:start] + text[end:]
+    return text[:end] + text[start:end] + text[end:]
+
+
+def _same(analyser: IncrementalAnalyser, text: str, path: str, config: Settings, table: BuiltinTable) -> None:
+    fresh = analyse_source(text, path, config, builtins=table).records
+    assert analyser.analyse(text, path, config).records == fresh
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    name=st.sampled_from(sorted(_SOURCES)),
+    edits=st.lists(_edit(), min_size=1, max_size=6),
+    configs=st.lists(st.sampled_from(_SETTINGS), min_size=1, max_size=2),
+)
+def test_edits_give_the_records_of_a_fresh_analysis(
+    table: BuiltinTable, name: str, edits: list[tuple[str, float, int, str]], configs: list[Settings]
+) -> None:
+    analyser = IncrementalAnalyser(table)
+    text = _SOURCES[name]
+    _same(analyser, text, name, configs[0], table)
+    for number, edit in enumerate(edits):
+        text = _apply(text, edit)
+        _same(analyser, text, name, configs[number % len(configs)], table)
+
+
+@pytest.mark.parametrize(
+    ("where", "before"),
+    [
+        ("def kernel_7(", "    t = wp.min(s, c)\n"),  # a kernel
+        ("def run_3(", "    wp.launch(kernel_3,"),  # a host function launching kernels
+        ("def helper_5(", "    return wp.sqrt"),  # a @wp.func some kernels call
+        ("TILE_K = ", "BLOCK = 64"),  # module constants every kernel reads
+    ],
+)
+def test_typing_a_line_in_the_generated_module(table: BuiltinTable, where: str, before: str) -> None:
+    """One keystroke at a time (most leave the file unparsable until the line is complete)."""
+    analyser = IncrementalAnalyser(table)
+    text = _SOURCES["generated.py"]
+    _same(analyser, text, "g.py", Settings(), table)
+    position = text.index(before, text.index(where))
+    for i, char in enumerate("    w2 = t * 2.0\n"):
+        text = text[: position + i] + char + text[position + i :]
+        _same(analyser, text, "g.py", Settings(), table)
+    _same(analyser, text, "g.py", Settings(target="cpu"), table)
+
+
+def test_each_path_has_its_own_cache_and_forget_drops_it(table: BuiltinTable) -> None:
+    analyser = IncrementalAnalyser(table)
+    for name in ("saxpy.py", "race.py", "generated.py"):
+        _same(analyser, _SOURCES[name], name, Settings(), table)
+    _same(analyser, _SOURCES["race.py"], "saxpy.py", Settings(), table)
+    analyser.forget("saxpy.py")
+    analyser.forget("never-opened.py")
+    _same(analyser, _SOURCES["saxpy.py"], "saxpy.py", Settings(), table)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "}",
+        "else:\n    pass\n",
+        "\x00",
+        "x = (" * 300,
+        '"""\nno end',
+        "    indented = 1\nimport warp as wp\n",
+        "import warp as wp\r\n@wp.kernel\r\ndef k(x: wp.array(dtype=float)):\r\n    x[0] = 1.0\r\n",
+        '"""Docstring\n\nat column 0\n"""\nimport warp as wp\n\n@wp.kernel\ndef k(x: float):\n    y = x\n',
+        "import warp as wp\nclass A:\n    @wp.kernel\n    def k(x: float):\n        pass\n",
+    ],
+)
+def test_odd_texts(table: BuiltinTable, text: str) -> None:
+    analyser = IncrementalAnalyser(table)
+    _same(analyser, text, "odd.py", Settings(), table)
+    _same(analyser, text + "\n", "odd.py", Settings(), table)
