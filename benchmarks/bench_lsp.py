@@ -5,7 +5,9 @@ python-lsp-server with only its pyflakes plugin (a peer a Python user would pick
 (a) the generated 2,000-line module with 40 kernels, (b) Warp's examples/tile/example_tile_matmul.py.
 Prints p50/p95 per server and file, their ratio, the time from process start to the first
 diagnostics, and peak RSS. Targets (issue 3): p50 <= 15 ms and p95 <= 40 ms on (a), first
-diagnostics within 500 ms, RSS under 150 MB, not slower than the peer.
+diagnostics within 500 ms, RSS under 150 MB, not slower than the peer. A third row, "pygls
+floor", is a pygls server that publishes empty diagnostics: what Python, pygls and lsprotocol
+cost before any analysis.
 
 Edits are single-character changes typed inside one kernel body, one every `--pause-ms`
 (default 150 ms, a brisk typist), each waited for before the next.
@@ -31,6 +33,29 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "server"))
 from corpus import generated_module
 from stdio_client import StdioClient
 
+# Servers run as installed ones do: with their bytecode cached. (Where PYTHONDONTWRITEBYTECODE is
+# set, an editable install recompiles every module of the package at each start: ~120 ms here.)
+SERVER_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+FLOOR_SERVER = """
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+server = LanguageServer("floor", "0")
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def publish(ls, params):
+    document = ls.workspace.get_text_document(params.text_document.uri)
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=document.uri, diagnostics=[], version=document.version)
+    )
+
+
+server.start_io()
+"""
+
 
 def edit_position(text: str) -> tuple[int, int]:
     """A spot inside a kernel body in the middle of the file: the end of an assignment's target."""
@@ -51,7 +76,7 @@ def run(
 ) -> dict[str, Any]:
     text = path.read_text()
     uri = path.as_uri()
-    client = StdioClient(command, path.parent)
+    client = StdioClient(command, path.parent, env=SERVER_ENV)
     client.request(
         "initialize",
         {
@@ -128,7 +153,13 @@ def main() -> None:
             files.append(copy)
 
     ours = [sys.executable, "-m", "warp_harness", "serve"]
-    servers: list[tuple[str, list[str], dict[str, Any]]] = [("warp-harness", ours, {})]
+    floor = folder / "floor_server.py"
+    floor.write_text(FLOOR_SERVER)
+    # the floor: a pygls server that publishes nothing, i.e. what pygls and Python cost alone
+    servers: list[tuple[str, list[str], dict[str, Any]]] = [
+        ("warp-harness", ours, {}),
+        ("pygls floor", [sys.executable, str(floor)], {}),
+    ]
     if find_spec("pylsp") is not None:
         pyflakes_only = {
             "pylsp": {
@@ -166,7 +197,7 @@ def main() -> None:
         print(f"{r['file']:<26} {r['server']:<16} {cells}")
     for f in files:
         mine = next(r for r in rows if r["file"] == f.name and r["server"] == "warp-harness")
-        peer = next((r for r in rows if r["file"] == f.name and r["server"] != "warp-harness"), None)
+        peer = next((r for r in rows if r["file"] == f.name and r["server"] == "pylsp+pyflakes"), None)
         if peer is not None:
             print(
                 f"{f.name}: warp-harness p50 / peer p50 = {mine['p50'] / peer['p50']:.2f}, "

@@ -11,6 +11,11 @@ sees a half-written file. They are not fsync'ed (8 ms per write on the reference
 every save): after a power loss a file may be empty or truncated, and such a file, like
 one that cannot be read, is not msgpack or has the wrong shape, is deleted and rebuilt,
 never trusted. The failure library (repros.py) does fsync: its cases are not rebuilt.
+
+Nothing is stored outside the workspace: every folder of ``.warp-harness`` is checked to
+resolve (symlinks included) inside the workspace before a file in it is read, written or
+deleted (``state_path``); a ``.warp-harness``, ``results`` ... that is a symlink leading out
+is refused (``OutsideWorkspaceError``), never followed.
 """
 
 from __future__ import annotations
@@ -34,6 +39,37 @@ HARNESS_STATE = ".warp-harness"
 
 def state_dir(workspace: Path) -> Path:
     return workspace / HARNESS_STATE
+
+
+class OutsideWorkspaceError(PermissionError):
+    """A state folder (``.warp-harness``, ``.warp-harness/results`` ...) resolves outside the workspace."""
+
+
+def inside(path: Path, workspace: Path) -> bool:
+    """Whether ``path`` resolves (symlinks included) inside ``workspace``."""
+    try:
+        return path.resolve().is_relative_to(workspace.resolve())
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
+
+
+def state_path(workspace: Path, *parts: str) -> Path:
+    """``<workspace>/.warp-harness/<parts...>``, after checking that ``.warp-harness`` and every
+    folder below it on the way resolve inside the workspace; OutsideWorkspaceError if one does
+    not. The last part is a file name and may itself be a symlink: writes replace it
+    (``atomic_write_bytes`` renames over the name), they never write through it."""
+    root = workspace.resolve()
+    folder = state_dir(root)
+    path = folder.joinpath(*parts)
+    folders = [folder]
+    for part in parts[:-1]:
+        folders.append(folders[-1] / part)
+    for p in folders:
+        if (p.exists() or p.is_symlink()) and not inside(p, root):
+            raise OutsideWorkspaceError(
+                f"{p} resolves outside the workspace {root}; refusing to store anything there"
+            )
+    return path
 
 
 def warp_version() -> str:
@@ -63,6 +99,30 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         except OSError:
             pass
         raise
+
+
+def remove_stale_temp(workspace: Path, min_age_s: float = 3600.0) -> int:
+    """Delete the temporary files ``atomic_write_bytes`` leaves when its process is killed in
+    the middle of a write (``.NAME.XXXX.tmp``, never read: readers only take ``*.msgpack``);
+    only those older than ``min_age_s`` (another process may be writing one right now).
+    Returns how many were removed."""
+    removed = 0
+    now = time.time()
+    for sub in ((), ("results",), ("repros",)):
+        try:
+            folder = state_path(workspace, *sub, "-").parent
+        except OutsideWorkspaceError:
+            continue
+        if not folder.is_dir():
+            continue
+        for tmp in folder.glob(".*.tmp"):
+            try:
+                if tmp.is_file() and not tmp.is_symlink() and now - tmp.stat().st_mtime >= min_age_s:
+                    tmp.unlink()
+                    removed += 1
+            except OSError:
+                continue
+    return removed
 
 
 def read_msgpack_map(path: Path, schema: int) -> dict[str, Any] | None:
@@ -127,11 +187,16 @@ class ResultCache:
         self.stats = CacheStats()
 
     def file_for(self, path: Path) -> Path:
+        """The cache file of ``path``; OutsideWorkspaceError when the folder leads out."""
         name = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:32]
-        return self.folder / f"{name}.msgpack"
+        return state_path(self.workspace, "results", f"{name}.msgpack")
 
     def lookup(self, path: Path, key: str) -> dict[str, Any] | None:
-        file = self.file_for(path)
+        try:
+            file = self.file_for(path)
+        except OutsideWorkspaceError:
+            self.stats.misses += 1
+            return None
         existed = file.exists()
         entry = read_msgpack_map(file, SCHEMA)
         if entry is None:
@@ -179,6 +244,10 @@ class ResultCache:
         """Cached modules that imported ``changed`` (a helper module saved on its own)."""
         out: list[Path] = []
         target = str(changed.resolve())
+        try:
+            state_path(self.workspace, "results", "-")
+        except OutsideWorkspaceError:
+            return out
         if not self.folder.is_dir():
             return out
         for file in self.folder.glob("*.msgpack"):

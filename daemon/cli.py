@@ -155,6 +155,9 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     except DaemonAlreadyRunning as exc:
         _err(str(exc))
         return 1
+    except PermissionError as exc:  # the socket folder is not ours, or not a folder
+        _err(str(exc))
+        return 2
     return 0
 
 

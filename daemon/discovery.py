@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -98,12 +99,21 @@ def walk(paths: Iterable[Path], root: Path | None = None) -> Iterator[Path]:
                 yield target
 
 
+# CPython's AST constructor keeps its recursion depth in state shared by every thread and checks
+# it after each parse: two threads parsing at once can end in "SystemError: AST constructor
+# recursion depth mismatch" (seen on 3.11.7 with the static tier's thread and the job thread;
+# python/cpython#106905 is one way the check misfires). Every parse the daemon does in a thread
+# of its own takes this lock.
+AST_LOCK = threading.RLock()
+
+
 def kernel_positions(source: str) -> dict[str, tuple[int, int, int]]:
     """{function name: (def line, name col, name end col)} of top-level functions."""
     out: dict[str, tuple[int, int, int]] = {}
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
+        with AST_LOCK:
+            tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, SystemError):  # best effort
         return out
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import protocol
-from warp_harness.daemon.cache import atomic_write_bytes, read_msgpack_map, state_dir
+from warp_harness.daemon.cache import OutsideWorkspaceError, atomic_write_bytes, read_msgpack_map, state_path
 from warp_harness.record import Record, Severity
 
 HISTORY_SCHEMA = 1
@@ -33,9 +33,14 @@ class History:
     """Consecutive-save counters per file, kernel and rule."""
 
     def __init__(self, workspace: Path) -> None:
-        self.path = state_dir(workspace.resolve()) / "history.msgpack"
+        self.workspace = workspace.resolve()
+        self.path = self.workspace / ".warp-harness" / "history.msgpack"
         self._lock = threading.Lock()
-        data = read_msgpack_map(self.path, HISTORY_SCHEMA)
+        self.save_error: str | None = None  # the last failed save (read-only or escaping folder)
+        try:
+            data = read_msgpack_map(state_path(self.workspace, "history.msgpack"), HISTORY_SCHEMA)
+        except OutsideWorkspaceError:
+            data = None
         files = data.get("files") if data else None
         self.files: dict[str, dict[str, int]] = {}
         if isinstance(files, dict):
@@ -61,9 +66,18 @@ class History:
         return self.files.get(path, {}).get(_streak_key(record), 0)
 
     def _save(self) -> None:
-        atomic_write_bytes(
-            self.path, protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}), durable=False
-        )
+        """Write the counters; a folder that cannot be written (read-only, deleted and not
+        re-creatable, a symlink out of the workspace) keeps them in memory only."""
+        try:
+            atomic_write_bytes(
+                state_path(self.workspace, "history.msgpack"),
+                protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}),
+                durable=False,
+            )
+        except OSError as exc:
+            self.save_error = f"{type(exc).__name__}: {exc}"
+        else:
+            self.save_error = None
 
 
 def annotate(

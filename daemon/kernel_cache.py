@@ -15,19 +15,28 @@ cache logic then only ever sees one build per folder.
 
 The folders are pruned when the daemon starts (``prune``: least recently used first, within
 ``kernel_cache_keep`` folders and ``kernel_cache_max_mb`` of [tool.warp-harness.runtime]).
+
+When ``.warp-harness/kernels`` cannot be used (it, or ``.warp-harness``, is a symlink leading
+out of the workspace, or the folder is read-only or cannot be created) builds go to a private
+temporary folder of the process instead (``0700``, removed at exit): nothing is written
+outside the workspace through a workspace path, and kernels are still checked.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import platform
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from warp_harness.daemon.cache import state_path
 
 SCHEMA = 1
 _BINARY_SUFFIXES = (".o", ".cubin", ".ptx", ".so", ".dll")
@@ -142,8 +151,8 @@ def prune(
     building into them right now), as is Warp's own default cache folder.
     """
     root = cache_root(workspace)
-    if not root.is_dir():
-        return PruneReport(0, 0, 0, 0)
+    if not _inside_workspace(workspace, "-") or not root.is_dir():
+        return PruneReport(0, 0, 0, 0)  # never remove anything a symlink leads to
     now = time.time() if now is None else now
     folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name != WARP_DEFAULT]
     ranked = sorted(((_last_used(p), p) for p in folders), key=lambda t: t[0], reverse=True)
@@ -165,10 +174,51 @@ def prune(
     return PruneReport(removed, freed, kept, kept_bytes)
 
 
+def _inside_workspace(workspace: Path, name: str) -> bool:
+    try:
+        state_path(workspace, "kernels", name)
+    except OSError:
+        return False
+    return True
+
+
+_private: Path | None = None
+
+
+def private_root() -> Path:
+    """This process's own temporary build folder (used when the workspace's cannot be)."""
+    global _private
+    if _private is None or not _private.is_dir():
+        _private = Path(tempfile.mkdtemp(prefix="warp-harness-kernels-"))
+        atexit.register(shutil.rmtree, _private, True)
+    return _private
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".wh-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError:
+        return False
+    return True
+
+
+def usable_folder(workspace: Path, name: str) -> Path:
+    """``.warp-harness/kernels/<name>``, or the same name under ``private_root()`` when that
+    one leads out of the workspace or cannot be written (a build already there may be read)."""
+    folder = cache_root(workspace) / name
+    if _inside_workspace(workspace, name) and (has_binary(folder) or _writable(folder)):
+        return folder
+    folder = private_root() / name
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def folder_for(workspace: Path, key: str) -> Path:
     """The build folder of ``key``, created if needed and marked as just used (for prune)."""
-    folder = cache_root(workspace) / key
-    os.makedirs(folder, exist_ok=True)
+    folder = usable_folder(workspace, key)
     try:
         os.utime(folder)
     except OSError:

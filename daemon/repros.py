@@ -22,20 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import protocol
-from warp_harness.daemon.cache import atomic_write_bytes, read_msgpack_map, state_dir, warp_version
+from warp_harness.daemon.cache import (
+    OutsideWorkspaceError,
+    atomic_write_bytes,
+    read_msgpack_map,
+    state_dir,
+    warp_version,
+)
+from warp_harness.daemon.cache import inside as _inside
 
 SCHEMA = 1
-
-
-class OutsideWorkspaceError(PermissionError):
-    pass
-
-
-def _inside(path: Path, workspace: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(workspace.resolve())
-    except OSError:
-        return False
+__all__ = ["OutsideWorkspaceError", "StoredCase", "library_dir", "load_all", "store"]
 
 
 def library_dir(workspace: Path, *, create: bool = False) -> Path:

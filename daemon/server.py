@@ -68,7 +68,8 @@ def static_records(path: Path, display: str, overrides: Mapping[str, Any] | None
     except ImportError:
         return []
     try:
-        return list(check_file(path, overrides, display_path=display).records)
+        with discovery.AST_LOCK:  # never two parses at once (see discovery.AST_LOCK)
+            return list(check_file(path, overrides, display_path=display).records)
     except Exception as exc:  # the static tier must never take the daemon down
         return [
             F.make_record(
@@ -136,6 +137,10 @@ class Engine:
     def prepare(self) -> None:
         """Start-up work off the event loop: prune the kernel cache, load the static tier's
         tables, start the worker (so the first save does not pay for them)."""
+        try:  # left by a process killed in the middle of a write
+            result_cache.remove_stale_temp(self.workspace)
+        except OSError:
+            pass
         if self.trusted:
             try:
                 self.prune_report = kernel_cache.prune(
@@ -197,7 +202,8 @@ class Engine:
                 stored = self._store_repros(path, result)
                 payload["repros"] = stored
                 result["repros"] = stored
-                if not any(r.get("rule") == F.INTERNAL for r in result.get("records", [])):
+                cacheable = result.get("cacheable", True) is not False  # not a transient crash
+                if cacheable and not any(r.get("rule") == F.INTERNAL for r in result.get("records", [])):
                     try:
                         self.cache.store(path, key, result)
                     except OSError:
@@ -254,6 +260,11 @@ class Engine:
         return stored
 
 
+# messages waiting for one connection's socket before it is dropped: a client that stops reading
+# (replies and pushes pile up) is disconnected instead of growing the daemon's memory without bound
+MAX_QUEUED_SENDS = 1000
+
+
 class _Conn:
     def __init__(self, writer: asyncio.StreamWriter, max_frame: int) -> None:
         self.writer = writer
@@ -261,16 +272,38 @@ class _Conn:
         self.subscribed = True
         self.lock = asyncio.Lock()
         self.client: str | None = None
+        self.waiting = 0  # sends queued behind the lock (the socket is not being read)
+        self.dropped = False
+
+    def drop(self) -> None:
+        """Disconnect now (the peer stopped reading): pending writes fail, the reader sees EOF."""
+        if not self.dropped:
+            self.dropped = True
+            self.writer.transport.abort()
+
+    def is_dropped(self) -> bool:
+        return self.dropped
 
     async def send(self, msg: Mapping[str, Any]) -> None:
-        async with self.lock:
-            try:
-                await protocol.write_message(self.writer, msg, max_size=self.max_frame)
-            except protocol.ProtocolError as exc:  # our reply is too big: say so instead
-                err = protocol.error_message(exc.code, exc.message, msg.get("id"))
-                await protocol.write_message(self.writer, err, max_size=self.max_frame)
-            except (ConnectionError, RuntimeError):
-                pass
+        if self.dropped:
+            return
+        if self.waiting >= MAX_QUEUED_SENDS:
+            self.drop()
+            return
+        self.waiting += 1
+        try:
+            async with self.lock:
+                if self.is_dropped():  # dropped while this send waited for the lock
+                    return
+                try:
+                    await protocol.write_message(self.writer, msg, max_size=self.max_frame)
+                except protocol.ProtocolError as exc:  # our reply is too big: say so instead
+                    err = protocol.error_message(exc.code, exc.message, msg.get("id"))
+                    await protocol.write_message(self.writer, err, max_size=self.max_frame)
+                except (ConnectionError, RuntimeError):
+                    pass
+        finally:
+            self.waiting -= 1
 
 
 class Daemon:
@@ -316,6 +349,9 @@ class Daemon:
         self._server: asyncio.AbstractServer | None = None
         self._watcher: Any = None
         self._pending: dict[Path, asyncio.Future[dict[str, Any]]] = {}
+        self._started: set[Path] = set()  # jobs the job thread has begun (read their file)
+        self._rerun: set[Path] = set()  # saved again while their job ran: run once more after it
+        self.clients_dropped = 0
         self._stop_event: asyncio.Event | None = None
         self.jobs_done = 0
         self.errors_replied = 0
@@ -330,7 +366,10 @@ class Daemon:
         daemon is serving; a socket nobody accepts on is left over from a killed daemon.
         """
         protocol.ensure_private_dir(self.socket_path.parent)
-        state = _read_state(result_cache.state_dir(self.workspace) / "daemon.json")
+        try:
+            state = _read_state(self._state_file())
+        except OSError:  # .warp-harness leads out of the workspace: not read, not written
+            state = None
         other = state.get("socket") if state else None
         if isinstance(other, str) and other and Path(other) != self.socket_path and _accepts(Path(other)):
             raise DaemonAlreadyRunning(self._already(Path(other), state))
@@ -353,6 +392,10 @@ class Daemon:
         self.loop = asyncio.get_running_loop()
         self._stop_event = asyncio.Event()
         self._claim_socket()
+        try:
+            result_cache.state_path(self.workspace, "-")
+        except OSError as exc:
+            self.log(f"warp-harness daemon: {exc}: no result cache, history or daemon.json is stored")
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(self._client, path=str(self.socket_path))
@@ -416,7 +459,7 @@ class Daemon:
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
         with contextlib.suppress(OSError):
-            (result_cache.state_dir(self.workspace) / "daemon.json").unlink()
+            self._state_file().unlink()
 
     async def run(self) -> None:
         await self.start()
@@ -434,10 +477,15 @@ class Daemon:
             "workspace": str(self.workspace),
             "started": time.time(),
         }
-        with contextlib.suppress(OSError):
-            result_cache.atomic_write_bytes(
-                result_cache.state_dir(self.workspace) / "daemon.json", json.dumps(state, indent=2).encode()
-            )
+        try:
+            result_cache.atomic_write_bytes(self._state_file(), json.dumps(state, indent=2).encode())
+        except OSError as exc:  # read-only, or .warp-harness leads out of the workspace
+            self.log(f"warp-harness daemon: {exc}; daemon.json not written")
+
+    def _state_file(self) -> Path:
+        """``.warp-harness/daemon.json``; OutsideWorkspaceError (an OSError) when it would leave
+        the workspace."""
+        return result_cache.state_path(self.workspace, "daemon.json")
 
     # ----------------------------------------------------------------- events and jobs
     def _fs_event_from_thread(self, path: Path, state: str) -> None:
@@ -454,15 +502,22 @@ class Daemon:
         targets = [target] if target is not None else []
         targets += [p for p in self.engine.cache.dependents(path) if p.is_file()]
         for t in dict.fromkeys(targets):
-            self.enqueue(t, event_at=time.perf_counter())
+            if not result_cache.inside(t, self.workspace):  # a symlink out of the workspace
+                continue
+            self.enqueue(t, event_at=time.perf_counter(), saved=True)
 
     def enqueue(
-        self, path: Path, *, force: bool = False, event_at: float | None = None
+        self, path: Path, *, force: bool = False, event_at: float | None = None, saved: bool = False
     ) -> asyncio.Future[dict[str, Any]]:
+        """Queue a job for ``path``, or join the one queued for it. ``saved``: the file was just
+        saved; if its job is already running (it may have read the old text) one more job runs
+        after it, so the last result always comes from the last save."""
         assert self.loop is not None
         path = path.resolve()
         pending = self._pending.get(path)
         if pending is not None and not pending.done() and not force:
+            if saved and path in self._started:
+                self._rerun.add(path)
             return pending
         fut: asyncio.Future[dict[str, Any]] = self.loop.create_future()
         self._pending[path] = fut
@@ -471,6 +526,7 @@ class Daemon:
         return fut
 
     def _check_job(self, path: Path, force: bool, queued_at: float) -> dict[str, Any]:
+        self._started.add(path)  # from here on the file's text may already have been read
         queue_ms = (time.perf_counter() - queued_at) * 1e3
         payload = self.engine.check(path, force=force)
         payload.setdefault("timings", {})["queue_ms"] = queue_ms
@@ -502,10 +558,15 @@ class Daemon:
         self.results[display] = payload
         if self._pending.get(path) is fut:
             del self._pending[path]
+            self._started.discard(path)
         if not fut.done():
             fut.set_result(payload)
         self._broadcast(protocol.message("result", push=True, **payload))
         self._broadcast(protocol.message("state", push=True, path=display, state="done"))
+        if path in self._rerun and (self._stop_event is None or not self._stop_event.is_set()):
+            self._rerun.discard(path)
+            if path.is_file():
+                self.enqueue(path, event_at=time.perf_counter())
 
     def _progress_from_thread(self, msg: dict[str, Any]) -> None:
         if self.loop is None or self.loop.is_closed():
@@ -518,7 +579,7 @@ class Daemon:
 
     def _broadcast(self, msg: dict[str, Any]) -> None:
         for conn in list(self.clients):
-            if conn.subscribed:
+            if conn.subscribed and not conn.dropped:
                 task = asyncio.ensure_future(conn.send(msg))
                 self._sends.add(task)
                 task.add_done_callback(self._sends.discard)
@@ -552,6 +613,8 @@ class Daemon:
                 task.add_done_callback(tasks.discard)
         finally:
             self.clients.discard(conn)
+            if conn.dropped:
+                self.clients_dropped += 1
             for task in list(tasks):
                 if not task.done():
                     with contextlib.suppress(Exception):
@@ -592,7 +655,7 @@ class Daemon:
 
     async def _dispatch(self, conn: _Conn, msg: dict[str, Any]) -> dict[str, Any] | None:
         version = msg.get("v", protocol.PROTOCOL_VERSION)
-        if version not in protocol.SUPPORTED_VERSIONS:
+        if type(version) is not int or version not in protocol.SUPPORTED_VERSIONS:  # not True, not 1.0
             raise protocol.ProtocolError(
                 protocol.E_VERSION,
                 f"protocol version {version!r} is not supported; this daemon speaks "
@@ -640,6 +703,7 @@ class Daemon:
                 workspace=str(self.workspace),
                 trusted=self.trusted,
                 clients=len(self.clients),
+                clients_dropped=self.clients_dropped,
                 queued=[self.engine.display(p) for p, f in self._pending.items() if not f.done()],
                 jobs_done=self.jobs_done,
                 errors_replied=self.errors_replied,

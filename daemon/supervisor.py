@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from warp_harness.daemon import findings as F
-from warp_harness.daemon import protocol
+from warp_harness.daemon import kernel_cache, protocol
 from warp_harness.daemon.codegen_errors import NativeAssertion, parse_native_assertion
 from warp_harness.daemon.discovery import kernel_positions, read_text
 from warp_harness.daemon.options import RuntimeOptions
@@ -98,7 +98,7 @@ class WorkerProcess:
         self.log: IO[bytes] = tempfile.TemporaryFile(prefix="warp-harness-worker-")
         env = dict(os.environ)
         # Warp's default cache is created at init even when unused: keep it in the workspace
-        env["WARP_CACHE_PATH"] = str(workspace / ".warp-harness" / "kernels" / "warp-default")
+        env["WARP_CACHE_PATH"] = str(kernel_cache.usable_folder(workspace, kernel_cache.WARP_DEFAULT))
         env.pop("PYTHONFAULTHANDLER", None)
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONSTARTUP", None)
@@ -381,6 +381,7 @@ class Supervisor:
             positions = kernel_positions(read_text(path) or "")
             t0 = time.monotonic()
             seed = opts.seed
+            transient = False
             for _attempt in range(len(positions) + 2):
                 msg = self._base(path, display, opts)
                 msg.update(kind="check", skip=skip, stages=list(stages))
@@ -393,6 +394,8 @@ class Supervisor:
                 record, failure = self._crash_record(outcome, display, positions, opts, path)
                 kernel = outcome.progress.get("kernel")
                 seed = outcome.progress.get("seed") if seed is None else seed
+                if is_transient(outcome):
+                    transient = True
                 if failure is not None:
                     failures.append(failure)
                     loc = self._localize(path, display, failure, outcome, opts, positions)
@@ -424,6 +427,8 @@ class Supervisor:
                     for device in opts.devices:
                         summary.setdefault("validate", {})[device] = why
             result["crashed_kernels"] = skip
+            # a verdict that says more about the machine than about the code is not cached
+            result["cacheable"] = not transient and not (result.get("notes") or {}).get("transient")
             result["elapsed_ms"] = (time.monotonic() - t0) * 1e3
             return result
 
@@ -565,8 +570,14 @@ class Supervisor:
                     col=col,
                     end_col=end_col,
                     kernel=kernel,
-                    hint="a segfault in a kernel is usually an out-of-bounds index; the worker output "
-                    "ended with:\n" + (tail or "(nothing)"),
+                    hint=(
+                        "the compiler died (a full disk, or a cache folder removed while it wrote?); "
+                        "the result is not cached, save again to retry"
+                        if stage == "compile"
+                        else "a segfault in a kernel is usually an out-of-bounds index"
+                    )
+                    + "; the worker output ended with:\n"
+                    + (tail or "(nothing)"),
                 )
             kind = "crash"
         failure = None
@@ -660,6 +671,18 @@ class Supervisor:
                 kernel=kernel,
             )
         return None
+
+
+def is_transient(outcome: CallOutcome) -> bool:
+    """Whether the worker's death says more about the machine than the code: SIGKILL from
+    outside (the OOM killer, a user), or a death while importing/compiling (the compiler
+    failing to write its output when the cache folder vanished: ``LLVM ERROR: IO failure``)."""
+    if outcome.kind != "crash":
+        return False
+    return signal_name(outcome.returncode) == "SIGKILL" or outcome.progress.get("stage") in (
+        "import",
+        "compile",
+    )
 
 
 def python_access(assertion: NativeAssertion, path: Path) -> tuple[int, int, int, str] | None:

@@ -19,6 +19,7 @@ import secrets
 import socket
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -336,11 +337,31 @@ def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
     return True
 
 
+ORPHAN_CHECK_S = 0.5
+
+
+def exit_when_orphaned(parent: int, interval_s: float = ORPHAN_CHECK_S) -> threading.Thread:
+    """Exit the process once its parent is gone (the daemon was killed with SIGKILL): a kernel
+    that hangs would otherwise keep an orphaned worker spinning. A thread, because the main
+    one may be inside a native launch (ctypes releases the GIL while it runs)."""
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    thread = threading.Thread(target=watch, name="warp-harness-orphan-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="warp-harness-worker")
     parser.add_argument("--fd", type=int, required=True, help="inherited socket to the supervisor")
     parser.add_argument("--warmup", action="store_true", help="compile a throwaway kernel first")
     args = parser.parse_args(argv)
+    exit_when_orphaned(os.getppid())
     sock = socket.socket(fileno=args.fd)
     worker = Worker(sock)
     try:

@@ -44,6 +44,14 @@ class StaticTier:
         self._reported: set[str] = set()
         self.analyses = 0
 
+    def warm_up(self) -> None:
+        """Load what the first analysis needs (the rules, Warp's builtin table) ahead of it."""
+        from warp_harness.builtins import load_table
+        from warp_harness.rules import all_rules
+
+        all_rules()
+        load_table()
+
     def settings_for(self, path: str) -> Settings:
         start = Path(path).parent
         try:

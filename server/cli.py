@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 from typing import Any
 
@@ -20,6 +21,10 @@ def add_subcommands(subparsers: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # Start-up builds a few hundred thousand long-lived objects (lsprotocol's classes, the builtin
+    # table, the rules); collecting while they are made only re-traverses them (~30 ms measured).
+    # Frozen afterwards, later collections skip them: they live as long as the server.
+    gc.disable()
     if args.log_file:
         logging.basicConfig(
             filename=args.log_file,
@@ -29,6 +34,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from warp_harness.server.app import build_server
 
     server = build_server()
+    server.tier.warm_up()
+    gc.freeze()
+    gc.enable()
     if args.tcp:
         server.start_tcp(LOCALHOST, args.port)
     else:

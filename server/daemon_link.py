@@ -10,6 +10,7 @@ which executes code only in a trusted workspace, in its own sandboxed worker.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -17,7 +18,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon.protocol import Client, ConnectionClosed, ProtocolError, socket_path_for
+from warp_harness.daemon.protocol import (
+    Client,
+    ConnectionClosed,
+    ProtocolError,
+    ensure_private_dir,
+    runtime_dir,
+    socket_path_for,
+    workspace_key,
+)
 
 CLIENT_NAME = "warp-harness-lsp"
 RETRY_S = 1.0
@@ -79,11 +88,14 @@ class DaemonLink:
         command = [sys.executable, "-m", "warp_harness", "daemon", str(self.workspace)]
         if trust:
             command.append("--trust")
-        log_dir = self.workspace / ".warp-harness"
-        log_dir.mkdir(exist_ok=True)
-        with open(log_dir / "daemon-lsp.log", "ab") as log:
+        # the log goes to the user's private runtime folder, not into the workspace (whose
+        # .warp-harness may be a symlink to anywhere); the daemon starts outside the workspace
+        log_path = ensure_private_dir(runtime_dir()) / f"{workspace_key(self.workspace)}.daemon.log"
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "ab") as log:
             self._process = subprocess.Popen(
                 command,
+                cwd=runtime_dir(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -20,7 +20,13 @@ import warp as _warp
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.stages import Job, KernelInfo
-from warp_harness.daemon.stages.validate import ContractProblem, _dim, _numpy_dtype, make_inputs
+from warp_harness.daemon.stages.validate import (
+    ContractProblem,
+    _dim,
+    _numpy_dtype,
+    make_inputs,
+    memory_record,
+)
 from warp_harness.record import Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
@@ -203,6 +209,9 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     size = contract.benchmark_size
     try:
         m = measure(job, info, alias, device, size)
+    except MemoryError:
+        job.add(memory_record(job, info, alias, "benchmark"))
+        return
     except ContractProblem as exc:
         job.add(
             F.make_record(

@@ -136,6 +136,8 @@ def run(job: Job) -> None:
                 for info in infos:
                     info.compile[alias] = "error"
                 error_record(job, infos[0], exc, Stage.COMPILE, F.COMPILE_ERROR)
+                if isinstance(exc, OSError):  # the file system failed, not the code: not cached
+                    job.notes["transient"] = f"{type(exc).__name__}: {exc}"
                 continue
             keys.append(key)
             for info in infos:

@@ -22,7 +22,7 @@ import warp as _warp
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.stages import Job, KernelInfo
-from warp_harness.record import Severity, Stage
+from warp_harness.record import Record, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
@@ -243,6 +243,8 @@ def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poi
 def make_inputs(gen: Generator, size: int, seed: int) -> dict[str, Any]:
     try:
         inputs = gen(size, np.random.default_rng(seed))
+    except MemoryError:  # the memory limit, not a broken contract
+        raise
     except Exception as exc:
         raise ContractProblem(f"the input generator raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(inputs, Mapping):
@@ -337,7 +339,7 @@ def run_case(
     }
     try:
         ref_result = _call_reference(contract.reference, ref_args)
-    except ContractProblem:
+    except (ContractProblem, MemoryError):
         raise
     except Exception as exc:
         raise ContractProblem(f"the reference raised {type(exc).__name__}: {exc}") from exc
@@ -472,6 +474,23 @@ def _edge_cases(contract: Contract) -> list[EdgeCase]:
     return list(contract.edge_cases)
 
 
+def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
+    """WHD013 for a kernel whose inputs, reference or launch hit the worker's memory limit."""
+    return F.make_record(
+        Stage.CRASH,
+        F.MEMORY,
+        Severity.ERROR,
+        job.display_path,
+        info.line,
+        f"the {stage} of kernel `{info.name}` on {alias} went past the {job.options.memory_mb} MB "
+        "memory limit (MemoryError)",
+        col=info.col,
+        end_col=info.end_col,
+        kernel=info.name,
+        hint="lower the contract's sizes or raise memory_mb in [tool.warp-harness.runtime]",
+    )
+
+
 def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
@@ -499,6 +518,10 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                 kernel=info.name,
             )
         )
+        return
+    except MemoryError:
+        info.validate[alias] = "memory"
+        job.add(memory_record(job, info, alias, "validation"))
         return
     except Exception as exc:
         info.validate[alias] = "error"

@@ -20,10 +20,15 @@ def utf16_col(line: str, col: int) -> int:
 class StdioClient:
     """JSON-RPC over the server's pipes; notifications are queued with the time they arrived."""
 
-    def __init__(self, command: list[str], cwd: Path) -> None:
+    def __init__(self, command: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
         self.notifications: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
         self.replies: dict[int, Any] = {}

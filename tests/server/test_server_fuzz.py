@@ -8,8 +8,8 @@ diagnostics; they equal a fresh analysis of the text the client holds.
 from __future__ import annotations
 
 import bisect
-import os
 import itertools
+import os
 import re
 import sys
 from pathlib import Path

@@ -1,0 +1,239 @@
+"""Helpers of the reliability tests (imported by name: ``from reliability_helpers import ...``).
+
+Real parts only: ``python -m warp_harness daemon`` subprocesses, their Unix socket, files
+written in the workspace. Every process a test starts is ended by its pid (``Procs``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import protocol as P
+
+NOBODY = 65534
+
+# a fast dynamic tier: short benchmark, 2 s launch limit, no debug re-run of crashes
+FAST_PYPROJECT = """
+[tool.warp-harness.runtime]
+bench_repeats = 5
+bench_max_time_s = 0.02
+bench_warmup = 1
+launch_timeout_s = 2.0
+timeout_s = 120.0
+memory_mb = 2048
+localize = false
+shrink = false
+debounce_ms = 30
+"""
+
+MARKER_IMPORT = 'import pathlib; pathlib.Path({marker!r}).write_text("executed {name}")\n'
+
+
+class Procs(list[subprocess.Popen[str]]):
+    """The processes a test started; each is killed (its process group, by pid) at the end."""
+
+    def kill_all(self) -> None:
+        for p in self:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                p.communicate(timeout=10)
+            except (subprocess.TimeoutExpired, ValueError):
+                pass
+
+
+def spawn_daemon(
+    ws: Path, sock: Path, *extra: str, trust: bool = True, cwd: Path | None = None
+) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "warp_harness", "daemon", str(ws), "--socket", str(sock), *extra]
+    if trust:
+        cmd.append("--trust")
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=str(cwd or "/"),
+        start_new_session=True,  # signals reach it only when a test sends them
+    )
+
+
+def wait_ready(proc: subprocess.Popen[str], sock: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the daemon exited with {proc.returncode}:\n{err}\n{out}")
+        if sock.exists():
+            try:
+                with P.Client(sock, timeout=5) as c:
+                    if c.request("ping")["type"] == "pong":
+                        return
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError("the daemon did not start accepting connections")
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def ping(sock: Path, timeout: float = 10.0) -> float:
+    """Seconds a fresh connection takes to get a pong."""
+    t0 = time.perf_counter()
+    with P.Client(sock, timeout=timeout) as c:
+        assert c.request("ping")["type"] == "pong"
+    return time.perf_counter() - t0
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() or p.is_symlink()) if folder.exists() else []
+
+
+def readable_map(path: Path) -> bool:
+    """Whether ``path`` holds one msgpack map (read without the daemon's discard-on-corruption)."""
+    try:
+        data = path.read_bytes()
+        return isinstance(P.unpackb(data, max_size=max(len(data), 1)), dict)
+    except Exception:
+        return False
+
+
+def connect_as(uid: int, gid: int, sock: Path) -> int:
+    """Connect to ``sock`` from a forked child running as ``uid``/``gid`` (needs root); the
+    child's errno (0: connected)."""
+    import socket
+
+    pid = os.fork()
+    if pid == 0:  # the child: drop privileges, try, report through the exit status
+        code = 99
+        try:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(5)
+            try:
+                s.connect(str(sock))
+                code = 0
+            except OSError as exc:
+                code = exc.errno or 98
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    assert code != 99, "the child could not drop its privileges"
+    return code
+
+
+def set_immutable(paths: Iterable[Path], on: bool) -> bool:
+    """``chattr +i`` / ``-i``: read-only even for root (ext4, xfs ...); False where unsupported."""
+    chattr = shutil.which("chattr")
+    if chattr is None:
+        return False
+    ok = True
+    for path in paths:
+        r = subprocess.run([chattr, "+i" if on else "-i", str(path)], capture_output=True)
+        ok = ok and r.returncode == 0
+    return ok
+
+
+# a process that stores one large result over and over through the daemon's own store code
+WRITER = """
+import sys
+from pathlib import Path
+from warp_harness.daemon.cache import ResultCache
+
+ws = Path(sys.argv[1])
+cache = ResultCache(ws)
+blob = b"x" * (int(sys.argv[2]) << 20)
+n = 0
+while True:
+    n += 1
+    cache.store(ws / "k.py", "key", {"records": [], "n": n, "blob": blob})
+    print(n, flush=True)
+"""
+
+
+def kill_mid_write(ws: Path, rounds: int, mb: int, seed: int = 0) -> dict[str, int]:
+    """Kill -9 a process in the middle of rewriting one ``mb``-MiB result, ``rounds`` times.
+
+    Returns counts: ``mid_write`` (a temporary file was left: the kill landed inside a write),
+    ``readable`` (the result could be read afterwards), ``not_older`` (it held the last version
+    the writer had reported stored, or a newer one), ``temp_removed`` (by ``remove_stale_temp``).
+    """
+    import random
+
+    from warp_harness.daemon.cache import ResultCache, remove_stale_temp
+
+    rng = random.Random(seed)
+    (ws / "k.py").write_text("# the module the result belongs to\n")
+    counts = {"rounds": rounds, "mid_write": 0, "readable": 0, "not_older": 0, "temp_removed": 0}
+    for _ in range(rounds):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(ws), str(mb)],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            assert proc.stdout is not None
+            stored = int(proc.stdout.readline())  # one complete version first
+            time.sleep(rng.uniform(0.0, 0.1))
+            results = ws / ".warp-harness" / "results"
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:  # the next write is under way: its temporary file exists
+                if any(e.name.endswith(".tmp") for e in os.scandir(results)):
+                    break
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            rest = proc.stdout.read().split()
+            stored = int(rest[-1]) if rest else stored
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(10)
+        results = ws / ".warp-harness" / "results"
+        counts["mid_write"] += any(results.glob(".*.tmp"))
+        entry = ResultCache(ws).lookup(ws / "k.py", "key")
+        if entry is not None:
+            counts["readable"] += 1
+            counts["not_older"] += int(entry["n"]) >= stored
+        counts["temp_removed"] += remove_stale_temp(ws, min_age_s=0)
+    return counts

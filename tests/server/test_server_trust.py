@@ -1,0 +1,44 @@
+"""The language server never executes workspace code: not the modules it checks, not modules
+that shadow the standard library next to where the editor starts it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from stdio_client import StdioClient
+from test_server_documents import EXAMPLES
+
+SHADOWS = ("json", "msgpack", "ast", "tomllib", "lsprotocol", "pygls", "warp")
+
+
+def test_served_from_inside_an_untrusted_workspace_runs_none_of_it(tmp_path: Path) -> None:
+    ws, markers = tmp_path / "ws", tmp_path / "markers"
+    ws.mkdir()
+    markers.mkdir()
+    for name in SHADOWS:
+        (ws / f"{name}.py").write_text(f"open({str(markers / name)!r}, 'w').close()\n")
+    kernel = ws / "kernels.py"
+    kernel.write_text(
+        f"open({str(markers / 'kernels')!r}, 'w').close()\n" + (EXAMPLES / "saxpy.py").read_text()
+    )
+    # the way editors start it: `python -m ...` with the workspace as the current folder
+    client = StdioClient([sys.executable, "-m", "warp_harness", "serve"], ws)
+    try:
+        client.initialize(ws)
+        uri = kernel.as_uri()
+        text = kernel.read_text()
+        client.notify(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
+        )
+        _, diagnostics = client.wait_diagnostics(uri, 1)
+        assert diagnostics == []
+        info = client.request("warp-harness/serverInfo", {})
+        assert info["warp_imported"] is False
+        # asking for a daemon in an untrusted workspace starts one that runs nothing either
+        client.request("workspace/executeCommand", {"command": "warp-harness.startDaemon", "arguments": []})
+        client.request("workspace/executeCommand", {"command": "warp-harness.stopDaemon", "arguments": []})
+    finally:
+        client.close()
+    assert sorted(p.name for p in markers.iterdir()) == []
