@@ -135,6 +135,10 @@ class Contract:
     inplace: Sequence[str] = ()
     # launch dimension: an int/tuple, or (size, inputs) -> int | tuple; default: shape of the first output
     dim: Any = None
+    # tile kernels: launched with wp.launch_tiled (``dim`` then counts blocks, each of ``block_dim``
+    # threads working on one tile); block_dim: an int, or (size, inputs) -> int; default: Warp's
+    tiled: bool = False
+    block_dim: Any = None
     # (description, predicate over the inputs) pairs, or bare predicates
     constraints: Sequence[Any] = ()
     # one Tolerance, or {"cpu": ..., "cuda": ..., "cuda:1": ..., "default": ...}

@@ -359,9 +359,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from warp_harness.config import ConfigError
+    from warp_harness.config import ConfigError, load_settings
     from warp_harness.daemon.benchcmd import NotTrusted
-    from warp_harness.daemon.tune import pareto, report, run_tune
+    from warp_harness.daemon.cache import OutsideWorkspaceError
+    from warp_harness.daemon.tune import pareto, report, run_tune, store_result
 
     path = Path(args.path)
     if not path.is_file():
@@ -378,6 +379,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _err(str(exc))
         return 2
     sys.stdout.write(report(kernel, rows))
+    workspace = load_settings(path.resolve().parent).root or path.resolve().parent
+    try:
+        stored = store_result(workspace, path, kernel, rows, args.target)
+        print(f"result: {stored} (the language server offers the best configuration as a code action)")
+    except (OSError, OutsideWorkspaceError) as exc:
+        _err(f"tuning result not stored: {exc}")
     return 0 if pareto(rows) else 1
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +33,28 @@ class Candidate:
     reasons: list[str] = field(default_factory=list)
     median_s: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
+    # the static tier's estimate of the shared memory one block needs (WH015's), when it has one
+    shared_bytes: int | None = None
+    current: bool = False  # the configuration the source has now
 
     @property
     def cost(self) -> float:
+        """The resource axis of the Pareto front: shared memory per block where estimated, else
+        the product of the tunables' values (a stand-in for the work one thread or block does)."""
+        if self.shared_bytes is not None:
+            return float(self.shared_bytes)
         return float(math.prod(v for v in self.config.values() if isinstance(v, int | float)) or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config,
+            "status": self.status,
+            "reasons": self.reasons,
+            "median_s": self.median_s,
+            "metrics": self.metrics,
+            "shared_bytes": self.shared_bytes,
+            "current": self.current,
+        }
 
 
 def read_tunables(source: str) -> dict[str, dict[str, list[Any]]]:
@@ -73,19 +90,10 @@ def candidates(tunables: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
 
 def rewrite(source: str, config: Mapping[str, Any]) -> str:
     """The source with each module-level ``NAME = value`` / ``NAME = wp.constant(value)`` set."""
-    for name, value in config.items():
-        pattern = re.compile(
-            rf"^(?P<lhs>{re.escape(name)}\s*(?::[^=\n]+)?=\s*)(?P<rhs>[^#\n]*?)(?P<tail>\s*(?:#.*)?)$",
-            re.MULTILINE,
-        )
-        m = pattern.search(source)
-        if m is None:
-            raise KeyError(f"tunable `{name}` is not assigned at module level")
-        rhs = m.group("rhs")
-        call = re.match(r"^(?P<f>[\w.]*constant\()(?P<arg>.*)\)$", rhs.strip())
-        new_rhs = f"{call.group('f')}{value!r})" if call else repr(value)
-        source = source[: m.start("rhs")] + new_rhs + source[m.end("rhs") :]
-    return source
+    from warp_harness.fixes import apply_edits
+    from warp_harness.tunables import constant_edits
+
+    return apply_edits(source, constant_edits(source, config))[0]
 
 
 def pareto(rows: Sequence[Candidate]) -> list[Candidate]:
@@ -141,13 +149,20 @@ def run_tune(
         raise NotTrusted("workspace not trusted: tuning runs the kernels; pass --trust or set trust = true")
     overrides = {"target": target} if target else None
     options = load_runtime_options(root, runtime_overrides).merged({"validate": True, "bench": True})
-    rows = [Candidate(c) for c in candidates(found[kernel])]
+    from warp_harness.tunables import current_values
+
+    now = current_values(source, list(found[kernel]))
+    rows = [Candidate(c, current=c == now) for c in candidates(found[kernel])]
+    if len(now) == len(found[kernel]) and not any(r.current for r in rows):
+        rows.insert(0, Candidate(now, current=True))  # the source's own values are always measured
     engine: Any = None
     try:
         for n, cand in enumerate(rows):
             tmp = path.with_name(f"_wh_tune_{path.stem}_{n}.py")
             try:
-                tmp.write_text(rewrite(source, cand.config), encoding="utf-8")
+                text = rewrite(source, cand.config)
+                tmp.write_text(text, encoding="utf-8")
+                cand.shared_bytes = shared_memory_of(text, str(tmp), kernel, settings, target)
                 static = check_file(tmp, overrides)
                 errors = [r for r in static.records if r.severity is Severity.ERROR]
                 if errors:
@@ -183,6 +198,81 @@ def run_tune(
     return kernel, rows
 
 
+def shared_memory_of(text: str, path: str, kernel: str, settings: Any, target: str | None) -> int | None:
+    """WH015's estimate of the shared memory one block of ``kernel`` asks for (None: unknown)."""
+    from warp_harness.builtins import load_table
+    from warp_harness.engine import analyse_source
+    from warp_harness.rules.base import RuleContext
+    from warp_harness.rules.hardware import load_profile
+    from warp_harness.rules.wh015_tile_shared_memory import SharedMemoryEstimator, max_unroll_of
+
+    if target:
+        settings = settings.merged({"target": target})
+    model = analyse_source(text, path, settings).model
+    found = model.kernel_named(kernel) if model is not None else None
+    if model is None or found is None:
+        return None
+    ctx = RuleContext(model, load_profile(settings.target), load_table(), settings)
+    estimate = SharedMemoryEstimator(ctx, found, model.types(found), max_unroll=max_unroll_of(ctx)).run()
+    if not estimate.complete or not estimate.shared_sites:
+        return None
+    return estimate.request
+
+
+def best(rows: Sequence[Candidate]) -> Candidate | None:
+    """The fastest candidate that validated and was timed."""
+    timed = [r for r in rows if r.status == "timed" and r.median_s is not None]
+    return min(timed, key=lambda r: r.median_s or 0.0) if timed else None
+
+
+def result_path(workspace: Path, path: Path, kernel: str) -> Path:
+    """Where a tuning result is kept for the language server: ``.warp-harness/tune/<file>.<kernel>.json``."""
+    from warp_harness.daemon.cache import state_path
+
+    rel = (
+        path.resolve().relative_to(workspace.resolve())
+        if path.resolve().is_relative_to(workspace.resolve())
+        else Path(path.name)
+    )
+    flat = "__".join(rel.with_suffix("").parts)
+    return state_path(workspace, "tune", f"{flat}.{kernel}.json")
+
+
+def store_result(
+    workspace: Path, path: Path, kernel: str, rows: Sequence[Candidate], target: str | None
+) -> Path:
+    """Write the tuning result (every candidate, the front, the best and the current one) as JSON."""
+    import json
+    import time
+
+    from warp_harness.daemon.cache import atomic_write_bytes
+
+    front = pareto(rows)
+    winner = best(rows)
+    current = next((r for r in rows if r.current), None)
+    speedup = (
+        current.median_s / winner.median_s
+        if winner and current and current.median_s and winner.median_s and current.status == "timed"
+        else None
+    )
+    data = {
+        "version": 1,
+        "path": str(path.resolve()),
+        "kernel": kernel,
+        "target": target,
+        "finished": time.time(),
+        "best": winner.to_dict() if winner else None,
+        "current": current.to_dict() if current else None,
+        "speedup": speedup,
+        "front": [r.config for r in front],
+        "candidates": [r.to_dict() for r in rows],
+    }
+    out = result_path(workspace, path, kernel)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out, json.dumps(data, indent=1, default=str).encode())
+    return out
+
+
 def report(kernel: str, rows: Sequence[Candidate]) -> str:
     front = {id(r) for r in pareto(rows)}
     lines = [f"tuning `{kernel}`: {len(rows)} candidate(s)"]
@@ -192,6 +282,17 @@ def report(kernel: str, rows: Sequence[Candidate]) -> str:
             what = f"{r.median_s * 1e6:10.1f} µs"
         else:
             what = f"{r.status}: {'; '.join(r.reasons)[:150]}" if r.reasons else r.status
-        lines.append(f"{'*' if id(r) in front else ' '} {cfg:40} {what}")
-    lines.append("* = Pareto front (median time against the product of the tunables)")
+        shared = f"  {r.shared_bytes / 1024:6.1f} KiB shared" if r.shared_bytes is not None else ""
+        now = "  (current)" if r.current else ""
+        lines.append(f"{'*' if id(r) in front else ' '} {cfg:40} {what}{shared}{now}")
+    lines.append(
+        "* = Pareto front (median time against shared memory per block where estimated, "
+        "else the product of the tunables)"
+    )
+    winner, current = best(rows), next((r for r in rows if r.current), None)
+    if winner is not None and current is not None and current.median_s and winner.median_s:
+        lines.append(
+            f"best: {', '.join(f'{k}={v}' for k, v in winner.config.items())}, "
+            f"{current.median_s / winner.median_s:.2f}x the current configuration's speed"
+        )
     return "\n".join(lines) + "\n"

@@ -23,11 +23,12 @@ from warp_harness.config import ConfigError
 from warp_harness.record import Record
 from warp_harness.server import actions, hover
 from warp_harness.server.analysis import Analyser, StaticTier
-from warp_harness.server.convert import PositionMapper, to_diagnostic
+from warp_harness.server.convert import TUNE_SOURCE, PositionMapper, to_diagnostic
 from warp_harness.server.daemon_link import DaemonLink
 from warp_harness.server.documents import DynamicState, StaticState
 from warp_harness.server.options import SECTION, client_overrides
 from warp_harness.server.text_document import lsp_lines, use_lsp_lines
+from warp_harness.server.tuning import TuneResults, tuned_records
 
 log = logging.getLogger("warp_harness.server")
 
@@ -69,6 +70,8 @@ class WarpHarnessServer(LanguageServer):
         self.daemon_state = "off"
         self.job_progress: dict[str, str] = {}
         self.published = 0
+        self.published_pairs: dict[str, list[tuple[Record, types.Diagnostic, bool]]] = {}
+        self.tune = TuneResults()
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------------ messages to the client
@@ -119,14 +122,18 @@ class WarpHarnessServer(LanguageServer):
             except OSError:
                 return
         mapper = self._mapper(lsp_lines(text))
-        diagnostics: list[types.Diagnostic] = []
+        pairs: list[tuple[Record, types.Diagnostic, bool]] = []
         if static is not None:
-            static.published = [(r, to_diagnostic(r, mapper, uri)) for r in static.analysis.records]
-            diagnostics.extend(d for _, d in static.published)
+            pairs.extend((r, to_diagnostic(r, mapper, uri), True) for r in static.analysis.records)
         dynamic = self.dynamics.get(str(Path(path).resolve()))
         if dynamic is not None:
-            dynamic.published = [(r, to_diagnostic(r, mapper, uri, dynamic=True)) for r in dynamic.records]
-            diagnostics.extend(d for _, d in dynamic.published)
+            pairs.extend((r, to_diagnostic(r, mapper, uri, dynamic=True), False) for r in dynamic.records)
+        for record in tuned_records(text, path, self.tune.for_path(self.roots, path)):
+            pairs.append(
+                (record, to_diagnostic(record, mapper, uri, dynamic=True, source=TUNE_SOURCE), False)
+            )
+        self.published_pairs[uri] = pairs
+        diagnostics = [d for _, d, _ in pairs]
         self.published += 1
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
@@ -167,6 +174,7 @@ class WarpHarnessServer(LanguageServer):
         if handle is not None:
             handle.cancel()
         self.statics.pop(uri, None)
+        self.published_pairs.pop(uri, None)
         self.last_change.pop(uri, None)
         path = to_fs_path(uri)
         if path is not None:
@@ -320,16 +328,10 @@ class WarpHarnessServer(LanguageServer):
     # ------------------------------------------------------------------ lookups for requests
 
     def record_for(self, uri: str, diagnostic: types.Diagnostic) -> tuple[Record, bool] | None:
-        """The record behind a diagnostic the client sends back (and whether it is a daemon one)."""
-        static = self.statics.get(uri)
-        for record, published in static.published if static else []:
+        """The record behind a diagnostic the client sends back (and whether it is a dynamic one)."""
+        for record, published, static in self.published_pairs.get(uri, []):
             if published.code == diagnostic.code and published.range == diagnostic.range:
-                return record, False
-        path = to_fs_path(uri)
-        dynamic = self.dynamics.get(str(Path(path).resolve())) if path else None
-        for record, published in dynamic.published if dynamic else []:
-            if published.code == diagnostic.code and published.range == diagnostic.range:
-                return record, True
+                return record, not static
         return None
 
     def info(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from warp_harness.record import Record, Severity, TextEdit
 
 STATIC_SOURCE = "warp-harness"
 DAEMON_SOURCE = "warp-harness daemon"
+TUNE_SOURCE = "warp-harness tune"
 DAEMON_DOCS_URL = (
     "https://github.com/warp-harness/warp-harness/blob/main/docs/protocol.md#dynamic-tier-rule-ids"
 )
@@ -112,7 +113,7 @@ def json_safe(value: Any) -> Any:
 
 
 def to_diagnostic(
-    record: Record, mapper: PositionMapper, uri: str, *, dynamic: bool = False
+    record: Record, mapper: PositionMapper, uri: str, *, dynamic: bool = False, source: str | None = None
 ) -> types.Diagnostic:
     loc = record.location
     message = record.message
@@ -142,7 +143,7 @@ def to_diagnostic(
         severity=_SEVERITY[record.severity],
         code=record.rule,
         code_description=types.CodeDescription(href=url) if url else None,
-        source=DAEMON_SOURCE if dynamic else STATIC_SOURCE,
+        source=source or (DAEMON_SOURCE if dynamic else STATIC_SOURCE),
         data=data,
         related_information=related or None,
     )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from lsprotocol import types
 from warp_harness.engine import Analysis
 from warp_harness.record import Record
 
@@ -15,8 +14,6 @@ class StaticState:
     version: int | None
     text: str
     analysis: Analysis
-    # (record, diagnostic) in publication order
-    published: list[tuple[Record, types.Diagnostic]] = field(default_factory=list)
 
 
 @dataclass
@@ -27,4 +24,3 @@ class DynamicState:
     kernels: dict[str, Any]
     status: str
     received: float
-    published: list[tuple[Record, types.Diagnostic]] = field(default_factory=list)

@@ -20,6 +20,7 @@ import warp as _warp
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.daemon.stages.launching import block_dim_of, launch
 from warp_harness.daemon.stages.validate import (
     ContractProblem,
     _dim,
@@ -76,12 +77,13 @@ def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float
 
 def _launch_sets(
     job: Job, info: KernelInfo, alias: str, device: Any, size: int
-) -> tuple[list[list[Any]], Any]:
+) -> tuple[list[list[Any]], Any, int | None]:
     contract = info.contract
     assert contract is not None
     params = [(a.label, a.type) for a in info.runnable.adj.args]
     sets: list[list[Any]] = []
     dim: Any = None
+    block_dim: int | None = None
     n_sets = 3
     hosts: list[tuple[Any, Any]] = []  # (host value, arg type) of the last set made
     nbytes = 0
@@ -100,6 +102,7 @@ def _launch_sets(
                 hosts.append((host, arg_type))
                 if dim is None and name == contract.outputs[0]:
                     dim = _dim(contract, size, inputs, arr)
+                    block_dim = block_dim_of(contract, size, inputs)
             else:
                 args.append(value)
                 hosts.append((value, None))
@@ -117,12 +120,14 @@ def _launch_sets(
             DEVICE_ROTATE_MAX_BYTES, free / 2
         ):
             sets.append([wp.array(v, dtype=t.dtype, device=device) if t is not None else v for v, t in hosts])
-    return sets, dim
+    return sets, dim, block_dim
 
 
 def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> dict[str, Any]:
-    sets, dim = _launch_sets(job, info, alias, device, size)
+    sets, dim, block_dim = _launch_sets(job, info, alias, device, size)
     kernel = info.runnable
+    contract = info.contract
+    assert contract is not None
     opts = job.options
     last_progress = 0.0
 
@@ -151,7 +156,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     beat(time.perf_counter())
     i = 0
     while i < opts.bench_warmup or (time.perf_counter() < warm_until and i < WARMUP_MAX_LAUNCHES):
-        wp.launch(kernel, dim=dim, inputs=sets[i % len(sets)], device=device)
+        launch(contract, kernel, dim=dim, inputs=sets[i % len(sets)], device=device, block_dim=block_dim)
         if use_events:
             wp.synchronize_device(device)
         i += 1
@@ -173,13 +178,13 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             # which is cuda:0's unless a ScopedDevice says otherwise
             stream = device.stream
             stream.record_event(start_ev)
-            wp.launch(kernel, dim=dim, inputs=args, device=device, stream=stream)
+            launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim, stream=stream)
             stream.record_event(end_ev)
             wp.synchronize_event(end_ev)
             times.append(wp.get_event_elapsed_time(start_ev, end_ev) / 1e3)
         else:
             t0 = time.perf_counter()
-            wp.launch(kernel, dim=dim, inputs=args, device=device)
+            launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim)
             wp.synchronize_device(device)
             times.append(time.perf_counter() - t0)
         now = time.perf_counter()

@@ -22,6 +22,7 @@ import warp as _warp
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.daemon.stages.launching import block_dim_of, launch
 from warp_harness.record import Record, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
@@ -321,7 +322,14 @@ def run_case(
         edge_case=edge_case,
         budget_s=job.options.launch_timeout_s,
     )
-    wp.launch(info.runnable, dim=dim, inputs=launch_args, device=device)
+    launch(
+        contract,
+        info.runnable,
+        dim=dim,
+        inputs=launch_args,
+        device=device,
+        block_dim=block_dim_of(contract, size, inputs),
+    )
     wp.synchronize_device(device)
     job.progress(stage="validate-done", kernel=info.name, device=alias, budget_s=job.options.timeout_s)
 

@@ -118,3 +118,42 @@ def test_tune_needs_trust(tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "tune_chunks.py", tmp_path / "tune_chunks.py")
     with pytest.raises(NotTrusted):
         run_tune(tmp_path / "tune_chunks.py")
+
+
+def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
+    """Warp's tile GEMM as a tiled contract: every candidate launched with wp.launch_tiled and its
+    block_dim; one the target's shared memory forbids is dropped by WH015 before it runs; the
+    current configuration is measured and marked; the result is stored for the editor."""
+    import json
+
+    from warp_harness.daemon.tune import best, report, store_result
+
+    source = (EXAMPLES / "tile_gemm_tune.py").read_text()
+    source = source.replace('"TILE_M": [32, 64]', '"TILE_M": [16, 32]').replace(
+        '"TILE_N": [32, 64]', '"TILE_N": [32]'
+    )
+    source = source.replace('"TILE_K": [16, 32, 256]', '"TILE_K": [16, 512]')
+    source = source.replace('"BLOCK_DIM": [64, 128, 256]', '"BLOCK_DIM": [64]')
+    source = source.replace('os.environ.get("WH_TILE_GEMM_N", "256")', '"128"')
+    path = tmp_path / "gemm.py"
+    path.write_text(source)
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")
+    kernel, rows = run_tune(path, target="sm_86", runtime_overrides={"bench_repeats": 5})
+    by_config = {(r.config["TILE_M"], r.config["TILE_K"]): r for r in rows}
+    assert kernel == "tile_gemm" and len(rows) == 4
+    forbidden = by_config[(32, 512)]
+    assert forbidden.status == "rejected" and "WH015" in forbidden.reasons[0]
+    assert forbidden.shared_bytes is not None and forbidden.shared_bytes > 99 * 1024
+    current = by_config[(32, 16)]
+    assert current.current and current.status == "timed" and current.shared_bytes == 8 * 1024
+    assert by_config[(16, 16)].status == "timed"
+    # K = 128 < TILE_K = 512: no tile loaded, C stays zero; validation catches it before timing
+    assert by_config[(16, 512)].status == "validate:fail"
+    winner = best(rows)
+    assert winner is not None and winner.config["TILE_K"] == 16
+    assert "(current)" in report(kernel, rows)
+    stored = store_result(tmp_path, path, kernel, rows, "sm_86")
+    data = json.loads(stored.read_text())
+    assert stored.parent == tmp_path / ".warp-harness" / "tune"
+    assert data["best"]["config"] == winner.config and data["current"]["config"] == current.config
+    assert data["speedup"] == pytest.approx(current.median_s / winner.median_s)

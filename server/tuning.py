@@ -1,0 +1,112 @@
+"""`warp-harness tune` results as editor feedback: the best configuration found, as an info
+diagnostic on the first tunable's line with a quick fix that rewrites the constants.
+
+The results are JSON files the tune command leaves in ``<workspace>/.warp-harness/tune/``
+(daemon/tune.py ``store_result``); reading them executes nothing. A file that is corrupt, or a
+``.warp-harness`` that leads out of the workspace, is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from warp_harness.record import Fix, Location, Record, Severity, Stage
+from warp_harness.tunables import constant_edits, current_values
+
+TUNED_RULE = "WHD034"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+class TuneResults:
+    """The tuning results of a workspace, re-read when their files change."""
+
+    def __init__(self) -> None:
+        self._files: dict[Path, tuple[int, dict[str, Any] | None]] = {}
+
+    def for_path(self, roots: list[Path], path: str) -> list[dict[str, Any]]:
+        target = str(Path(path).resolve())
+        found = []
+        for root in roots:
+            folder = root / ".warp-harness" / "tune"
+            if not folder.is_dir() or not _inside(folder, root):
+                continue
+            for file in sorted(folder.glob("*.json")):
+                data = self._load(file, root)
+                if data is not None and data.get("path") == target:
+                    found.append(data)
+        return found
+
+    def _load(self, file: Path, root: Path) -> dict[str, Any] | None:
+        try:
+            mtime = file.stat().st_mtime_ns
+        except OSError:
+            return None
+        cached = self._files.get(file)
+        if cached is not None and cached[0] == mtime:
+            return cached[1]
+        data: dict[str, Any] | None = None
+        if _inside(file, root):
+            try:
+                loaded = json.loads(file.read_text(encoding="utf-8"))
+                data = loaded if isinstance(loaded, dict) and loaded.get("version") == 1 else None
+            except (OSError, ValueError):
+                data = None
+        self._files[file] = (mtime, data)
+        return data
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
+def tuned_records(text: str, path: str, results: list[dict[str, Any]]) -> list[Record]:
+    """One info record per result whose best configuration differs from what the text has now."""
+    records = []
+    for result in results:
+        best = result.get("best")
+        if not isinstance(best, dict) or not isinstance(best.get("config"), dict) or not best["config"]:
+            continue
+        config: dict[str, Any] = best["config"]
+        if current_values(text, list(config)) == config:
+            continue  # already applied
+        try:
+            edits = constant_edits(text, config)
+        except KeyError:
+            continue  # a tunable is no longer assigned at module level
+        first = min(edits, key=lambda e: (e.line, e.col))
+        median = best.get("median_s")
+        speedup = result.get("speedup")
+        current = result.get("current") if isinstance(result.get("current"), dict) else None
+        facts = []
+        if isinstance(speedup, (int, float)) and current is not None:
+            facts.append(f"{speedup:.2f}x the speed of {_config_text(current.get('config') or {})}")
+        if isinstance(median, (int, float)):
+            facts.append(f"median {median * 1e6:.1f} µs")
+        if isinstance(best.get("shared_bytes"), int):
+            facts.append(f"{best['shared_bytes'] / 1024:.1f} KiB shared memory per block")
+        target = f" on {result['target']}" if result.get("target") else ""
+        records.append(
+            Record(
+                stage=Stage.PERFORMANCE,
+                rule=TUNED_RULE,
+                severity=Severity.INFO,
+                location=Location(
+                    path, first.line, first.col, first.line, first.end_col, str(result.get("kernel"))
+                ),
+                message=f"warp-harness tune{target}: kernel `{result.get('kernel')}` is fastest with "
+                f"{_config_text(config)}" + (f" ({'; '.join(facts)})" if facts else ""),
+                expected=config,
+                actual=current_values(text, list(config)),
+                hint=f"set {_config_text(config)}",
+                fix=Fix(f"Apply the tuned configuration {_config_text(config)}", tuple(edits), safe=False),
+            )
+        )
+    return records
