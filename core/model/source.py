@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ast
 import io
+import threading
 import tokenize
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 # A file larger than this is not analysed (it is reported instead); kernels live in source files
@@ -119,12 +121,31 @@ def _parse_chunks(text: str, lines: list[str]) -> tuple[ast.Module, list[tuple[i
     return ast.Module(body=body, type_ignores=[]), skipped
 
 
-def _parse(text: str) -> ast.Module:
+def _parse_quietly(text: str) -> ast.Module:
     # "invalid escape sequence" and friends are the user's business, not noise on our stderr
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SyntaxWarning)
         warnings.simplefilter("ignore", DeprecationWarning)
         return ast.parse(text)
+
+
+_shallow_parser: ThreadPoolExecutor | None = None
+_shallow_parser_lock = threading.Lock()
+
+
+def _parse(text: str) -> ast.Module:
+    try:
+        return _parse_quietly(text)
+    except RecursionError:
+        # ast.parse builds its Python objects within the recursion limit *less the caller's stack
+        # depth*: a deeply nested expression parsed in the language server (deep in its event loop)
+        # but not in `check`, or the other way round. Re-parsed on a thread of our own, whose stack
+        # is always shallower than any caller's, the verdict is the same whoever asks.
+        global _shallow_parser
+        with _shallow_parser_lock:
+            if _shallow_parser is None:
+                _shallow_parser = ThreadPoolExecutor(max_workers=1, thread_name_prefix="wh-parse")
+        return _shallow_parser.submit(_parse_quietly, text).result()
 
 
 def parse_source(text: str) -> ParsedSource:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import sys
@@ -133,10 +135,43 @@ def _error_line(exc: BaseException, path: Path) -> tuple[int, int]:
     return line, 0
 
 
+class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles a workspace module from its source every time, never from ``__pycache__``.
+
+    A .pyc is trusted when the source's size and mtime (whole seconds) match its header: a
+    save within the same second that keeps the size (``OFFSET = 5.0`` -> ``OFFSET = 1.0``)
+    would run the previous version. Nothing is written to the workspace's ``__pycache__``.
+    """
+
+    def get_code(self, fullname: str) -> Any:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+class _WorkspaceSourceFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        loader = spec.loader if spec is not None else None
+        if (
+            spec is None
+            or spec.origin is None
+            or type(loader) is not importlib.machinery.SourceFileLoader
+            or not _in_workspace(spec.origin, self.workspace)
+        ):
+            return None
+        spec.loader = _SourceOnlyLoader(fullname, spec.origin)
+        return spec
+
+
 def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
     entry = str(sys_path)
     if entry not in sys.path:
         sys.path.insert(0, entry)
+    finder = _WorkspaceSourceFinder(job.workspace)
+    sys.meta_path.insert(0, finder)
     try:
         return importlib.import_module(name)
     except BaseException as exc:
@@ -157,6 +192,8 @@ def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
             )
         )
         return None
+    finally:
+        sys.meta_path.remove(finder)
 
 
 def load(job: Job) -> bool:

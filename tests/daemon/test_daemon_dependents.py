@@ -99,3 +99,30 @@ def test_saving_a_helper_rechecks_the_kernel_module_that_imports_it(tmp_path: Pa
         status = c.request("results")["results"]
         assert {r["path"] for r in status} >= {"kern.py"}
         assert not [r for r in status if r["status"] not in ("ok",)]
+
+
+def test_a_stale_pyc_of_the_same_size_and_second_is_not_run(tmp_path: Path) -> None:
+    """CPython trusts a .pyc whose header matches the source's size and mtime (whole seconds):
+    `OFFSET = 5.0` -> `OFFSET = 1.0` saved within a second ran the old value (seen in CI). The
+    worker compiles workspace modules from their source."""
+    import importlib.util
+    import os
+    import py_compile
+
+    from warp_harness.daemon.supervisor import Supervisor
+
+    ws = tmp_path / "ws"
+    consts = write(ws, "consts.py", "OFFSET = 5.0\n")
+    py_compile.compile(str(consts), cfile=importlib.util.cache_from_source(str(consts)), doraise=True)
+    before = consts.stat()
+    consts.write_text("OFFSET = 1.0\n")
+    os.utime(consts, ns=(before.st_atime_ns, before.st_mtime_ns))  # the stale .pyc now looks valid
+    write(ws, "helpers.py", HELPERS.format(factor="3.0"))
+    kern = write(ws, "kern.py", KERNEL_MODULE)
+    sup = Supervisor(ws, FAST.merged({"bench": False}), warmup=False)
+    sup.start()
+    try:
+        result = sup.check(kern)
+    finally:
+        sup.close()
+    assert result["kernels"]["affine"]["validate"] == {"cpu": "pass"}, result["records"]

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from warp_harness.model.source import decode_source, parse_source
 
@@ -45,3 +47,26 @@ def test_empty_and_deeply_nested_input_never_raise() -> None:
     nested = "x = " + "(" * 5000 + ")" * 5000 + "\n"
     parsed = parse_source(nested)
     assert parsed.tree is not None
+
+
+def test_deep_expressions_get_the_same_verdict_at_any_stack_depth() -> None:
+    """ast.parse's limit depends on the caller's stack depth; the language server parses deep in
+    its event loop, `check` near the top. Found by the server fuzzer: a 2,923-term sum."""
+    text = "y = " + "1 + " * 2923 + "1\n"
+
+    def at_depth(n: int, parse: Callable[[], object]) -> object:
+        return parse() if n == 0 else at_depth(n - 1, parse)
+
+    def raw() -> str:
+        try:
+            ast.parse(text)
+        except RecursionError:
+            return "RecursionError"
+        return "ok"
+
+    with ThreadPoolExecutor(1) as fresh_stack:  # the hazard itself: fine on a shallow stack only
+        assert fresh_stack.submit(raw).result() == "ok"
+    assert at_depth(200, raw) == "RecursionError"
+    shallow = parse_source(text)
+    deep = at_depth(200, lambda: parse_source(text))
+    assert shallow.syntax_error is None and deep.syntax_error is None  # type: ignore[attr-defined]
