@@ -188,6 +188,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     from warp_harness.contract import Contract
     from warp_harness.daemon.stages import Job, KernelInfo
     from warp_harness.daemon.stages import bench as B
+    from warp_harness.daemon.stages import launching as L
 
     class Arg:
         def __init__(self, label: str, type_: Any) -> None:
@@ -235,6 +236,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         },
     )
     monkeypatch.setattr(B, "wp", fake_wp)
+    monkeypatch.setattr(L, "wp", fake_wp)  # the launches themselves (validation's and the benchmark's)
     monkeypatch.setattr(B, "is_array", lambda t: isinstance(t, ArrType))
     monkeypatch.setattr(B, "_numpy_dtype", lambda t: np.float32)
     monkeypatch.setattr(B, "ROTATE_MAX_BYTES", 1 << 20)  # one host-made set only

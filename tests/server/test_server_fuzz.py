@@ -46,7 +46,10 @@ PIECES = [
 INSERTS = st.one_of(
     st.lists(st.sampled_from(PIECES), min_size=1, max_size=4).map("".join),
     st.text(alphabet=st.characters(codec="utf-8"), max_size=12),  # any code point, NUL and non-BMP included
-    st.integers(1000, 20000).map(lambda n: "y = " + "1 + " * n + "1\n"),  # a huge line
+    # huge lines, long but shallow: a deep expression's fate depends on the recursion limit, which
+    # hypothesis raises while it runs (tests/model/test_source.py covers deep nesting)
+    st.integers(1000, 20000).map(lambda n: "y = [" + "1, " * n + "1]\n"),
+    st.integers(1000, 80000).map(lambda n: 's = "' + "x" * n + '"\n'),
 )
 EDITS_TRIED = itertools.count()
 
