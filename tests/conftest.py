@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -13,6 +15,12 @@ from warp_harness.engine import analyse_source
 from warp_harness.record import Record
 
 __all__ = ["Analyse", "rules_of"]
+
+# CI explores the same examples every run (seeded from each test's name), so a red CI means a
+# change broke something, not that this run drew a new input; local runs keep exploring.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 
 @pytest.fixture
