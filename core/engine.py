@@ -82,30 +82,19 @@ def analyse_source(
     builtins: BuiltinTable | None = None,
 ) -> Analysis:
     """Run the static tier on one file's text. Never raises on bad input."""
+    settings = settings or Settings()
+    if overrides:
+        settings = settings.merged(overrides)
     # The analysis allocates many short-lived, acyclic objects (AST nodes, types); each cyclic-GC
     # pass would also traverse the whole heap, builtin table included: measured ~20% of the time.
     # Reference counting frees them all the same; the collector runs again afterwards.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _analyse_source(text, path, settings, overrides, builtins)
+        return analyse_parsed(parse_source(text), path, settings, builtins or _builtins())
     finally:
         if enabled:
             gc.enable()
-
-
-def _analyse_source(
-    text: str,
-    path: str = "<memory>",
-    settings: Settings | None = None,
-    overrides: Mapping[str, Any] | None = None,
-    builtins: BuiltinTable | None = None,
-) -> Analysis:
-    """Run the static tier on one file's text. Never raises on bad input."""
-    settings = settings or Settings()
-    if overrides:
-        settings = settings.merged(overrides)
-    return analyse_parsed(parse_source(text), path, settings, builtins or _builtins())
 
 
 def analyse_parsed(

@@ -5,6 +5,7 @@ best configuration found as a code action)."""
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -43,8 +44,6 @@ def current_values(source: str, names: list[str]) -> dict[str, Any]:
 
 
 def _literal(text: str) -> Any:
-    import ast
-
     return ast.literal_eval(text.strip())
 
 

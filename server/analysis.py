@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from warp_harness.config import ConfigError, Settings, load_settings
-from warp_harness.engine import Analysis, analyse_source
+from warp_harness.engine import Analysis
+from warp_harness.incremental import IncrementalAnalyser
 
 
 class Analyser(Protocol):
@@ -16,29 +17,11 @@ class Analyser(Protocol):
     def forget(self, path: str) -> None: ...
 
 
-class FullAnalyser:
-    """Analyses the whole file every time (the reference the incremental analyser must match)."""
-
-    def analyse(self, text: str, path: str, settings: Settings) -> Analysis:
-        return analyse_source(text, path, settings)
-
-    def forget(self, path: str) -> None:
-        pass
-
-
-def default_analyser() -> Analyser:
-    try:
-        from warp_harness.incremental import IncrementalAnalyser
-    except ImportError:  # pragma: no cover - only while the incremental engine is absent
-        return FullAnalyser()
-    return IncrementalAnalyser()
-
-
 class StaticTier:
     """Runs the analyser with the settings that apply to a file: its pyproject, then the client's."""
 
     def __init__(self, report: Callable[[str], None], analyser: Analyser | None = None) -> None:
-        self.analyser = analyser or default_analyser()
+        self.analyser = analyser or IncrementalAnalyser()
         self.overrides: dict[str, Any] = {}
         self._report = report
         self._reported: set[str] = set()

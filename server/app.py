@@ -322,7 +322,7 @@ class WarpHarnessServer(LanguageServer):
     def stop_links(self) -> None:
         for link in self.links.values():
             link.close()
-            if link.spawned_exit_code() is None and link._process is not None:
+            if link.runs_spawned_daemon():
                 link.stop_daemon(timeout=5.0)
 
     # ------------------------------------------------------------------ lookups for requests

@@ -125,8 +125,9 @@ class DaemonLink:
             process.kill()
         return True
 
-    def spawned_exit_code(self) -> int | None:
-        return None if self._process is None else self._process.poll()
+    def runs_spawned_daemon(self) -> bool:
+        """Whether a daemon this link started is still running."""
+        return self._process is not None and self._process.poll() is None
 
     # ------------------------------------------------------------------ the link thread
 

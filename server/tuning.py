@@ -12,17 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from warp_harness.daemon.cache import inside
 from warp_harness.record import Fix, Location, Record, Severity, Stage
 from warp_harness.tunables import constant_edits, current_values
 
 TUNED_RULE = "WHD034"
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        return path.resolve().is_relative_to(root.resolve())
-    except (OSError, RuntimeError):
-        return False
 
 
 class TuneResults:
@@ -36,7 +30,7 @@ class TuneResults:
         found = []
         for root in roots:
             folder = root / ".warp-harness" / "tune"
-            if not folder.is_dir() or not _inside(folder, root):
+            if not folder.is_dir() or not inside(folder, root):
                 continue
             for file in sorted(folder.glob("*.json")):
                 data = self._load(file, root)
@@ -53,7 +47,7 @@ class TuneResults:
         if cached is not None and cached[0] == mtime:
             return cached[1]
         data: dict[str, Any] | None = None
-        if _inside(file, root):
+        if inside(file, root):
             try:
                 loaded = json.loads(file.read_text(encoding="utf-8"))
                 data = loaded if isinstance(loaded, dict) and loaded.get("version") == 1 else None

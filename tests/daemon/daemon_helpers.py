@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
+from warp_harness.daemon import protocol as P
 from warp_harness.daemon.options import RuntimeOptions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,3 +50,37 @@ def access_span(path: Path, text: str) -> tuple[int, int, int]:
         if col >= 0:
             return i + 1, col, col + len(text)
     raise AssertionError(f"{text!r} not in {path}")
+
+
+def spawn_daemon(
+    ws: Path, sock: Path, *extra: str, trust: bool = True, cwd: Path | None = None
+) -> subprocess.Popen[str]:
+    cmd = [sys.executable, "-m", "warp_harness", "daemon", str(ws), "--socket", str(sock), *extra]
+    if trust:
+        cmd.append("--trust")
+    return subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=str(cwd or "/"),
+        start_new_session=True,  # signals reach it only when a test sends them
+    )
+
+
+def wait_ready(proc: subprocess.Popen[str], sock: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the daemon exited with {proc.returncode}:\n{err}\n{out}")
+        if sock.exists():
+            try:
+                with P.Client(sock, timeout=5) as c:
+                    if c.request("ping")["type"] == "pong":
+                        return
+            except OSError:
+                pass
+        time.sleep(0.05)
+    raise AssertionError("the daemon did not start accepting connections")

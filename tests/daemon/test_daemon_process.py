@@ -12,13 +12,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import EXAMPLES
+from daemon_helpers import EXAMPLES, spawn_daemon, wait_ready
 from warp_harness.daemon import protocol as P
 
 pytestmark = pytest.mark.slow
@@ -29,33 +28,6 @@ bench_repeats = 10
 bench_max_time_s = 0.05
 bench_warmup = 1
 """
-
-
-def _spawn(ws: Path, sock: Path, *extra: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "warp_harness", "daemon", str(ws), "--trust", "--socket", str(sock), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a signal reaches this process only when the test sends it
-    )
-
-
-def _wait_ready(proc: subprocess.Popen[str], sock: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            pytest.fail(f"the daemon exited with {proc.returncode}:\n{err}\n{out}")
-        if sock.exists():
-            try:
-                with P.Client(sock, timeout=5) as c:
-                    if c.request("ping")["type"] == "pong":
-                        return
-            except OSError:
-                pass
-        time.sleep(0.05)
-    pytest.fail("the daemon did not start accepting connections")
 
 
 def _alive(pid: int) -> bool:
@@ -89,9 +61,9 @@ def test_daemon_process_pushes_a_save_refuses_a_second_and_stops_on_sigterm(
 ) -> None:
     shutil.copy(EXAMPLES / "saxpy.py", ws / "saxpy.py")
     sock = tmp_path / "run" / "d.sock"
-    daemon = _spawn(ws, sock)
+    daemon = spawn_daemon(ws, sock)
     procs.append(daemon)
-    _wait_ready(daemon, sock)
+    wait_ready(daemon, sock)
     state_file = ws / ".warp-harness" / "daemon.json"
     state = json.loads(state_file.read_text())
     assert state["pid"] == daemon.pid and state["socket"] == str(sock) and state["trusted"] is True
@@ -110,7 +82,7 @@ def test_daemon_process_pushes_a_save_refuses_a_second_and_stops_on_sigterm(
 
     # a second daemon for the same workspace refuses, on the same socket or another one
     for other in (sock, tmp_path / "run" / "other.sock"):
-        second = _spawn(ws, other)
+        second = spawn_daemon(ws, other)
         procs.append(second)
         _out, err = second.communicate(timeout=60)
         assert second.returncode == 1, err
@@ -134,9 +106,9 @@ def test_sigint_stops_the_daemon_while_a_kernel_hangs(
     """Ctrl-C in the middle of a job: the hanging worker is killed, not waited for."""
     shutil.copy(EXAMPLES / "hang.py", ws / "hang.py")
     sock = tmp_path / "run" / "d.sock"
-    daemon = _spawn(ws, sock, "--launch-timeout", "120", "--timeout", "300")
+    daemon = spawn_daemon(ws, sock, "--launch-timeout", "120", "--timeout", "300")
     procs.append(daemon)
-    _wait_ready(daemon, sock)
+    wait_ready(daemon, sock)
     with P.Client(sock, timeout=120) as c:
         c.request("hello", client="test")
         assert c.request("check", path="hang.py", wait=False)["type"] == "queued"

@@ -16,7 +16,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from daemon_helpers import spawn_daemon, wait_ready
 from warp_harness.daemon import protocol as P
+
+__all__ = ["spawn_daemon", "wait_ready"]
 
 NOBODY = 65534
 
@@ -51,40 +54,6 @@ class Procs(list[subprocess.Popen[str]]):
                 p.communicate(timeout=10)
             except (subprocess.TimeoutExpired, ValueError):
                 pass
-
-
-def spawn_daemon(
-    ws: Path, sock: Path, *extra: str, trust: bool = True, cwd: Path | None = None
-) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "warp_harness", "daemon", str(ws), "--socket", str(sock), *extra]
-    if trust:
-        cmd.append("--trust")
-    return subprocess.Popen(
-        cmd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        cwd=str(cwd or "/"),
-        start_new_session=True,  # signals reach it only when a test sends them
-    )
-
-
-def wait_ready(proc: subprocess.Popen[str], sock: Path, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out, err = proc.communicate()
-            raise AssertionError(f"the daemon exited with {proc.returncode}:\n{err}\n{out}")
-        if sock.exists():
-            try:
-                with P.Client(sock, timeout=5) as c:
-                    if c.request("ping")["type"] == "pong":
-                        return
-            except OSError:
-                pass
-        time.sleep(0.05)
-    raise AssertionError("the daemon did not start accepting connections")
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:

@@ -193,7 +193,7 @@ def track_versions(client: LanguageClient) -> None:
     client._wh_daemon_states = states  # type: ignore[attr-defined]
 
     def on_daemon_state(params: Any) -> None:
-        states.append(_plain(params))
+        states.append(plain(params))
 
     client.protocol.fm.features[DAEMON_STATE] = on_daemon_state
 
@@ -206,17 +206,25 @@ def daemon_states(client: LanguageClient) -> list[dict[str, Any]]:
 
 async def server_info(client: LanguageClient) -> dict[str, Any]:
     result = await client.protocol.send_request_async("warp-harness/serverInfo", {})
-    plain = _plain(result)
-    assert isinstance(plain, dict)
-    return plain
+    info = plain(result)
+    assert isinstance(info, dict)
+    return info
 
 
-def _plain(value: Any) -> Any:
-    """pygls hands results of custom requests back as (nested) named tuples."""
+def plain(value: Any) -> Any:
+    """Plain dicts and lists, as JSON carries them: tuples become lists, and the (nested) named
+    tuples pygls hands back for results of custom requests become dicts."""
     if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
+        return {k: plain(v) for k, v in value._asdict().items()}
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
+
+
+def fresh_diagnostic_data(text: str, path: str) -> list[dict[str, Any]]:
+    """What a fresh `analyse_source` of ``text`` says, as the ``data`` of the server's diagnostics."""
+    from warp_harness.engine import analyse_source
+
+    return [plain({**record.to_dict(), "tier": "static"}) for record in analyse_source(text, path).records]

@@ -19,8 +19,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, invariant, rule
+from lsp_helpers import fresh_diagnostic_data
 from stdio_client import StdioClient, utf16_col
-from warp_harness.engine import analyse_source
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEEDS = [p.read_text() for p in sorted(EXAMPLES.glob("*.py")) + sorted((EXAMPLES / "buggy").glob("*.py"))]
@@ -54,23 +54,6 @@ INSERTS = st.one_of(
 EDITS_TRIED = itertools.count()
 
 
-def expected(text: str, path: str) -> list[dict[str, Any]]:
-    out = []
-    for record in analyse_source(text, path).records:
-        data = record.to_dict()
-        data["tier"] = "static"
-        out.append(_plain(data))
-    return out
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
 def line_starts(text: str) -> list[int]:
     """Offsets where LSP lines start: after each \\r\\n, \\r or \\n (the spec's only line ends)."""
     return [0] + [m.end() for m in re.finditer(r"\r\n|\r(?!\n)|\n", text)]
@@ -99,7 +82,7 @@ class ServerMachine(RuleBasedStateMachine):
         text, version = self.texts[uri]
         _, diagnostics = self.client.wait_diagnostics(uri, version, timeout=60)
         path = uri.removeprefix("file://")
-        assert [d.get("data") for d in diagnostics] == expected(text, path)
+        assert [d.get("data") for d in diagnostics] == fresh_diagnostic_data(text, path)
 
     @rule(target=documents, seed=st.sampled_from(SEEDS))
     def open(self, seed: str) -> str:

@@ -4,36 +4,15 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
 
-from lsp_helpers import Document, server_info
+from lsp_helpers import Document, fresh_diagnostic_data, plain, server_info
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_server_documents import EXAMPLES, copy_example
-from warp_harness.engine import analyse_source
 
 TWO_KERNELS = (
     (EXAMPLES / "saxpy.py").read_text() + "\n\n" + (EXAMPLES / "buggy/mixed_precision.py").read_text()
 )
-
-
-def expected_data(text: str, path: Path) -> list[dict[str, Any]]:
-    """What a fresh analysis of ``text`` says, as the records the diagnostics carry in ``data``."""
-    out = []
-    for record in analyse_source(text, str(path)).records:
-        data = record.to_dict()
-        data["tier"] = "static"
-        out.append(data)
-    return out
-
-
-def plain(value: Any) -> Any:
-    """Diagnostic data as JSON would give it back (tuples become lists)."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
 
 
 async def test_half_typed_line_gives_a_syntax_diagnostic_and_keeps_the_rest(
@@ -96,7 +75,7 @@ async def test_a_thousand_rapid_random_edits(client: LanguageClient, tmp_path: P
         else:
             doc.replace(line, col, line, col, "".join(rng.choice(pieces) for _ in range(rng.randint(1, 3))))
     final = await doc.diagnostics(timeout=60)
-    assert [plain(d.data) for d in final] == plain(expected_data(doc.text, path))
+    assert [plain(d.data) for d in final] == fresh_diagnostic_data(doc.text, str(path))
     info = await server_info(client)
     # the debounce coalesced the storm: far fewer analyses than edits
     assert info["analyses"] < 500
@@ -152,4 +131,4 @@ async def test_exotic_line_separators_do_not_desync_the_document(
     doc.replace(line, 4, line, 4, "q = [k for k in range(3)]\n    ")
     (diagnostic,) = await doc.diagnostics()
     assert diagnostic.code == "WH002" and diagnostic.range.start.line == line
-    assert [plain(diagnostic.data)] == plain(expected_data(doc.text, path))
+    assert [plain(diagnostic.data)] == fresh_diagnostic_data(doc.text, str(path))
