@@ -115,6 +115,15 @@ def add_subcommands(subparsers: Any) -> None:
     t.add_argument("--kernel", metavar="NAME", help="the contracted kernel to tune (when several)")
     t.add_argument("--target", metavar="PROFILE", help="profile the static rules check candidates against")
     t.add_argument("--repeats", type=int, metavar="N", help="timed launches per candidate")
+    t.add_argument("--memory-mb", type=int, metavar="MB", help="memory limit of the worker")
+    t.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        default=1,
+        metavar="N",
+        help="compile and validate N candidates at once (each in its own worker); timing stays one at a time",
+    )
     t.set_defaults(func=cmd_tune)
 
 
@@ -371,9 +380,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
     overrides = _runtime_overrides(args)
     if args.repeats is not None:
         overrides["bench_repeats"] = args.repeats
+    if args.memory_mb is not None:
+        overrides["memory_mb"] = args.memory_mb
+    if args.jobs < 1:
+        _err("--jobs must be at least 1")
+        return 2
     try:
         kernel, rows = run_tune(
-            path, kernel=args.kernel, trust=args.trust, runtime_overrides=overrides, target=args.target
+            path,
+            kernel=args.kernel,
+            trust=args.trust,
+            runtime_overrides=overrides,
+            target=args.target,
+            jobs=args.jobs,
         )
     except (NotTrusted, ValueError, ConfigError) as exc:
         _err(str(exc))

@@ -5,9 +5,11 @@ values). For every combination: the module's source with those constants rewritt
 written next to the module (``_wh_tune_<stem>_<n>.py``, removed afterwards); the static tier
 checks it against the target profile (shared memory, block_dim, tile shapes ...) and a
 candidate with an error there is dropped with its reason; the rest go through the daemon's
-worker (validation, then the benchmark). The report: every candidate, and the Pareto front
-of (median time, the product of the tunables' values, a stand-in for the resources a
-candidate asks for; a real shared-memory/register figure is still to come).
+worker (validation, then the benchmark; with ``jobs`` > 1 the compiles and validations of
+several candidates run at once, the benchmarks still one at a time). The report: every
+candidate, and the Pareto front of (median time, shared memory per block where estimated --
+else the product of the tunables' values --, registers per thread where the benchmark got
+them).
 
 The tunables are read statically (``ast.literal_eval`` of the ``tunables=`` argument of a
 ``Contract(...)`` call), so nothing runs before the trust check.
@@ -36,6 +38,8 @@ class Candidate:
     # the static tier's estimate of the shared memory one block needs (WH015's), when it has one
     shared_bytes: int | None = None
     current: bool = False  # the configuration the source has now
+    # registers per thread of the compiled kernel (CUDA; the benchmark's metrics), when known
+    registers: int | None = None
 
     @property
     def cost(self) -> float:
@@ -54,6 +58,7 @@ class Candidate:
             "metrics": self.metrics,
             "shared_bytes": self.shared_bytes,
             "current": self.current,
+            "registers": self.registers,
         }
 
 
@@ -96,22 +101,20 @@ def rewrite(source: str, config: Mapping[str, Any]) -> str:
     return apply_edits(source, constant_edits(source, config))[0]
 
 
+def _no_worse_and_better(o: Candidate, r: Candidate) -> bool:
+    """``o`` is no worse than ``r`` on time, cost and registers (that axis skipped when either
+    is unknown) and better on one of them."""
+    assert o.median_s is not None and r.median_s is not None
+    pairs = [(o.median_s, r.median_s), (o.cost, r.cost)]
+    if o.registers is not None and r.registers is not None:
+        pairs.append((float(o.registers), float(r.registers)))
+    return all(a <= b for a, b in pairs) and any(a < b for a, b in pairs)
+
+
 def pareto(rows: Sequence[Candidate]) -> list[Candidate]:
-    """Timed candidates no other timed one beats on both time and cost."""
+    """Timed candidates no other timed one beats on time, cost and registers per thread."""
     timed = [r for r in rows if r.status == "timed" and r.median_s is not None]
-    front = []
-    for r in timed:
-        assert r.median_s is not None
-        dominated = any(
-            o is not r
-            and o.median_s is not None
-            and o.median_s <= r.median_s
-            and o.cost <= r.cost
-            and (o.median_s < r.median_s or o.cost < r.cost)
-            for o in timed
-        )
-        if not dominated:
-            front.append(r)
+    front = [r for r in timed if not any(o is not r and _no_worse_and_better(o, r) for o in timed)]
     return sorted(front, key=lambda r: r.median_s or 0.0)
 
 
@@ -122,9 +125,12 @@ def run_tune(
     trust: bool | None = None,
     runtime_overrides: dict[str, Any] | None = None,
     target: str | None = None,
+    jobs: int = 1,
 ) -> tuple[str, list[Candidate]]:
+    """Tune ``kernel``'s tunables in ``path``. ``jobs`` > 1: the candidates the static tier lets
+    through are compiled (into the project's kernel cache) and validated ``jobs`` at a time, each
+    in a worker of its own; the benchmarks then run one at a time, so no two timings overlap."""
     from warp_harness.config import load_settings
-    from warp_harness.daemon.benchcmd import rows_of
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.daemon.server import Engine
     from warp_harness.engine import check_file
@@ -155,47 +161,116 @@ def run_tune(
     rows = [Candidate(c, current=c == now) for c in candidates(found[kernel])]
     if len(now) == len(found[kernel]) and not any(r.current for r in rows):
         rows.insert(0, Candidate(now, current=True))  # the source's own values are always measured
+
+    def make_engine() -> Any:
+        return Engine(root, settings, options, True, overrides, warmup=False, record_history=False)
+
+    tmps: list[Path] = []
+    survivors: list[tuple[Candidate, Path]] = []
     engine: Any = None
     try:
+        # every candidate written and screened statically first; the files stay until the end
         for n, cand in enumerate(rows):
             tmp = path.with_name(f"_wh_tune_{path.stem}_{n}.py")
+            tmps.append(tmp)
             try:
                 text = rewrite(source, cand.config)
                 tmp.write_text(text, encoding="utf-8")
                 cand.shared_bytes = shared_memory_of(text, str(tmp), kernel, settings, target)
                 static = check_file(tmp, overrides)
-                errors = [r for r in static.records if r.severity is Severity.ERROR]
-                if errors:
-                    cand.status = "rejected"
-                    cand.reasons = [f"{r.rule}: {r.message}" for r in errors]
-                    continue
-                if engine is None:
-                    engine = Engine(
-                        root, settings, options, True, overrides, warmup=False, record_history=False
-                    )
-                payload = engine.check(tmp, force=True)
-                mine = [r for r in rows_of(payload) if r.kernel == kernel]
-                if not mine:
-                    cand.status = "error"
-                    cand.reasons = [
-                        str(r.get("message"))
-                        for r in payload.get("records") or []
-                        if r.get("severity") == "error" and r.get("tier") == "dynamic"
-                    ][:2]
-                    continue
-                row = mine[0]
-                cand.status = row.status
-                cand.median_s = row.median_s
-                cand.metrics = row.metrics
             except KeyError as exc:
                 cand.status = "error"
                 cand.reasons = [str(exc.args[0])]
-            finally:
-                tmp.unlink(missing_ok=True)
+                continue
+            errors = [r for r in static.records if r.severity is Severity.ERROR]
+            if errors:
+                cand.status = "rejected"
+                cand.reasons = [f"{r.rule}: {r.message}" for r in errors]
+                continue
+            survivors.append((cand, tmp))
+        if jobs > 1 and len(survivors) > 1:
+            survivors = _validate_concurrently(survivors, kernel, jobs, make_engine)
+        # the benchmarks one at a time through one worker (the builds are cache hits by now)
+        for cand, tmp in survivors:
+            try:
+                if engine is None:
+                    engine = make_engine()
+                _take(cand, engine.check(tmp, force=True), kernel, validate_only=False)
+            except KeyError as exc:
+                cand.status = "error"
+                cand.reasons = [str(exc.args[0])]
     finally:
         if engine is not None:
             engine.close()
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
     return kernel, rows
+
+
+def _take(cand: Candidate, payload: dict[str, Any], kernel: str, *, validate_only: bool) -> bool:
+    """Fill ``cand`` from a check result; whether it goes on (validate_only: it validated)."""
+    from warp_harness.daemon.benchcmd import rows_of
+
+    mine = [r for r in rows_of(payload) if r.kernel == kernel]
+    if not mine:
+        cand.status = "error"
+        cand.reasons = [
+            str(r.get("message"))
+            for r in payload.get("records") or []
+            if r.get("severity") == "error" and r.get("tier") == "dynamic"
+        ][:2]
+        return False
+    row = mine[0]
+    if validate_only:
+        if row.status == "validate:pass":
+            return True
+        cand.status = row.status
+        return False
+    cand.status = row.status
+    cand.median_s = row.median_s
+    cand.metrics = row.metrics
+    reg = row.metrics.get("registers_per_thread") if row.metrics else None
+    cand.registers = int(reg) if isinstance(reg, int | float) else None
+    return True
+
+
+def _validate_concurrently(
+    survivors: list[tuple[Candidate, Path]], kernel: str, jobs: int, make_engine: Any
+) -> list[tuple[Candidate, Path]]:
+    """Compile and validate the candidates ``jobs`` at a time (an engine, so a worker, per
+    thread); those that validated, in their order."""
+    import concurrent.futures
+    import threading
+
+    local = threading.local()
+    engines: list[Any] = []
+    lock = threading.Lock()
+
+    def one(item: tuple[Candidate, Path]) -> bool:
+        cand, tmp = item
+        engine = getattr(local, "engine", None)
+        if engine is None:
+            engine = make_engine()
+            local.engine = engine
+            with lock:
+                engines.append(engine)
+        try:
+            payload = engine.check(tmp, force=True, stages=("validate",))
+        except Exception as exc:
+            cand.status = "error"
+            cand.reasons = [f"{type(exc).__name__}: {exc}"]
+            return False
+        return _take(cand, payload, kernel, validate_only=True)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(
+            max_workers=jobs, thread_name_prefix="warp-harness-tune"
+        ) as pool:
+            ok = list(pool.map(one, survivors))
+    finally:
+        for engine in engines:
+            engine.close()
+    return [item for item, good in zip(survivors, ok, strict=True) if good]
 
 
 def shared_memory_of(text: str, path: str, kernel: str, settings: Any, target: str | None) -> int | None:
@@ -283,11 +358,12 @@ def report(kernel: str, rows: Sequence[Candidate]) -> str:
         else:
             what = f"{r.status}: {'; '.join(r.reasons)[:150]}" if r.reasons else r.status
         shared = f"  {r.shared_bytes / 1024:6.1f} KiB shared" if r.shared_bytes is not None else ""
+        regs = f"  {r.registers if r.registers is not None else '-':>4} regs"
         now = "  (current)" if r.current else ""
-        lines.append(f"{'*' if id(r) in front else ' '} {cfg:40} {what}{shared}{now}")
+        lines.append(f"{'*' if id(r) in front else ' '} {cfg:40} {what}{shared}{regs}{now}")
     lines.append(
         "* = Pareto front (median time against shared memory per block where estimated, "
-        "else the product of the tunables)"
+        "else the product of the tunables, and registers per thread where known)"
     )
     winner, current = best(rows), next((r for r in rows if r.current), None)
     if winner is not None and current is not None and current.median_s and winner.median_s:

@@ -40,6 +40,7 @@ DEVICE_ROTATE_SETS = 5
 IMPLAUSIBLE_FACTOR = 1.5
 PROGRESS_EVERY_S = 0.1
 WARMUP_MAX_LAUNCHES = 100_000
+MIN_TIME_MAX_LAUNCHES = 100_000
 
 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
@@ -168,7 +169,12 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     started = time.perf_counter()
     beat(started)
     i = 0
-    while len(times) < opts.bench_repeats:
+    # on CUDA also for at least bench_min_time_s: 50 launches of a 0.5 ms kernel are too short a
+    # window (H200: medians of 5 runs 2.8% apart; with 0.2 s of launches 0.3%)
+    min_until = started + (min(opts.bench_min_time_s, opts.bench_max_time_s) if use_events else 0.0)
+    while len(times) < opts.bench_repeats or (
+        time.perf_counter() < min_until and len(times) < MIN_TIME_MAX_LAUNCHES
+    ):
         args = sets[i % len(sets)]
         i += 1
         if use_events:
@@ -196,7 +202,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     median = statistics.median(times)
     q1 = times[len(times) // 4]
     q3 = times[(3 * len(times)) // 4]
-    return {
+    out: dict[str, Any] = {
         "size": size,
         "repeats": len(times),
         "median_s": median,
@@ -206,6 +212,28 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         "rotated_sets": len(sets),
         "timer": "cuda events" if use_events else "perf_counter+synchronize",
     }
+    if use_events:
+        resources = kernel_resources(kernel, device, block_dim)
+        if resources:
+            out["resources"] = resources
+    return out
+
+
+def kernel_resources(kernel: Any, device: Any, block_dim: int | None) -> dict[str, int]:
+    """Registers and local memory per thread of the compiled CUDA kernel ({} when unknown)."""
+    try:
+        props = wp.get_cuda_kernel_properties(kernel, device, block_dim)
+    except Exception:
+        return {}
+    out: dict[str, int] = {}
+    try:
+        if props.get("register_count") is not None:
+            out["registers"] = int(props["register_count"])
+        if props.get("local_memory_size") is not None:
+            out["local_bytes"] = int(props["local_memory_size"])
+    except Exception:
+        return {}
+    return out
 
 
 def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
@@ -246,6 +274,11 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
         metrics["gflops"] = float(contract.flops(size)) / median / 1e9
         if peak_fl:
             metrics["flops_util"] = metrics["gflops"] / peak_fl
+    resources = m.get("resources") or {}
+    if resources.get("registers") is not None:
+        metrics["registers_per_thread"] = float(resources["registers"])
+    if resources.get("local_bytes") is not None:
+        metrics["local_bytes_per_thread"] = float(resources["local_bytes"])
     m["metrics"] = metrics
     info.bench[alias] = m
     parts = [

@@ -86,13 +86,40 @@ def isolate(info: KernelInfo) -> Any:
     )
 
 
-def load_into_cache(job: Job, module: Any, device: Any, *, salt: str = "") -> tuple[bool, float, str]:
+def unit_block_dim(infos: list[KernelInfo]) -> int | None:
+    """The block_dim every contracted kernel of a unit launches with, when they agree on one
+    they give explicitly (a tiled contract's ``block_dim``); None: the module default.
+
+    Building with it saves a second build at launch (Warp keys a module's builds by block_dim;
+    for a tile_matmul with MathDx a build is ~30 s)."""
+    found: set[int | None] = set()
+    for info in infos:
+        contract = info.contract
+        if contract is None:
+            continue
+        if not contract.tiled:
+            return None
+        try:
+            from warp_harness.daemon.stages.launching import block_dim_of
+
+            found.add(block_dim_of(contract, contract.sizes[0], {}))
+        except Exception:
+            return None
+    if len(found) != 1:
+        return None
+    return next(iter(found))
+
+
+def load_into_cache(
+    job: Job, module: Any, device: Any, *, salt: str = "", block_dim: int | None = None
+) -> tuple[bool, float, str]:
     """Build (or find) ``module`` for ``device`` in .warp-harness/kernels/<key>; (compiled, ms, key).
 
     ``salt`` tells apart builds Warp hashes alike: Warp's module hash covers a kernel's
-    source text, not an AST transformer applied to it (the bounds probe).
+    source text, not an AST transformer applied to it (the bounds probe). ``block_dim``: the
+    block size to build for on CUDA (None: the module default); the CPU always builds with 1.
     """
-    block_dim = block_dim_for(device)
+    block_dim = block_dim_for(device) if block_dim is None or getattr(device, "is_cpu", False) else block_dim
     resolved = module.resolve_options(wp.config, block_dim)
     if salt:
         resolved = {**resolved, "wh_variant": salt}
@@ -131,7 +158,7 @@ def run(job: Job) -> None:
                 continue
             job.progress(stage="compile", device=alias, kernel=infos[0].name, budget_s=job.options.timeout_s)
             try:
-                compiled, ms, key = load_into_cache(job, module, device)
+                compiled, ms, key = load_into_cache(job, module, device, block_dim=unit_block_dim(infos))
             except Exception as exc:
                 for info in infos:
                     info.compile[alias] = "error"

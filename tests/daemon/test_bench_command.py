@@ -241,16 +241,18 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(B, "_numpy_dtype", lambda t: np.float32)
     monkeypatch.setattr(B, "ROTATE_MAX_BYTES", 1 << 20)  # one host-made set only
     monkeypatch.setattr(B.time, "perf_counter", lambda: clock[0])
-    opts = RuntimeOptions(bench_repeats=10, bench_warmup=2, bench_warmup_s=0.02, bench_max_time_s=10.0)
+    opts = RuntimeOptions(
+        bench_repeats=10, bench_warmup=2, bench_warmup_s=0.02, bench_min_time_s=0.03, bench_max_time_s=10.0
+    )
     job = Job(0, Path("k.py"), "k.py", Path("."), opts, progress=lambda **_: None, seed=1)
     info = KernelInfo("k", 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
     device = _FakeCuda()
     m = B.measure(job, info, "cuda:1", device, n)
-    assert m["timer"] == "cuda events" and m["repeats"] == 10 and m["median_s"] == pytest.approx(1e-3)
+    assert m["timer"] == "cuda events" and m["repeats"] == 30 and m["median_s"] == pytest.approx(1e-3)
     assert m["rotated_sets"] == 5 and len(allocs) == 10  # one host-made set, four more uploads of it
-    warm = len(launches) - 10
+    warm = len(launches) - 30  # bench_min_time_s of 1 ms launches, past bench_repeats=10
     assert warm >= 20  # 0.02 s of 1 ms launches, not just bench_warmup=2
     timed = launches[warm:]
     assert all(stream is device.stream for _, stream in timed)
-    assert len(device.stream.recorded) == 20  # start and end of each timed launch, on that stream
+    assert len(device.stream.recorded) == 60  # start and end of each timed launch, on that stream
     assert len({id(args[0]) for args, _ in timed}) == 5  # rotating between the allocations

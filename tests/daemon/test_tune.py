@@ -157,3 +157,44 @@ def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
     assert stored.parent == tmp_path / ".warp-harness" / "tune"
     assert data["best"]["config"] == winner.config and data["current"]["config"] == current.config
     assert data["speedup"] == pytest.approx(current.median_s / winner.median_s)
+
+
+def test_pareto_front_with_registers() -> None:
+    rows = [
+        Candidate({"A": 1}, "timed", median_s=1.0, shared_bytes=1024, registers=96),
+        Candidate({"A": 2}, "timed", median_s=2.0, shared_bytes=1024, registers=32),
+        Candidate({"A": 3}, "timed", median_s=2.5, shared_bytes=1024, registers=64),  # beaten by A=2
+        Candidate({"A": 4}, "timed", median_s=3.0, shared_bytes=1024),  # registers unknown: 2 axes
+    ]
+    # the fastest stays on the front although it needs the most registers
+    assert [r.config["A"] for r in pareto(rows)] == [1, 2]
+    assert rows[0].to_dict()["registers"] == 96
+
+
+def test_tile_gemm_tuning_in_parallel_matches_sequential(tmp_path: Path) -> None:
+    """--jobs 2: candidates compiled and validated two at a time, then timed one by one; each
+    candidate ends up classified as the sequential run classifies it."""
+    source = (EXAMPLES / "tile_gemm_tune.py").read_text()
+    source = source.replace('"TILE_M": [32, 64]', '"TILE_M": [16, 32]').replace(
+        '"TILE_N": [32, 64]', '"TILE_N": [32]'
+    )
+    source = source.replace('"TILE_K": [16, 32, 256]', '"TILE_K": [16, 512]')
+    source = source.replace('"BLOCK_DIM": [64, 128, 256]', '"BLOCK_DIM": [64]')
+    source = source.replace('os.environ.get("WH_TILE_GEMM_N", "256")', '"128"')
+    path = tmp_path / "gemm.py"
+    path.write_text(source)
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")
+    overrides = {"bench_repeats": 5}
+    _, seq = run_tune(path, target="sm_86", runtime_overrides=overrides)
+    kernel, par = run_tune(path, target="sm_86", runtime_overrides=overrides, jobs=2)
+    assert kernel == "tile_gemm"
+    statuses = {(r.config["TILE_M"], r.config["TILE_K"]): r.status for r in par}
+    assert statuses == {(r.config["TILE_M"], r.config["TILE_K"]): r.status for r in seq}
+    assert statuses == {
+        (16, 16): "timed",
+        (32, 16): "timed",
+        (16, 512): "validate:fail",
+        (32, 512): "rejected",
+    }
+    assert all(r.median_s and r.median_s > 0 for r in par if r.status == "timed")
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == ["gemm.py"]  # candidates removed
