@@ -221,19 +221,12 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
 
 def kernel_resources(kernel: Any, device: Any, block_dim: int | None) -> dict[str, int]:
     """Registers and local memory per thread of the compiled CUDA kernel ({} when unknown)."""
+    names = {"register_count": "registers", "local_memory_size": "local_bytes"}
     try:
         props = wp.get_cuda_kernel_properties(kernel, device, block_dim)
+        return {ours: int(props[theirs]) for theirs, ours in names.items() if props.get(theirs) is not None}
     except Exception:
         return {}
-    out: dict[str, int] = {}
-    try:
-        if props.get("register_count") is not None:
-            out["registers"] = int(props["register_count"])
-        if props.get("local_memory_size") is not None:
-            out["local_bytes"] = int(props["local_memory_size"])
-    except Exception:
-        return {}
-    return out
 
 
 def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:

@@ -15,6 +15,7 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.codegen import error_record
+from warp_harness.daemon.stages.launching import block_dim_of
 from warp_harness.record import Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
@@ -100,8 +101,6 @@ def unit_block_dim(infos: list[KernelInfo]) -> int | None:
         if not contract.tiled:
             return None
         try:
-            from warp_harness.daemon.stages.launching import block_dim_of
-
             found.add(block_dim_of(contract, contract.sizes[0], {}))
         except Exception:
             return None

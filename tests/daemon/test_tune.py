@@ -120,14 +120,9 @@ def test_tune_needs_trust(tmp_path: Path) -> None:
         run_tune(tmp_path / "tune_chunks.py")
 
 
-def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
-    """Warp's tile GEMM as a tiled contract: every candidate launched with wp.launch_tiled and its
-    block_dim; one the target's shared memory forbids is dropped by WH015 before it runs; the
-    current configuration is measured and marked; the result is stored for the editor."""
-    import json
-
-    from warp_harness.daemon.tune import best, report, store_result
-
+def small_tile_gemm(tmp_path: Path) -> Path:
+    """The tile GEMM example at 128x128 with four candidates, in a trusted workspace: TILE_M 16
+    or 32, TILE_K 16 or 512 (TILE_N 32, BLOCK_DIM 64)."""
     source = (EXAMPLES / "tile_gemm_tune.py").read_text()
     source = source.replace('"TILE_M": [32, 64]', '"TILE_M": [16, 32]').replace(
         '"TILE_N": [32, 64]', '"TILE_N": [32]'
@@ -138,6 +133,18 @@ def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
     path = tmp_path / "gemm.py"
     path.write_text(source)
     (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")
+    return path
+
+
+def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
+    """Warp's tile GEMM as a tiled contract: every candidate launched with wp.launch_tiled and its
+    block_dim; one the target's shared memory forbids is dropped by WH015 before it runs; the
+    current configuration is measured and marked; the result is stored for the editor."""
+    import json
+
+    from warp_harness.daemon.tune import best, report, store_result
+
+    path = small_tile_gemm(tmp_path)
     kernel, rows = run_tune(path, target="sm_86", runtime_overrides={"bench_repeats": 5})
     by_config = {(r.config["TILE_M"], r.config["TILE_K"]): r for r in rows}
     assert kernel == "tile_gemm" and len(rows) == 4
@@ -174,16 +181,7 @@ def test_pareto_front_with_registers() -> None:
 def test_tile_gemm_tuning_in_parallel_matches_sequential(tmp_path: Path) -> None:
     """--jobs 2: candidates compiled and validated two at a time, then timed one by one; each
     candidate ends up classified as the sequential run classifies it."""
-    source = (EXAMPLES / "tile_gemm_tune.py").read_text()
-    source = source.replace('"TILE_M": [32, 64]', '"TILE_M": [16, 32]').replace(
-        '"TILE_N": [32, 64]', '"TILE_N": [32]'
-    )
-    source = source.replace('"TILE_K": [16, 32, 256]', '"TILE_K": [16, 512]')
-    source = source.replace('"BLOCK_DIM": [64, 128, 256]', '"BLOCK_DIM": [64]')
-    source = source.replace('os.environ.get("WH_TILE_GEMM_N", "256")', '"128"')
-    path = tmp_path / "gemm.py"
-    path.write_text(source)
-    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")
+    path = small_tile_gemm(tmp_path)
     overrides = {"bench_repeats": 5}
     _, seq = run_tune(path, target="sm_86", runtime_overrides=overrides)
     kernel, par = run_tune(path, target="sm_86", runtime_overrides=overrides, jobs=2)
