@@ -174,6 +174,64 @@ def allocations(kernel: Any, contract: Any, device: str, count: int = 5) -> list
     return medians
 
 
+class ClockLog:
+    """``nvidia-smi`` sampling the device's clocks, power and temperature every ``period_ms`` in the
+    background, each sample stamped with this host's clock on arrival; ``window`` summarises the
+    samples taken while one measurement ran (so a slow run can be told from a clock or power step)."""
+
+    FIELDS = ("clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "clocks_event_reasons.active")
+
+    def __init__(self, ordinal: int, period_ms: int = 100) -> None:
+        import threading
+
+        self.samples: list[tuple[float, list[str]]] = []
+        self.error: str | None = None
+        try:
+            self.proc: subprocess.Popen[str] | None = subprocess.Popen(
+                [
+                    "nvidia-smi",
+                    f"--query-gpu={','.join(self.FIELDS)}",
+                    "--format=csv,noheader,nounits",
+                    "-i",
+                    str(ordinal),
+                    "-lms",
+                    str(period_ms),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        except OSError as exc:
+            self.proc, self.error = None, repr(exc)
+            return
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == len(self.FIELDS):
+                self.samples.append((time.time(), parts))
+            elif self.error is None:
+                self.error = line.strip()
+
+    def window(self, t0: float, t1: float) -> dict[str, Any]:
+        rows = [v for t, v in self.samples if t0 <= t <= t1]
+        out: dict[str, Any] = {"samples": len(rows)}
+        for k, name in enumerate(("sm_mhz", "mem_mhz", "temp_c", "power_w")):
+            vals = [float(r[k]) for r in rows if r[k].replace(".", "", 1).isdigit()]
+            if vals:
+                out[name] = [min(vals), statistics.median(vals), max(vals)]
+        out["reasons"] = sorted({r[4] for r in rows})
+        return out
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+
+
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 400) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "warp_harness.daemon", "bench", *args]
     t0 = time.perf_counter()
@@ -194,6 +252,7 @@ def main() -> int:
     ap.add_argument("--small", action="store_true", help="small sizes (a smoke test of the script)")
     ap.add_argument("--no-gemm", action="store_true", help="calibrate: copy bandwidth and attributes only")
     ap.add_argument("--skip", action="append", default=[], help="skip a section by name")
+    ap.add_argument("--repeat-rounds", type=int, default=1, help="repeatability: rounds of 5 runs per kernel")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -300,16 +359,43 @@ def main() -> int:
     fid = section("fidelity", do_fidelity)
 
     def do_repeat() -> dict[str, Any]:
-        rows = {}
-        for name, kernel, contract in cases:
-            medians = [
-                harness_bench(kernel, contract, a.device, profile, seed=20 + k)["median_s"] for k in range(5)
-            ]
-            rows[name] = {
-                "medians_s": medians,
-                "spread": (max(medians) - min(medians)) / min(medians),
-            }
-            print(f"{name}: medians {[round(m * 1e3, 4) for m in medians]} ms", flush=True)
+        rows: dict[str, Any] = {}
+        clocks = ClockLog(dev.ordinal) if dev.is_cuda else None
+        try:
+            for rnd in range(a.repeat_rounds):
+                for name, kernel, contract in cases:
+                    runs = []
+                    for k in range(5):
+                        t0 = time.time()
+                        h = harness_bench(kernel, contract, a.device, profile, seed=20 + k)
+                        t1 = time.time()
+                        runs.append(
+                            {
+                                "median_s": h["median_s"],
+                                "repeats": h["repeats"],
+                                "set_medians_s": h.get("set_medians_s"),
+                                "t": [t0, t1],
+                                "clocks": clocks.window(t0, t1) if clocks else None,
+                            }
+                        )
+                    medians = [r["median_s"] for r in runs]
+                    key = name if rnd == 0 else f"{name}#{rnd + 1}"
+                    rows[key] = {
+                        "medians_s": medians,
+                        "spread": (max(medians) - min(medians)) / min(medians),
+                        "runs": runs,
+                    }
+                    print(f"{key}: medians {[round(m * 1e3, 4) for m in medians]} ms", flush=True)
+                    for r in runs:
+                        print(
+                            f"    sets {[round(m * 1e3, 4) for m in r['set_medians_s'] or []]} "
+                            f"clocks {r['clocks']}",
+                            flush=True,
+                        )
+        finally:
+            if clocks:
+                clocks.stop()
+                results["clock_log_error"] = clocks.error
         return rows
 
     rep = section("repeatability", do_repeat)

@@ -36,9 +36,10 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trust",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
-        help="allow executing this workspace's code (in a sandboxed worker)",
+        help="allow executing this workspace's code (in a sandboxed worker); --no-trust: refuse, "
+        "whatever the workspace's pyproject.toml says (default: its `trust`)",
     )
     p.add_argument("--device", action="append", metavar="DEV", help="cpu, cuda or cuda:N (repeatable)")
     p.add_argument("--mode", choices=("release", "debug"), help="Warp build mode")

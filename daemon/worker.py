@@ -328,7 +328,9 @@ def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
         job.notes["probe"] = {"checked": checked}
         if not checked:
             return False
-        compile.load_into_cache(job, kernel.module, device, salt=probe.PROBE_SALT)
+        compile.load_into_cache(
+            job, kernel.module, device, salt=probe.PROBE_SALT, block_dim=compile.unit_block_dim([info])
+        )
     except Exception as exc:  # the probe is best effort: Warp's own debug check still runs
         text = str(exc).strip()
         job.notes["probe"] = {"error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"}

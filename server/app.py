@@ -194,6 +194,12 @@ class WarpHarnessServer(LanguageServer):
         self.tier.set_overrides(overrides)
         return True
 
+    def user_trusts(self) -> bool:
+        """Trust comes from the editor's settings only: a workspace's own pyproject.toml saying
+        `trust = true` is the workspace vouching for itself (a cloned repository can), so the
+        server never starts a trusted daemon on it."""
+        return self.tier.overrides.get("trust") is True
+
     def daemon_enabled(self, root: Path) -> bool:
         return self.tier.settings_for(str(root / "__init__.py")).daemon
 
@@ -488,9 +494,8 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
         root = _root_argument(ls, args)
         if root is None:
             return {"state": ls.daemon_state, "message": "no workspace folder"}
-        settings = ls.tier.settings_for(str(root / "__init__.py"))
         ls.set_daemon_state("starting", f"starting the daemon for {root}")
-        outcome = ls.link(root).spawn_daemon(trust=settings.trust)
+        outcome = ls.link(root).spawn_daemon(trust=ls.user_trusts())
         return {"state": ls.daemon_state, "message": outcome}
 
     @server.command(STOP_DAEMON)

@@ -85,9 +85,16 @@ class DaemonLink:
         """Start `warp-harness daemon` for the workspace (unless one answers already)."""
         if self.connected:
             return "already running"
-        command = [sys.executable, "-m", "warp_harness", "daemon", str(self.workspace)]
-        if trust:
-            command.append("--trust")
+        # explicit either way: the daemon would otherwise take `trust` from the workspace's own
+        # pyproject.toml, which the workspace writes itself
+        command = [
+            sys.executable,
+            "-m",
+            "warp_harness",
+            "daemon",
+            str(self.workspace),
+            "--trust" if trust else "--no-trust",
+        ]
         # the log goes to the user's private runtime folder, not into the workspace (whose
         # .warp-harness may be a symlink to anywhere); the daemon starts outside the workspace
         log_path = ensure_private_dir(runtime_dir()) / f"{workspace_key(self.workspace)}.daemon.log"

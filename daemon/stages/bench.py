@@ -166,6 +166,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             beat(now)
     wp.synchronize_device(device)
     times: list[float] = []
+    by_set: list[list[float]] = [[] for _ in sets]
     started = time.perf_counter()
     beat(started)
     i = 0
@@ -176,6 +177,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         time.perf_counter() < min_until and len(times) < MIN_TIME_MAX_LAUNCHES
     ):
         args = sets[i % len(sets)]
+        own = by_set[i % len(sets)]
         i += 1
         if use_events:
             start_ev = wp.Event(device, enable_timing=True)
@@ -193,6 +195,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim)
             wp.synchronize_device(device)
             times.append(time.perf_counter() - t0)
+        own.append(times[-1])
         now = time.perf_counter()
         if len(times) >= 5 and now - started > opts.bench_max_time_s:
             break
@@ -210,6 +213,8 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         "max_s": times[-1],
         "iqr_s": q3 - q1,
         "rotated_sets": len(sets),
+        # where the buffers landed can move a memory-bound kernel's time (see _launch_sets)
+        "set_medians_s": [statistics.median(t) for t in by_set if t],
         "timer": "cuda events" if use_events else "perf_counter+synchronize",
     }
     if use_events:

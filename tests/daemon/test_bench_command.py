@@ -250,6 +250,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     m = B.measure(job, info, "cuda:1", device, n)
     assert m["timer"] == "cuda events" and m["repeats"] == 30 and m["median_s"] == pytest.approx(1e-3)
     assert m["rotated_sets"] == 5 and len(allocs) == 10  # one host-made set, four more uploads of it
+    assert len(m["set_medians_s"]) == 5 and all(t == pytest.approx(1e-3) for t in m["set_medians_s"])
     warm = len(launches) - 30  # bench_min_time_s of 1 ms launches, past bench_repeats=10
     assert warm >= 20  # 0.02 s of 1 ms launches, not just bench_warmup=2
     timed = launches[warm:]

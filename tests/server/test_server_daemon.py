@@ -36,8 +36,10 @@ async def wait_state(client: LanguageClient, state: str, timeout: float = DAEMON
 
 
 async def test_daemon_results_become_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text(
-        "[tool.warp-harness]\ntrust = true\n\n[tool.warp-harness.runtime]\nbench = false\n"
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness.runtime]\nbench = false\n")
+    # trust comes from the editor's settings, never from the workspace's own pyproject
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"warpHarness": {"trust": True}})
     )
     doc = Document(client, copy_example(tmp_path, "contracts/boundary_bug.py")).open()
     assert await doc.diagnostics() == []

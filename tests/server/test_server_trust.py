@@ -3,7 +3,9 @@ that shadow the standard library next to where the editor starts it."""
 
 from __future__ import annotations
 
+import queue
 import sys
+import time
 from pathlib import Path
 
 from stdio_client import StdioClient
@@ -39,6 +41,45 @@ def test_served_from_inside_an_untrusted_workspace_runs_none_of_it(tmp_path: Pat
         # asking for a daemon in an untrusted workspace starts one that runs nothing either
         client.request("workspace/executeCommand", {"command": "warp-harness.startDaemon", "arguments": []})
         client.request("workspace/executeCommand", {"command": "warp-harness.stopDaemon", "arguments": []})
+    finally:
+        client.close()
+    assert sorted(p.name for p in markers.iterdir()) == []
+
+
+def test_a_workspace_cannot_trust_itself(tmp_path: Path) -> None:
+    """`trust = true` in the workspace's pyproject.toml (a cloned repository can say so) does not
+    make the server start a trusted daemon: only the editor's own settings can."""
+    ws, markers = tmp_path / "ws", tmp_path / "markers"
+    ws.mkdir()
+    markers.mkdir()
+    (ws / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\ndaemon = true\n")
+    kernel = ws / "kernels.py"
+    kernel.write_text(
+        f"open({str(markers / 'kernels')!r}, 'w').close()\n" + (EXAMPLES / "saxpy.py").read_text()
+    )
+    client = StdioClient([sys.executable, "-m", "warp_harness", "serve"], tmp_path)
+    try:
+        client.initialize(ws)
+        reply = client.request(
+            "workspace/executeCommand", {"command": "warp-harness.startDaemon", "arguments": [str(ws)]}
+        )
+        assert reply.get("error") is None, reply
+        states = []
+        deadline = time.monotonic() + 60
+        while "untrusted" not in states and "idle" not in states and time.monotonic() < deadline:
+            try:
+                _, note = client.notifications.get(timeout=1)
+            except queue.Empty:
+                continue
+            if note.get("method") == "warp-harness/daemonState":
+                states.append(note["params"]["state"])
+        assert "untrusted" in states and "idle" not in states, states
+        kernel.write_text(kernel.read_text() + "\n# saved\n")  # a save the daemon sees
+        client.notify("textDocument/didSave", {"textDocument": {"uri": kernel.as_uri()}})
+        time.sleep(1.0)
+        client.request(
+            "workspace/executeCommand", {"command": "warp-harness.stopDaemon", "arguments": [str(ws)]}
+        )
     finally:
         client.close()
     assert sorted(p.name for p in markers.iterdir()) == []
