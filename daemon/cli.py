@@ -116,7 +116,12 @@ def add_subcommands(subparsers: Any) -> None:
     t.add_argument("--kernel", metavar="NAME", help="the contracted kernel to tune (when several)")
     t.add_argument("--target", metavar="PROFILE", help="profile the static rules check candidates against")
     t.add_argument("--repeats", type=int, metavar="N", help="timed launches per candidate")
-    t.add_argument("--memory-mb", type=int, metavar="MB", help="memory limit of the worker")
+    t.add_argument(
+        "--memory-mb",
+        type=int,
+        metavar="MB",
+        help="memory limit of each worker (--jobs N: N workers, N times this)",
+    )
     t.add_argument(
         "--jobs",
         "-j",

@@ -212,7 +212,7 @@ async function daemonCommand(which: "start" | "stop"): Promise<void> {
       if (state === "untrusted") {
         void vscode.window.showWarningMessage(
           "Warp Harness: the daemon runs workspace code, so it needs a trusted workspace: trust it in VS Code " +
-            "and turn on `warpHarness.trust` in your user settings (or `trust = true` in [tool.warp-harness]).",
+            "and turn on `warpHarness.trust` in your user settings (a workspace's own pyproject.toml cannot trust itself).",
         );
       }
     }
