@@ -9,6 +9,8 @@ tree in under 2 s, the 2,000-line file in under 20 ms, an edit p50 <= 15 ms and 
 from __future__ import annotations
 
 import argparse
+import ast
+import gc
 import statistics
 import sys
 import time
@@ -64,6 +66,24 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
+def _floor_times(source: str, repeats: int) -> list[float]:
+    """ms of ``ast.parse`` plus one ``ast.walk`` of ``source``, the cyclic GC off as in `analyse_source`:
+    the least any analysis that reads the whole AST can take on this machine."""
+    times = []
+    for _ in range(repeats):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            for _node in ast.walk(ast.parse(source)):
+                pass
+            times.append((time.perf_counter() - start) * 1000)
+        finally:
+            if enabled:
+                gc.enable()
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=7)
@@ -102,6 +122,8 @@ def main() -> None:
         start = time.perf_counter()
         analyse_source(source, "generated.py", builtins=table)
         gen_times.append((time.perf_counter() - start) * 1000)
+
+    floor_times = _floor_times(source, args.repeats * 3)
 
     edit_times, edit_full_times = [], []
     texts = edit_sequence(source)
@@ -146,6 +168,7 @@ def main() -> None:
             "",
         ),
         ("  of which: model + type inference", f"{statistics.median(model_times):.1f} ms", "", ""),
+        ("  floor: ast.parse + one ast.walk", f"{statistics.median(floor_times):.1f} ms", "", ""),
         (
             f"edit in one kernel ({len(texts)} keystrokes, incremental)",
             f"{edit_p50:.1f} ms",

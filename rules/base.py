@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from warp_harness.config import Settings
@@ -33,6 +33,10 @@ class RuleContext:
     profile: HardwareProfile
     builtins: BuiltinTable
     settings: Settings
+    # per analysis: scope node id -> (the node, names that may be rebound there); see `queries.py`
+    rebound: dict[int, tuple[ast.AST, frozenset[str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def path(self) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import NodeIndex, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Location
@@ -40,27 +41,30 @@ def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
     return Location(ctx.path, line, col, line, end, kernel.name)
 
 
-# scope -> names that may be rebound there; keyed by id() with the nodes kept alive beside them, so
-# an id cannot be reused while its entry exists (small: one entry per launching function)
-_REBOUND: dict[tuple[int, int], tuple[ast.AST, ast.Module, frozenset[str]]] = {}
-
-
-def _rebound_names(scope: ast.AST, tree: ast.Module) -> frozenset[str]:
-    key = (id(scope), id(tree))
-    cached = _REBOUND.get(key)
-    if cached is not None and cached[0] is scope and cached[1] is tree:
-        return cached[2]
-    names: set[str] = set()
+def _rebound_names(ctx: RuleContext, scope: ast.AST) -> frozenset[str]:
+    """Names that may be rebound in ``scope``: its own bindings and the module's (computed once per scope
+    and analysis; the entry keeps the node, so its id cannot be reused meanwhile)."""
+    cached = ctx.rebound.get(id(scope))
+    if cached is not None and cached[0] is scope:
+        return cached[1]
+    names = _module_rebound(ctx, ctx.model.tree)
     if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-        args = scope.args
-        every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
-        every += [a for a in (args.vararg, args.kwarg) if a is not None]
-        names.update(a.arg for a in every)
-        for node in ast.walk(scope):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-                names.add(node.id)
-            elif isinstance(node, ast.Global | ast.Nonlocal):
-                names.update(node.names)
+        names = names | _bound_in(scope)
+    ctx.rebound[id(scope)] = (scope, names)
+    return names
+
+
+def _module_rebound(ctx: RuleContext, tree: ast.Module) -> frozenset[str]:
+    cached = ctx.rebound.get(id(tree))
+    if cached is not None and cached[0] is tree:
+        return cached[1]
+    names = _module_names(tree)
+    ctx.rebound[id(tree)] = (tree, names)
+    return names
+
+
+def _module_names(tree: ast.Module) -> frozenset[str]:
+    names: set[str] = set()
     for stmt in tree.body:
         # a module-level `k = something` next to the `def k` makes `k` ambiguous
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
@@ -68,16 +72,30 @@ def _rebound_names(scope: ast.AST, tree: ast.Module) -> frozenset[str]:
             names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)
-    if len(_REBOUND) > 256:
-        _REBOUND.clear()
-    result = frozenset(names)
-    _REBOUND[key] = (scope, tree, result)
-    return result
+    return frozenset(names)
+
+
+def _bound_in(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """Parameters, and names stored, deleted or declared global/nonlocal anywhere in the function."""
+    args = scope.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
+    every += [a for a in (args.vararg, args.kwarg) if a is not None]
+    names = {a.arg for a in every}
+    # the body's index is shared (built with the module's); the rest of the function is small
+    rest: list[ast.AST] = [args, *getattr(scope, "type_params", []), *scope.decorator_list]
+    rest += [scope.returns] if scope.returns else []
+    for index in (body_index(scope), NodeIndex(rest)):
+        names.update(n.id for n in index.of(ast.Name) if isinstance(n.ctx, ast.Store | ast.Del))
+        for global_ in index.of(ast.Global):
+            names.update(global_.names)
+        for nonlocal_ in index.of(ast.Nonlocal):
+            names.update(nonlocal_.names)
+    return frozenset(names)
 
 
 def name_is_rebound(site: LaunchSite, ctx: RuleContext, name: str) -> bool:
     """True when ``name`` may not be the module's kernel at the launch (a parameter, a local, ...)."""
-    return name in _rebound_names(site.scope, ctx.model.tree)
+    return name in _rebound_names(ctx, site.scope)
 
 
 def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:

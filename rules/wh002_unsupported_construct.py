@@ -38,9 +38,10 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Rule, RuleContext
 
 _CONSTRUCTS: dict[type[ast.AST], str] = {
     ast.ListComp: "a list comprehension",
@@ -172,7 +173,8 @@ class UnsupportedConstruct(Rule):
     def _check_kernel(self, ctx: RuleContext, kernel: KernelDef, names: _ModuleNames) -> Iterator[Record]:
         skip: set[int] = set()
         params = {p.name for p in kernel.params}
-        for node in walk_body(kernel.node):
+        # only these are reported or skipped (a skipped node's descendants are in `skip` too)
+        for node in body_index(kernel.node).of_any(ast.Assert, ast.Call, *_CONSTRUCTS):
             if id(node) in skip:
                 continue
             if isinstance(node, ast.Assert) or (
@@ -245,24 +247,23 @@ class _ModuleNames:
             elif isinstance(stmt, ast.Assign):
                 defined.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
         rebound = defined - {name for name, found in defs.items() if found}
+        assigned = _assigned_at_module_level(model.tree)
         plain = {
             name: found[0]
             for name, found in defs.items()
             if len(found) == 1
             and not found[0].decorator_list
             and name not in rebound
-            and not _assigned_at_module_level(model.tree, name)
+            and name not in assigned
             and name not in model.imports.objects
             and name not in model.imports.modules
         }
         return cls(plain, defined)
 
 
-def _assigned_at_module_level(tree: ast.Module, name: str) -> bool:
-    return any(
-        isinstance(s, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in s.targets)
-        for s in tree.body
-    )
+def _assigned_at_module_level(tree: ast.Module) -> set[str]:
+    assigns = [s for s in tree.body if isinstance(s, ast.Assign)]
+    return {t.id for s in assigns for t in s.targets if isinstance(t, ast.Name)}
 
 
 def _hint_for(node: ast.AST) -> str:

@@ -44,6 +44,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes, binop_result
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import (
@@ -241,7 +242,7 @@ class _Types:
     def __init__(self, kernel: KernelDef, types: KernelTypes, facts: _ModuleFacts) -> None:
         self.types = types
         self.local = set(types.variables) | {p.name for p in kernel.params}
-        names = {n.id for n in walk_body(kernel.node) if isinstance(n, ast.Name)}
+        names = {n.id for n in body_index(kernel.node).of(ast.Name)}
         self.constants = {k: v for k, v in facts.constants.items() if k not in self.local and k in names}
         self.redefined = {
             t.name for t in types.variables.values() if isinstance(t, Struct) and t.name in facts.redefined
@@ -372,7 +373,7 @@ class MixedScalarTypes(Rule):
                 continue
             facts = facts or _ModuleFacts(ctx)
             types = _Types(kernel, ctx.model.types(kernel), facts)
-            for node in walk_body(kernel.node):
+            for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
                 record: Record | None = None
                 if isinstance(node, ast.BinOp):
                     record = self._binop(ctx, kernel, types, node)
@@ -458,7 +459,6 @@ class MixedScalarTypes(Rule):
     ) -> Record | None:
         if type(op) not in _ARITHMETIC or not (_known(lt) and _known(rt)):
             return None
-        text = source_text(ctx, anchor)
         if _is_number(lt) and _is_number(rt):
             assert isinstance(lt, Scalar) and isinstance(rt, Scalar)
             if lt == rt:
@@ -470,6 +470,7 @@ class MixedScalarTypes(Rule):
             else:
                 warp = f"Input types must be the same, got ['{lt}', '{rt}']"
             edit = self._pick(ctx, left, lt, right, rt)
+            text = source_text(ctx, anchor)  # only when there is a record to write
             return self.report(
                 ctx,
                 anchor,
@@ -494,6 +495,7 @@ class MixedScalarTypes(Rule):
             if obj_t.dtype == coeff_t:
                 return None
             edit = self._cast(ctx, coeff, obj_t.dtype)
+            text = source_text(ctx, anchor)
             return self.report(
                 ctx,
                 anchor,
@@ -516,6 +518,7 @@ class MixedScalarTypes(Rule):
             wide_left = _rank(lt.dtype) >= _rank(rt.dtype)
             edit = self._cast(ctx, right if wide_left else left, lt if wide_left else rt)
             ln, rn = warp_type_name(lt), warp_type_name(rt)
+            text = source_text(ctx, anchor)
             return self.report(
                 ctx,
                 anchor,

@@ -44,11 +44,12 @@ import ast
 import math
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import WarpType
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Rule, RuleContext
 from warp_harness.rules.wh009_tile_matmul_shape import source_text
 
 # names that are not attributes of the warp module yet mean something inside kernels
@@ -150,22 +151,25 @@ class BuiltinCall(Rule):
         imports = ctx.model.imports
         warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
         table = ctx.builtins
-        registered, dynamic = _registered_names(ctx.model.index.nodes, warp_modules)
+        index = ctx.model.index
+        kinds = (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign)
+        # the answer is a set and a flag: the order of the nodes does not matter
+        registered, dynamic = _registered_names([n for k in kinds for n in index.of(k)], warp_modules)
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
             types: KernelTypes | None = None
-            called: set[int] = set()
-            for node in walk_body(kernel.node):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                    called.add(id(node.func))
-            for node in walk_body(kernel.node):
+            body = body_index(kernel.node)
+            called = {id(node.func) for node in body.of(ast.Call) if isinstance(node.func, ast.Attribute)}
+            params = {p.name for p in kernel.params}
+            # only attributes and calls can be reported
+            for node in body.of_any(ast.Attribute, ast.Call):
                 if (
                     isinstance(node, ast.Attribute)
                     and isinstance(node.value, ast.Name)
                     and node.value.id in warp_modules
                     and isinstance(node.ctx, ast.Load)
-                    and node.value.id not in {p.name for p in kernel.params}
+                    and node.value.id not in params
                 ):
                     if dynamic or node.attr in registered:
                         continue
@@ -190,7 +194,7 @@ class BuiltinCall(Rule):
                     math_name = imports.math_name(node.func)
                     if math_name is None or not isinstance(node.func.value, ast.Name):
                         continue
-                    if node.func.value.id in {p.name for p in kernel.params}:
+                    if node.func.value.id in params:
                         continue
                     if types is None:
                         types = ctx.model.types(kernel)
@@ -257,15 +261,20 @@ class BuiltinCall(Rule):
             fix=fix,
         )
 
+    @staticmethod
+    def _prefix(ctx: RuleContext, node: ast.Call) -> str:
+        """How the call spells Warp's module (``wp``), for messages (only when there is one to write)."""
+        return source_text(ctx, node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
+
     def _call(
         self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
     ) -> Record | None:
         table = ctx.builtins
-        prefix = source_text(ctx, node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
         target = table.kernel_call_target(name)
         if target is None:
             kind = table.warp_attribute_kind(name)
             if kind == "python_function" and name.startswith(_HOST_PREFIXES):
+                prefix = self._prefix(ctx, node)
                 return self.report(
                     ctx,
                     node.func,
@@ -288,6 +297,7 @@ class BuiltinCall(Rule):
         check = table.check_call(target, args, kwargs)
         if not check.is_error:
             return None
+        prefix = self._prefix(ctx, node)
         signatures = list(check.signatures[:4])
         shown_args = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
         shown = "; ".join(f"`{s}`" for s in signatures)

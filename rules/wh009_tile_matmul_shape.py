@@ -47,11 +47,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from warp_harness.model.constants import Value, fold
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import UNKNOWN, Scalar, Tile, WarpType
 from warp_harness.record import Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Rule, RuleContext
 
 # --- tile helpers shared by WH009, WH014 and WH015 ------------------------------------------------
 
@@ -112,7 +113,12 @@ def source_text(ctx: RuleContext, node: ast.AST) -> str:
     lines: list[str] = ctx.model.lines
     if first is None or last is None or col is None or end_col is None or not 0 < first <= last <= len(lines):
         return ctx.source_of(node)
-    chunk = [line.encode("utf-8") for line in lines[first - 1 : last]]
+    text = lines[first - 1 : last]
+    if all(line.isascii() for line in text):  # byte columns are character columns
+        if first == last:
+            return text[0][col:end_col]
+        return text[0][col:] + "".join(text[1:-1]) + text[-1][:end_col]
+    chunk = [line.encode("utf-8") for line in text]
     chunk[-1] = chunk[-1][:end_col]
     chunk[0] = chunk[0][col:]
     return b"".join(chunk).decode("utf-8", errors="replace")
@@ -152,7 +158,8 @@ class TileShapes:
         self.assigned: dict[str, list[ast.expr | None]] = {}
         # the assignment statement of a name assigned once (for "defined here" notes)
         self.definitions: dict[str, ast.stmt] = {}
-        for node in walk_body(kernel.node):
+        bindings = (ast.Assign, ast.AnnAssign, ast.For, ast.comprehension, ast.NamedExpr, ast.With)
+        for node in body_index(kernel.node).of_any(*bindings):
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     self._collect(target, node.value, node)
@@ -292,7 +299,9 @@ class TileMatmulShape(Rule):
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
-            calls = [n for n in walk_body(kernel.node) if warp_call_name(ctx, n) == "tile_matmul"]
+            calls = [
+                n for n in body_index(kernel.node).of(ast.Call) if warp_call_name(ctx, n) == "tile_matmul"
+            ]
             if not calls:
                 continue
             types = ctx.model.types(kernel)

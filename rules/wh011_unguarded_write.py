@@ -115,7 +115,8 @@ def _guarded(body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | 
             inner, tests = [stmt.body, stmt.orelse], [stmt.iter]
         elif isinstance(stmt, ast.With | ast.Try):
             inner = [getattr(stmt, "body", [])]
-        if any(node is target for node in ast.walk(stmt)):
+        # ``target`` comes from `iter_statements`: it is inside ``stmt`` only if reached the same way
+        if any(node is target for node in iter_statements([stmt])):
             if isinstance(stmt, ast.If | ast.While) and any(mentions(t, names) for t in tests):
                 return True
             for block in inner:

@@ -35,10 +35,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.types import FLOAT64, UNKNOWN, WarpType, named_warp_type, scalar_of
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Rule, RuleContext
 
 # below this float64 / float32 throughput ratio, float64 arithmetic is worth a note
 LOW_FP64_RATIO = 1 / 8
@@ -85,6 +86,10 @@ def _is_fp64(t: WarpType) -> bool:
     return scalar_of(t) == FLOAT64
 
 
+# the only nodes `_is_fp64_op` can accept
+_OPERATIONS = (ast.BinOp, ast.UnaryOp, ast.AugAssign, ast.Call)
+
+
 class Fp64Arithmetic(Rule):
     id = "WH013"
     name = "fp64-arithmetic"
@@ -102,7 +107,8 @@ class Fp64Arithmetic(Rule):
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
             types = ctx.model.types(kernel)
-            ops = [n for n in walk_body(kernel.node) if self._is_fp64_op(ctx, types, n)]
+            candidates = body_index(kernel.node).of_any(*_OPERATIONS)
+            ops = [n for n in candidates if self._is_fp64_op(ctx, types, n)]
             if not ops:
                 continue
             ops.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))

@@ -38,11 +38,12 @@ import ast
 from collections.abc import Iterator, Mapping
 
 from warp_harness.model.constants import Value, fold
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array, Scalar, Tile, TupleType, UnknownType
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Rule, RuleContext
 from warp_harness.rules.wh009_tile_matmul_shape import (
     TileShapes,
     call_arg,
@@ -112,7 +113,11 @@ class TileArrayRank(Rule):
         for kernel in ctx.model.kernels:
             if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
                 continue
-            calls = [n for n in walk_body(kernel.node) if warp_call_name(ctx, n) in ("tile_load", *_STORES)]
+            calls = [
+                n
+                for n in body_index(kernel.node).of(ast.Call)
+                if warp_call_name(ctx, n) in ("tile_load", *_STORES)
+            ]
             if not calls:
                 continue
             types = ctx.model.types(kernel)

@@ -55,7 +55,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from warp_harness.model.constants import Value, fold
-from warp_harness.model.index import body_index
+from warp_harness.model.index import NodeIndex, body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import FLOAT32, UNKNOWN, Tile, WarpType, byte_size
@@ -234,12 +234,7 @@ class SharedMemoryEstimator:
 
     @staticmethod
     def _assigned(body: list[ast.stmt]) -> set[str]:
-        names: set[str] = set()
-        for stmt in body:
-            for n in ast.walk(stmt):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    names.add(n.id)
-        return names
+        return {n.id for n in NodeIndex(body).of(ast.Name) if isinstance(n.ctx, ast.Store)}
 
     def _forget(self, body: list[ast.stmt], env: dict[str, Site | None]) -> None:
         for name in self._assigned(body):
@@ -532,6 +527,31 @@ def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Const
     return None
 
 
+def _calls_tile(kernel: KernelDef, ctx: RuleContext) -> bool:
+    warp_name = ctx.model.imports.warp_name
+    return any((warp_name(n.func) or "").startswith("tile") for n in body_index(kernel.node).of(ast.Call))
+
+
+def _reaches_tile(kernel: KernelDef, ctx: RuleContext, memo: dict[str, bool]) -> bool:
+    """Whether a ``@wp.func`` of this file that ``kernel`` may call (transitively, by name) calls a
+    ``tile*`` builtin; ``memo``: the answer per function, for one analysis."""
+    funcs = ctx.model.funcs
+    seen = {kernel.name}
+    stack = [kernel]
+    while stack:
+        for call in body_index(stack.pop().node).of(ast.Call):
+            func = funcs.get(call.func.id) if isinstance(call.func, ast.Name) else None
+            if func is None or func.name in seen:
+                continue
+            seen.add(func.name)
+            if func.name not in memo:
+                memo[func.name] = _calls_tile(func, ctx)
+            if memo[func.name]:
+                return True
+            stack.append(func)
+    return False
+
+
 class TileSharedMemory(Rule):
     id = "WH015"
     name = "tile-shared-memory"
@@ -549,19 +569,20 @@ class TileSharedMemory(Rule):
         if limit is None:
             return
         max_unroll = max_unroll_of(ctx)
+        tile_funcs: dict[str, bool] = {}
         for kernel in ctx.model.kernels:
             if not kernel.is_kernel:
                 continue
-            if (
-                not any(
-                    isinstance(n, ast.Call) and (ctx.model.imports.warp_name(n.func) or "").startswith("tile")
-                    for n in body_index(kernel.node).of(ast.Call)
-                )
-                and not ctx.model.funcs
-            ):
+            calls_tile = _calls_tile(kernel, ctx)
+            if not calls_tile and not ctx.model.funcs:
                 continue
             types = ctx.model.types(kernel)
-            estimate = SharedMemoryEstimator(ctx, kernel, types, max_unroll=max_unroll).run()
+            # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
+            estimate = (
+                SharedMemoryEstimator(ctx, kernel, types, max_unroll=max_unroll).run()
+                if calls_tile or _reaches_tile(kernel, ctx, tile_funcs)
+                else Estimate()
+            )
             block_dims = self._block_dims(ctx, kernel)
             record = self._check_shared(ctx, kernel, types, estimate, limit, block_dims, max_unroll)
             if record is not None:

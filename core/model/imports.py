@@ -20,6 +20,8 @@ class ImportMap:
     _warp_names: dict[int, tuple[ast.expr, str | None]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    # dotted path -> its name in Warp's namespace (many nodes spell the same path)
+    _warp_paths: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_tree(cls, tree: ast.Module, index: NodeIndex | None = None) -> ImportMap:
@@ -75,6 +77,12 @@ class ImportMap:
         path = self.dotted(node)
         if path is None:
             return None
+        if path not in self._warp_paths:
+            self._warp_paths[path] = self._warp_path(path)
+        return self._warp_paths[path]
+
+    @staticmethod
+    def _warp_path(path: str) -> str | None:
         for prefix in ("warp._src.", "warp."):
             if path.startswith(prefix):
                 name = path[len(prefix) :]

@@ -43,29 +43,72 @@ def _child_fields(cls: type[ast.AST]) -> tuple[str, ...]:
 
 def _read_child_fields(cls: type[ast.AST]) -> tuple[str, ...]:
     """Fields of an AST class that can hold child nodes, read from its ASDL signature (``__doc__``)."""
+    return tuple(name for name, _ in _read_walk_fields(cls))
+
+
+# how `NodeIndex` reaches a field: a node or None, a list of nodes (or None, as in `Dict.keys`), or
+# anything (a signature not understood: each value is checked)
+_ONE, _MANY, _ANY = 0, 1, 2
+_WALK_FIELDS: dict[type[ast.AST], tuple[tuple[str, int], ...]] = {}
+
+
+def _walk_fields(cls: type[ast.AST]) -> tuple[tuple[str, int], ...]:
+    """`_read_walk_fields` last-first (children are pushed that way so that they pop in source order)."""
+    fields = _WALK_FIELDS.get(cls)
+    if fields is None:
+        fields = _WALK_FIELDS[cls] = tuple(reversed(_read_walk_fields(cls)))
+    return fields
+
+
+def _read_walk_fields(cls: type[ast.AST]) -> tuple[tuple[str, int], ...]:
     doc = cls.__doc__ or ""
     start, end = doc.find("("), doc.rfind(")")
     fields = getattr(cls, "_fields", ())
     if start < 0 or end < start:
-        return tuple(fields)
-    typed = {name: kind for kind, _, name in _FIELD.findall(doc[start + 1 : end])}
+        return tuple((f, _ANY) for f in fields)
+    typed = {name: (kind, mark) for kind, mark, name in _FIELD.findall(doc[start + 1 : end])}
     if set(typed) != set(fields):  # not the signature we expect: keep every field
-        return tuple(fields)
-    return tuple(f for f in fields if typed[f] not in _NOT_CHILDREN)
+        return tuple((f, _ANY) for f in fields)
+    return tuple(
+        (f, _MANY if typed[f][1] == "*" else _ONE) for f in fields if typed[f][0] not in _NOT_CHILDREN
+    )
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``ast.iter_child_nodes`` without the context and operator singletons (they hold no nodes)."""
+    children: list[ast.AST] = []
+    for name in _child_fields(type(node)):
+        value = getattr(node, name, None)
+        if type(value) is list:
+            children.extend(child for child in value if isinstance(child, ast.AST))
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
 
 
 class NodeIndex:
     __slots__ = ("_by_type", "nodes")
 
     def __init__(self, roots: Sequence[ast.AST]) -> None:
-        nodes: list[ast.AST] = []
-        by_type: dict[type[ast.AST], list[ast.AST]] = {}
-        stack = list(reversed(roots))
+        self.nodes: list[ast.AST] = []
+        self._by_type: dict[type[ast.AST], list[ast.AST]] = {}
+        self._collect(roots)
+
+    def _collect(self, roots: Sequence[ast.AST]) -> None:
+        """Append the preorder of ``roots``. A function's body is indexed on its own (see `body_index`) and
+        spliced in, so the rules' per-kernel indexes cost no second walk."""
+        nodes = self.nodes
+        by_type = self._by_type
+        stack: list[ast.AST | None] = list(reversed(roots))
         append = nodes.append
         pop = stack.pop
         push = stack.append
+        push_all = stack.extend
+        walk_fields = _WALK_FIELDS
         while stack:
             node = pop()
+            if node is None:  # an empty slot of a list field
+                continue
             append(node)
             kind: type[ast.AST] = type(node)
             bucket = by_type.get(kind)
@@ -73,38 +116,56 @@ class NodeIndex:
                 by_type[kind] = [node]
             else:
                 bucket.append(node)
-            names = _child_fields(kind)
-            # push children last-first so they pop in source order
-            for name in reversed(names):
+            if kind is ast.FunctionDef:
+                self._function(node)  # type: ignore[arg-type]
+                continue
+            fields = walk_fields.get(kind)
+            if fields is None:
+                fields = _walk_fields(kind)
+            for name, how in fields:
                 value = getattr(node, name, None)
-                if value is None:
-                    continue
-                if type(value) is list:
-                    for child in reversed(value):
-                        if isinstance(child, ast.AST):
-                            push(child)
+                if how == _MANY:
+                    if value:
+                        push_all(reversed(value))
+                elif how == _ONE:
+                    if value is not None:
+                        push(value)
+                elif type(value) is list:
+                    push_all(child for child in reversed(value) if isinstance(child, ast.AST))
                 elif isinstance(value, ast.AST):
                     push(value)
-        self.nodes: list[ast.AST] = nodes
-        self._by_type = by_type
+
+    def _function(self, node: ast.FunctionDef) -> None:
+        """The children of ``node`` in field order, its body from the shared `body_index`."""
+        for name in _child_fields(ast.FunctionDef):
+            if name == "body":
+                self._extend(body_index(node))
+                continue
+            value = getattr(node, name, None)
+            if type(value) is list:
+                self._collect([child for child in value if isinstance(child, ast.AST)])
+            elif isinstance(value, ast.AST):
+                self._collect([value])
+
+    def _extend(self, part: NodeIndex) -> None:
+        self.nodes.extend(part.nodes)
+        by_type = self._by_type
+        for kind, bucket in part._by_type.items():
+            current = by_type.get(kind)
+            if current is None:
+                by_type[kind] = list(bucket)
+            else:
+                current.extend(bucket)
 
     @classmethod
     def concat(cls, root: ast.AST, parts: Sequence[NodeIndex]) -> NodeIndex:
         """The index of ``root`` whose children are exactly the roots of ``parts``, in order, without a walk
         (a module from its top-level statements: the preorder of the whole is the parts one after another)."""
         index = cls.__new__(cls)
-        nodes: list[ast.AST] = [root]
-        by_type: dict[type[ast.AST], list[ast.AST]] = {type(root): [root]}
+        index.nodes = [root]
+        index._by_type = {type(root): [root]}
         for part in parts:
-            nodes.extend(part.nodes)
-            for kind, bucket in part._by_type.items():
-                current = by_type.get(kind)
-                if current is None:
-                    by_type[kind] = list(bucket)
-                else:
-                    current.extend(bucket)
-        index.nodes = nodes
-        index._by_type = by_type
+            index._extend(part)
         return index
 
     def of(self, kind: type[N]) -> list[N]:

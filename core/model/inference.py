@@ -8,9 +8,9 @@ dtype, ``wp.tid()`` gives int32s. Whenever it is unsure it answers ``UNKNOWN``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from warp_harness.model.annotations import AnnotationResolver
 from warp_harness.model.constants import Value, fold
@@ -205,47 +205,49 @@ class Inference:
         return t
 
     def _expr(self, node: ast.expr) -> WarpType:
-        if isinstance(node, ast.Constant):
-            value = node.value
-            if isinstance(value, bool):
-                return BOOL
-            if isinstance(value, int):
-                return INT32
-            if isinstance(value, float):
-                return FLOAT32
-            return UNKNOWN
-        if isinstance(node, ast.Name):
-            return self._name(node)
-        if isinstance(node, ast.Attribute):
-            return self._attribute(node)
-        if isinstance(node, ast.Subscript):
-            return self._subscript(node)
-        if isinstance(node, ast.BinOp):
-            return self._binop(node)
-        if isinstance(node, ast.UnaryOp):
-            operand = self.expr(node.operand)
-            return BOOL if isinstance(node.op, ast.Not) else operand
-        if isinstance(node, ast.BoolOp):
-            for v in node.values:
-                self.expr(v)
-            return BOOL
-        if isinstance(node, ast.Compare):
-            self.expr(node.left)
-            for c in node.comparators:
-                self.expr(c)
-            return BOOL
-        if isinstance(node, ast.IfExp):
-            self.expr(node.test)
-            body, orelse = self.expr(node.body), self.expr(node.orelse)
-            return body if body == orelse else UNKNOWN
-        if isinstance(node, ast.Call):
-            return self._call(node)
-        if isinstance(node, ast.Tuple | ast.List):
-            return TupleType(tuple(self.expr(e) for e in node.elts))
+        # by exact type: the parser makes no subclasses of these
+        handler = _EXPRESSIONS.get(type(node))
+        return handler(self, node) if handler is not None else self._other(node)
+
+    def _other(self, node: ast.expr) -> WarpType:
+        """Any other expression: its children are typed, it is not."""
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 self.expr(child)
         return UNKNOWN
+
+    def _constant(self, node: ast.Constant) -> WarpType:
+        value = node.value
+        if isinstance(value, bool):
+            return BOOL
+        if isinstance(value, int):
+            return INT32
+        if isinstance(value, float):
+            return FLOAT32
+        return UNKNOWN
+
+    def _unaryop(self, node: ast.UnaryOp) -> WarpType:
+        operand = self.expr(node.operand)
+        return BOOL if isinstance(node.op, ast.Not) else operand
+
+    def _boolop(self, node: ast.BoolOp) -> WarpType:
+        for v in node.values:
+            self.expr(v)
+        return BOOL
+
+    def _compare(self, node: ast.Compare) -> WarpType:
+        self.expr(node.left)
+        for c in node.comparators:
+            self.expr(c)
+        return BOOL
+
+    def _ifexp(self, node: ast.IfExp) -> WarpType:
+        self.expr(node.test)
+        body, orelse = self.expr(node.body), self.expr(node.orelse)
+        return body if body == orelse else UNKNOWN
+
+    def _sequence(self, node: ast.Tuple | ast.List) -> WarpType:
+        return TupleType(tuple(self.expr(e) for e in node.elts))
 
     def _name(self, node: ast.Name) -> WarpType:
         if node.id in self.env:
@@ -391,6 +393,22 @@ class Inference:
         if isinstance(storage_node, ast.Constant) and isinstance(storage_node.value, str):
             storage = storage_node.value
         return Tile(dtype, shape, storage)
+
+
+_EXPRESSIONS: dict[type[ast.AST], Callable[[Inference, Any], WarpType]] = {
+    ast.Constant: Inference._constant,
+    ast.Name: Inference._name,
+    ast.Attribute: Inference._attribute,
+    ast.Subscript: Inference._subscript,
+    ast.BinOp: Inference._binop,
+    ast.UnaryOp: Inference._unaryop,
+    ast.BoolOp: Inference._boolop,
+    ast.Compare: Inference._compare,
+    ast.IfExp: Inference._ifexp,
+    ast.Call: Inference._call,
+    ast.Tuple: Inference._sequence,
+    ast.List: Inference._sequence,
+}
 
 
 def binop_result(op: ast.operator, left: WarpType, right: WarpType) -> WarpType:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex
+from warp_harness.model.index import NodeIndex, body_index, child_nodes
 
 _LAUNCH_POSITIONAL = (
     "kernel",
@@ -150,23 +150,41 @@ def _enclosing_scope(
     return best
 
 
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def _own_nodes(scope: ast.AST) -> list[ast.AST]:
-    """Nodes of ``scope`` not inside a nested function or class."""
+    """Nodes of ``scope`` not inside a nested function or class (contexts and operators left out), in
+    preorder."""
+    if isinstance(scope, ast.FunctionDef):
+        # the body's index is shared (built with the module's): with no nested scope, it is the answer
+        head = NodeIndex([scope.args, *getattr(scope, "type_params", [])])
+        tail = NodeIndex([*scope.decorator_list, *([scope.returns] if scope.returns else [])])
+        parts = (head, body_index(scope), tail)
+        if not any(part.of(kind) for part in parts for kind in _NESTED_SCOPES):
+            return [node for part in parts for node in part.nodes]
     found: list[ast.AST] = []
-    stack = list(ast.iter_child_nodes(scope))
+    stack = child_nodes(scope)[::-1]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+        if type(node) in _NESTED_SCOPES:
             continue
         found.append(node)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(reversed(child_nodes(node)))
     return found
+
+
+_BINDINGS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr, ast.With})
 
 
 def _single_assignments(nodes: list[ast.AST]) -> dict[str, ast.expr]:
     counts: dict[str, int] = {}
     values: dict[str, ast.expr] = {}
-    for node in nodes:
+    # last binding first: the order `_derived` has always folded values in (a value does not see the
+    # locals assigned before it)
+    for node in reversed(nodes):
+        if type(node) not in _BINDINGS:
+            continue
         targets: list[ast.expr] = []
         value: ast.expr | None = None
         if isinstance(node, ast.Assign):
@@ -181,8 +199,6 @@ def _single_assignments(nodes: list[ast.AST]) -> dict[str, ast.expr]:
                     counts[n.id] = counts.get(n.id, 0) + 1
                     if isinstance(target, ast.Name) and value is not None:
                         values[n.id] = value
-    if isinstance(nodes, list):
-        pass
     return {k: v for k, v in values.items() if counts.get(k) == 1}
 
 

@@ -36,6 +36,14 @@ class ModuleModel:
     # (see `restricted`); lookups by name always see the whole file
     _all_kernels: list[KernelDef] | None = None
     _all_launches: list[LaunchSite] | None = None
+    # lookups over `all_kernels`, built on first use (not copied by `restricted`: `replace` resets them)
+    _funcs: dict[str, KernelDef] | None = field(default=None, init=False, repr=False, compare=False)
+    _kernels_by_name: dict[str, list[KernelDef]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _launches_by_name: dict[str | None, list[LaunchSite]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def restricted(
         self, kernels: list[KernelDef], launches: list[LaunchSite], index: NodeIndex | None = None
@@ -71,19 +79,32 @@ class ModuleModel:
 
     @property
     def funcs(self) -> dict[str, KernelDef]:
-        return {k.name: k for k in self.all_kernels if k.kind == "func"}
+        if self._funcs is None:
+            self._funcs = {k.name: k for k in self.all_kernels if k.kind == "func"}
+        return self._funcs
 
     def kernel_named(self, name: str | None) -> KernelDef | None:
         """The single @wp.kernel of that name in this file (None when absent or ambiguous)."""
         if name is None:
             return None
-        matches = [k for k in self.all_kernels if k.is_kernel and k.name == name]
+        if self._kernels_by_name is None:
+            by_name: dict[str, list[KernelDef]] = {}
+            for k in self.all_kernels:
+                if k.is_kernel:
+                    by_name.setdefault(k.name, []).append(k)
+            self._kernels_by_name = by_name
+        matches = self._kernels_by_name.get(name, [])
         return matches[0] if len(matches) == 1 else None
 
     def launches_of(self, kernel: KernelDef) -> list[LaunchSite]:
         if self.kernel_named(kernel.name) is not kernel:
             return []
-        return [s for s in self.all_launches if s.kernel_name == kernel.name]
+        if self._launches_by_name is None:
+            by_name: dict[str | None, list[LaunchSite]] = {}
+            for site in self.all_launches:
+                by_name.setdefault(site.kernel_name, []).append(site)
+            self._launches_by_name = by_name
+        return list(self._launches_by_name.get(kernel.name, []))
 
     def types(self, kernel: KernelDef) -> KernelTypes:
         key = id(kernel.node)

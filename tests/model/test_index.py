@@ -4,7 +4,7 @@ import ast
 from importlib.util import find_spec
 from pathlib import Path
 
-from warp_harness.model.index import NodeIndex, body_index
+from warp_harness.model.index import NodeIndex, body_index, child_nodes
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 
@@ -37,3 +37,48 @@ def test_body_index_excludes_decorators_and_annotations() -> None:
     calls = [ast.unparse(c) for c in body_index(function).of(ast.Call)]
     assert calls == ["wp.sin(x[0])"]
     assert body_index(function) is body_index(function)
+
+
+def _preorder(roots: list[ast.AST]) -> list[ast.AST]:
+    """A reference walk: preorder by `ast.iter_child_nodes`, contexts and operators left out."""
+    found: list[ast.AST] = []
+    for root in roots:
+        if isinstance(root, _LEAVES):
+            continue
+        found.append(root)
+        found.extend(_preorder(list(ast.iter_child_nodes(root))))
+    return found
+
+
+NESTED = """
+@wp.kernel
+def k(x: wp.array(dtype=float), n: int = len([1, 2])):
+    @wp.func
+    def inner(y: float) -> float:
+        return {1: y, **d}[1]
+
+    x[0] = inner(x[0]) if n else 0.0
+
+
+class C:
+    def method(self, a=lambda: 1):
+        return a
+"""
+
+
+def test_function_bodies_are_spliced_into_the_walk_in_source_order() -> None:
+    for text in [NESTED, *(p.read_text(encoding="utf-8") for p in _warp_sources()[:20])]:
+        tree = ast.parse(text)
+        index = NodeIndex([tree])
+        assert index.nodes == _preorder([tree])
+        for function in index.of(ast.FunctionDef):
+            # built while walking the module, shared with the rules
+            assert body_index(function).nodes == _preorder(list(function.body))
+        assert NodeIndex.concat(tree, [NodeIndex([s]) for s in tree.body]).nodes == index.nodes
+
+
+def test_child_nodes_are_iter_child_nodes_without_contexts_and_operators() -> None:
+    tree = ast.parse(NESTED)
+    for node in ast.walk(tree):
+        expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _LEAVES)]
+        assert child_nodes(node) == expected

@@ -134,3 +134,84 @@ def test_errors(self, n):
     lines = source.splitlines()
     last = len(lines) - lines[::-1].index("    wp.launch(k, dim=n, inputs=[None])")
     assert [site.node.lineno for site in model.launches] == [last]
+
+
+LOOKUPS = """
+import warp as wp
+
+
+@wp.func
+def f(x: float) -> float:
+    return x
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    a[0] = f(a[0])
+
+
+@wp.kernel
+def twice(a: wp.array(dtype=float)):
+    pass
+
+
+@wp.kernel
+def twice(a: wp.array(dtype=float)):
+    pass
+
+
+def run(a):
+    wp.launch(k, dim=1, inputs=[a])
+    wp.launch(twice, dim=1, inputs=[a])
+    wp.launch(k, dim=2, inputs=[a])
+"""
+
+
+def test_lookups_by_name_see_the_whole_file_also_from_a_restricted_model() -> None:
+    model = build_model(LOOKUPS)
+    k = model.kernel_named("k")
+    assert k is not None and model.kernel_named("twice") is None and model.kernel_named("nothing") is None
+    assert list(model.funcs) == ["f"]
+    assert [s.node.lineno for s in model.launches_of(k)] == [26, 28]
+    model.launches_of(k).clear()  # a caller's copy: the model's answer does not change
+    assert len(model.launches_of(k)) == 2
+    restricted = model.restricted([k], [])
+    assert restricted.kernel_named("k") is k and list(restricted.funcs) == ["f"]
+    assert [s.node.lineno for s in restricted.launches_of(k)] == [26, 28]
+
+
+SCOPES = """
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+def run():
+    n = 4
+    if n:
+        p = n + 1
+    b = c = wp.zeros(n, dtype=float)
+    wp.launch(k, dim=(n, p), inputs=[b])
+
+
+def nested():
+    x = 5
+
+    def inner():
+        y = 2
+
+    y = x + 1
+    wp.launch(k, dim=y, inputs=[x])
+"""
+
+
+def test_scope_facts_of_a_function_with_and_without_nested_scopes() -> None:
+    first, second = build_model(SCOPES).launches
+    # single assignments, the last statement first (the order their values are folded in)
+    assert list(first.local_aliases) == ["b", "c", "p", "n"]
+    assert first.local_values == {"n": 4} and set(first.host_arrays) == {"b", "c"}
+    # `y` of the nested function is not this scope's
+    assert list(second.local_aliases) == ["y", "x"] and second.local_values == {"x": 5}

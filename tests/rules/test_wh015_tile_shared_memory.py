@@ -537,3 +537,38 @@ def k(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), n: int):
         built += 1
         equal += estimate == actual
     assert built >= 60 and equal >= built * 0.6
+
+
+FUNC_TILES = """
+import warp as wp
+
+
+@wp.func
+def inner(a: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=(512, 512), storage="shared")
+    wp.tile_store(a, t)
+
+
+@wp.func
+def outer(a: wp.array2d(dtype=float)):
+    inner(a)
+
+
+@wp.kernel
+def plain(a: wp.array2d(dtype=float)):
+    outer(a)
+
+
+@wp.kernel
+def untiled(a: wp.array2d(dtype=float)):
+    a[0, 0] = 1.0
+"""
+
+
+def test_a_kernel_without_tile_calls_is_still_charged_for_the_tiles_of_the_functions_it_calls(
+    analyse: Analyse,
+) -> None:
+    # the kernel itself calls no `tile*` builtin: only the functions it reaches (transitively) do
+    (record,) = _wh015(analyse(FUNC_TILES, select=["WH015"], target="sm_86"))
+    assert record.location.kernel == "plain"
+    assert record.actual == 512 * 512 * 4
