@@ -18,6 +18,8 @@
     bench_warmup_s = 0.1        # (an idle GPU clocks down; a few launches do not bring it back)
     bench_min_time_s = 0.25     # on CUDA, time launches for at least this long (50 launches of a
                                 # 0.5 ms kernel: medians of 5 runs 2.8% apart on an H200; 0.2 s: 0.3%)
+    bench_windows = 5           # on CUDA, in this many windows, bench_window_gap_s apart; the time
+    bench_window_gap_s = 0.2    # is the best window's median (a GPU has slow spells: see bench.py)
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
@@ -74,6 +76,8 @@ class RuntimeOptions:
     bench_warmup: int = 3
     bench_warmup_s: float = 0.1
     bench_min_time_s: float = 0.25
+    bench_windows: int = 5
+    bench_window_gap_s: float = 0.2
     seed: int | None = None
     shrink: bool = True
     localize: bool = True
@@ -106,10 +110,10 @@ class RuntimeOptions:
 _BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
 _BOOL = ("validate", "bench", "shrink", "localize")
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
-_POS_INT = ("memory_mb", "bench_repeats", "kernel_cache_keep", "kernel_cache_max_mb")
+_POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
 _NONNEG_INT = ("bench_warmup", "debounce_ms")
 _POS_FLOAT = ("timeout_s", "launch_timeout_s", "bench_max_time_s")
-_NONNEG_FLOAT = ("bench_warmup_s", "bench_min_time_s")
+_NONNEG_FLOAT = ("bench_warmup_s", "bench_min_time_s", "bench_window_gap_s")
 
 
 def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:

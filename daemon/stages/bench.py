@@ -41,6 +41,7 @@ IMPLAUSIBLE_FACTOR = 1.5
 PROGRESS_EVERY_S = 0.1
 WARMUP_MAX_LAUNCHES = 100_000
 MIN_TIME_MAX_LAUNCHES = 100_000
+WINDOW_WARMUP_S = 0.02  # warm-up before each window after the first (the clock is still up)
 
 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
@@ -149,60 +150,88 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         last_progress = now
 
     use_events = bool(getattr(device, "is_cuda", False))
+
+    def warm_up(count: int, for_s: float) -> None:
+        until = time.perf_counter() + for_s
+        n = 0
+        while n < count or (time.perf_counter() < until and n < WARMUP_MAX_LAUNCHES):
+            launch(contract, kernel, dim=dim, inputs=sets[n % len(sets)], device=device, block_dim=block_dim)
+            if use_events:
+                wp.synchronize_device(device)
+            n += 1
+            now = time.perf_counter()
+            if now - last_progress >= PROGRESS_EVERY_S:
+                beat(now)
+        wp.synchronize_device(device)
+
+    def timed_launch(args: list[Any]) -> float:
+        if not use_events:
+            t0 = time.perf_counter()
+            launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim)
+            wp.synchronize_device(device)
+            return time.perf_counter() - t0
+        start_ev = wp.Event(device, enable_timing=True)
+        end_ev = wp.Event(device, enable_timing=True)
+        # on the device's own stream: wp.record_event() uses the *current* device's stream,
+        # which is cuda:0's unless a ScopedDevice says otherwise
+        stream = device.stream
+        stream.record_event(start_ev)
+        launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim, stream=stream)
+        stream.record_event(end_ev)
+        wp.synchronize_event(end_ev)
+        return float(wp.get_event_elapsed_time(start_ev, end_ev)) / 1e3
+
     # warm-up: bench_warmup launches and, on CUDA, at least bench_warmup_s of them (each one
     # synchronised): a GPU that idled while the inputs were made runs at a low clock, and a
     # few 1 ms launches do not bring it back (measured on an H200: medians 4-5% apart
     # between runs of the same kernel with 3 warm-up launches)
-    warm_until = time.perf_counter() + (opts.bench_warmup_s if use_events else 0.0)
     beat(time.perf_counter())
-    i = 0
-    while i < opts.bench_warmup or (time.perf_counter() < warm_until and i < WARMUP_MAX_LAUNCHES):
-        launch(contract, kernel, dim=dim, inputs=sets[i % len(sets)], device=device, block_dim=block_dim)
-        if use_events:
-            wp.synchronize_device(device)
-        i += 1
-        now = time.perf_counter()
-        if now - last_progress >= PROGRESS_EVERY_S:
-            beat(now)
-    wp.synchronize_device(device)
+    warm_up(opts.bench_warmup, opts.bench_warmup_s if use_events else 0.0)
+    # On CUDA the launches are timed in bench_windows windows bench_window_gap_s apart, and the
+    # time reported is the best window's median. On an H200 the same launch on the same buffers
+    # ran up to 7% slower in some windows than in others a few hundred ms away, at constant SM
+    # and memory clocks with no throttle reason (benchmarks/RESULTS.md, runs 7-8): a state of the
+    # device, not of the kernel, that only ever slows it down. One window of any length is at
+    # its mercy (medians of 5 runs up to 6% apart); the best of several is not.
+    windows = max(1, opts.bench_windows) if use_events else 1
+    per_window = max(1, -(-opts.bench_repeats // windows))
+    # on CUDA also for at least bench_min_time_s in all: 50 launches of a 0.5 ms kernel are too
+    # short (H200: medians of 5 runs 2.8% apart; with 0.2 s of launches 0.3% when no window is slow)
+    per_window_s = min(opts.bench_min_time_s, opts.bench_max_time_s) / windows if use_events else 0.0
     times: list[float] = []
     by_set: list[list[float]] = [[] for _ in sets]
-    started = time.perf_counter()
-    beat(started)
+    window_medians: list[float] = []
+    timed_s = 0.0
     i = 0
-    # on CUDA also for at least bench_min_time_s: 50 launches of a 0.5 ms kernel are too short a
-    # window (H200: medians of 5 runs 2.8% apart; with 0.2 s of launches 0.3%)
-    min_until = started + (min(opts.bench_min_time_s, opts.bench_max_time_s) if use_events else 0.0)
-    while len(times) < opts.bench_repeats or (
-        time.perf_counter() < min_until and len(times) < MIN_TIME_MAX_LAUNCHES
-    ):
-        args = sets[i % len(sets)]
-        own = by_set[i % len(sets)]
-        i += 1
-        if use_events:
-            start_ev = wp.Event(device, enable_timing=True)
-            end_ev = wp.Event(device, enable_timing=True)
-            # on the device's own stream: wp.record_event() uses the *current* device's stream,
-            # which is cuda:0's unless a ScopedDevice says otherwise
-            stream = device.stream
-            stream.record_event(start_ev)
-            launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim, stream=stream)
-            stream.record_event(end_ev)
-            wp.synchronize_event(end_ev)
-            times.append(wp.get_event_elapsed_time(start_ev, end_ev) / 1e3)
-        else:
-            t0 = time.perf_counter()
-            launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim)
-            wp.synchronize_device(device)
-            times.append(time.perf_counter() - t0)
-        own.append(times[-1])
-        now = time.perf_counter()
-        if len(times) >= 5 and now - started > opts.bench_max_time_s:
+    for w in range(windows):
+        if w:
+            time.sleep(opts.bench_window_gap_s)
+            warm_up(opts.bench_warmup, min(WINDOW_WARMUP_S, opts.bench_warmup_s))
+        window: list[float] = []
+        started = time.perf_counter()
+        beat(started)
+        until = started + per_window_s
+        while len(window) < per_window or (
+            time.perf_counter() < until and len(window) < MIN_TIME_MAX_LAUNCHES
+        ):
+            args = sets[i % len(sets)]
+            own = by_set[i % len(sets)]
+            i += 1
+            window.append(timed_launch(args))
+            own.append(window[-1])
+            now = time.perf_counter()
+            if len(times) + len(window) >= 5 and timed_s + now - started > opts.bench_max_time_s:
+                break
+            if now - last_progress >= PROGRESS_EVERY_S:
+                beat(now)
+        timed_s += time.perf_counter() - started
+        times += window
+        window_medians.append(statistics.median(window))
+        if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
-        if now - last_progress >= PROGRESS_EVERY_S:
-            beat(now)
+    pooled = statistics.median(times)
     times.sort()
-    median = statistics.median(times)
+    median = min(window_medians) if len(window_medians) > 1 else pooled
     q1 = times[len(times) // 4]
     q3 = times[(3 * len(times)) // 4]
     out: dict[str, Any] = {
@@ -212,6 +241,9 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         "min_s": times[0],
         "max_s": times[-1],
         "iqr_s": q3 - q1,
+        "pooled_median_s": pooled,
+        "windows": len(window_medians),
+        "window_medians_s": window_medians,
         "rotated_sets": len(sets),
         # where the buffers landed can move a memory-bound kernel's time (see _launch_sets)
         "set_medians_s": [statistics.median(t) for t in by_set if t],
@@ -279,9 +311,14 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
         metrics["local_bytes_per_thread"] = float(resources["local_bytes"])
     m["metrics"] = metrics
     info.bench[alias] = m
+    spread = (
+        f"best of {m['windows']} windows; all launches: median {m['pooled_median_s'] * 1e6:.1f}, "
+        if m["windows"] > 1
+        else ""
+    )
     parts = [
-        f"median {metrics['latency_us']:.1f} µs (min {m['min_s'] * 1e6:.1f}, max {m['max_s'] * 1e6:.1f}, "
-        f"IQR {m['iqr_s'] * 1e6:.1f}, n={m['repeats']})"
+        f"median {metrics['latency_us']:.1f} µs ({spread}min {m['min_s'] * 1e6:.1f}, "
+        f"max {m['max_s'] * 1e6:.1f}, IQR {m['iqr_s'] * 1e6:.1f}, n={m['repeats']})"
     ]
     if "bandwidth_gbs" in metrics:
         parts.append(f"{metrics['bandwidth_gbs']:.2f} GB/s")

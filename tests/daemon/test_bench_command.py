@@ -209,6 +209,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     launches: list[Any] = []
     allocs: list[Any] = []
     clock = [0.0]
+    gaps: list[float] = []
 
     class FakeArray:
         def __init__(self, host: Any, dtype: Any = None, device: Any = None) -> None:
@@ -232,7 +233,8 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
             "launch": staticmethod(launch),
             "synchronize_device": staticmethod(lambda d: None),
             "synchronize_event": staticmethod(lambda e: None),
-            "get_event_elapsed_time": staticmethod(lambda a, b: 1.0),
+            # a slow spell of the device: 5% slower in the first two windows
+            "get_event_elapsed_time": staticmethod(lambda a, b: 1.0 if len(gaps) == 2 else 1.05),
         },
     )
     monkeypatch.setattr(B, "wp", fake_wp)
@@ -241,19 +243,36 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(B, "_numpy_dtype", lambda t: np.float32)
     monkeypatch.setattr(B, "ROTATE_MAX_BYTES", 1 << 20)  # one host-made set only
     monkeypatch.setattr(B.time, "perf_counter", lambda: clock[0])
+
+    def sleep(seconds: float) -> None:
+        gaps.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr(B.time, "sleep", sleep)
     opts = RuntimeOptions(
-        bench_repeats=10, bench_warmup=2, bench_warmup_s=0.02, bench_min_time_s=0.03, bench_max_time_s=10.0
+        bench_repeats=10,
+        bench_warmup=2,
+        bench_warmup_s=0.02,
+        bench_min_time_s=0.03,
+        bench_max_time_s=10.0,
+        bench_windows=3,
+        bench_window_gap_s=0.2,
     )
     job = Job(0, Path("k.py"), "k.py", Path("."), opts, progress=lambda **_: None, seed=1)
     info = KernelInfo("k", 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
     device = _FakeCuda()
     m = B.measure(job, info, "cuda:1", device, n)
-    assert m["timer"] == "cuda events" and m["repeats"] == 30 and m["median_s"] == pytest.approx(1e-3)
+    # three windows, 0.2 s apart, each of at least 0.01 s of 1 ms launches (past 10/3 repeats);
+    # the time is the best window's median, not the median of all launches
+    assert m["windows"] == 3 and gaps == [0.2, 0.2]
+    assert m["window_medians_s"] == pytest.approx([1.05e-3, 1.05e-3, 1e-3])
+    assert m["timer"] == "cuda events" and m["median_s"] == pytest.approx(1e-3)
+    assert 30 <= m["repeats"] <= 33 and m["pooled_median_s"] == pytest.approx(1.05e-3)
     assert m["rotated_sets"] == 5 and len(allocs) == 10  # one host-made set, four more uploads of it
-    assert len(m["set_medians_s"]) == 5 and all(t == pytest.approx(1e-3) for t in m["set_medians_s"])
-    warm = len(launches) - 30  # bench_min_time_s of 1 ms launches, past bench_repeats=10
-    assert warm >= 20  # 0.02 s of 1 ms launches, not just bench_warmup=2
-    timed = launches[warm:]
-    assert all(stream is device.stream for _, stream in timed)
-    assert len(device.stream.recorded) == 60  # start and end of each timed launch, on that stream
+    assert len(m["set_medians_s"]) == 5 and all(t == pytest.approx(1.05e-3) for t in m["set_medians_s"])
+    timed = [(args, stream) for args, stream in launches if stream is device.stream]
+    assert len(timed) == m["repeats"]
+    warm = len(launches) - len(timed)
+    assert warm >= 60  # 0.02 s of 1 ms launches before each window, not just bench_warmup=2
+    assert len(device.stream.recorded) == 2 * m["repeats"]  # start and end of each timed launch
     assert len({id(args[0]) for args, _ in timed}) == 5  # rotating between the allocations
