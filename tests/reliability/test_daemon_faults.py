@@ -299,12 +299,16 @@ def _read_only(folder: Path, on: bool) -> bool:
 def test_state_folder_made_read_only_while_running(served: Served) -> None:
     state = served.ws / ".warp-harness"
     served.healthy()
-    probe = served.ws / "ro_probe.py"
-    probe.write_text((EXAMPLES / "saxpy.py").read_text().replace("a * x[i] + y[i]", "a * x[i] + y[i] * 1.0"))
     if not _read_only(state, True):
         _read_only(state, False)
         pytest.skip("no way to make a folder read-only here (chattr unsupported)")
     try:
+        # written only now: the daemon checks a new file when it sees it, and a check that ran
+        # before the folder turned read-only would have cached its result (a flake under load)
+        probe = served.ws / "ro_probe.py"
+        probe.write_text(
+            (EXAMPLES / "saxpy.py").read_text().replace("a * x[i] + y[i]", "a * x[i] + y[i] * 1.0")
+        )
         with pytest.raises(OSError):
             (state / "results" / "probe").write_text("x")
         with served.client() as c:
