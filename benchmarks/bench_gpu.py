@@ -48,7 +48,7 @@ def _load(path: Path) -> Any:
     return mod
 
 
-BENCH_OVERRIDES: dict[str, float] = {}  # RuntimeOptions fields set from the command line
+BENCH_OVERRIDES: dict[str, float | int] = {}  # RuntimeOptions fields set from the command line
 
 
 def harness_bench(kernel: Any, contract: Any, device: str, profile: str | None, seed: int) -> dict[str, Any]:
@@ -285,8 +285,10 @@ def main() -> int:
     ap.add_argument("--repeat-rounds", type=int, default=1, help="repeatability: rounds of 5 runs per kernel")
     ap.add_argument("--bench-warmup-s", type=float, help="RuntimeOptions.bench_warmup_s for the harness")
     ap.add_argument("--bench-min-time-s", type=float, help="RuntimeOptions.bench_min_time_s for the harness")
+    ap.add_argument("--bench-windows", type=int, help="RuntimeOptions.bench_windows for the harness")
+    ap.add_argument("--bench-window-gap-s", type=float, help="RuntimeOptions.bench_window_gap_s")
     a = ap.parse_args()
-    for key in ("bench_warmup_s", "bench_min_time_s"):
+    for key in ("bench_warmup_s", "bench_min_time_s", "bench_windows", "bench_window_gap_s"):
         if getattr(a, key) is not None:
             BENCH_OVERRIDES[key] = getattr(a, key)
     results_overrides = dict(BENCH_OVERRIDES)
