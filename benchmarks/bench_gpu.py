@@ -133,17 +133,17 @@ def independent(kernel: Any, contract: Any, device: str) -> dict[str, Any]:
         out["torch_events_median_s"] = statistics.median(times)
         out["torch_events_min_s"] = min(times)
         out["torch_events_max_s"] = max(times)
-        # the same torch events in the benchmark stage's protocol (5 windows of >= 0.05 s, 0.2 s
-        # apart, best window's median), so that a slow spell of the device in one of the two
-        # measurements is not taken for a difference between them
+        # the same torch events in the benchmark stage's default protocol (15 windows of at least
+        # 1/60 s, 0.1 s apart, best window's median), so that a slow spell of the device in one of
+        # the two measurements is not taken for a difference between them
         window_medians = []
-        for w in range(5):
+        for w in range(15):
             if w:
-                time.sleep(0.2)
+                time.sleep(0.1)
             for _ in range(5):
                 launch(ws)
             ts.synchronize()
-            window, until = [], time.perf_counter() + 0.05
+            window, until = [], time.perf_counter() + 0.25 / 15
             while len(window) < 10 or time.perf_counter() < until:
                 e0 = torch.cuda.Event(enable_timing=True)
                 e1 = torch.cuda.Event(enable_timing=True)
@@ -380,7 +380,7 @@ def main() -> int:
                 "metrics": h["metrics"],
                 "targets": h.get("targets"),
                 "independent": ind,
-                "reference": "torch events, best of 5 windows"
+                "reference": "torch events, best of 15 windows"
                 if "torch_events_best_window_s" in ind
                 else "host clock",
                 "deviation": h["median_s"] / ref - 1.0,

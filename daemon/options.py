@@ -18,8 +18,8 @@
     bench_warmup_s = 0.1        # (an idle GPU clocks down; a few launches do not bring it back)
     bench_min_time_s = 0.25     # on CUDA, time launches for at least this long (50 launches of a
                                 # 0.5 ms kernel: medians of 5 runs 2.8% apart on an H200; 0.2 s: 0.3%)
-    bench_windows = 5           # on CUDA, in this many windows, bench_window_gap_s apart; the time
-    bench_window_gap_s = 0.2    # is the best window's median (a GPU has slow spells: see bench.py)
+    bench_windows = 15          # on CUDA, in this many windows, bench_window_gap_s apart; the time
+    bench_window_gap_s = 0.1    # is the best window's median (a GPU has slow spells: see bench.py)
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
@@ -76,8 +76,8 @@ class RuntimeOptions:
     bench_warmup: int = 3
     bench_warmup_s: float = 0.1
     bench_min_time_s: float = 0.25
-    bench_windows: int = 5
-    bench_window_gap_s: float = 0.2
+    bench_windows: int = 15
+    bench_window_gap_s: float = 0.1
     seed: int | None = None
     shrink: bool = True
     localize: bool = True

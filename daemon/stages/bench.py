@@ -192,7 +192,10 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     # ran up to 7% slower in some windows than in others a few hundred ms away, at constant SM
     # and memory clocks with no throttle reason (benchmarks/RESULTS.md, runs 7-8): a state of the
     # device, not of the kernel, that only ever slows it down. One window of any length is at
-    # its mercy (medians of 5 runs up to 6% apart); the best of several is not.
+    # its mercy (medians of 5 runs up to 6% apart); the best of 5 windows 0.2 s apart still
+    # missed 2% in 2 of 6 sets of runs, the best of 15 windows 0.1 s apart held (0.16-0.97%),
+    # 25 windows with no idle gap between them did not (3.46%). About 2 s per kernel and device;
+    # bench_windows = 1 is one window (the median of all launches).
     windows = max(1, opts.bench_windows) if use_events else 1
     per_window = max(1, -(-opts.bench_repeats // windows))
     # on CUDA also for at least bench_min_time_s in all: 50 launches of a 0.5 ms kernel are too
