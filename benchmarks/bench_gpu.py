@@ -121,15 +121,17 @@ def independent(kernel: Any, contract: Any, device: str) -> dict[str, Any]:
         for _ in range(3):
             launch(ws)
         ts.synchronize()
-        times = []
-        for _ in range(50):
+
+        def timed() -> float:
             e0 = torch.cuda.Event(enable_timing=True)
             e1 = torch.cuda.Event(enable_timing=True)
             e0.record(ts)
             launch(ws)
             e1.record(ts)
             e1.synchronize()
-            times.append(e0.elapsed_time(e1) / 1e3)
+            return float(e0.elapsed_time(e1)) / 1e3
+
+        times = [timed() for _ in range(50)]
         out["torch_events_median_s"] = statistics.median(times)
         out["torch_events_min_s"] = min(times)
         out["torch_events_max_s"] = max(times)
@@ -145,13 +147,7 @@ def independent(kernel: Any, contract: Any, device: str) -> dict[str, Any]:
             ts.synchronize()
             window, until = [], time.perf_counter() + 0.25 / 15
             while len(window) < 10 or time.perf_counter() < until:
-                e0 = torch.cuda.Event(enable_timing=True)
-                e1 = torch.cuda.Event(enable_timing=True)
-                e0.record(ts)
-                launch(ws)
-                e1.record(ts)
-                e1.synchronize()
-                window.append(e0.elapsed_time(e1) / 1e3)
+                window.append(timed())
             window_medians.append(statistics.median(window))
         out["torch_events_window_medians_s"] = window_medians
         out["torch_events_best_window_s"] = min(window_medians)

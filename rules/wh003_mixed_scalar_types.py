@@ -62,6 +62,7 @@ from warp_harness.model.types import (
     UnknownType,
     Vector,
     WarpType,
+    python_value_type,
 )
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Rule, RuleContext, walk_body
@@ -199,14 +200,7 @@ class _ModuleFacts:
         self.redefined = {name for name, count in counts.items() if count > 1}
 
     def _plain_type(self, name: str) -> WarpType:
-        value = self.ctx.model.constants.values.get(name)
-        if isinstance(value, bool):
-            return BOOL
-        if isinstance(value, int):
-            return INT32
-        if isinstance(value, float):
-            return FLOAT32
-        return UNKNOWN
+        return python_value_type(self.ctx.model.constants.values.get(name))
 
     def _constant_type(self, name: str, depth: int) -> WarpType:
         stmt = self.ctx.model.constants.definitions.get(name)

@@ -34,6 +34,7 @@ from warp_harness.model.types import (
     Vector,
     WarpType,
     named_warp_type,
+    python_value_type,
 )
 
 
@@ -217,14 +218,7 @@ class Inference:
         return UNKNOWN
 
     def _constant(self, node: ast.Constant) -> WarpType:
-        value = node.value
-        if isinstance(value, bool):
-            return BOOL
-        if isinstance(value, int):
-            return INT32
-        if isinstance(value, float):
-            return FLOAT32
-        return UNKNOWN
+        return python_value_type(node.value)
 
     def _unaryop(self, node: ast.UnaryOp) -> WarpType:
         operand = self.expr(node.operand)
@@ -253,14 +247,7 @@ class Inference:
         if node.id in self.env:
             return self.env[node.id]
         if node.id in self.constants:
-            value = self.constants[node.id]
-            if isinstance(value, bool):
-                return BOOL
-            if isinstance(value, int):
-                return INT32
-            if isinstance(value, float):
-                return FLOAT32
-            return UNKNOWN
+            return python_value_type(self.constants[node.id])
         if node.id in self.structs:
             return TypeRef(Struct(node.id))
         warp = self.imports.warp_name(node)

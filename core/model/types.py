@@ -194,6 +194,17 @@ FLOAT64 = Scalar("float64")
 BOOL = Scalar("bool")
 
 
+def python_value_type(value: object) -> WarpType:
+    """The type Warp gives a Python literal or constant: bool, int -> int32, float -> float32."""
+    if isinstance(value, bool):
+        return BOOL
+    if isinstance(value, int):
+        return INT32
+    if isinstance(value, float):
+        return FLOAT32
+    return UNKNOWN
+
+
 def scalar_of(t: WarpType) -> Scalar | None:
     """The scalar type underlying ``t`` (a vector's or matrix's element type), if known."""
     if isinstance(t, Scalar):

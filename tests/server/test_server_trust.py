@@ -14,16 +14,22 @@ from test_server_documents import EXAMPLES
 SHADOWS = ("json", "msgpack", "ast", "tomllib", "lsprotocol", "pygls", "warp")
 
 
-def test_served_from_inside_an_untrusted_workspace_runs_none_of_it(tmp_path: Path) -> None:
+def marked_workspace(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A workspace ``ws`` whose kernel module leaves a file in ``markers`` if it is ever imported."""
     ws, markers = tmp_path / "ws", tmp_path / "markers"
     ws.mkdir()
     markers.mkdir()
-    for name in SHADOWS:
-        (ws / f"{name}.py").write_text(f"open({str(markers / name)!r}, 'w').close()\n")
     kernel = ws / "kernels.py"
     kernel.write_text(
         f"open({str(markers / 'kernels')!r}, 'w').close()\n" + (EXAMPLES / "saxpy.py").read_text()
     )
+    return ws, markers, kernel
+
+
+def test_served_from_inside_an_untrusted_workspace_runs_none_of_it(tmp_path: Path) -> None:
+    ws, markers, kernel = marked_workspace(tmp_path)
+    for name in SHADOWS:
+        (ws / f"{name}.py").write_text(f"open({str(markers / name)!r}, 'w').close()\n")
     # the way editors start it: `python -m ...` with the workspace as the current folder
     client = StdioClient([sys.executable, "-m", "warp_harness", "serve"], ws)
     try:
@@ -49,14 +55,8 @@ def test_served_from_inside_an_untrusted_workspace_runs_none_of_it(tmp_path: Pat
 def test_a_workspace_cannot_trust_itself(tmp_path: Path) -> None:
     """`trust = true` in the workspace's pyproject.toml (a cloned repository can say so) does not
     make the server start a trusted daemon: only the editor's own settings can."""
-    ws, markers = tmp_path / "ws", tmp_path / "markers"
-    ws.mkdir()
-    markers.mkdir()
+    ws, markers, kernel = marked_workspace(tmp_path)
     (ws / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\ndaemon = true\n")
-    kernel = ws / "kernels.py"
-    kernel.write_text(
-        f"open({str(markers / 'kernels')!r}, 'w').close()\n" + (EXAMPLES / "saxpy.py").read_text()
-    )
     client = StdioClient([sys.executable, "-m", "warp_harness", "serve"], tmp_path)
     try:
         client.initialize(ws)
