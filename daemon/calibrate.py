@@ -11,7 +11,9 @@ rules) and ``profile = "FILE.toml"`` of ``[tool.warp-harness.runtime]`` (the ben
 roofline figures) both use it.
 
 Timing: CUDA events on the device's stream around each launch; on the CPU ``perf_counter``
-around launch + synchronise. Warm-up excluded, median of the repeats.
+around launch + synchronise. Warm-up excluded, median of the repeats; on CUDA the copy is
+timed in 15 windows 0.1 s apart and the fastest window counts (a GPU has slow spells of a few %:
+benchmarks/RESULTS.md, runs 7-8).
 """
 
 from __future__ import annotations
@@ -109,6 +111,29 @@ def time_launches(
     return times
 
 
+COPY_WINDOWS = 15  # as the benchmark stage's bench_windows: a GPU has slow spells (bench.py)
+COPY_WINDOW_GAP_S = 0.1
+
+
+def best_window(
+    measure: Callable[[], list[float]],
+    windows: int,
+    gap_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[float]:
+    """The times of the fastest (lowest-median) of ``windows`` calls of ``measure``, ``gap_s``
+    apart: the device's speed outside its slow spells, which would otherwise lower a peak."""
+    best: list[float] | None = None
+    for w in range(windows):
+        if w:
+            sleep(gap_s)
+        times = measure()
+        if best is None or statistics.median(times) < statistics.median(best):
+            best = times
+    assert best is not None
+    return best
+
+
 def _measurement(name: str, times: list[float], work: float, unit: str, detail: str = "") -> Measurement:
     median = statistics.median(times)
     scale = 1e9 if unit == "GB/s" else 1e12
@@ -122,10 +147,16 @@ def measure_copy(device: Any, nbytes: int | None = None, repeats: int = 20) -> M
     n = nbytes // 4
     src = wp.full(n, 1.5, dtype=wp.float32, device=device)
     dst = wp.empty(n, dtype=wp.float32, device=device)
-    times = time_launches(lambda: wp.copy(dst, src), device, repeats=repeats)
+    windows = COPY_WINDOWS if device.is_cuda else 1
+    times = best_window(
+        lambda: time_launches(lambda: wp.copy(dst, src), device, repeats=repeats),
+        windows,
+        COPY_WINDOW_GAP_S,
+    )
     if not bool((dst.numpy()[:: max(1, n // 1024)] == 1.5).all()):
         raise RuntimeError("wp.copy produced wrong data during calibration")
-    return _measurement("copy", times, 2.0 * n * 4, "GB/s", f"wp.copy of {n * 4 / 2**20:.0f} MiB")
+    how = f", best of {windows} windows" if windows > 1 else ""
+    return _measurement("copy", times, 2.0 * n * 4, "GB/s", f"wp.copy of {n * 4 / 2**20:.0f} MiB{how}")
 
 
 def measure_tile_gemm(device: Any, n: int | None = None, repeats: int = 10) -> Measurement:

@@ -80,6 +80,21 @@ def test_calibrate_on_the_cpu_and_check_against_it(tmp_path: Path) -> None:
     assert main(["check", "--target", str(out), str(REPO / "examples" / "saxpy.py")]) == 0
 
 
+def test_the_fastest_window_counts_and_windows_are_spaced() -> None:
+    # a device in a slow spell for the first two windows: the peak is the third window's
+    medians = iter([1.05, 1.06, 1.00, 1.04])
+    slept: list[float] = []
+
+    def measure() -> list[float]:
+        m = next(medians)
+        return [m * 0.999, m, m * 1.001]
+
+    times = C.best_window(measure, 4, 0.1, sleep=slept.append)
+    assert times == [pytest.approx(0.999), 1.00, pytest.approx(1.001)]
+    assert slept == [0.1, 0.1, 0.1]
+    assert C.best_window(lambda: [2.0], 1, 0.1, sleep=slept.append) == [2.0] and len(slept) == 3
+
+
 def test_calibrate_rejects_a_bad_device() -> None:
     from warp_harness.daemon.cli import main
 
