@@ -4,9 +4,9 @@ certainly runs, whether a launch is deferred or empty, which builtins a kernel r
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-from warp_harness.model.index import NodeIndex, body_index
+from warp_harness.model.index import NodeIndex, around_body, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Location
@@ -43,23 +43,25 @@ def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
 
 def _rebound_names(ctx: RuleContext, scope: ast.AST) -> frozenset[str]:
     """Names that may be rebound in ``scope``: its own bindings and the module's (computed once per scope
-    and analysis; the entry keeps the node, so its id cannot be reused meanwhile)."""
-    cached = ctx.rebound.get(id(scope))
-    if cached is not None and cached[0] is scope:
-        return cached[1]
-    names = _module_rebound(ctx, ctx.model.tree)
-    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-        names = names | _bound_in(scope)
-    ctx.rebound[id(scope)] = (scope, names)
-    return names
+    and analysis)."""
+
+    def compute() -> frozenset[str]:
+        names = _cached(ctx, ctx.model.tree, lambda: _module_names(ctx.model.tree))
+        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+            names = names | _bound_in(scope)
+        return names
+
+    return _cached(ctx, scope, compute)
 
 
-def _module_rebound(ctx: RuleContext, tree: ast.Module) -> frozenset[str]:
-    cached = ctx.rebound.get(id(tree))
-    if cached is not None and cached[0] is tree:
+def _cached(ctx: RuleContext, node: ast.AST, compute: Callable[[], frozenset[str]]) -> frozenset[str]:
+    """``ctx.rebound``'s entry for ``node``, made by ``compute`` the first time (the entry keeps the
+    node, so its id cannot be reused meanwhile)."""
+    cached = ctx.rebound.get(id(node))
+    if cached is not None and cached[0] is node:
         return cached[1]
-    names = _module_names(tree)
-    ctx.rebound[id(tree)] = (tree, names)
+    names = compute()
+    ctx.rebound[id(node)] = (node, names)
     return names
 
 
@@ -82,9 +84,8 @@ def _bound_in(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
     every += [a for a in (args.vararg, args.kwarg) if a is not None]
     names = {a.arg for a in every}
     # the body's index is shared (built with the module's); the rest of the function is small
-    rest: list[ast.AST] = [args, *getattr(scope, "type_params", []), *scope.decorator_list]
-    rest += [scope.returns] if scope.returns else []
-    for index in (body_index(scope), NodeIndex(rest)):
+    before, after = around_body(scope)
+    for index in (body_index(scope), NodeIndex([*before, *after])):
         names.update(n.id for n in index.of(ast.Name) if isinstance(n.ctx, ast.Store | ast.Del))
         for global_ in index.of(ast.Global):
             names.update(global_.names)

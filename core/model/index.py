@@ -74,6 +74,24 @@ def _read_walk_fields(cls: type[ast.AST]) -> tuple[tuple[str, int], ...]:
     )
 
 
+def around_body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.AST], list[ast.AST]]:
+    """A function's child nodes before its body and after it (arguments; decorators, return annotation,
+    type parameters), each in field order."""
+    before: list[ast.AST] = []
+    after: list[ast.AST] = []
+    side = before
+    for name in _child_fields(type(node)):
+        if name == "body":
+            side = after
+            continue
+        value = getattr(node, name, None)
+        if type(value) is list:
+            side.extend(child for child in value if isinstance(child, ast.AST))
+        elif isinstance(value, ast.AST):
+            side.append(value)
+    return before, after
+
+
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``ast.iter_child_nodes`` without the context and operator singletons (they hold no nodes)."""
     children: list[ast.AST] = []
@@ -137,15 +155,10 @@ class NodeIndex:
 
     def _function(self, node: ast.FunctionDef) -> None:
         """The children of ``node`` in field order, its body from the shared `body_index`."""
-        for name in _child_fields(ast.FunctionDef):
-            if name == "body":
-                self._extend(body_index(node))
-                continue
-            value = getattr(node, name, None)
-            if type(value) is list:
-                self._collect([child for child in value if isinstance(child, ast.AST)])
-            elif isinstance(value, ast.AST):
-                self._collect([value])
+        before, after = around_body(node)
+        self._collect(before)
+        self._extend(body_index(node))
+        self._collect(after)
 
     def _extend(self, part: NodeIndex) -> None:
         self.nodes.extend(part.nodes)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex, body_index, child_nodes
+from warp_harness.model.index import NodeIndex, around_body, body_index, child_nodes
 
 _LAUNCH_POSITIONAL = (
     "kernel",
@@ -158,9 +158,8 @@ def _own_nodes(scope: ast.AST) -> list[ast.AST]:
     preorder."""
     if isinstance(scope, ast.FunctionDef):
         # the body's index is shared (built with the module's): with no nested scope, it is the answer
-        head = NodeIndex([scope.args, *getattr(scope, "type_params", [])])
-        tail = NodeIndex([*scope.decorator_list, *([scope.returns] if scope.returns else [])])
-        parts = (head, body_index(scope), tail)
+        before, after = around_body(scope)
+        parts = (NodeIndex(before), body_index(scope), NodeIndex(after))
         if not any(part.of(kind) for part in parts for kind in _NESTED_SCOPES):
             return [node for part in parts for node in part.nodes]
     found: list[ast.AST] = []
