@@ -135,17 +135,21 @@ def independent(kernel: Any, contract: Any, device: str) -> dict[str, Any]:
         out["torch_events_median_s"] = statistics.median(times)
         out["torch_events_min_s"] = min(times)
         out["torch_events_max_s"] = max(times)
-        # the same torch events in the benchmark stage's default protocol (15 windows of at least
-        # 1/60 s, 0.1 s apart, best window's median), so that a slow spell of the device in one of
-        # the two measurements is not taken for a difference between them
+        # the same torch events in the benchmark stage's default protocol (bench_windows windows,
+        # bench_window_gap_s apart, of bench_min_time_s in all; the best window's median), so that a
+        # slow spell of the device in one of the two measurements is not taken for a difference
+        from warp_harness.daemon.options import RuntimeOptions
+
+        protocol = RuntimeOptions()
         window_medians = []
-        for w in range(15):
+        for w in range(protocol.bench_windows):
             if w:
-                time.sleep(0.1)
+                time.sleep(protocol.bench_window_gap_s)
             for _ in range(5):
                 launch(ws)
             ts.synchronize()
-            window, until = [], time.perf_counter() + 0.25 / 15
+            window = []
+            until = time.perf_counter() + protocol.bench_min_time_s / protocol.bench_windows
             while len(window) < 10 or time.perf_counter() < until:
                 window.append(timed())
             window_medians.append(statistics.median(window))
@@ -376,7 +380,7 @@ def main() -> int:
                 "metrics": h["metrics"],
                 "targets": h.get("targets"),
                 "independent": ind,
-                "reference": "torch events, best of 15 windows"
+                "reference": f"torch events, best of {len(ind['torch_events_window_medians_s'])} windows"
                 if "torch_events_best_window_s" in ind
                 else "host clock",
                 "deviation": h["median_s"] / ref - 1.0,

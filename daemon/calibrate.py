@@ -12,8 +12,8 @@ roofline figures) both use it.
 
 Timing: CUDA events on the device's stream around each launch; on the CPU ``perf_counter``
 around launch + synchronise. Warm-up excluded, median of the repeats; on CUDA the copy is
-timed in 15 windows 0.1 s apart and the fastest window counts (a GPU has slow spells of a few %:
-benchmarks/RESULTS.md, runs 7-8).
+timed in the benchmark stage's windows (15, 0.1 s apart) and the fastest window counts (a GPU
+has slow spells of a few %: benchmarks/RESULTS.md, runs 7-8).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from warp_harness.daemon.options import RuntimeOptions
 
 # sizes: large enough to leave the caches (CUDA: 1 GiB per buffer, 4096^3 GEMM)
 CUDA_COPY_BYTES = 1 << 30
@@ -111,8 +113,9 @@ def time_launches(
     return times
 
 
-COPY_WINDOWS = 15  # as the benchmark stage's bench_windows: a GPU has slow spells (bench.py)
-COPY_WINDOW_GAP_S = 0.1
+# the benchmark stage's own defaults: a GPU has slow spells (stages/bench.py)
+COPY_WINDOWS = RuntimeOptions.bench_windows
+COPY_WINDOW_GAP_S = RuntimeOptions.bench_window_gap_s
 
 
 def best_window(

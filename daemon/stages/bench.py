@@ -248,7 +248,8 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         "windows": len(window_medians),
         "window_medians_s": window_medians,
         "rotated_sets": len(sets),
-        # where the buffers landed can move a memory-bound kernel's time (see _launch_sets)
+        # one per rotated allocation: apart, the buffers' placement moves the time; together, a
+        # slow spell of the device does (on the H200 they agreed within 0.6%, runs 7-8)
         "set_medians_s": [statistics.median(t) for t in by_set if t],
         "timer": "cuda events" if use_events else "perf_counter+synchronize",
     }
