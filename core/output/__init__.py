@@ -19,7 +19,7 @@ from .model import FileResult, RuleInfo
 
 __all__ = ["FORMATS", "FileResult", "Renderer", "RuleInfo", "render"]
 
-FORMATS = ("text", "json", "sarif", "github", "junit")
+FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint", "rdjson")
 
 
 class Renderer(Protocol):
@@ -38,8 +38,9 @@ class Renderer(Protocol):
 def _renderer(format: str) -> Renderer:
     """``output.<format>.render_<format>``, imported on first use (the language server, which
     imports the engine and so this package, never renders)."""
-    module = importlib.import_module(f"{__name__}.{format}")
-    return cast(Renderer, getattr(module, f"render_{format}"))
+    name = format.replace("-", "_")
+    module = importlib.import_module(f"{__name__}.{name}")
+    return cast(Renderer, getattr(module, f"render_{name}"))
 
 
 def render(

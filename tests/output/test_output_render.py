@@ -7,7 +7,18 @@ from warp_harness.output.model import FileResult, RuleInfo, count, jsonable, rul
 
 
 def test_formats() -> None:
-    assert FORMATS == ("text", "json", "sarif", "github", "junit")
+    assert FORMATS == (
+        "text",
+        "concise",
+        "json",
+        "json-lines",
+        "sarif",
+        "github",
+        "gitlab",
+        "junit",
+        "pylint",
+        "rdjson",
+    )
     assert set(output.__all__) >= {"FORMATS", "FileResult", "RuleInfo", "render"}
 
 
