@@ -35,6 +35,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from warp_harness.launch import module_command
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "contracts"
 
@@ -263,7 +265,7 @@ class ClockLog:
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 400) -> dict[str, Any]:
-    cmd = [sys.executable, "-m", "warp_harness.daemon", "bench", *args]
+    cmd = module_command("warp_harness.daemon", "bench", *args)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO))
     return {

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "server"))
 
 from corpus import generated_module
 from stdio_client import StdioClient
+from warp_harness.launch import module_command
 
 # Servers run as installed ones do: with their bytecode cached. (Where PYTHONDONTWRITEBYTECODE is
 # set, an editable install recompiles every module of the package at each start: ~120 ms here.)
@@ -152,7 +153,7 @@ def main() -> None:
             copy.write_text(matmul.read_text())
             files.append(copy)
 
-    ours = [sys.executable, "-m", "warp_harness", "serve"]
+    ours = module_command("warp_harness", "serve")
     floor = folder / "floor_server.py"
     floor.write_text(FLOOR_SERVER)
     # the floor: a pygls server that publishes nothing, i.e. what pygls and Python cost alone

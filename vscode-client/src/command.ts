@@ -73,13 +73,54 @@ const NOT_INSTALLED =
   "(or `warpHarness.server.command`).";
 
 /**
+ * How the server is started from an interpreter. `-I` (isolated mode): `python -m` would otherwise
+ * put the current folder (the workspace) first on sys.path, and runpy imports a workspace
+ * `warp_harness/` or stdlib-named module before our code can drop it. Isolated mode also ignores
+ * PYTHON* variables and the user site, so the interpreter's environment (a venv, conda, the system)
+ * must have warp-harness installed.
+ */
+export const INTERPRETER_ARGS = ["-I", "-m", "warp_harness", "serve"];
+
+/** The real path of `file`, or `file` made absolute when it does not exist. */
+function realPath(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
+/** Whether `file` (symlinks followed) lies inside one of `folders`. */
+export function insideFolders(file: string, folders: string[]): boolean {
+  const real = realPath(file);
+  return folders.some((folder) => {
+    const relative = path.relative(realPath(folder), real);
+    const outside = relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative);
+    return !outside;
+  });
+}
+
+const UNTRUSTED =
+  "VS Code does not trust this workspace, and a workspace can ship its own executables (a cloned " +
+  "repository's `.venv/bin/warp-harness`), so none inside it is run. Trust the workspace " +
+  "(Workspaces: Manage Workspace Trust), or install warp-harness outside it.";
+
+/**
  * The command line that starts the language server:
  * 1. `warpHarness.server.command` as given;
- * 2. `<warpHarness.server.interpreter> -m warp_harness serve`;
+ * 2. `<warpHarness.server.interpreter> -I -m warp_harness serve`;
  * 3. `warp-harness serve` from PATH, else from a `.venv` or `venv` in a workspace folder.
+ *
+ * Unless `workspaceTrusted`, no executable inside a workspace folder is chosen: PATH entries there
+ * are skipped, and a setting that names one is refused with the reason.
  */
-export function resolveServerCommand(settings: CommandSettings, workspaceFolders: string[]): Resolution {
+export function resolveServerCommand(
+  settings: CommandSettings,
+  workspaceFolders: string[],
+  workspaceTrusted: boolean,
+): Resolution {
   const first = workspaceFolders[0];
+  const allowed = (file: string): boolean => workspaceTrusted || !insideFolders(file, workspaceFolders);
   const command = settings.command.map((part) => expandVariables(part, first)).filter((part) => part !== "");
   if (command.length > 0) {
     const found = findExecutable(command[0]);
@@ -87,6 +128,12 @@ export function resolveServerCommand(settings: CommandSettings, workspaceFolders
       return {
         ok: false,
         reason: `The server command \`${command[0]}\` (warpHarness.server.command) was not found.`,
+      };
+    }
+    if (!allowed(found)) {
+      return {
+        ok: false,
+        reason: `The server command \`${found}\` (warpHarness.server.command) lies inside the workspace. ${UNTRUSTED}`,
       };
     }
     return { ok: true, line: { command: found, args: command.slice(1) }, how: "warpHarness.server.command" };
@@ -100,24 +147,39 @@ export function resolveServerCommand(settings: CommandSettings, workspaceFolders
         reason: `The Python interpreter \`${interpreter}\` (warpHarness.server.interpreter) was not found.`,
       };
     }
-    return {
-      ok: true,
-      line: { command: found, args: ["-m", "warp_harness", "serve"] },
-      how: "warpHarness.server.interpreter",
-    };
+    if (!allowed(found)) {
+      return {
+        ok: false,
+        reason: `The Python interpreter \`${found}\` (warpHarness.server.interpreter) lies inside the workspace. ${UNTRUSTED}`,
+      };
+    }
+    return { ok: true, line: { command: found, args: [...INTERPRETER_ARGS] }, how: "warpHarness.server.interpreter" };
   }
-  const onPath = findExecutable("warp-harness");
-  if (onPath !== undefined) {
+  // untrusted: a relative PATH entry could name a folder of the workspace too
+  const pathDirs = (process.env.PATH ?? "")
+    .split(path.delimiter)
+    .filter((dir) => dir !== "" && (workspaceTrusted || (path.isAbsolute(dir) && allowed(dir))));
+  const onPath = findExecutable("warp-harness", pathDirs.join(path.delimiter));
+  if (onPath !== undefined && allowed(onPath)) {
     return { ok: true, line: { command: onPath, args: ["serve"] }, how: "PATH" };
   }
   const binDir = IS_WINDOWS ? "Scripts" : "bin";
+  let skipped: string | undefined;
   for (const folder of workspaceFolders) {
     for (const venv of [".venv", "venv"]) {
       const candidate = findExecutable(path.join(folder, venv, binDir, IS_WINDOWS ? "warp-harness.exe" : "warp-harness"));
-      if (candidate !== undefined) {
-        return { ok: true, line: { command: candidate, args: ["serve"] }, how: `${venv} in ${folder}` };
+      if (candidate === undefined) {
+        continue;
       }
+      if (!workspaceTrusted) {
+        skipped ??= candidate;
+        continue;
+      }
+      return { ok: true, line: { command: candidate, args: ["serve"] }, how: `${venv} in ${folder}` };
     }
+  }
+  if (skipped !== undefined) {
+    return { ok: false, reason: `\`warp-harness\` was not found on PATH; \`${skipped}\` is not run: ${UNTRUSTED}` };
   }
   return { ok: false, reason: `\`warp-harness\` was not found on PATH nor in a workspace .venv. ${NOT_INSTALLED}` };
 }

@@ -60,6 +60,7 @@ async function startClient(): Promise<void> {
       interpreter: config.get<string>("server.interpreter") ?? "",
     },
     folders(),
+    vscode.workspace.isTrusted,
   );
   if (!resolution.ok) {
     serverLine = undefined;
@@ -284,7 +285,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         sendSettings();
       }
     }),
-    vscode.workspace.onDidGrantWorkspaceTrust(sendSettings),
+    // the server command may change (a workspace .venv may be run only now); the new server gets
+    // the trusted settings at initialize
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void restart()),
     vscode.workspace.onDidChangeWorkspaceFolders(() => {
       if (serverLine === undefined) {
         void restart();

@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { cliCommand, expandVariables, findExecutable, resolveServerCommand } from "../src/command.ts";
+import { INTERPRETER_ARGS, cliCommand, expandVariables, findExecutable, insideFolders, resolveServerCommand } from "../src/command.ts";
 import { explicitValue, serverSettings } from "../src/settings.ts";
 
 /** An Inspector over {key: {globalValue, workspaceValue, workspaceFolderValue}}. */
@@ -75,20 +75,20 @@ test("server command: the setting, then the interpreter, then PATH, then a works
   const venvServer = fakeExecutable(path.join(workspace, ".venv", "bin"), "warp-harness");
   process.env.PATH = path.join(root, "empty");
 
-  let r = resolveServerCommand({ command: [custom, "serve", "--log-level", "debug"], interpreter: python }, [workspace]);
+  let r = resolveServerCommand({ command: [custom, "serve", "--log-level", "debug"], interpreter: python }, [workspace], true);
   assert.deepEqual(r, {
     ok: true,
     line: { command: custom, args: ["serve", "--log-level", "debug"] },
     how: "warpHarness.server.command",
   });
-  r = resolveServerCommand({ command: [], interpreter: python }, [workspace]);
-  assert.deepEqual(r.line, { command: python, args: ["-m", "warp_harness", "serve"] });
-  r = resolveServerCommand({ command: [], interpreter: "" }, [workspace]);
+  r = resolveServerCommand({ command: [], interpreter: python }, [workspace], true);
+  assert.deepEqual(r.line, { command: python, args: ["-I", "-m", "warp_harness", "serve"] });
+  r = resolveServerCommand({ command: [], interpreter: "" }, [workspace], true);
   assert.deepEqual(r.line, { command: venvServer, args: ["serve"] });
 
   const onPath = fakeExecutable(path.join(root, "bin"), "warp-harness");
   process.env.PATH = path.join(root, "bin");
-  r = resolveServerCommand({ command: [], interpreter: "" }, [workspace]);
+  r = resolveServerCommand({ command: [], interpreter: "" }, [workspace], true);
   assert.deepEqual(r.line, { command: onPath, args: ["serve"] });
 });
 
@@ -98,13 +98,13 @@ test("a missing server is reported with how to fix it", (t) => {
     process.env.PATH = oldPath;
   });
   process.env.PATH = "/nonexistent";
-  let r = resolveServerCommand({ command: [], interpreter: "" }, ["/nonexistent/ws"]);
+  let r = resolveServerCommand({ command: [], interpreter: "" }, ["/nonexistent/ws"], true);
   assert.equal(r.ok, false);
   assert.match(r.reason, /`warp-harness` was not found/);
   assert.match(r.reason, /pip install warp-harness/);
-  r = resolveServerCommand({ command: ["/nonexistent/wh", "serve"], interpreter: "" }, []);
+  r = resolveServerCommand({ command: ["/nonexistent/wh", "serve"], interpreter: "" }, [], true);
   assert.match(r.reason, /warpHarness\.server\.command/);
-  r = resolveServerCommand({ command: [], interpreter: "/nonexistent/python" }, []);
+  r = resolveServerCommand({ command: [], interpreter: "/nonexistent/python" }, [], true);
   assert.match(r.reason, /warpHarness\.server\.interpreter/);
 });
 
@@ -133,4 +133,80 @@ test("the CLI command line is the server's with `serve` replaced", () => {
     command: "/v/bin/python",
     args: ["-m", "warp_harness", "ci", "/w"],
   });
+});
+
+test("the interpreter starts the server isolated: -I before -m, so the workspace is not on sys.path", () => {
+  assert.deepEqual(INTERPRETER_ARGS, ["-I", "-m", "warp_harness", "serve"]);
+  const r = resolveServerCommand({ command: [], interpreter: process.execPath }, [], true);
+  assert.equal(r.ok, true);
+  assert.ok(r.line.args.indexOf("-I") >= 0 && r.line.args.indexOf("-I") < r.line.args.indexOf("-m"));
+  // the CI task is the same command line with `serve` replaced: still isolated
+  assert.deepEqual(cliCommand(r.line, "ci", ["/w"]).args, ["-I", "-m", "warp_harness", "ci", "/w"]);
+});
+
+/** A temporary root with a workspace that ships `.venv/bin/warp-harness`; PATH is restored after. */
+function hostileWorkspace(t) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "wh-unit-"));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const oldPath = process.env.PATH;
+  t.after(() => {
+    process.env.PATH = oldPath;
+  });
+  const workspace = path.join(root, "ws");
+  const venvServer = fakeExecutable(path.join(workspace, ".venv", "bin"), "warp-harness");
+  const venvPython = fakeExecutable(path.join(workspace, ".venv", "bin"), "python3");
+  process.env.PATH = path.join(root, "empty");
+  return { root, workspace, venvServer, venvPython };
+}
+
+test("a workspace's .venv/bin/warp-harness is run only in a trusted workspace", (t) => {
+  const { workspace, venvServer } = hostileWorkspace(t);
+  const untrusted = resolveServerCommand({ command: [], interpreter: "" }, [workspace], false);
+  assert.equal(untrusted.ok, false);
+  assert.match(untrusted.reason, /does not trust this workspace/);
+  assert.ok(untrusted.reason.includes(venvServer));
+  const trusted = resolveServerCommand({ command: [], interpreter: "" }, [workspace], true);
+  assert.deepEqual(trusted.line, { command: venvServer, args: ["serve"] });
+});
+
+test("untrusted: a global warp-harness is chosen over the workspace's, and PATH entries inside it are skipped", (t) => {
+  const { root, workspace, venvServer } = hostileWorkspace(t);
+  const global = fakeExecutable(path.join(root, "global", "bin"), "warp-harness");
+  // an activated workspace venv first on PATH
+  process.env.PATH = [path.join(workspace, ".venv", "bin"), path.join(root, "global", "bin")].join(path.delimiter);
+  const untrusted = resolveServerCommand({ command: [], interpreter: "" }, [workspace], false);
+  assert.deepEqual(untrusted.line, { command: global, args: ["serve"] });
+  const trusted = resolveServerCommand({ command: [], interpreter: "" }, [workspace], true);
+  assert.deepEqual(trusted.line, { command: venvServer, args: ["serve"] });
+  // only the workspace's on PATH: refused, not run
+  process.env.PATH = path.join(workspace, ".venv", "bin");
+  assert.equal(resolveServerCommand({ command: [], interpreter: "" }, [workspace], false).ok, false);
+});
+
+test("untrusted: settings that name an executable inside the workspace are refused with the reason", (t) => {
+  const { workspace, venvServer, venvPython } = hostileWorkspace(t);
+  for (const settings of [
+    { command: ["${workspaceFolder}/.venv/bin/warp-harness", "serve"], interpreter: "" },
+    { command: [], interpreter: "${workspaceFolder}/.venv/bin/python3" },
+  ]) {
+    const untrusted = resolveServerCommand(settings, [workspace], false);
+    assert.equal(untrusted.ok, false);
+    assert.match(untrusted.reason, /lies inside the workspace\. VS Code does not trust this workspace/);
+    assert.equal(resolveServerCommand(settings, [workspace], true).ok, true);
+  }
+  assert.equal(resolveServerCommand({ command: [venvServer, "serve"], interpreter: "" }, [workspace], true).ok, true);
+  assert.equal(resolveServerCommand({ command: [], interpreter: venvPython }, [workspace], false).ok, false);
+});
+
+test("insideFolders follows symlinks and does not take a sibling with a common prefix for inside", (t) => {
+  const { root, workspace, venvServer } = hostileWorkspace(t);
+  const link = path.join(root, "link-to-server");
+  fs.symlinkSync(venvServer, link);
+  assert.equal(insideFolders(link, [workspace]), true);
+  assert.equal(insideFolders(workspace, [workspace]), true);
+  const sibling = fakeExecutable(path.join(root, "ws2", "bin"), "warp-harness");
+  assert.equal(insideFolders(sibling, [workspace]), false);
+  const dotted = fakeExecutable(path.join(workspace, "..hidden"), "warp-harness");
+  assert.equal(insideFolders(dotted, [workspace]), true);
+  assert.equal(insideFolders(sibling, []), false);
 });
