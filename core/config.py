@@ -10,12 +10,24 @@ Keys (all optional):
     debounce_ms = 100         # language server: delay before re-analysing after an edit
     daemon = true             # language server: connect to the daemon
     trust = false             # daemon: allowed to execute this workspace's code
+
+Where settings come from (git's ``safe.directory`` reasoning): the search walks up from the
+file or folder checked and stops at the repository root (the first folder holding ``.git``);
+nothing above a repository is read. A ``pyproject.toml`` is taken only when the current user
+(or root) owns it, nobody else can write it (other users; the group too, unless it is the
+user's own primary group), its folder is owned by the user or root, and no folder from it up
+to ``/`` can be written by others unless that folder is sticky (like /tmp, where others cannot
+replace what the user owns). A refused file stops the search: the defaults apply, and one line
+on stderr says why. A file that does not parse as TOML is skipped; one that breaks the
+parser's limits (nesting, integer size) or is larger than 2 MB is a ConfigError.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -58,23 +70,48 @@ class Settings:
         return replace(self, **_validate(overrides, where="overrides"))
 
 
+# the language server's delay: above a minute an edit would never seem to be analysed
+MAX_DEBOUNCE_MS = 60_000
+
+
+def _show(value: Any) -> str:
+    """``repr(value)`` cut to one short line (a hostile table can hold huge or deep values)."""
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {value!r}")
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {_show(value)}")
     return tuple(value)
+
+
+def _exclude_list(value: Any, where: str) -> tuple[str, ...]:
+    patterns = _str_list(value, "exclude", where)
+    for pattern in patterns:
+        if not pattern.strip().rstrip("/"):
+            raise ConfigError(f"{where}: `exclude` holds an empty pattern {pattern!r}; remove it")
+    return patterns
 
 
 def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in table.items():
-        key = key.replace("-", "_")
-        if key in ("select", "ignore", "exclude"):
+        key = str(key).replace("-", "_")
+        if key in ("select", "ignore"):
             out[key] = _str_list(value, key, where)
+        elif key == "exclude":
+            out[key] = _exclude_list(value, where)
         elif key == "target":
-            if not isinstance(value, str):
-                raise ConfigError(f"{where}: `target` must be a string, got {value!r}")
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(
+                    f"{where}: `target` must be a profile name or a .toml path, got {_show(value)}"
+                )
             out[key] = value
         elif key == "severity":
             if not isinstance(value, Mapping):
@@ -85,46 +122,171 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
                     severities[str(rule_id).upper()] = Severity(str(level))
                 except ValueError:
                     raise ConfigError(
-                        f"{where}: `severity.{rule_id}` is {level!r}; use one of "
+                        f"{where}: `severity.{_show(rule_id)}` is {_show(level)}; use one of "
                         f"{', '.join(s.value for s in Severity)}"
                     ) from None
             out[key] = severities
         elif key == "debounce_ms":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{where}: `debounce_ms` must be a non-negative integer, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_DEBOUNCE_MS:
+                raise ConfigError(
+                    f"{where}: `debounce_ms` must be an integer from 0 to {MAX_DEBOUNCE_MS}, "
+                    f"got {_show(value)}"
+                )
             out[key] = value
         elif key in ("daemon", "trust"):
             if not isinstance(value, bool):
-                raise ConfigError(f"{where}: `{key}` must be true or false, got {value!r}")
+                raise ConfigError(f"{where}: `{key}` must be true or false, got {_show(value)}")
             out[key] = value
         # unknown keys are ignored so newer configs keep working with older versions
     return out
 
 
+def _check_target(target: str, where: str) -> None:
+    from warp_harness.rules.hardware import load_profile
+
+    try:
+        load_profile(target)
+    except Exception as exc:  # unknown name, missing or malformed file: one line, exit 2
+        raise ConfigError(f"{where}: `target`: {exc}") from None
+
+
+# ---------------------------------------------------------------- reading a pyproject.toml
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    data: dict[str, Any] | None  # None: not TOML (skipped)
+    error: str | None = None  # set: the file breaks a limit (a ConfigError for every caller)
+
+
 @lru_cache(maxsize=256)
-def _read_pyproject(path: Path, mtime_ns: int, size: int) -> dict[str, Any] | None:
-    """Parsed pyproject.toml (None when unreadable); keyed by mtime so edits are seen."""
+def _read_pyproject(path: Path, mtime_ns: int, size: int, ino: int) -> _Parsed:
+    """Parsed pyproject.toml; keyed by mtime, size and inode so edits are seen."""
+    from warp_harness.safe_read import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_text
+
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return None
+        text = read_regular_text(path, MAX_CONFIG_BYTES)
+    except UnreadableFileError as exc:
+        return _Parsed(None, exc.reason)
+    except (OSError, UnicodeDecodeError):
+        return _Parsed(None)
+    try:
+        return _Parsed(tomllib.loads(text))
+    except tomllib.TOMLDecodeError:
+        return _Parsed(None)
+    except RecursionError:
+        return _Parsed(None, "nested too deeply to read")
+    except ValueError as exc:  # Python's limit on the digits of an integer, and the like
+        return _Parsed(None, f"not readable: {str(exc)[:100]}")
 
 
-def _pyproject_data(path: Path) -> dict[str, Any] | None:
+def _parsed(path: Path) -> _Parsed:
     try:
-        stat = path.stat()
+        st = path.stat()
     except OSError:
-        return None
-    return _read_pyproject(path, stat.st_mtime_ns, stat.st_size)
+        return _Parsed(None)
+    return _read_pyproject(path, st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def pyproject_data(path: Path) -> dict[str, Any] | None:
+    """The parsed file (None: not TOML); ConfigError when it breaks a limit (size, nesting)."""
+    parsed = _parsed(path)
+    if parsed.error is not None:
+        raise ConfigError(f"{path}: {parsed.error}")
+    return parsed.data
+
+
+def _has_table(data: dict[str, Any] | None) -> bool:
+    return data is not None and isinstance(data.get("tool"), dict) and "warp-harness" in data["tool"]
+
+
+# ---------------------------------------------------------------- whose file is it
+
+
+def _others_can_write(st: os.stat_result) -> bool:
+    """Writable by other users: by everyone, or by a group other than the user's own."""
+    if st.st_mode & stat.S_IWOTH:
+        return True
+    return bool(st.st_mode & stat.S_IWGRP) and st.st_gid != os.getegid()
+
+
+def _owned_by_us(st: os.stat_result) -> bool:
+    return st.st_uid in (os.geteuid(), 0)
+
+
+def unsafe_reason(path: Path) -> str | None:
+    """Why another local user could have written or could replace ``path`` (None: they cannot)."""
+    try:
+        link = path.lstat()
+        target = path.stat()
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror or exc})"
+    for st, what in ((link, "it"), (target, "the file it leads to")):
+        if not _owned_by_us(st):
+            return f"{what} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}) or root"
+    if _others_can_write(target):
+        return f"other users can write it (mode {stat.S_IMODE(target.st_mode):o})"
+    folder = path.parent.absolute()
+    try:
+        folder_st = folder.stat()
+    except OSError as exc:
+        return f"its folder cannot be checked ({exc.strerror or exc})"
+    if not _owned_by_us(folder_st):
+        return f"its folder {folder} is owned by uid {folder_st.st_uid}"
+    for current in (folder, *folder.parents):
+        try:
+            st = current.stat()
+        except OSError as exc:
+            return f"{current} cannot be checked ({exc.strerror or exc})"
+        # a sticky folder (like /tmp) lets others add files but not replace the user's
+        if _others_can_write(st) and not st.st_mode & stat.S_ISVTX:
+            return f"other users can replace it: {current} is writable by them and not sticky"
+    return None
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        print(f"warp-harness: {message}", file=sys.stderr, flush=True)
+
+
+def _search_folders(start: Path) -> Iterator[Path]:
+    """``start``'s folder and those above it, up to the repository root (a folder holding .git)."""
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    for current in (folder, *folder.parents):
+        yield current
+        if (current / ".git").exists():
+            return
+
+
+def repository_root(start: Path) -> Path | None:
+    """The first folder at or above ``start`` that holds ``.git`` (None: not in a repository)."""
+    for folder in _search_folders(start):
+        if (folder / ".git").exists():
+            return folder
+    return None
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above ``start`` that has a [tool.warp-harness] table."""
-    start = start.resolve()
-    for folder in (start, *start.parents) if start.is_dir() else (start.parent, *start.parent.parents):
+    """The nearest pyproject.toml at or above ``start`` that has a [tool.warp-harness] table,
+    within the repository, and that only the user (or root) can have written.
+
+    A pyproject.toml that other users could have written ends the search (None, one warning
+    line); one that breaks a reading limit raises ConfigError.
+    """
+    for folder in _search_folders(start):
         candidate = folder / "pyproject.toml"
-        data = _pyproject_data(candidate)
-        if data is not None and isinstance(data.get("tool"), dict) and "warp-harness" in data["tool"]:
+        if not (candidate.exists() or candidate.is_symlink()):
+            continue
+        reason = unsafe_reason(candidate)
+        if reason is not None:
+            _warn_once(f"ignoring {candidate}: {reason}; using the default settings")
+            return None
+        if _has_table(pyproject_data(candidate)):
             return candidate
     return None
 
@@ -134,11 +296,13 @@ def load_settings(start: Path, overrides: Mapping[str, Any] | None = None) -> Se
     settings = Settings()
     pyproject = find_pyproject(start)
     if pyproject is not None:
-        data = _pyproject_data(pyproject) or {}
+        data = pyproject_data(pyproject) or {}
         table = data.get("tool", {}).get("warp-harness", {})
         if not isinstance(table, Mapping):
             raise ConfigError(f"{pyproject}: [tool.warp-harness] must be a table")
         settings = replace(settings, root=pyproject.parent, **_validate(table, where=str(pyproject)))
+        if "target" in table and not (overrides and "target" in overrides):
+            _check_target(settings.target, str(pyproject))
     if overrides:
         settings = settings.merged(overrides)
     return settings
@@ -156,7 +320,9 @@ def is_excluded(path: Path, settings: Settings, patterns: Iterable[str] | None =
     except ValueError:
         rel = resolved
     for pattern in patterns:
-        pattern = pattern.rstrip("/")
+        pattern = pattern.strip().rstrip("/")
+        if not pattern:  # PurePath.match raises on an empty pattern
+            continue
         if rel.match(pattern) or any(p.as_posix() == pattern for p in (rel, *rel.parents)):
             return True
     return False

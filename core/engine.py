@@ -10,11 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from warp_harness.config import Settings, is_excluded, load_settings
+from warp_harness.config import Settings, is_excluded, load_settings, repository_root
 from warp_harness.model.module import ModuleModel, build_model
 from warp_harness.model.source import ParsedSource, SyntaxIssue, decode_source, parse_source
 from warp_harness.output.model import FileResult
 from warp_harness.record import Location, Record, Severity, Stage
+from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
 from warp_harness.suppressions import Suppressions
 from warp_harness.workspace import IGNORED_DIRS
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 SYNTAX_RULE = "WH000"
 INTERNAL_RULE = "WH999"
+# a file not checked at all: not a regular file, over the size limit, or a symlink out of the workspace
+UNREADABLE_RULE = "WH998"
 
 
 @dataclass
@@ -166,8 +169,13 @@ def check_file(
 ) -> FileResult:
     settings = load_settings(path, overrides)
     shown = display_path or _display(path)
+    outside = _link_outside(path, settings)
+    if outside is not None:
+        return FileResult(shown, (unreadable_record(shown, outside),), None)
     try:
-        data = path.read_bytes()
+        data = read_regular(path, MAX_FILE_BYTES)
+    except UnreadableFileError as exc:
+        return FileResult(shown, (unreadable_record(shown, _not_checked(exc)),), None)
     except OSError as exc:
         return FileResult(
             shown,
@@ -185,6 +193,38 @@ def check_file(
     return check_bytes(data, shown, settings, builtins)
 
 
+def unreadable_record(path: str, message: str) -> Record:
+    """A file the checker refused to read (not a regular file, too large, a link out)."""
+    return Record(
+        stage=Stage.INTERNAL,
+        rule=UNREADABLE_RULE,
+        severity=Severity.ERROR,
+        location=Location(path, 1, 0, 1, 0),
+        message=message,
+        hint="only regular files inside the workspace, up to "
+        f"{MAX_FILE_BYTES // (1024 * 1024)} MB, are checked",
+    )
+
+
+def _not_checked(exc: UnreadableFileError) -> str:
+    if isinstance(exc, FileTooLargeError):
+        mb = 1024 * 1024
+        return f"file is {exc.size / mb:.1f} MB; larger than the {exc.limit / mb:.0f} MB limit; not checked"
+    return exc.reason.replace("; not read", "; not checked")
+
+
+def _link_outside(path: Path, settings: Settings) -> str | None:
+    """Why a symlink is not followed: it leads out of the workspace (its pyproject's folder, else
+    its repository, else the folder holding the link). None: not a link, or one that stays in."""
+    if not path.is_symlink():
+        return None
+    root = settings.root or repository_root(path.parent) or path.parent.absolute()
+    target = path.resolve()
+    if target.is_relative_to(root.resolve()):
+        return None
+    return f"a symlink to a file outside the workspace {root}; not checked"
+
+
 def _display(path: Path) -> str:
     try:
         return os.path.relpath(path)
@@ -196,12 +236,11 @@ def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None
     """Python files under ``paths``; explicitly named files are always included."""
     seen: set[Path] = set()
     for root in paths:
-        if root.is_file():
-            if root.resolve() not in seen:
+        if not root.is_dir():
+            # named files are always yielded, FIFOs and devices too: check_file reports them
+            if (root.exists() or root.is_symlink()) and root.resolve() not in seen:
                 seen.add(root.resolve())
                 yield root
-            continue
-        if not root.is_dir():
             continue
         settings = load_settings(root, overrides)
         for folder, dirs, files in os.walk(root):

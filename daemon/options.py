@@ -42,16 +42,13 @@ daemon's own table is ``runtime``. Nothing here imports Warp.
 
 from __future__ import annotations
 
-import importlib
-import sys
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from warp_harness.config import ConfigError, find_pyproject
-
-tomllib: Any = importlib.import_module("tomllib" if sys.version_info >= (3, 11) else "tomli")
+from warp_harness.config import MAX_DEBOUNCE_MS, ConfigError, find_pyproject, pyproject_data
 
 # options that change the binary Warp builds (part of every cache key)
 COMPILE_KEYS = ("mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "enable_backward")
@@ -114,6 +111,25 @@ _POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", 
 _NONNEG_INT = ("bench_warmup", "debounce_ms")
 _POS_FLOAT = ("timeout_s", "launch_timeout_s", "bench_max_time_s")
 _NONNEG_FLOAT = ("bench_warmup_s", "bench_min_time_s", "bench_window_gap_s")
+# beyond these a value only overflows somewhere (rlimits, timers, float conversion)
+MAX_INT = 2**62
+MAX_SECONDS = 1e7
+
+
+def _show(value: Any) -> str:
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _number_ok(value: Any, key: str) -> bool:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= MAX_INT
+    return math.isfinite(value) and (key not in _POS_FLOAT + _NONNEG_FLOAT or value <= MAX_SECONDS)
 
 
 def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -130,11 +146,11 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}: `devices` must be a non-empty list of device names")
             for v in value:
                 if v != "cpu" and v != "cuda" and not (v.startswith("cuda:") and v[5:].isdigit()):
-                    raise ConfigError(f"{where}: unknown device {v!r}; use cpu, cuda or cuda:N")
+                    raise ConfigError(f"{where}: unknown device {_show(v)}; use cpu, cuda or cuda:N")
             out[key] = tuple(dict.fromkeys(value))
         elif key == "mode":
             if value not in ("release", "debug"):
-                raise ConfigError(f'{where}: `mode` must be "release" or "debug", got {value!r}')
+                raise ConfigError(f'{where}: `mode` must be "release" or "debug", got {_show(value)}')
             out[key] = value
         elif key == "perf_severity":
             if value not in ("error", "warning", "info"):
@@ -142,32 +158,40 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             out[key] = value
         elif key == "profile":
             if value is not None and (not isinstance(value, str) or not value.strip()):
-                raise ConfigError(f"{where}: `profile` must be a profile name or a .toml path, got {value!r}")
+                raise ConfigError(
+                    f"{where}: `profile` must be a profile name or a .toml path, got {_show(value)}"
+                )
             out[key] = value
         elif key in _BOOL_OR_NONE or key in _BOOL:
             if not isinstance(value, bool) and not (value is None and key in _BOOL_OR_NONE):
-                raise ConfigError(f"{where}: `{key}` must be true or false, got {value!r}")
+                raise ConfigError(f"{where}: `{key}` must be true or false, got {_show(value)}")
             out[key] = value
         elif key in _INT_OR_NONE or key in _POS_INT or key in _NONNEG_INT:
             if value is None and key in _INT_OR_NONE:
                 out[key] = None
                 continue
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ConfigError(f"{where}: `{key}` must be an integer, got {value!r}")
+            if not isinstance(value, int) or not _number_ok(value, key):
+                raise ConfigError(f"{where}: `{key}` must be an integer up to 2**62, got {_show(value)}")
             if (key in _POS_INT and value < 1) or (key in _NONNEG_INT and value < 0):
                 raise ConfigError(f"{where}: `{key}` must be positive, got {value!r}")
+            if key == "debounce_ms" and value > MAX_DEBOUNCE_MS:
+                raise ConfigError(
+                    f"{where}: `debounce_ms` must be at most {MAX_DEBOUNCE_MS}, got {_show(value)}"
+                )
             out[key] = value
         elif key in _POS_FLOAT:
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise ConfigError(f"{where}: `{key}` must be a positive number, got {value!r}")
+            if not _number_ok(value, key) or value <= 0:
+                raise ConfigError(
+                    f"{where}: `{key}` must be a positive number of seconds, got {_show(value)}"
+                )
             out[key] = float(value)
         elif key in _NONNEG_FLOAT:
-            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{where}: `{key}` must be a number >= 0, got {value!r}")
+            if not _number_ok(value, key) or value < 0:
+                raise ConfigError(f"{where}: `{key}` must be a number of seconds >= 0, got {_show(value)}")
             out[key] = float(value)
         elif key in ("peak_bandwidth_gbs", "peak_gflops"):
             if not isinstance(value, Mapping) or not all(
-                isinstance(v, int | float) and not isinstance(v, bool) and v > 0 for v in value.values()
+                _number_ok(v, key) and v > 0 for v in value.values()
             ):
                 raise ConfigError(f"{where}: `{key}` must be a table of device = positive number")
             out[key] = {str(k): float(v) for k, v in value.items()}
@@ -175,12 +199,19 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def load_runtime_options(start: Path, overrides: Mapping[str, Any] | None = None) -> RuntimeOptions:
-    """``[tool.warp-harness.runtime]`` of the nearest warp-harness pyproject, then ``overrides``."""
+    """``[tool.warp-harness.runtime]`` of the nearest warp-harness pyproject, then ``overrides``.
+
+    The same file as the settings' (config.find_pyproject: within the repository, and only one
+    that no other user can have written), read through the same size-capped, cached reader.
+    """
     options = RuntimeOptions()
     pyproject = find_pyproject(start)
     if pyproject is not None:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        table = data.get("tool", {}).get("warp-harness", {}).get("runtime", {})
+        data = pyproject_data(pyproject) or {}
+        harness = data.get("tool", {}).get("warp-harness", {})
+        if not isinstance(harness, Mapping):
+            raise ConfigError(f"{pyproject}: [tool.warp-harness] must be a table")
+        table = harness.get("runtime", {})
         if not isinstance(table, Mapping):
             raise ConfigError(f"{pyproject}: [tool.warp-harness.runtime] must be a table")
         options = options.merged(table, where=f"{pyproject} [tool.warp-harness.runtime]")

@@ -32,7 +32,16 @@ from warp_harness.daemon.cache import (
 from warp_harness.daemon.cache import inside as _inside
 
 SCHEMA = 1
-__all__ = ["OutsideWorkspaceError", "StoredCase", "library_dir", "load_all", "store"]
+__all__ = [
+    "LoadedCases",
+    "OutsideWorkspaceError",
+    "StoredCase",
+    "library_dir",
+    "load_all",
+    "load_cases",
+    "module_problem",
+    "store",
+]
 
 
 def library_dir(workspace: Path, *, create: bool = False) -> Path:
@@ -111,17 +120,60 @@ def store(workspace: Path, module: Path, failure: Mapping[str, Any], options: Ma
     return file
 
 
-def load_all(workspace: Path) -> tuple[list[StoredCase], list[Path]]:
-    """(readable cases sorted by file name, corrupt files that were set aside)."""
+@dataclass(frozen=True)
+class LoadedCases:
+    cases: list[StoredCase]  # readable, with a module path checked to lie inside the workspace
+    corrupt: list[Path]  # unreadable files, set aside
+    refused: list[tuple[Path, str]]  # readable, but their module path is not allowed: (file, why)
+
+
+def module_problem(workspace: Path, stored_path: str) -> str | None:
+    """Why a case's ``path`` may not be run (None: it names a regular file inside the workspace).
+
+    A library comes with the workspace, so a case could name ``../x.py`` or ``/home/u/x.py``:
+    only a relative path that resolves (symlinks included) inside the workspace is run.
+    """
+    workspace = workspace.resolve()
+    if not stored_path or "\x00" in stored_path:
+        return "its module path is empty or not a path"
+    if Path(stored_path).is_absolute():
+        return f"its module path {stored_path!r} is absolute; only paths inside the workspace are run"
+    module = workspace / stored_path
+    if not _inside(module, workspace):
+        return f"its module path {stored_path!r} leads outside the workspace {workspace}"
+    try:
+        is_file = module.resolve().is_file()
+    except (OSError, RuntimeError):
+        is_file = False
+    if not is_file:
+        return f"its module path {stored_path!r} is not a regular file in the workspace"
+    return None
+
+
+def load_cases(workspace: Path) -> LoadedCases:
+    """Every case of the library, sorted by file name; each module path checked."""
+    workspace = workspace.resolve()
     folder = library_dir(workspace)
-    cases: list[StoredCase] = []
-    corrupt: list[Path] = []
+    loaded = LoadedCases([], [], [])
     if not folder.is_dir():
-        return cases, corrupt
+        return loaded
     for file in sorted(folder.glob("*.msgpack")):
         data = read_msgpack_map(file, SCHEMA)
         if data is None or not isinstance(data.get("kernel"), str) or not isinstance(data.get("path"), str):
-            corrupt.append(file)
+            loaded.corrupt.append(file)
             continue
-        cases.append(StoredCase(file, data))
-    return cases, corrupt
+        problem = module_problem(workspace, data["path"])
+        if problem is not None:
+            loaded.refused.append((file, f"not replayed: {problem}"))
+            continue
+        # what the worker imports: the checked, resolved module, relative to the workspace
+        data["path"] = (workspace / data["path"]).resolve().relative_to(workspace).as_posix()
+        loaded.cases.append(StoredCase(file, data))
+    return loaded
+
+
+def load_all(workspace: Path) -> tuple[list[StoredCase], list[Path]]:
+    """(cases whose module path is allowed, sorted by file name; corrupt files that were set aside).
+    Cases naming a module outside the workspace are left out: :func:`load_cases` lists them."""
+    loaded = load_cases(workspace)
+    return loaded.cases, loaded.corrupt

@@ -64,23 +64,45 @@ def bundled_profiles() -> list[str]:
 
 
 def _from_toml(text: str, origin: str) -> HardwareProfile:
-    data: dict[str, Any] = tomllib.loads(text)
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UnknownProfileError(f"hardware profile {origin} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise UnknownProfileError(f"hardware profile {origin} is nested too deeply to read") from None
+    except ValueError as exc:  # Python's limit on the digits of an integer
+        raise UnknownProfileError(f"hardware profile {origin} cannot be read: {str(exc)[:80]}") from None
     known = {f.name for f in fields(HardwareProfile)}
     missing = [
         f.name for f in fields(HardwareProfile) if f.name not in data and f.name not in ("source", "arch")
     ]
     if missing:
         raise UnknownProfileError(f"hardware profile {origin} lacks {', '.join(missing)}")
+    for f in fields(HardwareProfile):
+        value = data.get(f.name)
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if f.name in data and (
+            (f.type == "str" and not isinstance(value, str)) or (f.type in ("int", "float") and not number)
+        ):
+            raise UnknownProfileError(f"hardware profile {origin}: `{f.name}` must be a {f.type}")
     return HardwareProfile(**{k: v for k, v in data.items() if k in known})
 
 
 @cache
 def load_profile(name_or_path: str) -> HardwareProfile:
     if name_or_path.endswith(".toml"):
+        from warp_harness.safe_read import MAX_CONFIG_BYTES, UnreadableFileError, read_regular_text
+
         path = Path(name_or_path)
-        if not path.is_file():
+        if not path.exists():
             raise UnknownProfileError(f"hardware profile file {name_or_path} does not exist")
-        return _from_toml(path.read_text(encoding="utf-8"), name_or_path)
+        try:
+            text = read_regular_text(path, MAX_CONFIG_BYTES)
+        except UnreadableFileError as exc:
+            raise UnknownProfileError(f"hardware profile {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UnknownProfileError(f"hardware profile file {name_or_path} cannot be read: {exc}") from None
+        return _from_toml(text, name_or_path)
     name = (
         name_or_path.replace("sm", "sm_").replace("sm__", "sm_")
         if name_or_path.startswith("sm")

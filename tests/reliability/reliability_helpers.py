@@ -6,11 +6,14 @@ written in the workspace. Every process a test starts is ended by its pid (``Pro
 
 from __future__ import annotations
 
+import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -206,3 +209,162 @@ def kill_mid_write(ws: Path, rounds: int, mb: int, seed: int = 0) -> dict[str, i
             counts["not_older"] += int(entry["n"]) >= stored
         counts["temp_removed"] += remove_stale_temp(ws, min_age_s=0)
     return counts
+
+
+def write_as(uid: int, folder: Path, name: str, text: str, mode: int = 0o644) -> None:
+    """Create ``folder/name`` from a forked child running as ``uid`` (needs root): a file another
+    local user really wrote. The child opens ``folder`` before it drops its privileges, so it
+    needs no access to the folders above, only write access to ``folder`` itself."""
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    pid = os.fork()
+    if pid == 0:
+        code = 99
+        try:
+            os.setgroups([])
+            os.setgid(uid)
+            os.setuid(uid)
+            code = 98
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode, dir_fd=dir_fd)
+            os.write(fd, text.encode())
+            os.close(fd)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(dir_fd)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    assert code == 0, f"the child running as uid {uid} could not write {name} (exit {code})"
+    assert (folder / name).stat().st_uid == uid
+
+
+# --------------------------------------------------------------------------- raw LSP over bytes
+
+
+def lsp_frame(message: Any) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class LspStream:
+    """JSON-RPC over a byte stream (a server's pipes or a TCP socket), with raw writes for the
+    framing tests. A reader thread queues every message; None in the queue: end of stream."""
+
+    def __init__(self, write: Callable[[bytes], None], read: Callable[[int], bytes]) -> None:
+        self._write = write
+        self._read = read
+        self.messages: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.closed = False
+        self._next_id = 1000
+        threading.Thread(target=self._reader, daemon=True).start()
+
+    def _reader(self) -> None:
+        buf = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    chunk = self._read(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                header, _, buf = buf.partition(b"\r\n\r\n")
+                fields = dict(line.split(b":", 1) for line in header.split(b"\r\n") if b":" in line)
+                length = int(fields[b"Content-Length"])
+                while len(buf) < length:
+                    chunk = self._read(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                self.messages.put(json.loads(buf[:length]))
+                buf = buf[length:]
+        except OSError:
+            return
+        finally:
+            self.closed = True
+            self.messages.put(None)
+
+    def send_raw(self, data: bytes) -> None:
+        self._write(data)
+
+    def send(self, message: Any) -> None:
+        self._write(lsp_frame(message))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def reply_to(self, request_id: Any, timeout: float = 30.0) -> dict[str, Any] | None:
+        """The response to ``request_id`` (server requests are answered with null on the way);
+        None when the stream ends first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                msg = self.messages.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(f"no response to {request_id!r} within {timeout} s") from None
+            if msg is None:
+                self.messages.put(None)  # stays at the end for the next caller
+                return None
+            if "method" in msg and "id" in msg:
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+            elif "method" not in msg and msg.get("id") == request_id:
+                return msg
+
+    def request(self, method: str, params: Any = None, timeout: float = 30.0) -> dict[str, Any] | None:
+        self._next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return self.reply_to(self._next_id, timeout)
+
+    def initialize(self, root: Path, options: Any = None, timeout: float = 60.0) -> dict[str, Any] | None:
+        params = {
+            "processId": None,
+            "rootUri": root.as_uri(),
+            "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+            "capabilities": {},
+            "initializationOptions": options,
+        }
+        reply = self.request("initialize", params, timeout)
+        if reply is not None and "result" in reply:
+            self.notify("initialized", {})
+        return reply
+
+    def wait_closed(self, timeout: float = 10.0) -> bool:
+        """Whether the stream ends within ``timeout`` (messages before the end are dropped)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.messages.get(timeout=0.1) is None:
+                    self.messages.put(None)
+                    return True
+            except queue.Empty:
+                continue
+        return False
+
+
+def lsp_over_pipes(proc: subprocess.Popen[bytes]) -> LspStream:
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def write(data: bytes) -> None:
+        stdin.write(data)
+        stdin.flush()
+
+    return LspStream(write, stdout.read1)
+
+
+def lsp_over_socket(sock: Any) -> LspStream:
+    return LspStream(sock.sendall, sock.recv)
+
+
+def start_lsp_stdio(procs: list[Any], cwd: Path) -> tuple[subprocess.Popen[bytes], LspStream]:
+    """A real ``python -m warp_harness serve`` over pipes (its stderr: ``cwd/serve.err``)."""
+    err = open(cwd / "serve.err", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "warp_harness", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=err,
+        cwd=str(cwd),
+        start_new_session=True,
+    )
+    err.close()
+    procs.append(proc)
+    return proc, lsp_over_pipes(proc)
