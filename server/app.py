@@ -21,7 +21,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from warp_harness.config import ConfigError
 from warp_harness.record import Record
-from warp_harness.server import actions, hover
+from warp_harness.safe_read import read_regular_text
+from warp_harness.server import actions, hover, transport
 from warp_harness.server.analysis import Analyser, StaticTier
 from warp_harness.server.convert import TUNE_SOURCE, PositionMapper, to_diagnostic
 from warp_harness.server.daemon_link import DaemonLink
@@ -82,6 +83,18 @@ class WarpHarnessServer(LanguageServer):
     def show_warning(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
+    # ------------------------------------------------------------------ transports (server/transport.py)
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """LSP over stdin/stdout, through the size-capped reader and the protocol guard."""
+        transport.start_stdio(self, stdin, stdout)
+
+    def start_tcp(self, host: str, port: int, token: str | None = None) -> None:
+        """LSP over TCP for one client that presents ``token`` (see transport.authenticate)."""
+        if token is None:
+            raise ValueError("a TCP server needs a token: clients must prove they are the user")
+        transport.start_tcp(self, host, port, token)
+
     def set_daemon_state(self, state: str, message: str | None = None, path: str | None = None) -> None:
         self.daemon_state = state
         self.protocol.notify(DAEMON_STATE, {"state": state, "message": message, "path": path})
@@ -118,7 +131,8 @@ class WarpHarnessServer(LanguageServer):
             text, version = document.source, document.version
         else:  # a daemon result for a file the editor has not opened
             try:
-                text, version = Path(path).read_text(encoding="utf-8", errors="replace"), None
+                # regular files under the size cap only: a FIFO or /dev/zero must not stall the server
+                text, version = read_regular_text(path, errors="replace"), None
             except OSError:
                 return
         mapper = self._mapper(lsp_lines(text))
@@ -371,6 +385,18 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
         ls.roots = [Path(r).resolve() for r in roots if r]
         ls.apply_client_settings(params.initialization_options)
 
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_workspace_folders(
+        ls: WarpHarnessServer, params: types.DidChangeWorkspaceFoldersParams
+    ) -> None:
+        removed = {Path(p).resolve() for f in params.event.removed if (p := to_fs_path(f.uri))}
+        added = [Path(p).resolve() for f in params.event.added if (p := to_fs_path(f.uri))]
+        ls.roots = [r for r in ls.roots if r not in removed] + [r for r in added if r not in ls.roots]
+        for root in removed:
+            link = ls.links.pop(root, None)
+            if link is not None:
+                link.close()
+
     @server.feature(types.INITIALIZED)
     def initialized(ls: WarpHarnessServer, params: types.InitializedParams) -> None:
         ls.connect_daemons()
@@ -492,8 +518,8 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     @server.command(START_DAEMON)
     def start_daemon(ls: WarpHarnessServer, *args: Any) -> dict[str, Any]:
         root = _root_argument(ls, args)
-        if root is None:
-            return {"state": ls.daemon_state, "message": "no workspace folder"}
+        if isinstance(root, str):
+            return {"state": ls.daemon_state, "message": root}
         ls.set_daemon_state("starting", f"starting the daemon for {root}")
         outcome = ls.link(root).spawn_daemon(trust=ls.user_trusts())
         return {"state": ls.daemon_state, "message": outcome}
@@ -501,8 +527,8 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     @server.command(STOP_DAEMON)
     def stop_daemon(ls: WarpHarnessServer, *args: Any) -> dict[str, Any]:
         root = _root_argument(ls, args)
-        if root is None:
-            return {"state": ls.daemon_state, "message": "no workspace folder"}
+        if isinstance(root, str):
+            return {"state": ls.daemon_state, "message": root}
         stopped = ls.link(root).stop_daemon()
         ls.set_daemon_state("off", "daemon stopped" if stopped else "no daemon was running")
         return {"state": ls.daemon_state, "message": "stopped" if stopped else "not running"}
@@ -518,11 +544,20 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     return server
 
 
-def _root_argument(ls: WarpHarnessServer, args: tuple[Any, ...]) -> Path | None:
+def _root_argument(ls: WarpHarnessServer, args: tuple[Any, ...]) -> Path | str:
+    """The workspace folder a daemon command names (the first one when it names none), or why
+    there is none. Only the server's own workspace folders (from `initialize` and
+    `didChangeWorkspaceFolders`) are accepted: a command must not start a daemon, trusted by
+    the editor's settings, in a folder the client made up."""
     for arg in args:
         for candidate in arg if isinstance(arg, list) else [arg]:
             if isinstance(candidate, str) and candidate:
                 path = to_fs_path(candidate) if candidate.startswith("file:") else candidate
-                if path:
-                    return Path(path).resolve()
-    return ls.roots[0] if ls.roots else None
+                if not path:
+                    continue
+                root = Path(path).resolve()
+                if root not in ls.roots:
+                    log.warning("daemon command for %s refused: not a workspace folder", root)
+                    return f"refused: {root} is not one of this server's workspace folders"
+                return root
+    return ls.roots[0] if ls.roots else "no workspace folder"

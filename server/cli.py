@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+import sys
+from pathlib import Path
 from typing import Any
 
 LOCALHOST = "127.0.0.1"
@@ -15,6 +17,12 @@ def add_subcommands(subparsers: Any) -> None:
     serve.add_argument("--stdio", action="store_true", help="speak LSP over stdin/stdout (the default)")
     serve.add_argument("--tcp", action="store_true", help=f"listen on TCP, bound to {LOCALHOST} only")
     serve.add_argument("--port", type=int, default=2087, help="TCP port (with --tcp; default 2087)")
+    serve.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="with --tcp: write the token clients must present here (mode 0600; default "
+        "<private runtime folder>/lsp-PORT.token)",
+    )
     serve.add_argument("--log-file", metavar="FILE", help="write the server's log here")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
     serve.set_defaults(func=cmd_serve)
@@ -38,7 +46,33 @@ def cmd_serve(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.enable()
     if args.tcp:
-        server.start_tcp(LOCALHOST, args.port)
-    else:
-        server.start_io()
+        return _serve_tcp(server, args)
+    server.start_io()
+    return 0
+
+
+def _serve_tcp(server: Any, args: argparse.Namespace) -> int:
+    """TCP: only a client that presents the token written to a 0600 file may talk to the server
+    (any local user can reach 127.0.0.1; the server acts as the user who started it)."""
+    from warp_harness.server import transport
+
+    try:
+        token_file = Path(args.token_file) if args.token_file else transport.default_token_file(args.port)
+        token = transport.create_token_file(token_file)
+    except OSError as exc:
+        print(f"warp-harness: cannot write the token file: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"warp-harness: serving LSP on {LOCALHOST}:{args.port}; the client's `initialize` must carry "
+        f"initializationOptions.authToken = the contents of {token_file}",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.start_tcp(LOCALHOST, args.port, token=token)
+    except OSError as exc:
+        print(f"warp-harness: cannot listen on {LOCALHOST}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        transport.remove_token_file(token_file, token)
     return 0

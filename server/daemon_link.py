@@ -9,7 +9,6 @@ which executes code only in a trusted workspace, in its own sandboxed worker.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,9 +23,9 @@ from warp_harness.daemon.protocol import (
     ProtocolError,
     ensure_private_dir,
     runtime_dir,
-    socket_path_for,
     workspace_key,
 )
+from warp_harness.daemon.protocol import daemon_socket as protocol_daemon_socket
 
 CLIENT_NAME = "warp-harness-lsp"
 RETRY_S = 1.0
@@ -35,15 +34,10 @@ Deliver = Callable[[dict[str, Any]], None]
 
 
 def daemon_socket(workspace: Path) -> Path:
-    """The socket named by the workspace's daemon.json (a daemon started with --socket), else the default."""
-    state = workspace / ".warp-harness" / "daemon.json"
-    try:
-        named = json.loads(state.read_text(encoding="utf-8")).get("socket")
-    except (OSError, ValueError, AttributeError):
-        named = None
-    if isinstance(named, str) and Path(named).exists():
-        return Path(named)
-    return socket_path_for(workspace)
+    """The socket the workspace's daemon recorded in the user's private runtime folder (a
+    daemon started with --socket), else the default. Never ``.warp-harness/daemon.json``: a
+    repository can ship one naming another workspace's socket."""
+    return protocol_daemon_socket(workspace)
 
 
 class DaemonLink:
@@ -85,16 +79,14 @@ class DaemonLink:
         """Start `warp-harness daemon` for the workspace (unless one answers already)."""
         if self.connected:
             return "already running"
+        from warp_harness.launch import module_command
+
         # explicit either way: the daemon would otherwise take `trust` from the workspace's own
-        # pyproject.toml, which the workspace writes itself
-        command = [
-            sys.executable,
-            "-m",
-            "warp_harness",
-            "daemon",
-            str(self.workspace),
-            "--trust" if trust else "--no-trust",
-        ]
+        # pyproject.toml, which the workspace writes itself. `module_command` keeps the current
+        # folder off sys.path (it is our runtime folder, but runpy imports before our code runs).
+        trust_flag = "--trust" if trust else "--no-trust"
+        args = ("daemon", str(self.workspace), trust_flag)
+        command = module_command("warp_harness", *args, python=sys.executable)
         # the log goes to the user's private runtime folder, not into the workspace (whose
         # .warp-harness may be a symlink to anywhere); the daemon starts outside the workspace
         log_path = ensure_private_dir(runtime_dir()) / f"{workspace_key(self.workspace)}.daemon.log"
@@ -116,6 +108,9 @@ class DaemonLink:
         self._stopping = True
         try:
             with Client(daemon_socket(self.workspace), timeout=timeout) as client:
+                welcome = client.request("hello", client=CLIENT_NAME, subscribe=False)
+                if welcome.get("workspace") != str(self.workspace.resolve()):
+                    return self._reap(timeout)  # not this workspace's daemon: leave it alone
                 client.request("shutdown")
         except (OSError, ConnectionClosed, ProtocolError, TimeoutError):
             return self._reap(timeout)

@@ -1,4 +1,5 @@
-"""`warp-harness serve --tcp` listens on 127.0.0.1 only and speaks the same LSP."""
+"""`warp-harness serve --tcp` listens on 127.0.0.1 only and speaks the same LSP (to a client
+with the token; tests/reliability/test_tcp_auth.py has the refusals)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,19 @@ def _listening_addresses(port: int) -> set[str]:
 
 def test_tcp_is_local_only(tmp_path: Path) -> None:
     port = _free_port()
+    token_file = tmp_path / "token"
     server = subprocess.Popen(
-        [sys.executable, "-m", "warp_harness", "serve", "--tcp", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "warp_harness",
+            "serve",
+            "--tcp",
+            "--port",
+            str(port),
+            "--token-file",
+            str(token_file),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -54,7 +66,13 @@ def test_tcp_is_local_only(tmp_path: Path) -> None:
                 "jsonrpc": "2.0",
                 "id": 1,
                 "method": "initialize",
-                "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}},
+                "params": {
+                    "processId": None,
+                    "rootUri": tmp_path.as_uri(),
+                    "capabilities": {},
+                    # the token the server wrote (mode 0600): only the user can read it
+                    "initializationOptions": {"authToken": token_file.read_text().strip()},
+                },
             }
         ).encode()
         conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
