@@ -2,7 +2,9 @@
 
 - The worker is started with ``RLIMIT_AS`` (CPU-only runs: CUDA reserves huge virtual
   ranges, so with a CUDA device only the RSS watch below applies), in its own session,
-  with stdout/stderr going to a log file, never to the daemon's protocol.
+  with stdout/stderr going to a pipe, never to the daemon's protocol. A thread drains the
+  pipe and keeps only its last ``OUTPUT_TAIL_BYTES`` (``OutputTail``): a module that prints
+  without end costs neither the daemon's memory nor the disk.
 - Every job has a wall-clock budget; every ``progress`` message from the worker names
   the kernel/stage/size it is about to run and the budget for that step (a launch gets
   ``launch_timeout_s``). Past the budget, or above ``memory_mb`` of RSS, the worker is
@@ -23,13 +25,12 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache, protocol
@@ -45,6 +46,11 @@ BOUNDS_HINT = "an index reaches past the array: guard it with `if i < arr.shape[
 # on a corrupted heap), debug builds (Warp's assert traps: SIGILL)
 _BOUNDS_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL")
 _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
+# how much of the worker's output (stdout and stderr together) the daemon keeps: the end of
+# it, where a native assertion or a traceback is printed before the worker dies
+OUTPUT_TAIL_BYTES = 64 * 1024
+# how long to wait, after the worker died, for the rest of its output to be drained
+_DRAIN_WAIT_S = 5.0
 
 
 class WorkerStartError(RuntimeError):
@@ -77,14 +83,60 @@ _SIGNAL_TEXT = {
 }
 
 
+class OutputTail:
+    """Drains a pipe (the worker's stdout and stderr) in a thread, keeping the number of
+    bytes seen and only the last ``keep`` of them."""
+
+    def __init__(self, fd: int, keep: int = OUTPUT_TAIL_BYTES) -> None:
+        self.keep = keep
+        self.total = 0
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._drain, args=(fd,), name="warp-harness-worker-output", daemon=True
+        )
+        self._thread.start()
+
+    def _drain(self, fd: int) -> None:
+        try:
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except InterruptedError:  # pragma: no cover - retried by Python already
+                    continue
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                with self._lock:
+                    self.total += len(chunk)
+                    self._buf += chunk
+                    if len(self._buf) > 2 * self.keep:  # trim in batches: amortised O(1) a byte
+                        del self._buf[: -self.keep]
+        finally:
+            os.close(fd)
+
+    def wait_closed(self, timeout: float) -> None:
+        """Wait until the writer side is closed (the worker is dead) and everything was read."""
+        self._thread.join(timeout)
+
+    def since(self, offset: int) -> tuple[bytes, int]:
+        """(the kept bytes written after ``offset``, how many bytes after it were not kept)."""
+        with self._lock:
+            wanted = max(self.total - offset, 0)
+            kept = bytes(self._buf[-min(wanted, self.keep) :]) if wanted else b""
+            return kept, wanted - len(kept)
+
+
 @dataclass
 class CallOutcome:
     kind: str  # done | crash | timeout | memory
     result: dict[str, Any] | None = None
     returncode: int | None = None
     progress: dict[str, Any] = field(default_factory=dict)
-    output: str = ""
+    output: str = ""  # the end of the worker's output during the call (see output_tail)
     elapsed_s: float = 0.0
+    output_bytes: int = 0  # how many bytes the worker wrote during the call
 
 
 class WorkerProcess:
@@ -95,7 +147,7 @@ class WorkerProcess:
         self.options = options
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock = parent
-        self.log: IO[bytes] = tempfile.TemporaryFile(prefix="warp-harness-worker-")
+        read_end, write_end = os.pipe()
         env = dict(os.environ)
         # Warp's default cache is created at init even when unused: keep it in the workspace
         env["WARP_CACHE_PATH"] = str(kernel_cache.usable_folder(workspace, kernel_cache.WARP_DEFAULT))
@@ -110,21 +162,26 @@ class WorkerProcess:
                 resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-        cmd = [python, "-m", "warp_harness.daemon.worker", "--fd", str(child.fileno())]
+        from warp_harness.launch import module_command
+
+        # cwd is the workspace: the current folder must not go on sys.path before our code runs
+        cmd = module_command("warp_harness.daemon.worker", "--fd", str(child.fileno()), python=python)
         if warmup:
             cmd.append("--warmup")
         self.proc = subprocess.Popen(
             cmd,
             pass_fds=(child.fileno(),),
             stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=self.log,
+            stdout=write_end,
+            stderr=write_end,
             cwd=str(workspace),
             env=env,
             preexec_fn=limits,
             start_new_session=True,
         )
         child.close()
+        os.close(write_end)  # the worker holds it now: the pipe ends when the worker does
+        self.output = OutputTail(read_end)
         self.jobs = 0
         self.ready: dict[str, Any] = {}
         self.start_s = 0.0
@@ -135,9 +192,9 @@ class WorkerProcess:
         try:
             self.ready = protocol.recv_message(self.sock, timeout=START_TIMEOUT_S)
         except (TimeoutError, protocol.ConnectionClosed, protocol.ProtocolError) as exc:
-            tail = self.output_since(0)
             self.kill()
-            raise WorkerStartError(f"the worker did not start ({exc}); its output:\n{tail[-3000:]}") from None
+            tail = output_tail(self.output_since(0), self.bytes_since(0), 3000)
+            raise WorkerStartError(f"the worker did not start ({exc}); its output:\n{tail}") from None
         self.start_s = time.monotonic() - t0
 
     @property
@@ -148,14 +205,20 @@ class WorkerProcess:
         return self.proc.poll() is None
 
     def log_offset(self) -> int:
-        self.log.flush()
-        return os.fstat(self.log.fileno()).st_size
+        """How many bytes the worker has written so far (a mark for ``output_since``)."""
+        return self.output.total
 
     def output_since(self, offset: int) -> str:
-        size = os.fstat(self.log.fileno()).st_size
-        data = os.pread(self.log.fileno(), max(size - offset, 0), offset)
+        """The end of what the worker wrote after ``offset`` (at most ``OUTPUT_TAIL_BYTES``;
+        ``output_tail`` says how much was left out). Call it once the worker is dead
+        (``kill``/``kill_only``/``_died`` wait for the pipe to be drained)."""
+        data, omitted = self.output.since(offset)
         text = data.decode("utf-8", errors="replace")
-        return "\n".join(line for line in text.splitlines() if not line.startswith(_NOISE))
+        lines = text.splitlines()[1 if omitted else 0 :]  # the first line kept is a partial one
+        return "\n".join(line for line in lines if not line.startswith(_NOISE))
+
+    def bytes_since(self, offset: int) -> int:
+        return max(self.output.total - offset, 0)
 
     def rss_mb(self) -> float:
         try:
@@ -178,7 +241,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:  # pragma: no cover
             pass
         self.sock.close()
-        self.log.close()
+        self.output.wait_closed(_DRAIN_WAIT_S)
 
     def shutdown(self) -> None:
         if self.proc.poll() is None:
@@ -205,12 +268,20 @@ class WorkerProcess:
             if now >= min(deadline, job_deadline):
                 self.kill_only()
                 return CallOutcome(
-                    "timeout", progress=last, output=self.output_since(offset), elapsed_s=now - started
+                    "timeout",
+                    progress=last,
+                    output=self.output_since(offset),
+                    elapsed_s=now - started,
+                    output_bytes=self.bytes_since(offset),
                 )
             if self.options.memory_mb and self.rss_mb() > self.options.memory_mb:
                 self.kill_only()
                 return CallOutcome(
-                    "memory", progress=last, output=self.output_since(offset), elapsed_s=now - started
+                    "memory",
+                    progress=last,
+                    output=self.output_since(offset),
+                    elapsed_s=now - started,
+                    output_bytes=self.bytes_since(offset),
                 )
             try:
                 reply = protocol.recv_message(
@@ -233,7 +304,8 @@ class WorkerProcess:
                     "done", result=reply.get("result") or {}, elapsed_s=time.monotonic() - started
                 )
 
-    def kill_only(self) -> None:
+    def kill_only(self, *, drain: bool = True) -> None:
+        """Kill the worker's process group; ``drain``: also wait for the rest of its output."""
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -243,6 +315,8 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # pragma: no cover
             pass
+        if drain:
+            self.output.wait_closed(_DRAIN_WAIT_S)
 
     def _died(self, last: dict[str, Any], offset: int, started: float) -> CallOutcome:
         try:
@@ -250,12 +324,14 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.kill_only()
             code = self.proc.returncode
+        self.output.wait_closed(_DRAIN_WAIT_S)
         return CallOutcome(
             "crash",
             returncode=code,
             progress=last,
             output=self.output_since(offset),
             elapsed_s=time.monotonic() - started,
+            output_bytes=self.bytes_since(offset),
         )
 
 
@@ -316,7 +392,7 @@ class Supervisor:
         self._closing.set()
         for worker in (self._starting, self.worker):
             if worker is not None:
-                worker.kill_only()
+                worker.kill_only(drain=False)
 
     def __enter__(self) -> Supervisor:
         return self
@@ -370,8 +446,12 @@ class Supervisor:
         stages: tuple[str, ...] = ("validate", "bench"),
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         options: RuntimeOptions | None = None,
+        source_sha256: str | None = None,
     ) -> dict[str, Any]:
-        """Run every stage on one module; the result dict of the worker, with crash records merged in."""
+        """Run every stage on one module; the result dict of the worker, with crash records merged in.
+
+        ``source_sha256``: the text the caller analysed; a worker that finds another text in the
+        file returns status ``stale`` and no records (the file was saved again meanwhile)."""
         with self._lock:
             opts = options or self.options
             display = display_path or str(path)
@@ -385,6 +465,8 @@ class Supervisor:
             for _attempt in range(len(positions) + 2):
                 msg = self._base(path, display, opts)
                 msg.update(kind="check", skip=skip, stages=list(stages))
+                if source_sha256:
+                    msg["source_sha256"] = source_sha256
                 if seed is not None:
                     msg["seed"] = seed
                 outcome = self._call(msg, on_progress)
@@ -486,7 +568,7 @@ class Supervisor:
                 details.append(f"{key.replace('_', ' ')} {p[key]}")
         context = ", ".join(details)
         assertion = parse_native_assertion(outcome.output)
-        tail = outcome.output.strip()[-1500:] or None
+        tail = output_tail(outcome.output, outcome.output_bytes, 1500) or None
         if outcome.kind == "timeout":
             budget = p.get("budget_s") or opts.timeout_s
             record = F.make_record(
@@ -671,6 +753,17 @@ class Supervisor:
                 kernel=kernel,
             )
         return None
+
+
+def output_tail(output: str, total_bytes: int, limit: int) -> str:
+    """The last ``limit`` characters of a worker's output, after a note of how many bytes
+    before them were left out (the daemon never holds more than ``OUTPUT_TAIL_BYTES``)."""
+    text = output.strip()
+    shown = text[-limit:]
+    if len(text) > len(shown) or total_bytes > OUTPUT_TAIL_BYTES:
+        omitted = max(total_bytes - len(shown.encode("utf-8", errors="replace")), 0)
+        return f"[… {omitted} bytes omitted …]\n{shown}"
+    return shown
 
 
 def is_transient(outcome: CallOutcome) -> bool:

@@ -2,8 +2,8 @@
 
 Started by the supervisor as ``python -m warp_harness.daemon.worker --fd N``: it talks
 over the inherited socket N (length-prefixed msgpack frames, see protocol.py), never over
-stdout/stderr, which the supervisor points at a log file (Warp and native code print
-there; the supervisor reads the tail of it after a crash).
+stdout/stderr, which the supervisor points at a pipe (Warp and native code print
+there; the supervisor keeps the last 64 KiB of it and shows its end after a crash).
 
 Messages: worker -> supervisor ``ready``, ``progress`` (before every risky step: which
 kernel, stage, device, size, seed, and the time budget for that step), ``done``.
@@ -173,6 +173,8 @@ def _make_job(msg: dict[str, Any], progress: Any) -> Any:
         skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()},
         seed=seed,
     )
+    expected = msg.get("source_sha256")
+    job.source_sha256 = expected if isinstance(expected, str) and expected else None
     return job
 
 
@@ -206,6 +208,7 @@ def _result(job: Any, status: str) -> dict[str, Any]:
         "build_keys": job.build_keys,
         "contract_files": [str(p) for p in job.contract_files],
         "notes": job.notes,
+        "source_sha256": job.source_sha256,
     }
 
 
@@ -218,6 +221,8 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     progress(stage="import", budget_s=job.options.timeout_s)
     ok = load.load(job)
     job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
+    if job.stale:
+        return _result(job, "stale")
     if not ok:
         return _result(job, "import-error")
     codegen.run(job)
@@ -239,7 +244,7 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     job.options = job.options.merged({"devices": [device_name]})
     _configure_warp(job.options)
     if not load.load(job):
-        return _result(job, "import-error")
+        return _result(job, "stale" if job.stale else "import-error")
     kernel_name = str(msg["kernel"])
     info = job.kernels.get(kernel_name)
     if info is None or info.contract is None:

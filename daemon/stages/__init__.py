@@ -66,6 +66,10 @@ class Job:
     devices: list[tuple[str, Any]] = field(default_factory=list)  # (alias, warp Device) present
     build_keys: dict[str, str] = field(default_factory=dict)  # "kernel@device" -> kernel cache key
     notes: dict[str, Any] = field(default_factory=dict)  # e.g. what the bounds probe checked
+    # SHA-256 of the text the daemon's static tier analysed (None: not checked); after the
+    # import, the SHA-256 of the text the worker imported
+    source_sha256: str | None = None
+    stale: bool = False  # the file changed after the daemon read it: the job describes no save
 
     def add(self, record: Record) -> None:
         self.records.append(record)

@@ -7,7 +7,9 @@ options), so they still get compiled, validated and benchmarked.
 
 from __future__ import annotations
 
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 import warp as _warp
@@ -129,8 +131,46 @@ def load_into_cache(
     hit = kernel_cache.has_binary(folder)
     wp.config.kernel_cache_dir = str(folder)
     t0 = time.perf_counter()
-    module.load(device, block_dim)
+    try:
+        module.load(device, block_dim)
+    except Exception as exc:
+        if not hit:
+            raise
+        # Warp found a build in the folder and did not compile: the failure is the stored
+        # build's (a write cut short by a full disk or a kill, a disk error), not the kernel's.
+        # Build it again once; only a failure of that build is the kernel's verdict.
+        wp.config.kernel_cache_dir = str(_discard_build(job, folder, key, device, exc))
+        module.load(device, block_dim)
+        hit = False
     return not hit, (time.perf_counter() - t0) * 1e3, key
+
+
+def _discard_build(job: Job, folder: Path, key: str, device: Any, exc: Exception) -> Path:
+    """Remove a build folder Warp could not load; the folder to build into instead (a private
+    one when it cannot be removed). Says so in an info record and in the job's notes."""
+    shutil.rmtree(folder, ignore_errors=True)
+    target = kernel_cache.folder_for(job.workspace, key)
+    if kernel_cache.has_binary(target):  # could not be removed (read-only): build elsewhere
+        target = kernel_cache.private_root() / key
+        shutil.rmtree(target, ignore_errors=True)
+        target.mkdir(parents=True, exist_ok=True)
+    text = str(exc).strip()
+    why = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".strip(": ")
+    job.notes.setdefault("rebuilt", []).append({"key": key, "device": str(device), "error": why})
+    job.add(
+        F.make_record(
+            Stage.COMPILE,
+            F.INTERNAL,
+            Severity.INFO,
+            job.display_path,
+            1,
+            f"the kernel cache held an unreadable build of this module for {device} "
+            f"(.warp-harness/kernels/{key[:12]}…: {why}): discarded and rebuilt",
+            hint="a build written incompletely (a full disk, a killed process) or damaged on disk; "
+            "this result is not cached",
+        )
+    )
+    return target
 
 
 def run(job: Job) -> None:

@@ -135,6 +135,11 @@ def _error_line(exc: BaseException, path: Path) -> tuple[int, int]:
     return line, 0
 
 
+# SHA-256 of the source each workspace file was last compiled from, by real path: the text
+# a job imported, to compare with the text the daemon's static tier analysed
+_COMPILED_SHA: dict[str, str] = {}
+
+
 class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     """Compiles a workspace module from its source every time, never from ``__pycache__``.
 
@@ -145,7 +150,9 @@ class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname: str) -> Any:
         path = self.get_filename(fullname)
-        return self.source_to_code(self.get_data(path), path)
+        data = self.get_data(path)
+        _COMPILED_SHA[os.path.realpath(path)] = hashlib.sha256(data).hexdigest()
+        return self.source_to_code(data, path)
 
 
 class _WorkspaceSourceFinder(importlib.abc.MetaPathFinder):
@@ -196,13 +203,33 @@ def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
         sys.meta_path.remove(finder)
 
 
+def _is_stale(job: Job, sha: str | None) -> bool:
+    """Whether the text the worker read differs from the one the job was made for (the file
+    was saved again after the daemon read it): marks the job stale, its records dropped."""
+    if job.source_sha256 is None or sha is None or sha == job.source_sha256:
+        return False
+    job.stale = True
+    job.records.clear()
+    job.notes["stale"] = {"expected": job.source_sha256, "found": sha}
+    return True
+
+
 def load(job: Job) -> bool:
-    """Import ``job.path``; fill job.module, kernels, contracts, deps. False if it did not import."""
+    """Import ``job.path``; fill job.module, kernels, contracts, deps. False if it did not import,
+    or if the file is no longer the text the job was made for (``job.stale``)."""
     purge_workspace_modules(job.workspace)
-    source = job.path.read_text(encoding="utf-8", errors="replace")
+    data = job.path.read_bytes()
+    if _is_stale(job, hashlib.sha256(data).hexdigest()):
+        return False
+    source = data.decode("utf-8", errors="replace")
     job.source_lines = source.splitlines()
     name, root = module_name_for(job.path)
+    _COMPILED_SHA.pop(str(job.path), None)
     module = _import(job, name, root)
+    # the import read the file again: it must still be the same text
+    if _is_stale(job, _COMPILED_SHA.get(str(job.path))):
+        return False
+    job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
     if module is None:
         _collect_deps(job)
         return False
@@ -267,7 +294,8 @@ def _attach(job: Job, c: contract_api.Contract) -> None:
 
 
 def _collect_deps(job: Job) -> None:
-    seen: dict[str, str] = {str(job.path): _file_sha(job.path)}
+    # the text imported, not the file as it is now: a result is cached under the text it describes
+    seen: dict[str, str] = {str(job.path): job.source_sha256 or _file_sha(job.path)}
     for mod in list(sys.modules.values()):
         file = getattr(mod, "__file__", None)
         if _in_workspace(file, job.workspace) and file:
