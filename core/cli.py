@@ -7,9 +7,12 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from warp_harness.config import ConfigError
+
+if TYPE_CHECKING:
+    from warp_harness.daemon.findings import DynamicRule
 
 
 def tool_version() -> str:
@@ -33,6 +36,23 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return overrides
 
 
+def _unknown_selectors(overrides: dict[str, Any]) -> str | None:
+    """A message naming the --select/--ignore codes that match no rule (id or prefix), else None."""
+    from warp_harness.daemon.findings import DYNAMIC_RULES
+    from warp_harness.engine import INTERNAL_RULE, UNREADABLE_RULE
+    from warp_harness.rules import rule_classes
+
+    ids = [c.id for c in rule_classes()] + [r.id for r in DYNAMIC_RULES] + [UNREADABLE_RULE, INTERNAL_RULE]
+    for option in ("select", "ignore"):
+        bad = [s for s in overrides.get(option, ()) if not any(i.startswith(s) for i in ids)]
+        if bad:
+            return (
+                f"invalid rule code or prefix for --{option}: {', '.join(bad)} "
+                "(`warp-harness rules` lists them)"
+            )
+    return None
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from warp_harness.engine import check_file, iter_python_files, missing_paths
     from warp_harness.fixes import apply_fixes
@@ -47,6 +67,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(f"warp-harness: no such file or directory: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
     overrides = _overrides(args)
+    unknown = _unknown_selectors(overrides)
+    if unknown:
+        print(f"warp-harness: {unknown}", file=sys.stderr)
+        return 2
     if "target" in overrides:
         try:
             load_profile(overrides["target"])
@@ -61,7 +85,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for path in iter_python_files(paths, overrides):
         result = check_file(path, overrides, builtins=table)
         if args.fix and any(r.fix is not None and r.fix.safe for r in result.records):
-            text = path.read_text(encoding="utf-8")
+            from warp_harness.safe_read import read_regular_text
+
+            text = read_regular_text(path)  # a regular file under the cap: check_file read it
             for _ in range(5):  # fixes can expose or shift others; re-check until stable
                 new_text, applied = apply_fixes(text, result.records)
                 if not applied or new_text == text:
@@ -71,6 +97,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 path.write_text(text, encoding="utf-8")
                 result = check_file(path, overrides, builtins=table)
         results.append(result)
+    if not results:
+        # as ruff: a warning, exit 0; no "All checks passed!" for a check that checked nothing
+        print("warp-harness: warning: no Python files found under the given path(s)", file=sys.stderr)
     output = render(
         args.output_format,
         results,
@@ -81,6 +110,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     )
     if args.fix and args.output_format == "text":
         output += f"Fixed {fixed_total} issue{'s' if fixed_total != 1 else ''}.\n"
+    if not results and args.output_format == "text":
+        output = ""
     if args.output_file:
         Path(args.output_file).write_text(output, encoding="utf-8")
     else:
@@ -90,12 +121,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_rule(args: argparse.Namespace) -> int:
+    from warp_harness.daemon.findings import dynamic_rule
     from warp_harness.rules import rule_by_id
 
     cls = rule_by_id(args.rule)
     if cls is None:
-        print(f"warp-harness: unknown rule {args.rule!r}; `warp-harness rules` lists them", file=sys.stderr)
-        return 2
+        return _print_dynamic_rule(args, dynamic_rule(args.rule))
     if args.output_format == "json":
         print(
             json.dumps(
@@ -106,6 +137,8 @@ def _cmd_rule(args: argparse.Namespace) -> int:
                     "severity": cls.severity.value,
                     "priority": cls.priority,
                     "fixable": cls.fixable,
+                    "tier": "static",
+                    "url": cls.url(),
                     "doc": cls.doc(),
                 },
                 indent=2,
@@ -119,32 +152,57 @@ def _cmd_rule(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_dynamic_rule(args: argparse.Namespace, rule: DynamicRule | None) -> int:
+    if rule is None:
+        print(f"warp-harness: unknown rule {args.rule!r}; `warp-harness rules` lists them", file=sys.stderr)
+        return 2
+    if args.output_format == "json":
+        print(json.dumps({**_dynamic_entry(rule), "url": rule.url, "doc": rule.doc()}, indent=2))
+    else:
+        print(f"{rule.doc()}\n\ntier: dynamic, stage: {rule.stage.value}, severity: {rule.severity.value}")
+    return 0
+
+
+def _dynamic_entry(rule: DynamicRule) -> dict[str, Any]:
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "summary": rule.summary,
+        "severity": rule.severity.value,
+        "fixable": False,
+        "tier": "dynamic",
+        "stage": rule.stage.value,
+    }
+
+
 def _cmd_rules(args: argparse.Namespace) -> int:
+    from warp_harness.daemon.findings import DYNAMIC_RULES, dynamic_markdown
     from warp_harness.rules import rule_classes
     from warp_harness.rules.info import rules_markdown
 
     if args.output_format == "markdown":
-        sys.stdout.write(rules_markdown())
+        sys.stdout.write(rules_markdown() + "\n" + dynamic_markdown())
     elif args.output_format == "json":
-        print(
-            json.dumps(
-                [
-                    {
-                        "id": c.id,
-                        "name": c.name,
-                        "summary": c.summary,
-                        "severity": c.severity.value,
-                        "fixable": c.fixable,
-                    }
-                    for c in rule_classes()
-                ],
-                indent=2,
-            )
-        )
+        static = [
+            {
+                "id": c.id,
+                "name": c.name,
+                "summary": c.summary,
+                "severity": c.severity.value,
+                "fixable": c.fixable,
+                "tier": "static",
+                "stage": c.stage.value,
+            }
+            for c in rule_classes()
+        ]
+        print(json.dumps(static + [_dynamic_entry(r) for r in DYNAMIC_RULES], indent=2))
     else:
-        for cls in rule_classes():
-            fix = "fix" if cls.fixable else "   "
-            print(f"{cls.id}  {cls.severity.value:<8} {fix}  {cls.name:<28} {cls.summary}")
+        # one line per rule, sorted by id (WH### static, then WHD### dynamic), with its stage
+        rows = [(c.id, c.severity, c.stage, c.fixable, c.name, c.summary) for c in rule_classes()]
+        rows += [(r.id, r.severity, r.stage, False, r.name, r.summary) for r in DYNAMIC_RULES]
+        for rid, severity, stage, fixable, name, summary in rows:
+            fix = "fix" if fixable else ""
+            print(f"{rid:<7}{severity.value:<8} {stage.value:<12} {fix:<4}{name:<28} {summary}")
     return 0
 
 
@@ -187,7 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
     rules.set_defaults(func=_cmd_rules)
 
-    for optional in ("warp_harness.daemon.cli", "warp_harness.server.cli"):
+    for optional in ("warp_harness.daemon.cli", "warp_harness.daemon.client_cli", "warp_harness.server.cli"):
         try:
             module = __import__(optional, fromlist=["add_subcommands"])
         except ImportError:

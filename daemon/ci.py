@@ -5,9 +5,10 @@ Exit codes: 0 no errors, 1 errors found, 2 usage/configuration problem.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from warp_harness.config import load_settings
 from warp_harness.daemon import discovery
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
-from warp_harness.record import Record, Severity
+from warp_harness.record import Record, Related, Severity
 
 
 @dataclass
@@ -33,24 +34,85 @@ class GitError(RuntimeError):
     pass
 
 
-def changed_files(root: Path, base: str | None = None) -> list[Path]:
-    """Python files changed in git: against ``base`` (``base...HEAD``) or uncommitted + untracked."""
+# What a repository's own .git/config can make `git diff` / `git ls-files` run when the workspace
+# is not trusted. The fsmonitor hook runs on every index read: switched off from the command line
+# (which wins over every config file). Clean filters (`filter.*.clean`/`process`, chosen by the
+# workspace's .gitattributes) run when git compares a file's content with the index: switched off
+# by name (_neutral_filters), and plumbing `git diff-index` compares stat-dirty files by their stat
+# alone and never rewrites the index (so no post-index-change hook), where porcelain `git diff`
+# reads every stat-dirty file. Belt and braces: hooks, the pager, external diffs and textconv drivers
+# off; no fetching (a partial clone fetches missing objects through remote.*.uploadpack or
+# core.sshCommand); a diff order file that cannot be a FIFO or /dev/zero.
+_NEUTRAL_CONFIG = ("core.fsmonitor=", "core.hooksPath=/dev/null", "core.pager=cat", "diff.external=")
+_NEUTRAL_ENV = {
+    "GIT_ALLOW_PROTOCOL": "none",  # set: every transport not listed (all of them) is refused
+    "GIT_NO_LAZY_FETCH": "1",  # git 2.39.4+; GIT_ALLOW_PROTOCOL covers older ones
+    "GIT_OPTIONAL_LOCKS": "0",  # no opportunistic index rewrite of someone else's repository
+    "GIT_TERMINAL_PROMPT": "0",
+}
+# no rename detection either: it reads blobs, which a partial clone would fetch; -z: raw names
+_DIFF_OPTIONS = ("--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "-O/dev/null")
+
+
+def _run_git(
+    root: Path, args: Sequence[str], neutral: Sequence[str], env: dict[str, str] | None
+) -> list[str]:
+    """The NUL- or newline-separated names git prints (file names as the file system spells them)."""
+    command = ["git", "--no-pager", *(part for item in neutral for part in ("-c", item)), *args]
+    try:
+        out = subprocess.run(
+            command, cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True, timeout=60
+        ).stdout
+    except subprocess.CalledProcessError as exc:
+        lines = exc.stderr.decode("utf-8", "replace").strip().splitlines() or [str(exc)]
+        reason = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[-1])
+        raise GitError(f"git {' '.join(args)} failed: {reason}") from None
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GitError(f"git {' '.join(args)} failed: {exc}") from None
+    separator = b"\0" if "-z" in args else b"\n"
+    return [os.fsdecode(name) for name in out.split(separator) if name.strip()]
+
+
+def _neutral_filters(root: Path, neutral: Sequence[str], env: dict[str, str] | None) -> list[str]:
+    """``filter.<name>.clean=`` (and smudge, process; not required) for every filter the config
+    defines: even plumbing reads a "racily clean" file (changed within the second the index was
+    written) through its clean filter to compare it."""
+    try:
+        entries = _run_git(root, ["config", "-z", "--get-regexp", r"^filter\."], neutral, env)
+    except GitError:
+        entries = []  # `git config --get-regexp` exits 1 when nothing matches
+    names = {key[len("filter.") : key.rindex(".")] for key, _, _ in (e.partition("\n") for e in entries)}
+    for name in names:
+        if "=" in name or "\n" in name:  # `-c` cannot name it
+            raise GitError(f"the repository's git config names a filter {name!r} that cannot be switched off")
+    off = ("clean=", "smudge=", "process=", "required=false")
+    return [f"filter.{n}.{setting}" for n in sorted(names) for setting in off]
+
+
+def changed_files(root: Path, base: str | None = None, *, trusted: bool = False) -> list[Path]:
+    """Python files changed in git: against ``base`` (``base...HEAD``) or uncommitted + untracked.
+
+    Unless ``trusted``, nothing the repository's own config names is run (see _NEUTRAL_CONFIG).
+    """
+    neutral: list[str] = [] if trusted else list(_NEUTRAL_CONFIG)
+    env = None if trusted else {**os.environ, **_NEUTRAL_ENV}
+    if not trusted:
+        neutral += _neutral_filters(root, neutral, env)
 
     def git(*args: str) -> list[str]:
-        try:
-            out = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=60
-            ).stdout
-        except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-            raise GitError(f"git {' '.join(args)} failed: {exc}") from None
-        return [line for line in out.splitlines() if line.strip()]
+        return _run_git(root, args, neutral, env)
 
     top = Path(git("rev-parse", "--show-toplevel")[0])
     names: list[str] = []
     if base:
-        names += git("diff", "--name-only", "--diff-filter=ACMR", f"{base}...HEAD")
-    names += git("diff", "--name-only", "--diff-filter=ACMR", "HEAD")
-    names += git("ls-files", "--others", "--exclude-standard")
+        if base.startswith("-"):
+            raise GitError(f"--base {base!r}: not a git revision")
+        names += git("diff", *_DIFF_OPTIONS, "--diff-filter=ACMR", f"{base}...HEAD", "--")
+    # untrusted: plumbing, which takes a stat-dirty file for changed instead of reading it, and
+    # never rewrites the index (porcelain `git diff` does, GIT_OPTIONAL_LOCKS notwithstanding); a
+    # touched but unchanged file is checked once more, nothing is missed
+    names += git("diff" if trusted else "diff-index", *_DIFF_OPTIONS, "--diff-filter=ACMR", "HEAD", "--")
+    names += git("ls-files", "-z", "--others", "--exclude-standard")
     out: list[Path] = []
     for n in dict.fromkeys(names):
         p = (top / n).resolve()
@@ -70,10 +132,10 @@ def rule_infos() -> dict[str, Any]:
         infos.update(static_infos())
     except ImportError:
         pass
-    for rule, text in F.DESCRIPTIONS.items():
+    for r in F.DYNAMIC_RULES:
         infos.setdefault(
-            rule,
-            RuleInfo(id=rule, name=rule.lower(), summary=text, severity=Severity.ERROR, doc=text, url=""),
+            r.id,
+            RuleInfo(id=r.id, name=r.name, summary=r.summary, severity=r.severity, doc=r.doc(), url=r.url),
         )
     return infos
 
@@ -97,9 +159,10 @@ def run_ci(
     options: RuntimeOptions = load_runtime_options(root, runtime_overrides)
 
     static: dict[Path, FileResult] = {}
+    shown: dict[Path, str] = {}  # resolved path -> as given (a symlink by its own name, not its target)
     for p in iter_python_files(list(paths), overrides):
-        shown = _display(p, root)
-        static[p.resolve()] = check_file(p, overrides, display_path=shown)
+        shown[p.resolve()] = _display(p)
+        static[p.resolve()] = check_file(p, overrides, display_path=shown[p.resolve()])
     dynamic_targets: list[Path] = [] if static_only else list(discovery.walk(paths))
     outcome = CiOutcome(results=[], trusted=trusted, static_only=static_only)
     merged: dict[Path, list[Record]] = {p: list(r.records) for p, r in static.items()}
@@ -112,16 +175,18 @@ def run_ci(
             for target in dynamic_targets:
                 payload = engine.check(target, force=True)
                 dyn = [Record.from_dict(r) for r in payload["records"] if r.get("tier") == "dynamic"]
-                merged.setdefault(target, []).extend(dyn)
+                key = target.resolve()
+                dyn = _shown_at(dyn, engine.display(target), shown.setdefault(key, _display(target)))
+                merged[key] = _confirm(merged.get(key, []), dyn)
                 outcome.dynamic_files.append(engine.display(target))
                 outcome.repros.extend(payload.get("repros") or [])
         finally:
             engine.close()
     # untrusted: the summary line says the dynamic tier was skipped; one note per file would only
     # bury the real findings (and flood code scanning with SARIF notes)
-    for p in sorted(merged, key=lambda q: _display(q, root)):
+    for p in sorted(merged, key=lambda q: shown.get(q) or _display(q)):
         records = tuple(sorted(merged[p], key=lambda r: r.sort_key()))
-        outcome.results.append(FileResult(_display(p, root), records, sources.get(p)))
+        outcome.results.append(FileResult(shown.get(p) or _display(p), records, sources.get(p)))
         outcome.errors += sum(1 for r in records if r.severity is Severity.ERROR)
         outcome.warnings += sum(1 for r in records if r.severity is Severity.WARNING)
     return outcome
@@ -138,11 +203,52 @@ def _common_root(paths: Sequence[Path]) -> Path:
     return settings.root or common
 
 
-def _display(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return str(path)
+def _display(path: Path) -> str:
+    """The path as `check` shows it: relative to the working folder, else absolute. Symlinks are
+    not resolved: a link is shown by its own name, never by where it points."""
+    absolute = Path(os.path.abspath(path))
+    for cwd in (Path(os.path.abspath(Path.cwd())), Path.cwd().resolve()):
+        if absolute.is_relative_to(cwd):
+            return absolute.relative_to(cwd).as_posix()
+    return absolute.as_posix()
+
+
+def _shown_at(records: list[Record], engine_path: str, shown: str) -> list[Record]:
+    """Dynamic records carry the daemon's workspace-relative path; show them like the static ones."""
+    return [
+        replace(r, location=replace(r.location, path=shown)) if r.location.path == engine_path else r
+        for r in records
+    ]
+
+
+_CONFIRMING = (F.CODEGEN_ERROR, F.COMPILE_ERROR)
+
+
+def _confirm(static: list[Record], dynamic: list[Record]) -> list[Record]:
+    """One finding per illegal kernel: a Warp codegen error on a kernel the static tier already
+    reported an error in becomes a note on that static record (the one on the same line, else the
+    kernel's first), confirmed by both tiers, instead of a second record with the same cause."""
+    out = list(static)
+    for dyn in dynamic:
+        kernel = dyn.location.kernel
+        candidates = [
+            i
+            for i, r in enumerate(out)
+            if kernel
+            and dyn.rule in _CONFIRMING
+            and r.rule.startswith("WH")
+            and not r.rule.startswith("WHD")
+            and r.severity is Severity.ERROR
+            and r.location.kernel == kernel
+        ]
+        if not candidates:
+            out.append(dyn)
+            continue
+        same_line = [i for i in candidates if out[i].location.line == dyn.location.line]
+        i = (same_line or sorted(candidates, key=lambda j: out[j].sort_key()))[0]
+        note = Related(dyn.location, f"confirmed by Warp codegen ({dyn.rule}): {dyn.message}")
+        out[i] = replace(out[i], related=(*out[i].related, note))
+    return out
 
 
 def summary(outcome: CiOutcome) -> str:

@@ -89,7 +89,8 @@ def add_subcommands(subparsers: Any) -> None:
         "--target",
         dest="profile",
         metavar="PROFILE",
-        help="hardware profile for the % of peak: a bundled name (sm_90) or a .toml (warp-harness calibrate)",
+        help="hardware profile for the %% of peak: a bundled name (sm_90) or a .toml "
+        "(warp-harness calibrate)",
     )
     b.add_argument("--repeats", type=int, metavar="N", help="timed launches per kernel (default 50)")
     b.add_argument("--max-time", type=float, metavar="S", help="stop timing a kernel after S seconds")
@@ -161,7 +162,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            # a clean stop: worker killed, socket and .warp-harness/daemon.json removed, exit 0
+            # a clean stop: worker killed, socket, private state and .warp-harness/daemon.json
+            # removed, lock released, exit 0
             loop.add_signal_handler(sig, daemon.request_stop, sig.name)
         await daemon.run()
 
@@ -196,7 +198,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
             changed: list[Path] = []
             for p in paths:
                 root = p if p.is_dir() else p.parent
-                changed += [c for c in changed_files(root, args.base) if p.is_dir() or c == p.resolve()]
+                # only an explicit --trust lets git run what the repository's own config names
+                listed = changed_files(root, args.base, trusted=args.trust is True)
+                changed += [c for c in listed if p.is_dir() or c == p.resolve()]
         except GitError as exc:
             _err(str(exc))
             return 2
@@ -233,33 +237,47 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.daemon.supervisor import Supervisor
 
+    if not Path(args.path).is_dir():
+        _err(f"{args.path} is not a folder" if Path(args.path).exists() else f"no such folder: {args.path}")
+        return 2
     root = Path(args.path).resolve()
     settings = load_settings(root)
     trusted = settings.trust if args.trust is None else args.trust
     workspace = settings.root or root
-    cases, corrupt = repros.load_all(workspace)
+    loaded = repros.load_cases(workspace)
+    cases, corrupt = loaded.cases, loaded.corrupt
     if not trusted:
         _err("workspace not trusted: stored cases run kernels; pass --trust or set trust = true")
         return 2
-    if not cases:
+    for file, why in loaded.refused:  # a case naming ../x.py or /abs/x.py: never run
+        _err(f"refused {file}: {why}")
+    if not cases and not loaded.refused:
         print(f"warp-harness replay: no stored cases in {repros.library_dir(workspace)}", file=sys.stderr)
         return 0
-    options = load_runtime_options(workspace, _runtime_overrides(args))
     rows: list[dict[str, Any]] = []
-    with Supervisor(workspace, options, warmup=False) as sup:
-        for stored in cases:
-            status, records = sup.run_case(stored.case)
-            rows.append(
-                {
-                    "case": stored.label,
-                    "file": stored.file.relative_to(workspace).as_posix(),
-                    "status": status,
-                    "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
-                }
-            )
+    if cases:
+        options = load_runtime_options(workspace, _runtime_overrides(args))
+        with Supervisor(workspace, options, warmup=False) as sup:
+            for stored in cases:
+                status, records = sup.run_case(stored.case)
+                rows.append(
+                    {
+                        "case": stored.label,
+                        "file": stored.file.relative_to(workspace).as_posix(),
+                        "status": status,
+                        "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
+                    }
+                )
     failing = [r for r in rows if r["status"] != "pass"]
     if args.format == "json":
-        print(json.dumps({"cases": rows, "corrupt": [str(c) for c in corrupt]}, indent=2, default=str))
+        refused = [{"file": str(f), "reason": why} for f, why in loaded.refused]
+        print(
+            json.dumps(
+                {"cases": rows, "corrupt": [str(c) for c in corrupt], "refused": refused},
+                indent=2,
+                default=str,
+            )
+        )
     else:
         for r in rows:
             print(f"{'PASS' if r['status'] == 'pass' else r['status'].upper():8} {r['case']}")
@@ -267,8 +285,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 print(f"         {rec['message']}")
         for c in corrupt:
             print(f"CORRUPT  {c} (discarded)")
+        for f, why in loaded.refused:
+            print(f"REFUSED  {f}: {why}")
         print(f"{len(rows) - len(failing)} passed, {len(failing)} failing", file=sys.stderr)
-    return 1 if failing else 0
+    return 1 if failing or loaded.refused else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -377,7 +397,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from warp_harness.config import ConfigError, load_settings
     from warp_harness.daemon.benchcmd import NotTrusted
     from warp_harness.daemon.cache import OutsideWorkspaceError
-    from warp_harness.daemon.tune import pareto, report, run_tune, store_result
+    from warp_harness.daemon.tune import TuneSyntaxError, pareto, report, run_tune, store_result
 
     path = Path(args.path)
     if not path.is_file():
@@ -400,6 +420,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             target=args.target,
             jobs=args.jobs,
         )
+    except TuneSyntaxError as exc:
+        print(exc.render(args.path), file=sys.stderr)
+        return 2
     except (NotTrusted, ValueError, ConfigError) as exc:
         _err(str(exc))
         return 2

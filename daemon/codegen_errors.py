@@ -9,9 +9,11 @@ a ``;``. The original message comes last. There is no column: we place it on the
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 _FRAME_RE = re.compile(r'Error while parsing function "(?P<func>[^"]+)" at (?P<path>.+?):(?P<line>\d+):\n')
 
@@ -149,3 +151,24 @@ def parse_native_assertion(output: str) -> NativeAssertion | None:
         return None
     m = found[-1]
     return NativeAssertion(m.group("cond"), m.group("where"))
+
+
+def kernel_return_error(kernel: Any) -> str | None:
+    """Warp's refusal of a kernel that returns a value or has a return annotation, or None.
+
+    Warp checks this in ``ModuleBuilder.build_kernel`` (when the module is loaded), not in
+    ``adj.build``, so the codegen stage asks the same question itself: the kernel then gets
+    a codegen error (WHD002) with Warp's own message instead of a failed module compile.
+    Call after ``kernel.adj.build`` (``adj.tree`` and ``adj.return_var`` exist then).
+    """
+    context: Any = importlib.import_module("warp._src.context")
+    builder: Any = getattr(context, "ModuleBuilder", None)
+    text = getattr(context, "_KERNEL_RETURN_ERROR", "Warp kernels cannot return values.")
+    try:
+        refused = bool(
+            builder._kernel_has_invalid_return_annotation(kernel) or builder._kernel_has_value_return(kernel)
+        )
+    except AttributeError:  # another Warp version: its two checks, as of 1.19
+        refused = getattr(kernel, "return_annotation", None) is not None
+    refused = refused or getattr(kernel.adj, "return_var", None) is not None
+    return f"'{kernel.key}': {text}" if refused else None

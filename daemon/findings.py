@@ -6,9 +6,13 @@ The static tier owns ``WH###``; findings of the daemon use ``WHD###`` so that
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from warp_harness.record import Location, Record, Related, Severity, Stage
+from warp_harness.rules.base import DOCS_URL  # one docs/rules.md for both tiers
 
 IMPORT_ERROR = "WHD001"
 CODEGEN_ERROR = "WHD002"
@@ -31,28 +35,270 @@ TARGET_UNCHECKED = "WHD033"
 UNTRUSTED = "WHD050"
 INTERNAL = "WHD000"
 
-DESCRIPTIONS = {
-    IMPORT_ERROR: "the module raised while being imported (syntax error, missing annotation, ...)",
-    CODEGEN_ERROR: "Warp's code generator rejected the kernel",
-    COMPILE_ERROR: "the generated C++/CUDA did not compile or load",
-    DEVICE_SKIPPED: "a configured device is not present; its stages were skipped",
-    CRASH: "the worker process died while running the kernel (segfault, abort, illegal instruction)",
-    BOUNDS: "a debug build asserted an out-of-bounds array access",
-    TIMEOUT: "a launch or job ran past its time limit; the worker was killed",
-    MEMORY: "the job ran past its memory limit",
-    MISMATCH: "outputs differ from the reference beyond the tolerance",
-    UNWRITTEN: "output elements still hold the NaN poison: the kernel never wrote them",
-    NONFINITE: "NaN or Inf in the output where the reference is finite",
-    INPUT_MUTATED: "the kernel modified an input array",
-    CONTRACT_ERROR: "the contract itself is broken (generator/reference raised, unknown kernel ...)",
-    VALIDATED: "the kernel matched its reference on every size and edge case",
-    TARGET_MISSED: "a declared performance target was not met",
-    MEASURED: "benchmark measurement",
-    IMPLAUSIBLE: "a measurement faster than the hardware allows: the kernel may skip its work",
-    TARGET_UNCHECKED: "a performance target could not be evaluated (no bytes/FLOPs or peak known)",
-    UNTRUSTED: "the workspace is not trusted: only the static tier ran",
-    INTERNAL: "an internal error of warp-harness",
-}
+TUNED = "WHD034"
+
+
+@dataclass(frozen=True)
+class DynamicRule:
+    """One rule of the dynamic tier: what `warp-harness rule WHD020` prints."""
+
+    id: str
+    name: str
+    stage: Stage
+    severity: Severity  # the usual severity; a few ids are reported at more than one
+    summary: str
+    why: str
+    todo: str
+
+    @property
+    def url(self) -> str:
+        return f"{DOCS_URL}#{self.id.lower()}"
+
+    def doc(self) -> str:
+        return (
+            f"## {self.id} {self.name}\n\n{self.summary[:1].upper()}{self.summary[1:]} "
+            f"(dynamic tier, stage `{self.stage.value}`).\n\n"
+            f"### Why it matters\n{self.why}\n\n### What to do\n{self.todo}"
+        )
+
+
+_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+DYNAMIC_RULES: tuple[DynamicRule, ...] = (
+    DynamicRule(
+        INTERNAL,
+        "internal-error",
+        Stage.INTERNAL,
+        _E,
+        "an internal error of warp-harness",
+        "The harness itself failed; the kernel was not judged.",
+        "Re-run with the same seed; if it repeats, report it with the record's message.",
+    ),
+    DynamicRule(
+        IMPORT_ERROR,
+        "import-error",
+        Stage.COMPILE,
+        _E,
+        "the module raised while being imported (syntax error, missing annotation, ...)",
+        "Nothing in a module that does not import can be compiled, validated or timed.",
+        "Run the file with `python FILE`; fix the exception the record quotes (its line is the one shown).",
+    ),
+    DynamicRule(
+        CODEGEN_ERROR,
+        "codegen-error",
+        Stage.COMPILE,
+        _E,
+        "Warp's code generator rejected the kernel",
+        "Warp builds a kernel's C++/CUDA from its Python; a construct it cannot translate "
+        "(a kernel returning a value, an unsupported call, a type mismatch) stops the whole module. "
+        "In `ci --trust`, when a static rule (WH###) already reported an error in the kernel, the "
+        "static record gets a related note `confirmed by Warp codegen (WHD002)` instead of a second record.",
+        "Read Warp's message in the record; it points at the line the code generator was on.",
+    ),
+    DynamicRule(
+        COMPILE_ERROR,
+        "compile-error",
+        Stage.COMPILE,
+        _E,
+        "the generated C++/CUDA did not compile or load",
+        "Warp's generated code failed in the C++/CUDA compiler or the loader: usually a Warp bug, "
+        "a broken toolchain or cache, or an option (fast_math, arch) the device does not take.",
+        "Read the compiler output in the record; clear the kernel cache and retry; "
+        "report it to Warp if it repeats on a clean cache.",
+    ),
+    DynamicRule(
+        DEVICE_SKIPPED,
+        "device-skipped",
+        Stage.COMPILE,
+        _I,
+        "a configured device is not present; its stages were skipped",
+        "A device listed in `devices` (e.g. cuda:0 on a CPU-only machine) cannot run anything: "
+        "results hold for the other devices only.",
+        "Drop the device from `[tool.warp-harness.runtime] devices`, or run where it exists.",
+    ),
+    DynamicRule(
+        CRASH,
+        "crash",
+        Stage.CRASH,
+        _E,
+        "the worker process died while running the kernel (segfault, abort, illegal instruction)",
+        "A crash usually means an out-of-bounds access or a bad pointer; only the sandboxed worker "
+        "died, and it was restarted.",
+        "Look at the indices the kernel reads and writes; a debug re-run (`localize`) places bounds "
+        "errors on the line (WHD011).",
+    ),
+    DynamicRule(
+        BOUNDS,
+        "out-of-bounds",
+        Stage.CRASH,
+        _E,
+        "a debug build asserted an out-of-bounds array access",
+        "An access outside an array reads garbage or corrupts memory in a release build: wrong "
+        "numbers, NaN, or a crash, differing from run to run.",
+        "Guard the access (`if i + k < x.shape[0]`) or shrink the launch dim to the valid range.",
+    ),
+    DynamicRule(
+        TIMEOUT,
+        "timeout",
+        Stage.TIMEOUT,
+        _E,
+        "a launch or job ran past its time limit; the worker was killed",
+        "An endless loop or a launch far larger than intended never finishes.",
+        "Check loop bounds and the launch dim; raise `timeout_s`/`launch_timeout_s` only if the "
+        "work really is that long.",
+    ),
+    DynamicRule(
+        MEMORY,
+        "memory-limit",
+        Stage.CRASH,
+        _E,
+        "the job ran past its memory limit",
+        "The contract's inputs, the reference or the launch needed more memory than the worker may use.",
+        "Lower the contract's sizes or raise `memory_mb` in `[tool.warp-harness.runtime]`.",
+    ),
+    DynamicRule(
+        MISMATCH,
+        "mismatch",
+        Stage.NUMERIC,
+        _E,
+        "outputs differ from the reference beyond the tolerance",
+        "The kernel computes something other than its reference on fresh random inputs "
+        "(the seed is in the message; the smallest failing case is stored for `replay`).",
+        "Follow the hint, chosen from the evidence: a race (integer data off by whole units, "
+        "results that change between runs), an out-of-bounds read (wild values away from the "
+        "end), or precision (small relative errors that grow with the size).",
+    ),
+    DynamicRule(
+        UNWRITTEN,
+        "unwritten-output",
+        Stage.NUMERIC,
+        _E,
+        "output elements still hold the NaN poison: the kernel never wrote them",
+        "Outputs are filled with a marked NaN before each run; elements that keep it were skipped.",
+        "Make the launch dim cover the output; check early `return`s and guards (off by one at the end?).",
+    ),
+    DynamicRule(
+        NONFINITE,
+        "non-finite-output",
+        Stage.NUMERIC,
+        _E,
+        "NaN or Inf in the output where the reference is finite",
+        "An overflow, a division by zero, or a read of uninitialised or out-of-bounds memory.",
+        "Subtract the maximum before exp; guard divisions; check the indices of the reads.",
+    ),
+    DynamicRule(
+        INPUT_MUTATED,
+        "input-mutated",
+        Stage.NUMERIC,
+        _E,
+        "the kernel modified an input array",
+        "Callers do not expect their inputs to change; a second launch then sees other data.",
+        "Write to an output array, or list the array in `Contract.inplace` if the update is intended.",
+    ),
+    DynamicRule(
+        CONTRACT_ERROR,
+        "contract-error",
+        Stage.NUMERIC,
+        _E,
+        "the contract itself is broken (generator/reference raised, unknown kernel ...)",
+        "A contract that cannot run says nothing about the kernel; the record points at the "
+        "`Contract(...)` call.",
+        "Fix the contract: the generator's output must match the kernel's parameters, the "
+        "reference must return the outputs by name.",
+    ),
+    DynamicRule(
+        VALIDATED,
+        "validated",
+        Stage.NUMERIC,
+        _I,
+        "the kernel matched its reference on every size and edge case",
+        "A note, not a problem: the sizes, the seed and the largest relative error are recorded.",
+        "Nothing.",
+    ),
+    DynamicRule(
+        TARGET_MISSED,
+        "target-missed",
+        Stage.PERFORMANCE,
+        _W,
+        "a declared performance target was not met",
+        "The contract declares a target (e.g. `bandwidth_util >= 0.8`) the measurement is below.",
+        "Profile the kernel; or lower the target if the profile's peak is not reachable here.",
+    ),
+    DynamicRule(
+        MEASURED,
+        "measured",
+        Stage.PERFORMANCE,
+        _I,
+        "benchmark measurement",
+        "A note: median time, spread and, with bytes/FLOPs in the contract, the share of the peak.",
+        "Nothing.",
+    ),
+    DynamicRule(
+        IMPLAUSIBLE,
+        "implausible-measurement",
+        Stage.PERFORMANCE,
+        _W,
+        "a measurement faster than the hardware allows: the kernel may skip its work",
+        "A time below what the hardware's peak allows means the kernel did not do the work, "
+        "or the contract's bytes/FLOPs are too high.",
+        "Check the contract's `bytes`/`flops` and that the kernel writes every output.",
+    ),
+    DynamicRule(
+        TARGET_UNCHECKED,
+        "target-unchecked",
+        Stage.PERFORMANCE,
+        _W,
+        "a performance target could not be evaluated (no bytes/FLOPs or peak known)",
+        "A target needs the work done (bytes/FLOPs) and a peak from the hardware profile.",
+        "Declare `bytes`/`flops` in the contract, or pass a profile (`--target`, `warp-harness calibrate`).",
+    ),
+    DynamicRule(
+        TUNED,
+        "tuned",
+        Stage.PERFORMANCE,
+        _I,
+        "`warp-harness tune` found a faster configuration of the kernel's tunables",
+        "A note from the language server with the stored tuning result.",
+        "Apply the code action to set the tunables to the best configuration, or ignore it.",
+    ),
+    DynamicRule(
+        UNTRUSTED,
+        "untrusted",
+        Stage.INTERNAL,
+        _I,
+        "the workspace is not trusted: only the static tier ran",
+        "The dynamic tier executes the workspace's code; it does so only for trusted workspaces.",
+        "Pass `--trust` or set `trust = true` in your own settings if you trust the code.",
+    ),
+)
+BY_ID: dict[str, DynamicRule] = {r.id: r for r in DYNAMIC_RULES}
+DESCRIPTIONS = {r.id: r.summary for r in DYNAMIC_RULES}
+
+
+def dynamic_rule(rule: str) -> DynamicRule | None:
+    """The dynamic rule with this id (WHD020) or name (mismatch)."""
+    wanted = rule.strip()
+    return BY_ID.get(wanted.upper()) or next((r for r in DYNAMIC_RULES if r.name == wanted.lower()), None)
+
+
+def dynamic_markdown() -> str:
+    """The dynamic tier's section of docs/rules.md."""
+    out = [
+        "# Dynamic rules",
+        "",
+        "Findings of the daemon and `warp-harness ci --trust` (they run the code); "
+        "`select`/`ignore` do not hide them.",
+        "",
+        "| id | name | stage | severity | summary |",
+        "|---|---|---|---|---|",
+    ]
+    for r in DYNAMIC_RULES:
+        out.append(
+            f"| [{r.id}](#{r.id.lower()}) | {r.name} | {r.stage.value} | {r.severity.value} | {r.summary} |"
+        )
+    out.append("")
+    for r in DYNAMIC_RULES:
+        out += [f'<a id="{r.id.lower()}"></a>', "", r.doc(), ""]
+    return "\n".join(out)
 
 
 def make_record(
@@ -85,3 +331,38 @@ def make_record(
         hint=hint,
         related=related,
     )
+
+
+def contract_position(source_lines: Sequence[str], kernel: str) -> tuple[int, int, int] | None:
+    """(line, col, end_col) of the ``Contract(...)`` call whose ``kernel=`` (or first argument)
+    names ``kernel`` in this source, or None (the contract is in a sibling file, or is built
+    in a way the source does not show)."""
+    try:
+        tree = ast.parse("\n".join(source_lines))
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)) != "Contract":
+            continue
+        named = [k.value for k in node.keywords if k.arg == "kernel"] or node.args[:1]
+        if named and _names(named[0]) == kernel:
+            end = node.end_col_offset if node.end_lineno == node.lineno else None
+            return (
+                node.lineno,
+                node.col_offset,
+                end if end is not None else len(source_lines[node.lineno - 1]),
+            )
+    return None
+
+
+def _names(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None

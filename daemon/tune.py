@@ -62,6 +62,19 @@ class Candidate:
         }
 
 
+class TuneSyntaxError(ValueError):
+    """The file to tune does not parse: reported as the static tier's WH000 line."""
+
+    def __init__(self, line: int, col: int, message: str) -> None:
+        super().__init__(f"syntax error: {message}")
+        self.line = line
+        self.col = col  # 1-based, as printed
+        self.message = message
+
+    def render(self, display: str) -> str:
+        return f"{display}:{self.line}:{self.col}: WH000 [error] syntax error: {self.message}"
+
+
 def read_tunables(source: str) -> dict[str, dict[str, list[Any]]]:
     """{kernel name: tunables} of every ``Contract(kernel=..., tunables={...})`` in the source."""
     out: dict[str, dict[str, list[Any]]] = {}
@@ -138,7 +151,10 @@ def run_tune(
 
     path = path.resolve()
     source = path.read_text(encoding="utf-8")
-    found = read_tunables(source)
+    try:
+        found = read_tunables(source)
+    except SyntaxError as exc:
+        raise TuneSyntaxError(exc.lineno or 1, exc.offset or 1, exc.msg) from None
     if kernel is None:
         if len(found) != 1:
             raise ValueError(

@@ -18,9 +18,6 @@ from warp_harness.record import Record, Severity, TextEdit
 STATIC_SOURCE = "warp-harness"
 DAEMON_SOURCE = "warp-harness daemon"
 TUNE_SOURCE = "warp-harness tune"
-DAEMON_DOCS_URL = (
-    "https://github.com/warp-harness/warp-harness/blob/main/docs/protocol.md#dynamic-tier-rule-ids"
-)
 
 _SEVERITY = {
     Severity.ERROR: types.DiagnosticSeverity.Error,
@@ -90,15 +87,16 @@ def uri_for(path: str) -> str:
 
 
 @cache
-def _static_rule_urls() -> dict[str, str]:
+def _rule_urls() -> dict[str, str]:
+    from warp_harness.daemon.findings import DYNAMIC_RULES
     from warp_harness.rules import rule_classes
 
-    return {cls.id: cls.url() for cls in rule_classes()}
+    return {cls.id: cls.url() for cls in rule_classes()} | {r.id: r.url for r in DYNAMIC_RULES}
 
 
 def rule_url(rule: str) -> str | None:
-    """Where a rule is documented (static rules: docs/rules.md; daemon rules: docs/protocol.md)."""
-    return _static_rule_urls().get(rule) or (DAEMON_DOCS_URL if rule.startswith("WHD") else None)
+    """Where a rule is documented: its section of docs/rules.md (both tiers' rules are there)."""
+    return _rule_urls().get(rule)
 
 
 def json_safe(value: Any) -> Any:

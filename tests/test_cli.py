@@ -104,3 +104,25 @@ def test_docs_rules_md_is_up_to_date() -> None:
     assert (REPO / "docs" / "rules.md").read_text(encoding="utf-8") == generated, (
         "docs/rules.md is stale: run `warp-harness rules --output-format markdown > docs/rules.md`"
     )
+
+
+def test_check_without_python_files_warns_instead_of_passing(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("no code here\n")
+    result = run("check", str(tmp_path))
+    # as ruff: a warning on stderr, exit 0, and no "All checks passed!" for a check of nothing
+    assert result.returncode == 0, result.stderr
+    assert "warning: no Python files found" in result.stderr
+    assert "All checks passed" not in result.stdout
+    with_files = run("check", str(EXAMPLES / "saxpy.py"))
+    assert "no Python files" not in with_files.stderr
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore"])
+def test_unknown_rule_codes_are_refused(option: str) -> None:
+    path = str(EXAMPLES / "saxpy.py")
+    bad = run("check", path, option, "WH970")
+    assert bad.returncode == 2 and f"invalid rule code or prefix for {option}: WH970" in bad.stderr
+    assert run("check", path, option, "WH003,NOPE").returncode == 2
+    # ids, prefixes, dynamic ids and the engine's own (WH998 unreadable file, WH999 internal) are fine
+    for good in ("WH003", "WH0", "WH", "WHD020", "WH998", "WH999"):
+        assert run("check", path, option, good).returncode == 0, good

@@ -1,18 +1,23 @@
 """JUnit XML for CI test reports::
 
-    <testsuites name="warp-harness" tests="2" failures="1" errors="0">
-      <testsuite name="warp-harness" tests="2" failures="1" errors="0" skipped="0" time="0">
-        <testcase name="k.py" classname="k.py" file="k.py" time="0">
-          <failure type="WH007" message="tiles need 96 KiB ...">k.py:12:5: [error] ...</failure>
+    <testsuites name="warp-harness" tests="3" failures="2" errors="0">
+      <testsuite name="warp-harness" tests="3" failures="2" errors="0" skipped="0" time="0">
+        <testcase name="k.py:12:5 WH007" classname="k.py" file="k.py" line="12" time="0">
+          <failure type="WH007" message="tiles need 96 KiB ...">k.py:12:5: WH007 [error] ...</failure>
+        </testcase>
+        <testcase name="k.py:20:9 WH003" classname="k.py" file="k.py" line="20" time="0">
+          <failure type="WH003" message="...">...</failure>
         </testcase>
         <testcase name="ok.py" classname="ok.py" file="ok.py" time="0" />
       </testsuite>
     </testsuites>
 
-One testcase per checked file; a file fails with one ``<failure>`` per error or warning
-record. Info and hint records do not fail it and go to its ``<system-out>``. ``tests`` is
-the number of files, ``failures`` the number of failing files. Characters that XML 1.0
-cannot hold (ANSI escapes in compiler output ...) are replaced with U+FFFD.
+One testcase per error or warning record (it fails with exactly one ``<failure>``, as
+JUnit consumers expect), and one passing testcase for each checked file without one, so
+``tests`` counts testcases and ``failures`` the failing ones. Info and hint records do not
+fail anything and go to the ``<system-out>`` of their file's first testcase. Values are
+formatted as in the text output (``{:.4g}``). Characters that XML 1.0 cannot hold (ANSI
+escapes in compiler output ...) are replaced with U+FFFD.
 """
 
 from __future__ import annotations
@@ -55,26 +60,35 @@ def _body(path: str, record: Record) -> str:
     return xml_safe("\n".join(lines))
 
 
+def _case(suite: ET.Element, path: str, record: Record | None) -> ET.Element:
+    shown = xml_safe(path)
+    if record is None:
+        return ET.SubElement(suite, "testcase", name=shown, classname=shown, file=shown, time="0")
+    loc = record.location
+    where = f"{max(loc.line, 1)}:{max(loc.col, 0) + 1}"
+    case = ET.SubElement(suite, "testcase", name=xml_safe(f"{path}:{where} {record.rule}"), classname=shown)
+    case.set("file", shown)
+    case.set("line", str(max(loc.line, 1)))
+    case.set("time", "0")
+    failure = ET.SubElement(case, "failure", type=xml_safe(record.rule))
+    failure.set("message", xml_safe(record.message))
+    failure.text = _body(path, record)
+    return case
+
+
 def junit_tree(results: Sequence[FileResult]) -> ET.Element:
-    failing_files = 0
+    tests = failed = 0
     suite = ET.Element("testsuite")
     for result in results:
-        case = ET.SubElement(
-            suite, "testcase", name=xml_safe(result.path), classname=xml_safe(result.path), time="0"
-        )
-        case.set("file", xml_safe(result.path))
         failures = [r for r in result.records if r.severity in _FAILING]
         notes = [r for r in result.records if r.severity not in _FAILING]
-        for record in failures:
-            failure = ET.SubElement(case, "failure", type=xml_safe(record.rule))
-            failure.set("message", xml_safe(record.message))
-            failure.text = _body(result.path, record)
+        cases = [_case(suite, result.path, r) for r in failures] or [_case(suite, result.path, None)]
         if notes:
-            out = ET.SubElement(case, "system-out")
+            out = ET.SubElement(cases[0], "system-out")
             out.text = "\n".join(_body(result.path, r) for r in notes)
-        if failures:
-            failing_files += 1
-    counts = {"tests": str(len(results)), "failures": str(failing_files), "errors": "0"}
+        tests += len(cases)
+        failed += len(failures)
+    counts = {"tests": str(tests), "failures": str(failed), "errors": "0"}
     suite.attrib = {"name": SUITE_NAME, **counts, "skipped": "0", "time": "0"}
     root = ET.Element("testsuites", {"name": SUITE_NAME, **counts})
     root.append(suite)

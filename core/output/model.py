@@ -108,12 +108,16 @@ def end_of(record: Record) -> tuple[int, int]:
 
 
 def format_value(value: Any) -> str:
-    """A record's ``expected``/``actual`` as a short human-readable string."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Enum):
-        return str(value.value)
-    return repr(jsonable(value))
+    """A record's ``expected``/``actual`` for people: floats to 4 significant digits, a dict
+    as ``key=value, ...``, a list as ``[a, b]``, strings (``nan`` too) without quotes."""
+    value = jsonable(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={format_value(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    return str(value)
 
 
 def jsonable(value: Any) -> Any:

@@ -25,6 +25,7 @@ from warp_harness.daemon.stages.validate import (
     ContractProblem,
     _dim,
     _numpy_dtype,
+    contract_at,
     make_inputs,
     memory_record,
 )
@@ -280,14 +281,17 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
         job.add(memory_record(job, info, alias, "benchmark"))
         return
     except ContractProblem as exc:
+        line, col, end_col = contract_at(job, info)
         job.add(
             F.make_record(
                 Stage.PERFORMANCE,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
                 job.display_path,
-                info.line,
+                line,
                 f"benchmark of `{info.name}`: {exc}",
+                col=col,
+                end_col=end_col,
                 kernel=info.name,
             )
         )

@@ -8,16 +8,18 @@ millisecond: every kernel gets its own verdict and its own first error.
 
 from __future__ import annotations
 
+import importlib
 import time
 from typing import Any
 
 import warp as _warp
 from warp_harness.daemon import findings as F
-from warp_harness.daemon.codegen_errors import exception_text, parse_codegen_error
+from warp_harness.daemon.codegen_errors import exception_text, kernel_return_error, parse_codegen_error
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.record import Location, Related, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
+WarpCodegenTypeError: Any = importlib.import_module("warp._src.codegen").WarpCodegenTypeError
 
 
 def codegen_options(module: Any) -> dict[str, Any]:
@@ -83,6 +85,9 @@ def run(job: Job) -> None:
             continue
         try:
             kernel.adj.build(None, codegen_options(kernel.module))
+            refused = kernel_return_error(kernel)  # Warp checks it only when the module loads
+            if refused is not None:
+                raise WarpCodegenTypeError(refused)
         except Exception as exc:  # Warp raises many classes: catch broadly, parse the text
             info.codegen = "error"
             error_record(job, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)

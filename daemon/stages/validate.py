@@ -21,6 +21,7 @@ import numpy as np
 import warp as _warp
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.hints import choose_hint
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.launching import block_dim_of, launch
 from warp_harness.record import Record, Severity, Stage
@@ -57,6 +58,11 @@ class OutputReport:
     expected: float | None
     boundary: bool
     tolerance: Tolerance
+    # evidence for the hint (daemon/hints.py)
+    edge_run: int | None = None  # the bad elements are one run of this many indices at an end of an axis
+    edge: str | None = None  # "start" | "end": which end
+    integral: bool = False  # every finite reference value is a whole number
+    whole_units: bool = False  # every bad result is a whole number, off by at least one
 
     @property
     def ok(self) -> bool:
@@ -199,6 +205,30 @@ def _is_boundary(bad: np.ndarray) -> bool:
     return False
 
 
+def _edge_run(bad: np.ndarray) -> tuple[int | None, str | None]:
+    """(length, "start" | "end") when the bad elements are exactly the indices of one contiguous
+    run touching an end of some axis (all of them along the other axes, or not: any slab), else
+    (None, None). A stencil reading ``x[i + k]`` past the end fails on the last k elements."""
+    n_bad = int(bad.sum())
+    if n_bad == 0 or n_bad == bad.size:
+        return None, None
+    idx = np.argwhere(bad)
+    for axis, extent in enumerate(bad.shape):
+        along = np.unique(idx[:, axis])
+        if len(along) == extent or along[-1] - along[0] + 1 != len(along):
+            continue
+        if along[-1] == extent - 1:
+            return len(along), "end"
+        if along[0] == 0:
+            return len(along), "start"
+    return None, None
+
+
+def _integral(values: np.ndarray) -> bool:
+    finite = values[np.isfinite(values)]
+    return bool(finite.size) and bool(np.all(finite == np.round(finite)))
+
+
 def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poisoned: bool) -> OutputReport:
     got = got_raw.astype(np.float64)
     if ref.shape != got.shape:
@@ -225,6 +255,9 @@ def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poi
     if not bad.any() and finite.any():
         max_rel = float(rel[finite].max())
     first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
+    edge_run, edge = _edge_run(bad)
+    bad_finite = bad & finite
+    whole = bool(bad_finite.any()) and _integral(got[bad_finite]) and bool(np.all(diff[bad_finite] >= 1.0))
     return OutputReport(
         name=name,
         shape=tuple(got.shape),
@@ -238,6 +271,10 @@ def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poi
         expected=float(ref[first]) if first is not None else None,
         boundary=_is_boundary(bad),
         tolerance=tol,
+        edge_run=edge_run,
+        edge=edge,
+        integral=_integral(ref),
+        whole_units=whole,
     )
 
 
@@ -417,10 +454,57 @@ def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.6g}"
 
 
+def _rule_of(r: OutputReport) -> str:
+    return F.UNWRITTEN if r.n_unwritten else F.NONFINITE if r.n_nonfinite else F.MISMATCH
+
+
+def failure_evidence(
+    outcome: CaseOutcome,
+    *,
+    grows: bool = False,
+    varies: bool = False,
+    passes_on: tuple[str, ...] = (),
+    boundary: bool = False,
+) -> dict[str, Any]:
+    """What daemon/hints.py chooses the hint from: the first bad output of ``outcome`` (the
+    case as first seen, before shrinking: the run of bad elements at an end shows there) and
+    what the validator learnt around it."""
+    bad = outcome.bad_reports
+    if not bad:
+        return {"rule": F.INPUT_MUTATED if outcome.mutated else F.MISMATCH, "grows": grows, "varies": varies}
+    r = bad[0]
+    return {
+        "rule": _rule_of(r),
+        "output": r.name,
+        "shape": list(r.shape),
+        "n_total": r.n_total,
+        "n_bad": r.n_bad,
+        "n_unwritten": r.n_unwritten,
+        "n_nonfinite": r.n_nonfinite,
+        "max_rel": r.max_rel,
+        "first_bad": list(r.first_bad) if r.first_bad is not None else None,
+        "got": r.got,
+        "expected": r.expected,
+        "boundary": bool(boundary or r.boundary),
+        "edge_run": r.edge_run,
+        "edge": r.edge,
+        "integral": r.integral,
+        "whole_units": r.whole_units,
+        "grows": grows,
+        "varies": varies,
+        "passes_on": list(passes_on),
+    }
+
+
 def describe_failure(
-    info: KernelInfo, outcome: CaseOutcome, grows: bool, boundary: bool = False
+    info: KernelInfo,
+    outcome: CaseOutcome,
+    grows: bool,
+    boundary: bool = False,
+    evidence: dict[str, Any] | None = None,
 ) -> tuple[str, str, str, Any, Any]:
-    """(rule, message, hint, expected, actual) of a failing case (``boundary``: seen at a larger size)."""
+    """(rule, message, hint, expected, actual) of a failing case (``boundary``: seen at a larger
+    size; ``evidence``: see :func:`failure_evidence`, by default the case's own)."""
     where = f"kernel `{info.name}` on {outcome.device}, size {outcome.size}, seed {outcome.seed}"
     if outcome.edge_case:
         where += f", edge case `{outcome.edge_case}`"
@@ -434,52 +518,60 @@ def describe_failure(
             None,
         )
     r = outcome.bad_reports[0]
-    boundary = boundary or r.boundary
     idx = r.first_bad if r.first_bad is None or len(r.first_bad) != 1 else r.first_bad[0]
     tol = f"rtol={r.tolerance.rtol:g}, atol={r.tolerance.atol:g}"
-    if r.n_unwritten:
-        rule = F.UNWRITTEN
+    rule = _rule_of(r)
+    ev = dict(evidence) if evidence is not None else failure_evidence(outcome, grows=grows)
+    ev["rule"] = rule
+    ev["boundary"] = bool(ev.get("boundary") or boundary or r.boundary)
+    hint = choose_hint(ev).text
+    if rule == F.UNWRITTEN:
         message = (
             f"{where}: {r.n_unwritten} of {r.n_total} elements of `{r.name}` were never written "
             f"(they still hold the NaN poison); first at index {idx}"
         )
-        hint = (
-            "the first bad index is at the boundary: check the bounds handling (an off-by-one index or guard)"
-            if boundary
-            else "make sure every output element is written: the launch dim must cover the output "
-            "and no early `return` may skip elements"
-        )
-    elif r.n_nonfinite:
-        rule = F.NONFINITE
+    elif rule == F.NONFINITE:
         message = (
             f"{where}: {r.n_nonfinite} elements of `{r.name}` are NaN/Inf where the reference is finite; "
             f"first bad index {idx}: got {_fmt(r.got)}, expected {_fmt(r.expected)}"
         )
-        hint = (
-            "NaN or Inf: an overflow or an unhandled edge case (for exp/softmax subtract the maximum "
-            "first; guard divisions by zero)"
-        )
     else:
-        rule = F.MISMATCH
         message = (
             f"{where}: {r.n_bad} of {r.n_total} elements of `{r.name}` differ beyond {tol}; "
             f"max relative error {r.max_rel:.3g}; first bad index {idx}: got {_fmt(r.got)}, "
             f"expected {_fmt(r.expected)}"
         )
-        if boundary:
-            hint = "the first bad index is at the boundary: check the bounds handling (an off-by-one guard)"
-        elif grows:
-            hint = (
-                "the error grows with the size: accumulation order or precision (accumulate in float64, "
-                "or use a pairwise/tree reduction)"
-            )
-        else:
-            hint = "compare the kernel's arithmetic with the reference at the first bad index"
     return rule, message, hint, r.expected, r.got
+
+
+def _varies(job: Job, info: KernelInfo, alias: str, device: Any, case: CaseOutcome, gen: Generator) -> bool:
+    """Whether running ``case`` again (same seed, same inputs) gives other results: a race, or
+    reads of memory the kernel does not own. Warp's CPU backend runs threads one at a time, so
+    there this is almost always False."""
+    try:
+        again = run_case(job, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
+    except Exception:  # the first run got this far; a second failure says nothing more
+        return False
+
+    def signature(o: CaseOutcome) -> list[tuple[Any, ...]]:
+        return [(r.name, r.n_bad, r.first_bad, r.got, r.max_rel) for r in o.reports]
+
+    return signature(again) != signature(case)
 
 
 def _edge_cases(contract: Contract) -> list[EdgeCase]:
     return list(contract.edge_cases)
+
+
+def contract_at(job: Job, info: KernelInfo) -> tuple[int, int, int]:
+    """Where a broken contract is reported: its ``Contract(...)`` call when this file holds it,
+    else the kernel's ``def`` (a contract in a sibling file)."""
+    names = [info.name] + ([info.contract.kernel_name] if info.contract is not None else [])
+    for name in names:
+        found = F.contract_position(job.source_lines, name)
+        if found is not None:
+            return found
+    return info.line, info.col, info.end_col
 
 
 def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
@@ -513,16 +605,17 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             )
     except ContractProblem as exc:
         info.validate[alias] = "error"
+        line, col, end_col = contract_at(job, info)
         job.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
                 job.display_path,
-                info.line,
+                line,
                 f"contract `{contract.label}` of kernel `{info.name}`: {exc}",
-                col=info.col,
-                end_col=info.end_col,
+                col=col,
+                end_col=end_col,
                 kernel=info.name,
             )
         )
@@ -552,15 +645,18 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
     ran = [o for o in outcomes if o.skipped is None]
     for o in outcomes:
         if o.skipped is not None:
+            line, col, end_col = contract_at(job, info)
             job.add(
                 F.make_record(
                     Stage.NUMERIC,
                     F.CONTRACT_ERROR,
                     Severity.WARNING,
                     job.display_path,
-                    info.line,
+                    line,
                     f"contract `{contract.label}`: inputs of size {o.size} violate "
                     f"`{o.skipped}`; case skipped",
+                    col=col,
+                    end_col=end_col,
                     kernel=info.name,
                     hint="make the input generator respect the contract's constraints",
                 )
@@ -613,7 +709,17 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             smallest = shrink(job, info, alias, device, first, gen)
             job.timings["shrink_ms"] = job.timings.get("shrink_ms", 0.0) + (time.perf_counter() - t0) * 1e3
         at_boundary = any(r.boundary for r in first.bad_reports)
-        rule, message, hint, expected, actual = describe_failure(info, smallest, grows, at_boundary)
+        evidence = failure_evidence(
+            first,
+            grows=grows,
+            varies=not first.mutated and _varies(job, info, alias, device, first, gen),
+            passes_on=tuple(a for a, v in info.validate.items() if v == "pass" and a != alias),
+            boundary=at_boundary,
+        )
+        rule, message, hint, expected, actual = describe_failure(
+            info, smallest, grows, at_boundary, evidence=evidence
+        )
+        evidence["rule"] = rule
         if smallest.size != first.size:
             orig = first.bad_reports[0].first_bad if first.bad_reports else None
             orig_idx = orig[0] if orig is not None and len(orig) == 1 else orig
@@ -639,7 +745,11 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                 hint=hint,
             )
         )
-        bounds_suspect = at_boundary or any(r.n_unwritten for r in smallest.bad_reports)
+        bounds_suspect = (
+            at_boundary
+            or any(r.n_unwritten for r in smallest.bad_reports)
+            or (not first.mutated and choose_hint(evidence).bounds_suspect)
+        )
         job.failures.append(
             {
                 "kind": "numeric",
@@ -653,6 +763,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                 "rule": rule,
                 "message": message,
                 "bounds_suspect": bool(bounds_suspect),
+                "evidence": evidence,
                 "inputs": encode_inputs(smallest.inputs or {}),
             }
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,145 @@ def test_changed_files_limits_ci_to_git_changes(ws: Path) -> None:
     p = _run("ci", ".", "--changed-files", "--format", "json", cwd=ws)
     assert "new_kernel.py" in p.stdout and "saxpy.py" not in p.stdout
     assert main(["ci", str(ws / "missing.py")]) == 2
+
+
+# --------------------------------------------------------------------------- issue 16
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The console entry point, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "warp_harness", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+RETURNS_A_VALUE = """import warp as wp
+
+
+@wp.kernel
+def k(x: wp.array(dtype=float)) -> float:
+    i = wp.tid()
+    return x[i]
+"""
+
+
+def test_tune_on_a_syntax_error_prints_one_wh000_line_and_exits_2(tmp_path: Path) -> None:
+    (tmp_path / "bad.py").write_text(
+        "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float):\n    pass\n"
+    )
+    p = _cli("tune", "bad.py", "--trust", cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stderr.strip() == "bad.py:4:31: WH000 [error] syntax error: invalid syntax"
+    # the same position `check` gives
+    assert "bad.py:4:31: WH000" in _cli("check", "bad.py", cwd=tmp_path).stdout
+
+
+def test_replay_of_a_missing_folder_is_an_error(tmp_path: Path) -> None:
+    p = _cli("replay", str(tmp_path / "nonexistent"), "--trust", cwd=tmp_path)
+    assert p.returncode == 2 and "no such folder" in p.stderr, p.stderr
+    (tmp_path / "file.py").write_text("")
+    p = _cli("replay", "file.py", "--trust", cwd=tmp_path)
+    assert p.returncode == 2 and "is not a folder" in p.stderr, p.stderr
+
+
+def test_ci_shows_the_paths_check_shows(tmp_path: Path) -> None:
+    (tmp_path / "syn").mkdir()
+    (tmp_path / "syn" / "broken.py").write_text(
+        "import warp as wp\n\n\n@wp.kernel\ndef k(x: wp.array(dtype=float):\n"
+    )
+    check = _cli("check", "syn", cwd=tmp_path)
+    ci = _cli("ci", "syn", "--static-only", cwd=tmp_path)
+    assert check.stdout.splitlines()[0].startswith("syn/broken.py:5:")
+    assert ci.stdout.splitlines()[0] == check.stdout.splitlines()[0]
+
+
+@pytest.mark.slow
+def test_ci_trust_reports_an_illegal_kernel_once_confirmed_by_codegen(tmp_path: Path) -> None:
+    (tmp_path / "syn").mkdir()
+    (tmp_path / "syn" / "broken.py").write_text(RETURNS_A_VALUE)
+    p = _cli("ci", "syn", "--trust", "--format", "json", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    results = json.loads(p.stdout)["results"]
+    # one finding: the static WH005, confirmed by Warp's code generator (not a WHD003 compile error)
+    assert [r["rule"] for r in results] == ["WH005"], results
+    (record,) = results
+    assert record["path"] == "syn/broken.py" and record["location"]["path"] == "syn/broken.py"
+    (note,) = [r for r in record["related"] if "confirmed by Warp codegen" in r["message"]]
+    assert "WHD002" in note["message"] and "Warp kernels cannot return values" in note["message"]
+    # the dynamic tier alone (the static rule ignored) calls it a codegen error, with Warp's message
+    (tmp_path / "pyproject.toml").write_text('[tool.warp-harness]\nignore = ["WH005"]\n')
+    p = _cli("ci", "syn", "--trust", "--format", "json", cwd=tmp_path)
+    (dyn,) = json.loads(p.stdout)["results"]
+    assert dyn["rule"] == "WHD002" and dyn["path"] == "syn/broken.py", dyn
+    assert "WarpCodegenTypeError" in dyn["message"] and "cannot return values" in dyn["message"]
+
+
+BROKEN_CONTRACT = """import numpy as np
+import warp as wp
+from warp_harness.contract import Contract
+
+
+@wp.kernel
+def double(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = 2.0 * x[i]
+
+
+def broken_reference(x):
+    raise ZeroDivisionError("reference is broken")
+
+
+contract = Contract(
+    kernel=double,
+    reference=broken_reference,
+    inputs=lambda n, rng: {"x": rng.random(n).astype(np.float32), "out": np.zeros(n, np.float32)},
+    outputs=["out"],
+    sizes=[8],
+)
+"""
+
+
+@pytest.mark.slow
+def test_a_broken_contract_points_at_the_contract_call(tmp_path: Path) -> None:
+    (tmp_path / "brk.py").write_text(BROKEN_CONTRACT)
+    p = _cli("ci", ".", "--trust", "--no-bench", "--format", "json", cwd=tmp_path)
+    (record,) = [r for r in json.loads(p.stdout)["results"] if r["rule"] == "WHD024"]
+    lines = BROKEN_CONTRACT.splitlines()
+    call = next(i + 1 for i, t in enumerate(lines) if t.startswith("contract = Contract("))
+    assert record["location"]["line"] == call, record
+    assert (
+        record["location"]["col"] == len("contract = ")
+        and "reference raised ZeroDivisionError" in record["message"]
+    )
+
+
+@pytest.mark.slow
+def test_ci_junit_and_text_counts_and_values_are_consistent(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "saxpy.py", tmp_path / "saxpy.py")  # validated and benchmarked: WHD031
+    shutil.copy(EXAMPLES.parent / "buggy" / "mixed_precision.py", tmp_path / "mixed.py")  # three errors
+    p = _cli("ci", ".", "--trust", "--junit", "r.xml", cwd=tmp_path)
+    assert p.returncode == 1, p.stderr
+    long_float = re.compile(r"\d\.\d{7,}")
+    measured = next(line for line in p.stdout.splitlines() if "WHD031" in line)
+    actual = p.stdout.split(measured, 1)[1].split("actual: ", 1)[1].splitlines()[0]
+    assert actual.startswith("latency_us=") and not long_float.search(actual), actual
+    assert "{" not in actual and "'" not in actual
+
+    root = ET.parse(tmp_path / "r.xml").getroot()
+    suite = root.find("testsuite")
+    assert suite is not None
+    cases = suite.findall("testcase")
+    failures = [f for case in cases for f in case.findall("failure")]
+    assert all(len(case.findall("failure")) <= 1 for case in cases)
+    assert int(suite.get("failures", "-1")) == len(failures) >= 3
+    assert int(suite.get("tests", "-1")) == len(cases)
+    assert (root.get("tests"), root.get("failures")) == (suite.get("tests"), suite.get("failures"))
+    mixed = [case for case in cases if case.get("classname") == "mixed.py"]
+    assert len(mixed) == len([f for case in mixed for f in case.findall("failure")]) >= 3
+    notes = "".join(out.text or "" for out in suite.iter("system-out"))
+    assert "actual: latency_us=" in notes and not long_float.search(notes), notes

@@ -22,24 +22,31 @@ def test_suite_and_counts(results: list[FileResult], rules: dict[str, RuleInfo])
     assert len(suites) == 1
     suite = suites[0]
     assert suite.get("name") == "warp-harness"
-    # three files; k.py and perf.py fail, ok.py passes
+    # k.py: three failing records (one testcase each), ok.py: one passing testcase, perf.py: one failing
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
-        "3",
-        "2",
+        "5",
+        "4",
         "0",
         "0",
     )
-    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("3", "2", "0")
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("5", "4", "0")
     cases = suite.findall("testcase")
-    assert [case.get("classname") for case in cases] == ["k.py", "ok.py", "perf.py"]
-    assert [case.get("name") for case in cases] == ["k.py", "ok.py", "perf.py"]
+    assert [case.get("classname") for case in cases] == ["k.py", "k.py", "k.py", "ok.py", "perf.py"]
+    assert cases[3].get("name") == "ok.py"
+    # at most one <failure> per testcase, and the counts agree with the elements
+    assert all(len(case.findall("failure")) <= 1 for case in cases)
     failed = [case for case in cases if case.find("failure") is not None]
     assert len(failed) == int(suite.get("failures", "-1"))
+    assert len(root.findall(".//failure")) == int(root.get("failures", "-1"))
 
 
 def test_one_failure_per_error_or_warning(results: list[FileResult], rules: dict[str, RuleInfo]) -> None:
-    cases = {case.get("classname"): case for case in _root(results, rules).iter("testcase")}
-    k_failures = cases["k.py"].findall("failure")
+    all_cases = list(_root(results, rules).iter("testcase"))
+    cases = {case.get("classname"): case for case in reversed(all_cases)}  # each file's first testcase
+    k_cases = [case for case in all_cases if case.get("classname") == "k.py"]
+    k_failures = [f for case in k_cases for f in case.findall("failure")]
+    assert [len(case.findall("failure")) for case in k_cases] == [1, 1, 1]
+    assert k_cases[0].get("name") == "k.py:2:1 WH007" and k_cases[0].get("line") == "2"
     # WH007 (error), WH003 (warning), compile-error (error); the WH010 info does not fail
     assert [f.get("type") for f in k_failures] == ["WH007", "WH003", "compile-error"]
     first = k_failures[0]
