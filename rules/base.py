@@ -66,8 +66,8 @@ class RuleContext:
         return TextEdit(stmt.lineno, 0, stmt.lineno, 0, f"{indent}{text}\n")
 
     def source_of(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.model.source.text, node)
-        return segment if segment is not None else ast.unparse(node)
+        """The source text of ``node`` (see `ParsedSource.node_text`)."""
+        return self.model.source.node_text(node)
 
 
 class Rule:

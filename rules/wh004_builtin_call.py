@@ -50,7 +50,6 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import WarpType
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Rule, RuleContext
-from warp_harness.rules.wh009_tile_matmul_shape import source_text
 
 # names that are not attributes of the warp module yet mean something inside kernels
 _KERNEL_ONLY = {"tid", "static"}
@@ -229,7 +228,7 @@ class BuiltinCall(Rule):
         name = node.attr
         if name in _KERNEL_ONLY or table.warp_attribute_kind(name) is not None or name.startswith("__"):
             return None
-        prefix = source_text(ctx, node.value)
+        prefix = ctx.source_of(node.value)
         suggestions = table.closest(name, n=6)
         if is_call:
             callable_here = [
@@ -264,7 +263,7 @@ class BuiltinCall(Rule):
     @staticmethod
     def _prefix(ctx: RuleContext, node: ast.Call) -> str:
         """How the call spells Warp's module (``wp``), for messages (only when there is one to write)."""
-        return source_text(ctx, node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
+        return ctx.source_of(node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
 
     def _call(
         self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
@@ -302,10 +301,10 @@ class BuiltinCall(Rule):
         shown_args = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
         shown = "; ".join(f"`{s}`" for s in signatures)
         if check.status.value == "bad_arity":
-            message = f"`{source_text(ctx, node)}`: {check.message}"
+            message = f"`{ctx.source_of(node)}`: {check.message}"
             hint = f"`{prefix}.{name}` takes {check.expected_arity}" + (f": {shown}" if shown else "")
         else:
-            message = f"`{source_text(ctx, node)}`: {check.message}"
+            message = f"`{ctx.source_of(node)}`: {check.message}"
             hint = "convert the arguments to a type a signature accepts" + (f": {shown}" if shown else "")
         return self.report(
             ctx,
