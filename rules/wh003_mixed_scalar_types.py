@@ -60,7 +60,7 @@ from warp_harness.model.types import (
     WarpType,
 )
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import OPERATOR_TEXT
 
 _ARITHMETIC = {op: text for op, text in OPERATOR_TEXT.items() if op is not ast.MatMult}
@@ -167,25 +167,26 @@ class MixedScalarTypes(Rule):
     priority = 75
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        facts: ModuleTypeFacts | None = None
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-                continue
-            facts = facts or ModuleTypeFacts(ctx.model)
-            types = RefinedTypes(kernel, ctx.model.types(kernel), facts)
-            for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
-                record: Record | None = None
-                if isinstance(node, ast.BinOp):
-                    record = self._binop(ctx, kernel, types, node)
-                elif isinstance(node, ast.AugAssign):
-                    record = self._augassign(ctx, kernel, types, node)
-                elif isinstance(node, ast.Assign):
-                    record = self._store(ctx, kernel, types, node)
-                elif isinstance(node, ast.Call):
-                    record = self._call(ctx, kernel, types, node)
-                if record is not None:
-                    yield record
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
+        types = RefinedTypes(kernel, ctx.model.types(kernel), facts)
+        for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
+            record: Record | None = None
+            if isinstance(node, ast.BinOp):
+                record = self._binop(ctx, kernel, types, node)
+            elif isinstance(node, ast.AugAssign):
+                record = self._augassign(ctx, kernel, types, node)
+            elif isinstance(node, ast.Assign):
+                record = self._store(ctx, kernel, types, node)
+            elif isinstance(node, ast.Call):
+                record = self._call(ctx, kernel, types, node)
+            if record is not None:
+                yield record
 
     # conversions --------------------------------------------------------------------------------
     def _warp_ref(self, ctx: RuleContext, name: str) -> str | None:

@@ -50,7 +50,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.tiles import KnownTile, TileShapes, call_arg, shape_text, warp_call_name
 from warp_harness.model.types import Scalar
 from warp_harness.record import Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 _MATMUL_FLOATS = ("float16", "bfloat16", "float32", "float64")
 
@@ -65,24 +65,24 @@ class TileMatmulShape(Rule):
     # above WH004, whose overload check also rejects integer tiles, with a vaguer message
     priority = 72
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-                continue
-            calls = [
-                n
-                for n in body_index(kernel.node).of(ast.Call)
-                if warp_call_name(ctx.model, n) == "tile_matmul"
-            ]
-            if not calls:
-                continue
-            types = ctx.model.types(kernel)
-            shapes = TileShapes(ctx.model, kernel, types)
-            for call in calls:
-                assert isinstance(call, ast.Call)
-                record = self._check_call(ctx, kernel, shapes, call)
-                if record is not None:
-                    yield record
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        calls = [
+            n for n in body_index(kernel.node).of(ast.Call) if warp_call_name(ctx.model, n) == "tile_matmul"
+        ]
+        if not calls:
+            return
+        types = ctx.model.types(kernel)
+        shapes = TileShapes(ctx.model, kernel, types)
+        for call in calls:
+            assert isinstance(call, ast.Call)
+            record = self._check_call(ctx, kernel, shapes, call)
+            if record is not None:
+                yield record
 
     def _related(
         self,

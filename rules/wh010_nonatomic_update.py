@@ -61,7 +61,7 @@ from warp_harness.model.types import (
 )
 from warp_harness.model.uniformity import Uniformity, names_stored
 from warp_harness.record import Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import OPERATOR_TEXT, deferred_launch, iter_statements, uses_warp_builtin
 
 # Warp has no atomics for these element types: `+=` on them is a plain load-add-store
@@ -127,32 +127,34 @@ class NonAtomicUpdate(Rule):
     priority = 60
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if not kernel.is_kernel or not kernel.has_python_body:
-                continue
-            types = ctx.model.types(kernel)
-            if not types.tid_unpacks or not self._has_candidates(kernel, types):
-                continue
-            if self._single_thread(ctx, kernel):
-                continue
-            if uses_warp_builtin(ctx, kernel, _LOCKS):
-                continue  # a critical section protected by a lock: not something to judge statically
-            uniformity = Uniformity(ctx.model, kernel, types)
-            severity = Severity.ERROR if ctx.profile.is_cuda else Severity.WARNING
-            for finding in self._visit(ctx, kernel, types, uniformity, kernel.node.body, True, False):
-                yield self.report(
-                    ctx,
-                    finding.stmt,
-                    finding.message,
-                    kernel=kernel.name,
-                    expected="an atomic update (`+=`, `wp.atomic_add`, ...)",
-                    actual=finding.actual,
-                    hint=finding.hint,
-                    fix=finding.fix,
-                    related=finding.related,
-                    severity=severity,
-                )
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if not kernel.is_kernel or not kernel.has_python_body:
+            return
+        types = ctx.model.types(kernel)
+        if not types.tid_unpacks or not self._has_candidates(kernel, types):
+            return
+        if self._single_thread(ctx, kernel):
+            return
+        if uses_warp_builtin(ctx, kernel, _LOCKS):
+            return  # a critical section protected by a lock: not something to judge statically
+        uniformity = Uniformity(ctx.model, kernel, types)
+        severity = Severity.ERROR if ctx.profile.is_cuda else Severity.WARNING
+        for finding in self._visit(ctx, kernel, types, uniformity, kernel.node.body, True, False):
+            yield self.report(
+                ctx,
+                finding.stmt,
+                finding.message,
+                kernel=kernel.name,
+                expected="an atomic update (`+=`, `wp.atomic_add`, ...)",
+                actual=finding.actual,
+                hint=finding.hint,
+                fix=finding.fix,
+                related=finding.related,
+                severity=severity,
+            )
 
     def _has_candidates(self, kernel: KernelDef, types: KernelTypes) -> bool:
         """A cheap first look: a store into an array parameter whose index does not name a thread index."""

@@ -44,7 +44,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.tiles import TileShapes, call_arg, kernel_env, warp_call_name
 from warp_harness.model.types import Array, Scalar, Tile, TupleType, UnknownType
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 _STORES = ("tile_store", "tile_atomic_add")
 
@@ -103,38 +103,40 @@ class TileArrayRank(Rule):
     severity = Severity.ERROR
     priority = 70
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        calls = [
+            n
+            for n in body_index(kernel.node).of(ast.Call)
+            if warp_call_name(ctx.model, n) in ("tile_load", *_STORES)
+        ]
+        if not calls:
+            return
+        types = ctx.model.types(kernel)
+        shapes = TileShapes(ctx.model, kernel, types)
+        env = kernel_env(ctx.model, types)
+        flagged: set[int] = set()  # tile_load calls already reported: their tiles are not reported again
+        for call in calls:
+            assert isinstance(call, ast.Call)
+            if any(isinstance(a, ast.Starred) for a in call.args):
                 continue
-            calls = [
-                n
-                for n in body_index(kernel.node).of(ast.Call)
-                if warp_call_name(ctx.model, n) in ("tile_load", *_STORES)
-            ]
-            if not calls:
-                continue
-            types = ctx.model.types(kernel)
-            shapes = TileShapes(ctx.model, kernel, types)
-            env = kernel_env(ctx.model, types)
-            flagged: set[int] = set()  # tile_load calls already reported: their tiles are not reported again
-            for call in calls:
-                assert isinstance(call, ast.Call)
-                if any(isinstance(a, ast.Starred) for a in call.args):
-                    continue
-                name = warp_call_name(ctx.model, call)
-                if name == "tile_load":
-                    for record in self._load(ctx, kernel, types, env, call):
-                        flagged.add(id(call))
-                        yield record
-                else:
-                    assert name is not None
-                    tile_node = call_arg(call, "t", 1)
-                    if isinstance(tile_node, ast.Name) and tile_node.id in shapes.definitions:
-                        definition = shapes.definitions[tile_node.id]
-                        if isinstance(definition, ast.Assign) and id(definition.value) in flagged:
-                            continue
-                    yield from self._store(ctx, kernel, types, shapes, env, call, name)
+            name = warp_call_name(ctx.model, call)
+            if name == "tile_load":
+                for record in self._load(ctx, kernel, types, env, call):
+                    flagged.add(id(call))
+                    yield record
+            else:
+                assert name is not None
+                tile_node = call_arg(call, "t", 1)
+                if isinstance(tile_node, ast.Name) and tile_node.id in shapes.definitions:
+                    definition = shapes.definitions[tile_node.id]
+                    if isinstance(definition, ast.Assign) and id(definition.value) in flagged:
+                        continue
+                yield from self._store(ctx, kernel, types, shapes, env, call, name)
 
     def _array(self, types: KernelTypes, node: ast.expr | None) -> Array | None:
         if node is None:

@@ -70,7 +70,8 @@ from warp_harness.model.shared_memory import (
 from warp_harness.model.tiles import TILE_CREATORS, call_arg
 from warp_harness.model.types import byte_size
 from warp_harness.record import Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
+from warp_harness.rules.hardware import HardwareProfile
 
 
 def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Constant | None:
@@ -88,6 +89,13 @@ def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Const
     return None
 
 
+def _limit(profile: HardwareProfile) -> int | None:
+    """Bytes of shared memory one block may use (None: the target has no limit to check)."""
+    if profile.device == "cpu":
+        return CPU_TILE_ARENA
+    return profile.shared_memory_limit if profile.is_cuda else None
+
+
 class TileSharedMemory(Rule):
     id = "WH015"
     name = "tile-shared-memory"
@@ -96,37 +104,36 @@ class TileSharedMemory(Rule):
     priority = 60
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES, Fact.MODULE_OPTIONS})
+
+    def applies(self, ctx: RuleContext) -> bool:
+        return _limit(ctx.profile) is not None
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         profile = ctx.profile
-        if profile.device == "cpu":
-            limit: int | None = CPU_TILE_ARENA
-        else:
-            limit = profile.shared_memory_limit if profile.is_cuda else None
-        if limit is None:
+        limit = _limit(profile)
+        assert limit is not None  # see `applies`
+        max_unroll = ctx.once((self.id, "max_unroll"), lambda: max_unroll_of(ctx.model))
+        tile_funcs: dict[str, bool] = ctx.once((self.id, "tile funcs"), dict)
+        tiles = calls_tile(kernel, ctx.model)
+        if not tiles and not ctx.model.funcs:
             return
-        max_unroll = max_unroll_of(ctx.model)
-        tile_funcs: dict[str, bool] = {}
-        for kernel in ctx.model.kernels:
-            if not kernel.is_kernel:
-                continue
-            tiles = calls_tile(kernel, ctx.model)
-            if not tiles and not ctx.model.funcs:
-                continue
-            types = ctx.model.types(kernel)
-            # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
-            estimate = (
-                SharedMemoryEstimator(ctx.model, kernel, types, max_unroll=max_unroll).run()
-                if tiles or reaches_tile(kernel, ctx.model, tile_funcs)
-                else Estimate()
-            )
-            block_dims = self._block_dims(ctx, kernel)
-            record = self._check_shared(ctx, kernel, types, estimate, limit, block_dims, max_unroll)
-            if record is not None:
-                yield record
-            elif profile.is_cuda and profile.max_registers_per_thread:
-                register = self._check_registers(ctx, kernel, estimate, block_dims)
-                if register is not None:
-                    yield register
+        types = ctx.model.types(kernel)
+        # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
+        estimate = (
+            SharedMemoryEstimator(ctx.model, kernel, types, max_unroll=max_unroll).run()
+            if tiles or reaches_tile(kernel, ctx.model, tile_funcs)
+            else Estimate()
+        )
+        block_dims = self._block_dims(ctx, kernel)
+        record = self._check_shared(ctx, kernel, types, estimate, limit, block_dims, max_unroll)
+        if record is not None:
+            yield record
+        elif profile.is_cuda and profile.max_registers_per_thread:
+            register = self._check_registers(ctx, kernel, estimate, block_dims)
+            if register is not None:
+                yield register
 
     # block_dim -----------------------------------------------------------------------------------
     def _block_dims(self, ctx: RuleContext, kernel: KernelDef) -> list[int] | None:
