@@ -313,16 +313,18 @@ def main() -> None:
         print(summary)
         sys.exit(1 if mismatches else 0)
     baseline = json.loads(args.baseline.read_text())
-    differences = 0
+    differences = added = 0
     for part in ("fresh", "incremental"):
         old, new = baseline[part], data[part]
         for key in sorted(set(old) | set(new)):
-            if old.get(key) != new.get(key):
+            if key not in old:
+                added += 1  # a file or test snippet written since: nothing to compare with
+            elif old.get(key) != new.get(key):
                 differences += 1
                 if differences <= 20:
                     print(f"differs: {part} {key}")
     print(summary)
-    print(f"{differences} differences from {args.baseline}")
+    print(f"{differences} differences from {args.baseline} ({added} entries new since)")
     sys.exit(1 if differences or mismatches else 0)
 
 

@@ -19,9 +19,9 @@ Three caches, each exact:
 The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; the
 engine (`engine.scoped_records`) calls a rule once per kernel or launch site of its declared `Scope` and
 files each record under that item, and the records are put back together in the order a full run emits
-them. Rules of scope MODULE run on the whole model every time. Two cases fall back to the full analysis:
-a rule that raises (the full analysis reports it), and a file holding the marker text of a fact some rule
-reads from places this scheme does not track (``max_unroll``).
+them. Rules of scope MODULE run on the whole model every time. A chunk holding the marker text of a
+fact (``max_unroll``) is context, never a unit. A rule that raises sends the text to the full analysis
+(which reports it).
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ class IncrementalAnalyser:
     ) -> Analysis:
         parsed, chunks = document.parser.parse(text)
         facts = _facts()
-        if chunks is None or any(marker in text for marker in facts.markers):
+        if chunks is None:
             return analyse_parsed(parsed, path, settings, table)
         index = NodeIndex.concat(parsed.tree, [c.index for c in chunks if c.body])
         model = build_model(text, path, table, parsed, index)
@@ -472,7 +472,10 @@ def _isolated(
     memo = chunk.facts.get(f"isolated{launches}")
     if isinstance(memo, tuple) and memo[0] == imports_key:
         return bool(memo[1])
-    result = _scan_isolated(chunk.index, imports, facts, launches)
+    # a fact read from places the node scan does not see (``max_unroll=`` keywords): by its text
+    result = not any(marker in chunk.text for marker in facts.markers) and _scan_isolated(
+        chunk.index, imports, facts, launches
+    )
     chunk.facts[f"isolated{launches}"] = (imports_key, result)
     return result
 

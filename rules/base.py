@@ -40,9 +40,8 @@ class FactInfo:
     """A module-wide fact: something a call of a rule reads beyond its own kernel or launch site.
 
     ``nodes`` / ``calls`` / ``warp_assignments`` say which code feeds the fact, wherever in the file it
-    sits: a kernel whose text holds any of them is never analysed on its own (see `incremental.py`).
-    ``marker``: text whose presence anywhere in the file makes the incremental analyser give up on
-    reusing results (the fact is read from places it does not track)."""
+    sits: a kernel whose text holds any of them is never analysed on its own (see `incremental.py`);
+    ``marker``: text that does the same (for a fact also read from nodes the others do not name)."""
 
     description: str
     nodes: tuple[type[ast.AST], ...] = ()
