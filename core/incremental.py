@@ -4,15 +4,17 @@ Three caches, each exact:
 
 - chunks (`model.chunks`): only top-level statements whose text changed are parsed again (moved ones
   are shifted in place), and the module's node index is the cached chunk indexes put end to end;
-- units: a *unit* is a top-level ``@wp.kernel`` whose body feeds none of the module-wide facts
-  (`rules.base.Fact`) the model and the rules declare they read (imports, classes, nested functions, dicts,
-  launches, builtin registrations, assignments to ``wp.<name>``). What the rules say about a unit (and about
-  the launch sites that certainly launch it) depends only on its own text, on the rest of the file (the
-  *context*: every parsed chunk that is not a unit, kernels defined inside functions or classes included;
-  of the undecorated host functions holding nothing a fact is read from, only those that launch the unit
-  or that it names), on the names of the other units it mentions, and on the settings; that is its key.
-  Records are kept with the lines they were computed at and moved with their chunks when lines are
-  inserted or deleted elsewhere (unless a message quotes a line number);
+- units: a *unit* is a top-level ``@wp.kernel``, or a top-level function that only defines kernels (a
+  kernel factory: ``def make(dtype): @wp.kernel def k(...): ...; return k``), whose chunk feeds none of
+  the module-wide facts (`rules.base.Fact`) the model and the rules declare they read (imports, classes,
+  other nested functions, dicts, launches, builtin registrations, assignments to ``wp.<name>``), and, for
+  a factory, whose name no kernel or function mentions. What the rules say about a unit's kernels (and
+  about the launch sites that certainly launch them) depends only on its own text, on the rest of the
+  file (the *context*: every parsed chunk that is not a unit; of the undecorated host functions holding
+  nothing a fact is read from, only those that launch the unit or that it names), on the names of the
+  other units' kernels it mentions, and on the settings; that is its key. Records are kept with the lines
+  they were computed at and moved with their chunks when lines are inserted or deleted elsewhere (unless
+  a message quotes a line number);
 - the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
   context, the names of the units and the settings.
 
@@ -46,7 +48,7 @@ from warp_harness.engine import (
 )
 from warp_harness.model.chunks import Chunk, ChunkParser
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex
+from warp_harness.model.index import NodeIndex, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.module import ModuleModel, build_model
 from warp_harness.record import Location, Record
@@ -110,20 +112,24 @@ class _Key:
         )
 
 
-# rule id -> (records of the kernel, records of each launch site it owns, in launch order)
-_UnitRecords = dict[str, tuple[list[Record], list[list[Record]]]]
+# rule id -> (records of each of its kernels, records of each launch site it owns, in launch order)
+_UnitRecords = dict[str, tuple[list[list[Record]], list[list[Record]]]]
 # rule id -> (records by kernel node position, records by launch call position)
 _PlacedRecords = dict[str, tuple[dict[tuple[int, int], list[Record]], dict[tuple[int, int], list[Record]]]]
 
 
 @dataclass
 class _Unit:
-    position: int  # in model.kernels
-    kernel: KernelDef
+    position: int  # in model.kernels, of its first kernel (the unit's number)
+    kernels: list[tuple[int, KernelDef]]  # with their positions in model.kernels
     chunk: Chunk
     sites: list[int]  # positions in model.launches of the launches it owns
     key: tuple[object, ...] = ()
     layout: _Layout = ()  # the chunks its records may point into, without itself
+
+    @property
+    def names(self) -> set[str]:
+        return {k.name for _, k in self.kernels}
 
 
 _Layout = tuple[tuple[int, int], ...]
@@ -147,7 +153,11 @@ class _UnitEntry:
 
     @classmethod
     def of(cls, records: _UnitRecords, layout: _Layout, chunk: Chunk) -> _UnitEntry:
-        every = (r for kernel, sites in records.values() for r in (*kernel, *(x for s in sites for x in s)))
+        every = (
+            r
+            for kernels, sites in records.values()
+            for r in (*(x for k in kernels for x in k), *(x for s in sites for x in s))
+        )
         return cls(records, layout, chunk.first, chunk.end, all(map(_movable, every)))
 
     def at(self, layout: _Layout, chunk: Chunk) -> _UnitEntry | None:
@@ -159,8 +169,11 @@ class _UnitEntry:
         lines = _LineMap([*self.layout, (self.first, self.end)], [*layout, (chunk.first, chunk.end)])
         try:
             moved = {
-                rule: ([lines.record(r) for r in kernel], [[lines.record(r) for r in site] for site in sites])
-                for rule, (kernel, sites) in self.records.items()
+                rule: (
+                    [[lines.record(r) for r in kernel] for kernel in kernels],
+                    [[lines.record(r) for r in site] for site in sites],
+                )
+                for rule, (kernels, sites) in self.records.items()
             }
         except _NotMovable:
             return None
@@ -391,7 +404,7 @@ class IncrementalAnalyser:
         for i, chunk in selective.items():
             assert chunk.body is not None
             named.setdefault(getattr(chunk.body[0], "name", ""), []).append(i)
-        names = Counter(u.kernel.name for u in units)
+        names = Counter(k.name for u in units for _, k in u.kernels)
         # whether the file has any @wp.func at all (not only those a unit reaches by name)
         any_func = bool(func_nodes) if any(Fact.FUNCS in rule.reads for rule in rules) else None
         for unit in units:
@@ -404,7 +417,7 @@ class IncrementalAnalyser:
                 core_key,
                 tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
                 bisect.bisect([c.first for c in seen], unit.chunk.first),  # where it sits among them
-                tuple(sorted((n, c) for n, c in names.items() if n in reached or n == unit.kernel.name)),
+                tuple(sorted((n, c) for n, c in names.items() if n in reached or n in unit.names)),
                 any_func,
                 settings_key,
             )
@@ -446,37 +459,94 @@ class IncrementalAnalyser:
 
 
 def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: _Facts) -> list[_Unit]:
-    """The units: top-level kernels alone in their chunk that feed no module-wide fact (a kernel inside a
-    function or class is part of the context, like the function around it)."""
+    """The units: top-level kernels alone in their chunk, and top-level functions that only define
+    kernels (kernel factories), that feed no module-wide fact."""
     single = {id(c.body[0]): c for c in chunks if c.body is not None and len(c.body) == 1}
     kernel_names = Counter(k.name for k in model.kernels if k.is_kernel)
     sites_by_name: dict[str, list[int]] = {}
     for position, site in enumerate(model.launches):
         if site.kernel_name is not None:
             sites_by_name.setdefault(site.kernel_name, []).append(position)
-    units: list[_Unit] = []
+    top = {id(stmt) for stmt in model.tree.body}
+    found: list[tuple[int, KernelDef, Chunk]] = []
+    nested: list[tuple[int, KernelDef]] = []
     for position, kernel in enumerate(model.kernels):
         chunk = single.get(id(kernel.node))
-        if not kernel.is_kernel or chunk is None or not _isolated(chunk, model.imports, imports_key, facts):
+        if chunk is None:
+            if id(kernel.node) not in top:
+                nested.append((position, kernel))
             continue
-        sites = sites_by_name.get(kernel.name, []) if kernel_names[kernel.name] == 1 else []
-        units.append(_Unit(position, kernel, chunk, sites))
+        if kernel.is_kernel and _isolated(chunk, model.imports, imports_key, facts):
+            found.append((position, kernel, chunk))
+    units = [_Unit(p, [(p, k)], c, []) for p, k, c in found]
+    if nested:
+        units += _factories(model, chunks, nested, imports_key, facts)
+    units.sort(key=lambda u: u.position)
+    for unit in units:
+        unit.sites = sorted(
+            site
+            for _, k in unit.kernels
+            if kernel_names[k.name] == 1
+            for site in sites_by_name.get(k.name, [])
+        )
     return units
 
 
+def _factories(
+    model: ModuleModel,
+    chunks: list[Chunk],
+    nested: list[tuple[int, KernelDef]],
+    imports_key: object,
+    facts: _Facts,
+) -> list[_Unit]:
+    """Top-level functions whose nested functions are all ``@wp.kernel``s and which feed no module-wide
+    fact otherwise, each a unit of those kernels. Not one whose name a kernel or function of the file
+    mentions (WH002 reports calls of plain functions with their line)."""
+    warp_nodes = {id(k.node) for k in model.kernels}
+    by_node = {id(k.node): (p, k) for p, k in nested}
+    candidates: list[tuple[str, Chunk, list[tuple[int, KernelDef]]]] = []
+    for chunk in chunks:
+        body = chunk.body
+        if body is None or len(body) != 1 or type(body[0]) is not ast.FunctionDef:
+            continue
+        outer = body[0]
+        inner = [n for n in chunk.index.of(ast.FunctionDef) if n is not outer]
+        if (
+            inner
+            and id(outer) not in warp_nodes  # not a kernel or function defined in a kernel or function
+            and all(id(n) in by_node and by_node[id(n)][1].is_kernel for n in inner)
+            and _isolated(chunk, model.imports, imports_key, facts, functions=1 + len(inner))
+        ):
+            kernels = sorted((by_node[id(n)] for n in inner), key=lambda item: item[0])
+            candidates.append((outer.name, chunk, kernels))
+    if not candidates:
+        return []
+    in_warp_code = {n.id for k in model.kernels for n in body_index(k.node).of(ast.Name)}
+    return [
+        _Unit(kernels[0][0], kernels, chunk, [])
+        for name, chunk, kernels in candidates
+        if name not in in_warp_code
+    ]
+
+
 def _isolated(
-    chunk: Chunk, imports: ImportMap, imports_key: object, facts: _Facts, launches: bool = False
+    chunk: Chunk,
+    imports: ImportMap,
+    imports_key: object,
+    facts: _Facts,
+    launches: bool = False,
+    functions: int = 1,
 ) -> bool:
     """Whether the chunk feeds no module-wide fact (cached per chunk and imports); ``launches``: launch
-    calls allowed."""
-    memo = chunk.facts.get(f"isolated{launches}")
+    calls allowed; ``functions``: how many function definitions it holds (those nested in it kernels)."""
+    memo = chunk.facts.get(f"isolated{launches}{functions}")
     if isinstance(memo, tuple) and memo[0] == imports_key:
         return bool(memo[1])
     # a fact read from places the node scan does not see (``max_unroll=`` keywords): by its text
     result = not any(marker in chunk.text for marker in facts.markers) and _scan_isolated(
-        chunk.index, imports, facts, launches
+        chunk.index, imports, facts, launches, functions
     )
-    chunk.facts[f"isolated{launches}"] = (imports_key, result)
+    chunk.facts[f"isolated{launches}{functions}"] = (imports_key, result)
     return result
 
 
@@ -488,9 +558,11 @@ def _is_host(chunk: Chunk, imports: ImportMap, imports_key: object, facts: _Fact
     return _isolated(chunk, imports, imports_key, facts, launches=True)
 
 
-def _scan_isolated(index: NodeIndex, imports: ImportMap, facts: _Facts, launches: bool) -> bool:
-    # a function inside the chunk's function: kernels are found anywhere (`Fact.KERNELS`)
-    if any(index.of(kind) for kind in facts.nodes) or len(index.of(ast.FunctionDef)) != 1:
+def _scan_isolated(
+    index: NodeIndex, imports: ImportMap, facts: _Facts, launches: bool, functions: int = 1
+) -> bool:
+    # another function inside the chunk's function: kernels are found anywhere (`Fact.KERNELS`)
+    if any(index.of(kind) for kind in facts.nodes) or len(index.of(ast.FunctionDef)) != functions:
         return False
     for call in index.of(ast.Call):
         func = call.func
@@ -522,7 +594,7 @@ def _reached(
     """Names the unit mentions, directly or through the functions it names (transitively), and the
     selective chunks it depends on: those defining one of these names and the hosts launching it."""
     reached = set(_mentioned_names(unit.chunk))
-    relevant = set(launchers.get(unit.kernel.name, ()))
+    relevant = {i for name in unit.names for i in launchers.get(name, ())}
     frontier = list(reached)
     while frontier:
         for i in named.get(frontier.pop(), ()):
@@ -556,16 +628,17 @@ def _run_rules(
 ) -> tuple[dict[int, _UnitRecords], _PlacedRecords]:
     """Run ``rules`` over the missing units (and everything else when ``with_rest``), each record filed
     under the kernel or launch site it is about."""
-    unit_at = {u.position: u for u in units}
+    unit_at = {p: u for u in units for p, _ in u.kernels}
     owner = {site: u for u in units for site in u.sites}
-    wanted = {u.position for u in missing}
+    wanted = {p for u in missing for p, _ in u.kernels}
+    wanted_units = {u.position for u in missing}
     kernel_positions = [
         p for p in range(len(model.kernels)) if p in wanted or (with_rest and p not in unit_at)
     ]
     site_positions = [
         p
         for p in range(len(model.launches))
-        if (p in owner and owner[p].position in wanted) or (with_rest and p not in owner)
+        if (p in owner and owner[p].position in wanted_units) or (with_rest and p not in owner)
     ]
     restricted = model.restricted(
         [model.kernels[p] for p in kernel_positions], [model.launches[p] for p in site_positions], scanned
@@ -588,7 +661,7 @@ def _run_rules(
             raise _RuleFailed from exc
         for unit in missing:
             fresh[unit.position][rule.id] = (
-                by_kernel.get(unit.position, []),
+                [by_kernel.get(p, []) for p, _ in unit.kernels],
                 [by_site.get(site, []) for site in unit.sites],
             )
         if with_rest:
@@ -610,9 +683,12 @@ def _assemble(
     """Every rule's records in the order a full run over the whole model produces them (``whole``: the
     context of the whole model, for rules of scope MODULE)."""
     owner: dict[int, tuple[int, int]] = {}
+    unit_of: dict[int, tuple[int, int]] = {}  # kernel position -> (unit, its number in the unit)
     for unit in units:
         for number, site in enumerate(unit.sites):
             owner[site] = (unit.position, number)
+        for number, (position, _) in enumerate(unit.kernels):
+            unit_of[position] = (unit.position, number)
     kernel_places = [_place(k.node) for k in model.kernels]
     site_places = [_place(s.node) for s in model.launches]
     records: list[Record] = []
@@ -625,9 +701,9 @@ def _assemble(
             continue
         rest_kernels, rest_sites = rest.get(rule.id, ({}, {}))
         for position in range(len(model.kernels)):
-            unit_records = cached.get(position)
-            if unit_records is not None:
-                records.extend(unit_records[rule.id][0])
+            in_unit = unit_of.get(position)
+            if in_unit is not None:
+                records.extend(cached[in_unit[0]][rule.id][0][in_unit[1]])
             else:
                 records.extend(rest_kernels.get(kernel_places[position], ()))
         for position in range(len(model.launches)):

@@ -188,7 +188,7 @@ def test_typing_a_line_in_the_generated_module(table: BuiltinTable, where: str, 
     _same(analyser, text, "g.py", Settings(target="cpu"), table)
 
 
-def test_an_edit_in_one_kernel_rechecks_only_that_kernel_beside_a_kernel_factory(
+def test_an_edit_in_one_kernel_rechecks_only_that_kernel_with_kernel_factories_around(
     table: BuiltinTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text = _SOURCES["factory.py"]
@@ -207,6 +207,13 @@ def test_an_edit_in_one_kernel_rechecks_only_that_kernel_beside_a_kernel_factory
     text = text[:at] + "    w2 = t * 2.0\n" + text[at:]
     records = analyser.analyse(text, "f.py", Settings()).records
     assert checked == ["kernel_7"]
+    assert records == analyse_source(text, "f.py", Settings(), builtins=table).records
+    # inside the kernel a factory makes: only that kernel
+    checked.clear()
+    at = text.index("        x[i] = x[i] * s\n", text.index("def make_scale("))
+    text = text[:at] + "        w2 = x[i] * 2.0\n" + text[at:]
+    records = analyser.analyse(text, "f.py", Settings()).records
+    assert checked == ["scale"]
     assert records == analyse_source(text, "f.py", Settings(), builtins=table).records
 
 
