@@ -81,3 +81,21 @@ def generated_module(kernels: int = 40, target_lines: int = 2000) -> str:
             f"# padding line {k}: host-side notes and comments\n" for k in range(target_lines - lines)
         )
     return text
+
+
+_FACTORY = """
+
+def make_scale_{n}(dtype):
+    @wp.kernel
+    def scale_{n}(x: wp.array(dtype=dtype), s: dtype):
+        i = wp.tid()
+        x[i] = x[i] * s
+
+    return scale_{n}
+"""
+
+
+def with_kernel_factories(source: str, count: int = 8) -> str:
+    """``source`` followed by ``count`` functions that each define and return a kernel (the
+    kernel-factory pattern of newton and mujoco-warp)."""
+    return source + "".join(_FACTORY.format(n=n) for n in range(count))

@@ -21,6 +21,7 @@ from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
+    from warp_harness.rules.base import Rule, RuleContext, Scope
 
 SYNTAX_RULE = "WH000"
 INTERNAL_RULE = "WH999"
@@ -77,6 +78,31 @@ def _resolve_conflicts(records: list[Record]) -> list[Record]:
     return [*best.values(), *unplaced]
 
 
+def scoped_records(rule: Rule, ctx: RuleContext) -> Iterator[tuple[Scope, int, Record]]:
+    """Every record of ``rule`` on ``ctx.model``, with the scope the rule declares and the position of
+    the item it is about in ``ctx.model.kernels`` (scopes KERNEL, KERNEL_OR_FUNC) or ``.launches``
+    (LAUNCH); 0 for MODULE. The one loop over a file's kernels and launches: rules judge one item."""
+    from warp_harness.rules.base import Scope
+
+    if not rule.applies(ctx):
+        return
+    scope = rule.scope
+    if scope is Scope.MODULE:
+        for record in rule.check_module(ctx):
+            yield scope, 0, record
+    elif scope is Scope.LAUNCH:
+        for position, site in enumerate(ctx.model.launches):
+            for record in rule.check_launch(ctx, site):
+                yield scope, position, record
+    else:
+        kernels_only = scope is Scope.KERNEL
+        for position, kernel in enumerate(ctx.model.kernels):
+            if kernels_only and not kernel.is_kernel:
+                continue
+            for record in rule.check_kernel(ctx, kernel):
+                yield scope, position, record
+
+
 def analyse_source(
     text: str,
     path: str = "<memory>",
@@ -118,7 +144,7 @@ def analyse_parsed(
             if not settings.rule_enabled(rule.id):
                 continue
             try:
-                records.extend(rule.check(ctx))
+                records.extend(record for _, _, record in scoped_records(rule, ctx))
             except Exception as exc:  # a broken rule must not take the others down
                 records.append(internal_record(path, rule.id, exc))
     return Analysis(finish_records(records, parsed, settings), model, parsed)
@@ -279,4 +305,5 @@ __all__ = [
     "iter_python_files",
     "missing_paths",
     "replace",
+    "scoped_records",
 ]

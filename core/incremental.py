@@ -4,23 +4,26 @@ Three caches, each exact:
 
 - chunks (`model.chunks`): only top-level statements whose text changed are parsed again (moved ones
   are shifted in place), and the module's node index is the cached chunk indexes put end to end;
-- units: a *unit* is a top-level ``@wp.kernel`` whose body holds nothing the module-wide scans of the
-  model and rules look for (imports, classes, nested functions, dicts, launches, builtin registrations,
-  assignments to ``wp.<name>``). What the rules say about a unit (and about the launch sites that certainly
-  launch it) depends only on its own text, on the rest of the file (the *context*: every parsed chunk
-  that is not a unit; of the undecorated host functions holding nothing a scan looks for, only those
-  that launch the unit or that it names), on the names of the other units it mentions, and on the
-  settings; that is its key. Records are kept with the lines they were computed at and moved with
-  their chunks when lines are inserted or deleted elsewhere (unless a message quotes a line number);
+- units: a *unit* is a top-level ``@wp.kernel``, or a top-level function that only defines kernels (a
+  kernel factory: ``def make(dtype): @wp.kernel def k(...): ...; return k``), whose chunk feeds none of
+  the module-wide facts (`rules.base.Fact`) the model and the rules declare they read (imports, classes,
+  other nested functions, dicts, launches, builtin registrations, assignments to ``wp.<name>``), and, for
+  a factory, whose name no kernel or function mentions. What the rules say about a unit's kernels (and
+  about the launch sites that certainly launch them) depends only on its own text, on the rest of the
+  file (the *context*: every parsed chunk that is not a unit; of the undecorated host functions holding
+  nothing a fact is read from, only those that launch the unit or that it names), on the names of the
+  other units' kernels it mentions, and on the settings; that is its key. Records are kept with the lines
+  they were computed at and moved with their chunks when lines are inserted or deleted elsewhere (unless
+  a message quotes a line number);
 - the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
   context, the names of the units and the settings.
 
-The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; each
-record is attributed to the kernel or launch site the rule was iterating over when it produced it, and the
-records are put back together in the order a full run emits them. This relies on every rule's records
-for one kernel (or launch) being independent of which other kernels it iterated over. Anything the scheme
-does not cover (a nested kernel, ``max_unroll`` in the file, a rule that raises, produces a record outside
-its loop or loops over both kernels and launches) falls back to the full analysis.
+The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; the
+engine (`engine.scoped_records`) calls a rule once per kernel or launch site of its declared `Scope` and
+files each record under that item, and the records are put back together in the order a full run emits
+them. Rules of scope MODULE run on the whole model every time. A chunk holding the marker text of a
+fact (``max_unroll``) is context, never a unit. A rule that raises sends the text to the full analysis
+(which reports it).
 """
 
 from __future__ import annotations
@@ -30,50 +33,65 @@ import bisect
 import gc
 import re
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Generic, TypeVar
+from functools import cache
+from typing import TYPE_CHECKING
 
 from warp_harness.config import Settings
-from warp_harness.engine import Analysis, analyse_parsed, analyse_source, finish_records, syntax_record
+from warp_harness.engine import (
+    Analysis,
+    analyse_parsed,
+    analyse_source,
+    finish_records,
+    scoped_records,
+    syntax_record,
+)
 from warp_harness.model.chunks import Chunk, ChunkParser
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex
+from warp_harness.model.index import NodeIndex, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.module import ModuleModel, build_model
 from warp_harness.record import Location, Record
 from warp_harness.rules import all_rules
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
 from warp_harness.rules.hardware import HardwareProfile, load_profile
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
 
-_T = TypeVar("_T")
-
 UNIT_CACHE_SIZE = 1024
 DOCUMENT_CACHE_SIZE = 64
 REST_CACHE_SIZE = 4
 
-_KERNELS, _LAUNCHES = 0, 1
-# nodes a unit's body must not hold: each is read by a module-wide scan (imports, structs, kernels,
-# WH003's classes, WH015's dicts, the enclosing scope of launches)
-_NOT_ISOLATED: tuple[type[ast.AST], ...] = (
-    ast.Import,
-    ast.ImportFrom,
-    ast.ClassDef,
-    ast.AsyncFunctionDef,
-    ast.Lambda,
-    ast.Dict,
-    ast.Global,
-    ast.Nonlocal,
-)
-_REGISTRATIONS = {"add_builtin", "register_builtin", "setattr"}
-_LAUNCH_NAMES = ("launch", "launch_tiled")
+
+@dataclass(frozen=True)
+class _Facts:
+    """What feeds the module-wide facts the model and the rules read (`rules.base.Fact`): a chunk holding
+    any of it is context, never a unit."""
+
+    nodes: tuple[type[ast.AST], ...]
+    calls: frozenset[str]  # callees by name (``f(...)``, ``x.f(...)``)
+    warp_calls: frozenset[str]  # ``wp.<name>(...)`` (a host function may launch: not these)
+    warp_assignments: bool
+    markers: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rules: tuple[Rule, ...]) -> _Facts:
+        read = frozenset(f for rule in rules for f in rule.reads)
+        facts = sorted(MODEL_FACTS | read, key=lambda f: f.name)
+        nodes = tuple(dict.fromkeys(n for f in facts for n in f.value.nodes))
+        launch = Fact.LAUNCHES.value.calls
+        return cls(
+            nodes,
+            frozenset(c for f in facts if f is not Fact.LAUNCHES for c in f.value.calls),
+            launch,
+            any(f.value.warp_assignments for f in facts),
+            tuple(f.value.marker for f in facts if f.value.marker),
+        )
 
 
-class _Unsupported(Exception):
-    """This text is analysed in full."""
+class _RuleFailed(Exception):
+    """A rule raised: this text is analysed in full (which reports it)."""
 
 
 class _Key:
@@ -94,48 +112,24 @@ class _Key:
         )
 
 
-@dataclass
-class _Log:
-    """Which list a rule is iterating over, and where it is."""
-
-    current: tuple[int, int] | None = None
-    iterated: set[int] = field(default_factory=set)
-
-
-class _Tracked(list[_T], Generic[_T]):
-    """The kernels (or launches) a restricted model hands the rules; iterating tells the log where it is."""
-
-    def __init__(self, items: list[_T], positions: list[int], which: int, log: _Log) -> None:
-        super().__init__(items)
-        self._positions = positions
-        self._which = which
-        self._log = log
-
-    def __iter__(self) -> Iterator[_T]:
-        log = self._log
-        log.iterated.add(self._which)
-        try:
-            for item, position in zip(list.__iter__(self), self._positions, strict=True):
-                log.current = (self._which, position)
-                yield item
-        finally:  # exhausted, or the loop left early: what follows is about no item in particular
-            log.current = None
-
-
-# rule id -> (records of the kernel, records of each launch site it owns, in launch order)
-_UnitRecords = dict[str, tuple[list[Record], list[list[Record]]]]
+# rule id -> (records of each of its kernels, records of each launch site it owns, in launch order)
+_UnitRecords = dict[str, tuple[list[list[Record]], list[list[Record]]]]
 # rule id -> (records by kernel node position, records by launch call position)
 _PlacedRecords = dict[str, tuple[dict[tuple[int, int], list[Record]], dict[tuple[int, int], list[Record]]]]
 
 
 @dataclass
 class _Unit:
-    position: int  # in model.kernels
-    kernel: KernelDef
+    position: int  # in model.kernels, of its first kernel (the unit's number)
+    kernels: list[tuple[int, KernelDef]]  # with their positions in model.kernels
     chunk: Chunk
     sites: list[int]  # positions in model.launches of the launches it owns
     key: tuple[object, ...] = ()
     layout: _Layout = ()  # the chunks its records may point into, without itself
+
+    @property
+    def names(self) -> set[str]:
+        return {k.name for _, k in self.kernels}
 
 
 _Layout = tuple[tuple[int, int], ...]
@@ -159,7 +153,11 @@ class _UnitEntry:
 
     @classmethod
     def of(cls, records: _UnitRecords, layout: _Layout, chunk: Chunk) -> _UnitEntry:
-        every = (r for kernel, sites in records.values() for r in (*kernel, *(x for s in sites for x in s)))
+        every = (
+            r
+            for kernels, sites in records.values()
+            for r in (*(x for k in kernels for x in k), *(x for s in sites for x in s))
+        )
         return cls(records, layout, chunk.first, chunk.end, all(map(_movable, every)))
 
     def at(self, layout: _Layout, chunk: Chunk) -> _UnitEntry | None:
@@ -171,8 +169,11 @@ class _UnitEntry:
         lines = _LineMap([*self.layout, (self.first, self.end)], [*layout, (chunk.first, chunk.end)])
         try:
             moved = {
-                rule: ([lines.record(r) for r in kernel], [[lines.record(r) for r in site] for site in sites])
-                for rule, (kernel, sites) in self.records.items()
+                rule: (
+                    [[lines.record(r) for r in kernel] for kernel in kernels],
+                    [[lines.record(r) for r in site] for site in sites],
+                )
+                for rule, (kernels, sites) in self.records.items()
             }
         except _NotMovable:
             return None
@@ -341,15 +342,16 @@ class IncrementalAnalyser:
         self, document: _Document, text: str, path: str, settings: Settings, table: BuiltinTable
     ) -> Analysis:
         parsed, chunks = document.parser.parse(text)
-        if chunks is None or "max_unroll" in text:
+        facts = _facts()
+        if chunks is None:
             return analyse_parsed(parsed, path, settings, table)
         index = NodeIndex.concat(parsed.tree, [c.index for c in chunks if c.body])
         model = build_model(text, path, table, parsed, index)
         if not (model.kernels or model.launches):
             return analyse_parsed(parsed, path, settings, table, model)
         try:
-            found = self._rule_records(document, model, chunks, settings, table)
-        except _Unsupported:
+            found = self._rule_records(document, model, chunks, settings, table, facts)
+        except _RuleFailed:
             document.rest.clear()
             return analyse_parsed(parsed, path, settings, table, model)
         records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
@@ -363,19 +365,20 @@ class IncrementalAnalyser:
         chunks: list[Chunk],
         settings: Settings,
         table: BuiltinTable,
+        facts: _Facts,
     ) -> list[Record]:
         profile = load_profile(settings.target)
         rules = [rule for rule in all_rules() if settings.rule_enabled(rule.id)]
         settings_key = (model.path, tuple(rule.id for rule in rules), profile)  # records hold the path
         imports_key = (tuple(model.imports.modules.items()), tuple(model.imports.objects.items()))
-        units = _units(model, chunks, imports_key)
+        units = _units(model, chunks, imports_key, facts)
         unit_chunks = {id(u.chunk) for u in units}
         around = [c for c in chunks if c.body is not None and id(c) not in unit_chunks]
         context = _Key(tuple(c.text for c in around))
         layout = tuple((c.first, c.end) for c in around)
         # undecorated host functions holding nothing a module-wide scan looks for matter to a unit only when
         # they launch it or it mentions their name; the rest of the context matters to every unit
-        hosts = {id(c): c for c in around if _is_host(c, model.imports, imports_key)}
+        hosts = {id(c): c for c in around if _is_host(c, model.imports, imports_key, facts)}
         # likewise a `@wp.func` holding nothing a scan looks for: only to units that reach it by name
         func_nodes = {id(k.node) for k in model.kernels if k.kind == "func"}
         funcs = {
@@ -385,7 +388,7 @@ class IncrementalAnalyser:
             and c.body is not None
             and len(c.body) == 1
             and id(c.body[0]) in func_nodes
-            and _isolated(c, model.imports, imports_key)
+            and _isolated(c, model.imports, imports_key, facts)
         }
         selective = {**hosts, **funcs}
         core = [c for c in around if id(c) not in selective]
@@ -401,7 +404,9 @@ class IncrementalAnalyser:
         for i, chunk in selective.items():
             assert chunk.body is not None
             named.setdefault(getattr(chunk.body[0], "name", ""), []).append(i)
-        names = Counter(u.kernel.name for u in units)
+        names = Counter(k.name for u in units for _, k in u.kernels)
+        # whether the file has any @wp.func at all (not only those a unit reaches by name)
+        any_func = bool(func_nodes) if any(Fact.FUNCS in rule.reads for rule in rules) else None
         for unit in units:
             reached, relevant = _reached(unit, named, funcs, launchers)
             own = sorted((selective[i] for i in relevant), key=lambda c: c.first)
@@ -412,8 +417,8 @@ class IncrementalAnalyser:
                 core_key,
                 tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
                 bisect.bisect([c.first for c in seen], unit.chunk.first),  # where it sits among them
-                tuple(sorted((n, c) for n, c in names.items() if n in reached or n == unit.kernel.name)),
-                bool(func_nodes),  # WH015 asks whether the file has any @wp.func
+                tuple(sorted((n, c) for n, c in names.items() if n in reached or n in unit.names)),
+                any_func,
                 settings_key,
             )
         rest_key = (context, tuple(sorted(names.items())), settings_key)
@@ -433,8 +438,7 @@ class IncrementalAnalyser:
         rest = document.rest.get(rest_key)
         rest_found = rest.at(layout) if rest is not None else None
         if missing or rest_found is None:
-            # the module-wide scans of the rules (WH003's classes, WH004's registrations, WH015's dicts)
-            # find nothing in a unit: they need only the context's nodes
+            # a unit feeds no module-wide fact: the scans behind them need only the context's nodes
             scanned = NodeIndex.concat(model.tree, [c.index for c in around])
             fresh, placed = _run_rules(
                 model, scanned, rules, units, missing, rest_found is None, (profile, table, settings)
@@ -450,58 +454,125 @@ class IncrementalAnalyser:
         document.rest.move_to_end(rest_key)
         while len(document.rest) > REST_CACHE_SIZE:
             document.rest.popitem(last=False)
-        return _assemble(model, rules, units, cached, rest_found.records)
+        whole = RuleContext(model, profile, table, settings)
+        return _assemble(model, rules, units, cached, rest_found.records, whole)
 
 
-def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object) -> list[_Unit]:
-    top = {id(stmt) for stmt in model.tree.body}
-    if any(id(k.node) not in top for k in model.kernels):
-        raise _Unsupported  # a kernel in a class or function: `_ModuleNames` would miss its name
+def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: _Facts) -> list[_Unit]:
+    """The units: top-level kernels alone in their chunk, and top-level functions that only define
+    kernels (kernel factories), that feed no module-wide fact."""
     single = {id(c.body[0]): c for c in chunks if c.body is not None and len(c.body) == 1}
     kernel_names = Counter(k.name for k in model.kernels if k.is_kernel)
     sites_by_name: dict[str, list[int]] = {}
     for position, site in enumerate(model.launches):
         if site.kernel_name is not None:
             sites_by_name.setdefault(site.kernel_name, []).append(position)
-    units: list[_Unit] = []
+    top = {id(stmt) for stmt in model.tree.body}
+    found: list[tuple[int, KernelDef, Chunk]] = []
+    nested: list[tuple[int, KernelDef]] = []
     for position, kernel in enumerate(model.kernels):
         chunk = single.get(id(kernel.node))
-        if not kernel.is_kernel or chunk is None or not _isolated(chunk, model.imports, imports_key):
+        if chunk is None:
+            if id(kernel.node) not in top:
+                nested.append((position, kernel))
             continue
-        sites = sites_by_name.get(kernel.name, []) if kernel_names[kernel.name] == 1 else []
-        units.append(_Unit(position, kernel, chunk, sites))
+        if kernel.is_kernel and _isolated(chunk, model.imports, imports_key, facts):
+            found.append((position, kernel, chunk))
+    units = [_Unit(p, [(p, k)], c, []) for p, k, c in found]
+    if nested:
+        units += _factories(model, chunks, nested, imports_key, facts)
+    units.sort(key=lambda u: u.position)
+    for unit in units:
+        unit.sites = sorted(
+            site
+            for _, k in unit.kernels
+            if kernel_names[k.name] == 1
+            for site in sites_by_name.get(k.name, [])
+        )
     return units
 
 
-def _isolated(chunk: Chunk, imports: ImportMap, imports_key: object, launches: bool = False) -> bool:
-    """Whether nothing in the chunk is seen by a module-wide scan (cached per chunk and imports);
-    ``launches``: launch calls allowed."""
-    memo = chunk.facts.get(f"isolated{launches}")
+def _factories(
+    model: ModuleModel,
+    chunks: list[Chunk],
+    nested: list[tuple[int, KernelDef]],
+    imports_key: object,
+    facts: _Facts,
+) -> list[_Unit]:
+    """Top-level functions whose nested functions are all ``@wp.kernel``s and which feed no module-wide
+    fact otherwise, each a unit of those kernels. Not one whose name a kernel or function of the file
+    mentions (WH002 reports calls of plain functions with their line)."""
+    warp_nodes = {id(k.node) for k in model.kernels}
+    by_node = {id(k.node): (p, k) for p, k in nested}
+    candidates: list[tuple[str, Chunk, list[tuple[int, KernelDef]]]] = []
+    for chunk in chunks:
+        body = chunk.body
+        if body is None or len(body) != 1 or type(body[0]) is not ast.FunctionDef:
+            continue
+        outer = body[0]
+        inner = [n for n in chunk.index.of(ast.FunctionDef) if n is not outer]
+        if (
+            inner
+            and id(outer) not in warp_nodes  # not a kernel or function defined in a kernel or function
+            and all(id(n) in by_node and by_node[id(n)][1].is_kernel for n in inner)
+            and _isolated(chunk, model.imports, imports_key, facts, functions=1 + len(inner))
+        ):
+            kernels = sorted((by_node[id(n)] for n in inner), key=lambda item: item[0])
+            candidates.append((outer.name, chunk, kernels))
+    if not candidates:
+        return []
+    in_warp_code = {n.id for k in model.kernels for n in body_index(k.node).of(ast.Name)}
+    return [
+        _Unit(kernels[0][0], kernels, chunk, [])
+        for name, chunk, kernels in candidates
+        if name not in in_warp_code
+    ]
+
+
+def _isolated(
+    chunk: Chunk,
+    imports: ImportMap,
+    imports_key: object,
+    facts: _Facts,
+    launches: bool = False,
+    functions: int = 1,
+) -> bool:
+    """Whether the chunk feeds no module-wide fact (cached per chunk and imports); ``launches``: launch
+    calls allowed; ``functions``: how many function definitions it holds (those nested in it kernels)."""
+    memo = chunk.facts.get(f"isolated{launches}{functions}")
     if isinstance(memo, tuple) and memo[0] == imports_key:
         return bool(memo[1])
-    result = _scan_isolated(chunk.index, imports, launches)
-    chunk.facts[f"isolated{launches}"] = (imports_key, result)
+    # a fact read from places the node scan does not see (``max_unroll=`` keywords): by its text
+    result = not any(marker in chunk.text for marker in facts.markers) and _scan_isolated(
+        chunk.index, imports, facts, launches, functions
+    )
+    chunk.facts[f"isolated{launches}{functions}"] = (imports_key, result)
     return result
 
 
-def _is_host(chunk: Chunk, imports: ImportMap, imports_key: object) -> bool:
+def _is_host(chunk: Chunk, imports: ImportMap, imports_key: object, facts: _Facts) -> bool:
     """A top-level undecorated function that only a unit it launches or names can depend on."""
     body = chunk.body
     if body is None or len(body) != 1 or type(body[0]) is not ast.FunctionDef or body[0].decorator_list:
         return False
-    return _isolated(chunk, imports, imports_key, launches=True)
+    return _isolated(chunk, imports, imports_key, facts, launches=True)
 
 
-def _scan_isolated(index: NodeIndex, imports: ImportMap, launches: bool) -> bool:
-    if any(index.of(kind) for kind in _NOT_ISOLATED) or len(index.of(ast.FunctionDef)) != 1:
+def _scan_isolated(
+    index: NodeIndex, imports: ImportMap, facts: _Facts, launches: bool, functions: int = 1
+) -> bool:
+    # another function inside the chunk's function: kernels are found anywhere (`Fact.KERNELS`)
+    if any(index.of(kind) for kind in facts.nodes) or len(index.of(ast.FunctionDef)) != functions:
         return False
     for call in index.of(ast.Call):
         func = call.func
         name = (
             func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
         )
-        if name in _REGISTRATIONS or (not launches and imports.warp_name(func) in _LAUNCH_NAMES):
+        if name in facts.calls or (not launches and imports.warp_name(func) in facts.warp_calls):
             return False
+    if not facts.warp_assignments:
+        return True
     warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
     assignments: list[ast.AST] = [*index.of(ast.Assign), *index.of(ast.AnnAssign), *index.of(ast.AugAssign)]
     for node in assignments:
@@ -523,7 +594,7 @@ def _reached(
     """Names the unit mentions, directly or through the functions it names (transitively), and the
     selective chunks it depends on: those defining one of these names and the hosts launching it."""
     reached = set(_mentioned_names(unit.chunk))
-    relevant = set(launchers.get(unit.kernel.name, ()))
+    relevant = {i for name in unit.names for i in launchers.get(name, ())}
     frontier = list(reached)
     while frontier:
         for i in named.get(frontier.pop(), ()):
@@ -555,33 +626,42 @@ def _run_rules(
     with_rest: bool,
     config: tuple[HardwareProfile, BuiltinTable, Settings],
 ) -> tuple[dict[int, _UnitRecords], _PlacedRecords]:
-    """Run ``rules`` over the missing units (and everything else when ``with_rest``), attributing records."""
-    unit_at = {u.position: u for u in units}
+    """Run ``rules`` over the missing units (and everything else when ``with_rest``), each record filed
+    under the kernel or launch site it is about."""
+    unit_at = {p: u for u in units for p, _ in u.kernels}
     owner = {site: u for u in units for site in u.sites}
-    wanted = {u.position for u in missing}
+    wanted = {p for u in missing for p, _ in u.kernels}
+    wanted_units = {u.position for u in missing}
     kernel_positions = [
         p for p in range(len(model.kernels)) if p in wanted or (with_rest and p not in unit_at)
     ]
     site_positions = [
         p
         for p in range(len(model.launches))
-        if (p in owner and owner[p].position in wanted) or (with_rest and p not in owner)
+        if (p in owner and owner[p].position in wanted_units) or (with_rest and p not in owner)
     ]
-    log = _Log()
     restricted = model.restricted(
-        _Tracked([model.kernels[p] for p in kernel_positions], kernel_positions, _KERNELS, log),
-        _Tracked([model.launches[p] for p in site_positions], site_positions, _LAUNCHES, log),
-        scanned,
+        [model.kernels[p] for p in kernel_positions], [model.launches[p] for p in site_positions], scanned
     )
     ctx = RuleContext(restricted, *config)
     fresh: dict[int, _UnitRecords] = {u.position: {} for u in missing}
     rest: _PlacedRecords = {}
     for rule in rules:
-        log.current, log.iterated = None, set()
-        by_kernel, by_site = _attributed(rule, ctx, log)
+        if rule.scope is Scope.MODULE:
+            continue  # about the whole file: run on it in `_assemble`
+        by_kernel: dict[int, list[Record]] = {}
+        by_site: dict[int, list[Record]] = {}
+        try:
+            for scope, position, record in scoped_records(rule, ctx):
+                if scope is Scope.LAUNCH:
+                    by_site.setdefault(site_positions[position], []).append(record)
+                else:
+                    by_kernel.setdefault(kernel_positions[position], []).append(record)
+        except Exception as exc:  # the full analysis reports it (and what the rule said before it)
+            raise _RuleFailed from exc
         for unit in missing:
             fresh[unit.position][rule.id] = (
-                by_kernel.get(unit.position, []),
+                [by_kernel.get(p, []) for p, _ in unit.kernels],
                 [by_site.get(site, []) for site in unit.sites],
             )
         if with_rest:
@@ -592,52 +672,38 @@ def _run_rules(
     return fresh, rest
 
 
-def _attributed(
-    rule: Rule, ctx: RuleContext, log: _Log
-) -> tuple[dict[int, list[Record]], dict[int, list[Record]]]:
-    by_kernel: dict[int, list[Record]] = {}
-    by_site: dict[int, list[Record]] = {}
-    try:
-        produced: Iterable[Record] = rule.check(ctx)
-        if not isinstance(produced, Iterator):
-            if list(produced):
-                raise _Unsupported  # computed before we could see which kernel it was about
-            return by_kernel, by_site
-        for record in produced:
-            where = log.current
-            if where is None:
-                raise _Unsupported  # a record about no kernel or launch in particular
-            (by_kernel if where[0] == _KERNELS else by_site).setdefault(where[1], []).append(record)
-    except _Unsupported:
-        raise
-    except Exception as exc:  # the full analysis reports it (and what the rule said before it)
-        raise _Unsupported from exc
-    if len(log.iterated) > 1:
-        raise _Unsupported  # kernels and launches: the order of a full run is not known
-    return by_kernel, by_site
-
-
 def _assemble(
     model: ModuleModel,
     rules: list[Rule],
     units: list[_Unit],
     cached: dict[int, _UnitRecords],
     rest: _PlacedRecords,
+    whole: RuleContext,
 ) -> list[Record]:
-    """Every rule's records in the order a full run over the whole model produces them."""
+    """Every rule's records in the order a full run over the whole model produces them (``whole``: the
+    context of the whole model, for rules of scope MODULE)."""
     owner: dict[int, tuple[int, int]] = {}
+    unit_of: dict[int, tuple[int, int]] = {}  # kernel position -> (unit, its number in the unit)
     for unit in units:
         for number, site in enumerate(unit.sites):
             owner[site] = (unit.position, number)
+        for number, (position, _) in enumerate(unit.kernels):
+            unit_of[position] = (unit.position, number)
     kernel_places = [_place(k.node) for k in model.kernels]
     site_places = [_place(s.node) for s in model.launches]
     records: list[Record] = []
     for rule in rules:
+        if rule.scope is Scope.MODULE:
+            try:
+                records.extend(record for _, _, record in scoped_records(rule, whole))
+            except Exception as exc:
+                raise _RuleFailed from exc
+            continue
         rest_kernels, rest_sites = rest.get(rule.id, ({}, {}))
         for position in range(len(model.kernels)):
-            unit_records = cached.get(position)
-            if unit_records is not None:
-                records.extend(unit_records[rule.id][0])
+            in_unit = unit_of.get(position)
+            if in_unit is not None:
+                records.extend(cached[in_unit[0]][rule.id][0][in_unit[1]])
             else:
                 records.extend(rest_kernels.get(kernel_places[position], ()))
         for position in range(len(model.launches)):
@@ -647,6 +713,11 @@ def _assemble(
             else:
                 records.extend(rest_sites.get(site_places[position], ()))
     return records
+
+
+@cache
+def _facts() -> _Facts:
+    return _Facts.of(all_rules())
 
 
 __all__ = ["IncrementalAnalyser"]

@@ -291,11 +291,8 @@ def _validate_concurrently(
 
 def shared_memory_of(text: str, path: str, kernel: str, settings: Any, target: str | None) -> int | None:
     """WH015's estimate of the shared memory one block of ``kernel`` asks for (None: unknown)."""
-    from warp_harness.builtins import load_table
     from warp_harness.engine import analyse_source
-    from warp_harness.rules.base import RuleContext
-    from warp_harness.rules.hardware import load_profile
-    from warp_harness.rules.wh015_tile_shared_memory import SharedMemoryEstimator, max_unroll_of
+    from warp_harness.model.shared_memory import SharedMemoryEstimator, max_unroll_of
 
     if target:
         settings = settings.merged({"target": target})
@@ -303,8 +300,7 @@ def shared_memory_of(text: str, path: str, kernel: str, settings: Any, target: s
     found = model.kernel_named(kernel) if model is not None else None
     if model is None or found is None:
         return None
-    ctx = RuleContext(model, load_profile(settings.target), load_table(), settings)
-    estimate = SharedMemoryEstimator(ctx, found, model.types(found), max_unroll=max_unroll_of(ctx)).run()
+    estimate = SharedMemoryEstimator(model, found, model.types(found), max_unroll=max_unroll_of(model)).run()
     if not estimate.complete or not estimate.shared_sites:
         return None
     return estimate.request

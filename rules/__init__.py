@@ -1,7 +1,12 @@
 """The constraint layer: one module per rule, each with its documentation beside its code.
 
-To add a rule: write ``whNNN_<name>.py`` with a module docstring (why it matters, a bad and a
-good example) and a `Rule` subclass, then list the class in ``_RULE_MODULES`` below.
+To add a rule: write ``whNNN_<name>.py`` with a module docstring (why it matters, a ``### Bad`` and a
+``### Good`` example, both checked by tests/rules/test_documented_examples.py) and a `Rule` subclass that
+declares its ``scope`` (`Scope`: one kernel, one kernel or function, one launch site, the module) and the
+module-wide facts it ``reads`` (`Fact`), and implements the matching ``check_kernel`` / ``check_launch`` /
+``check_module`` for one item; the engine owns the loop. Then list the module in ``_RULE_MODULES`` below.
+Analyses several rules share live in the model (``warp_harness.model.tiles``, ``.shared_memory``,
+``.uniformity``, ``.refined_types``) or in `queries`; a rule never imports another rule.
 """
 
 from __future__ import annotations

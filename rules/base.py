@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from enum import Enum
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from warp_harness.config import Settings
 from warp_harness.model.index import body_index
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
 from warp_harness.rules.hardware import HardwareProfile
@@ -18,6 +21,69 @@ if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
 
 DOCS_URL = "https://github.com/warp-harness/warp-harness/blob/main/docs/rules.md"
+
+_T = TypeVar("_T")
+
+
+class Scope(str, Enum):
+    """What one call of a rule judges; the engine calls the rule once per item and files every record
+    the call returns under that item (the incremental analyser reuses them per item)."""
+
+    KERNEL = "kernel"  # each @wp.kernel: `Rule.check_kernel`
+    KERNEL_OR_FUNC = "kernel-or-func"  # each @wp.kernel, @wp.func and other Warp function: `check_kernel`
+    LAUNCH = "launch"  # each wp.launch / wp.launch_tiled call: `check_launch`
+    MODULE = "module"  # the file as a whole: `check_module`
+
+
+@dataclass(frozen=True)
+class FactInfo:
+    """A module-wide fact: something a call of a rule reads beyond its own kernel or launch site.
+
+    ``nodes`` / ``calls`` / ``warp_assignments`` say which code feeds the fact, wherever in the file it
+    sits: a kernel whose text holds any of them is never analysed on its own (see `incremental.py`);
+    ``marker``: text that does the same (for a fact also read from nodes the others do not name)."""
+
+    description: str
+    nodes: tuple[type[ast.AST], ...] = ()
+    calls: frozenset[str] = frozenset()
+    warp_assignments: bool = False
+    marker: str | None = None
+
+
+class Fact(Enum):
+    """What a rule may read besides its own scope, declared in `Rule.reads` (mypy's
+    ``server/deps.py`` keeps such dependencies as data too)."""
+
+    IMPORTS = FactInfo("the file's imports", nodes=(ast.Import, ast.ImportFrom))
+    STRUCTS = FactInfo("@wp.struct classes and any other class of the file", nodes=(ast.ClassDef,))
+    # where launches sit and what their enclosing functions rebind
+    SCOPES = FactInfo(
+        "names bound at module level and in the functions around launches",
+        nodes=(ast.AsyncFunctionDef, ast.Lambda, ast.Global, ast.Nonlocal),
+    )
+    CONSTANTS = FactInfo("module-level constants (top-level assignments)")
+    FUNCS = FactInfo("whether the file has any @wp.func, and which (called by name)")
+    KERNELS = FactInfo("the other kernels of the file, by name")
+    LAUNCHES = FactInfo(
+        "the launches of a kernel (wp.launch / wp.launch_tiled calls naming it)",
+        calls=frozenset({"launch", "launch_tiled"}),
+    )
+    MODULE_OPTIONS = FactInfo(
+        "module options (block_dim, max_unroll) set in dicts, keywords or attributes",
+        nodes=(ast.Dict,),
+        marker="max_unroll",
+    )
+    REGISTRATIONS = FactInfo(
+        "builtins registered at run time (add_builtin, setattr, assignments to wp.<name>)",
+        calls=frozenset({"add_builtin", "register_builtin", "setattr"}),
+        warp_assignments=True,
+    )
+
+
+# what the model itself reads module-wide, whatever the rules declare
+MODEL_FACTS = frozenset(
+    {Fact.IMPORTS, Fact.STRUCTS, Fact.SCOPES, Fact.CONSTANTS, Fact.FUNCS, Fact.KERNELS, Fact.LAUNCHES}
+)
 
 
 def byte_to_char_col(line: str, byte_col: int) -> int:
@@ -37,6 +103,15 @@ class RuleContext:
     rebound: dict[int, tuple[ast.AST, frozenset[str]]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    # per analysis: what rules computed once for the whole file (see `once`)
+    _once: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
+
+    def once(self, key: object, compute: Callable[[], _T]) -> _T:
+        """``compute()``, computed once per analysis for ``key`` (a rule's module-wide state: its key
+        starts with the rule's id)."""
+        if key not in self._once:
+            self._once[key] = compute()
+        return self._once[key]  # type: ignore[return-value]
 
     @property
     def path(self) -> str:
@@ -66,11 +141,16 @@ class RuleContext:
         return TextEdit(stmt.lineno, 0, stmt.lineno, 0, f"{indent}{text}\n")
 
     def source_of(self, node: ast.AST) -> str:
-        segment = ast.get_source_segment(self.model.source.text, node)
-        return segment if segment is not None else ast.unparse(node)
+        """The source text of ``node`` (see `ParsedSource.node_text`)."""
+        return self.model.source.node_text(node)
 
 
 class Rule:
+    """One check. A rule declares its `scope` and the module-wide facts it `reads`; the engine calls
+    `check_kernel` (scopes KERNEL, KERNEL_OR_FUNC), `check_launch` (LAUNCH) or `check_module`
+    (MODULE) once per item, in the file's order, and attributes the records to the item. A call must
+    depend only on its item and the facts declared (state computed once per file: `RuleContext.once`)."""
+
     id: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
@@ -79,6 +159,8 @@ class Rule:
     priority: ClassVar[int] = 50
     stage: ClassVar[Stage] = Stage.CONSTRAINT
     fixable: ClassVar[bool] = False
+    scope: ClassVar[Scope]
+    reads: ClassVar[frozenset[Fact]] = frozenset()
 
     @classmethod
     def doc(cls) -> str:
@@ -89,7 +171,17 @@ class Rule:
     def url(cls) -> str:
         return f"{DOCS_URL}#{cls.id.lower()}"
 
-    def check(self, ctx: RuleContext) -> Iterable[Record]:
+    def applies(self, ctx: RuleContext) -> bool:
+        """Whether the rule has anything to say under this file's settings and target at all."""
+        return True
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterable[Record]:
+        raise NotImplementedError
+
+    def check_launch(self, ctx: RuleContext, site: LaunchSite) -> Iterable[Record]:
+        raise NotImplementedError
+
+    def check_module(self, ctx: RuleContext) -> Iterable[Record]:
         raise NotImplementedError
 
     def report(

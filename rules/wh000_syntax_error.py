@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from warp_harness.record import Record, Severity, Stage
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Rule, RuleContext, Scope
 
 
 class SyntaxErrorRule(Rule):
@@ -40,6 +40,7 @@ class SyntaxErrorRule(Rule):
     severity = Severity.ERROR
     priority = 100
     stage = Stage.SYNTAX
+    scope = Scope.MODULE
 
-    def check(self, ctx: RuleContext) -> Iterable[Record]:
+    def check_module(self, ctx: RuleContext) -> Iterable[Record]:
         return ()

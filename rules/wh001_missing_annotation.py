@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Rule, RuleContext, Scope
 
 
 class MissingAnnotation(Rule):
@@ -39,19 +40,20 @@ class MissingAnnotation(Rule):
     severity = Severity.ERROR
     priority = 90
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func"):
-                continue
-            for param in kernel.params:
-                if param.annotation is None:
-                    yield self.report(
-                        ctx,
-                        param.node,
-                        f"parameter `{param.name}` of {kernel.kind} `{kernel.name}` has no type annotation",
-                        kernel=kernel.name,
-                        expected="an annotation such as `wp.array(dtype=float)` or `float`",
-                        actual="none",
-                        hint=f"annotate `{param.name}`, e.g. `{param.name}: wp.array(dtype=float)` "
-                        f"for an array or `{param.name}: float` for a scalar",
-                    )
+    scope = Scope.KERNEL_OR_FUNC
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func"):
+            return
+        for param in kernel.params:
+            if param.annotation is None:
+                yield self.report(
+                    ctx,
+                    param.node,
+                    f"parameter `{param.name}` of {kernel.kind} `{kernel.name}` has no type annotation",
+                    kernel=kernel.name,
+                    expected="an annotation such as `wp.array(dtype=float)` or `float`",
+                    actual="none",
+                    hint=f"annotate `{param.name}`, e.g. `{param.name}: wp.array(dtype=float)` "
+                    f"for an array or `{param.name}: float` for a scalar",
+                )

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 _CONSTRUCTS: dict[type[ast.AST], str] = {
     ast.ListComp: "a list comprehension",
@@ -148,13 +148,15 @@ class UnsupportedConstruct(Rule):
     severity = Severity.ERROR
     priority = 80
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        names = _ModuleNames.of(ctx)
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-                continue
-            yield from self._check_kernel(ctx, kernel, names)
-            yield from self._check_signature(ctx, kernel)
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.KERNELS, Fact.SCOPES, Fact.CONSTANTS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        names = ctx.once((self.id, "names"), lambda: _ModuleNames.of(ctx))
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        yield from self._check_kernel(ctx, kernel, names)
+        yield from self._check_signature(ctx, kernel)
 
     def _check_signature(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         args = kernel.node.args
@@ -236,7 +238,9 @@ class _ModuleNames:
     @classmethod
     def of(cls, ctx: RuleContext) -> _ModuleNames:
         model = ctx.model
-        defined = {k.name for k in model.kernels} | set(model.imports.objects) | set(model.imports.modules)
+        defined = (
+            {k.name for k in model.all_kernels} | set(model.imports.objects) | set(model.imports.modules)
+        )
         defs: dict[str, list[ast.FunctionDef]] = {}
         for stmt in model.tree.body:
             if isinstance(stmt, ast.FunctionDef):

@@ -45,29 +45,23 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from warp_harness.model.index import body_index
-from warp_harness.model.inference import KernelTypes, binop_result
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.refined_types import ModuleTypeFacts, RefinedTypes, known
 from warp_harness.model.types import (
     BOOL,
     FLOAT32,
     INT32,
-    SCALAR_ALIASES,
-    UNKNOWN,
     Array,
     Matrix,
     Quaternion,
     Scalar,
-    Struct,
     Transform,
-    UnknownType,
     Vector,
     WarpType,
-    python_value_type,
 )
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import OPERATOR_TEXT
-from warp_harness.rules.wh009_tile_matmul_shape import source_text
 
 _ARITHMETIC = {op: text for op, text in OPERATOR_TEXT.items() if op is not ast.MatMult}
 _SUFFIX = {
@@ -88,7 +82,6 @@ _SAME_TYPE_SCALAR = {"min", "max", "clamp"}
 # ... or over float types only (an int argument makes Warp find no overload at all)
 _SAME_TYPE_FLOAT = {"atan2", "pow", "copysign", "lerp", "smoothstep"}
 _PY_SAME_TYPE = {"min": "min", "max": "max", "pow": "pow"}
-_SCALAR_CTORS = set(SCALAR_ALIASES) - {"float", "int", "bool", "half"}
 
 
 def warp_type_name(t: WarpType) -> str:
@@ -150,10 +143,6 @@ def _a(word: str) -> str:
     return f"an {word}" if word.startswith("int") else f"a {word}"
 
 
-def _known(t: WarpType) -> bool:
-    return not isinstance(t, UnknownType)
-
-
 def _is_number(t: WarpType) -> bool:
     return isinstance(t, Scalar) and t != BOOL
 
@@ -170,188 +159,6 @@ class _Edit:
     safe: bool
 
 
-def _bound_names(target: ast.expr) -> list[str]:
-    """Names an assignment target rebinds (``x``, ``a, b``), not those it indexes (``a`` in ``a[i] = v``)."""
-    if isinstance(target, ast.Name):
-        return [target.id]
-    if isinstance(target, ast.Tuple | ast.List):
-        return [name for element in target.elts for name in _bound_names(element)]
-    if isinstance(target, ast.Starred):
-        return _bound_names(target.value)
-    return []
-
-
-class _ModuleFacts:
-    """What one file says about types beyond the model: module constants whose Warp type is not what
-    a Python literal would give (``wp.constant(wp.float64(2.0))``), and struct names defined twice."""
-
-    def __init__(self, ctx: RuleContext) -> None:
-        self.ctx = ctx
-        self.constants: dict[str, WarpType] = {}
-        for name in ctx.model.constants.values:
-            real = self._constant_type(name, 0)
-            if real != self._plain_type(name):
-                self.constants[name] = real
-        # the model keeps one definition of a struct name; aliases taken before a redefinition mean the other
-        counts: dict[str, int] = {}
-        for node in ctx.model.index.of(ast.ClassDef):
-            if node.decorator_list:
-                counts[node.name] = counts.get(node.name, 0) + 1
-        self.redefined = {name for name, count in counts.items() if count > 1}
-
-    def _plain_type(self, name: str) -> WarpType:
-        return python_value_type(self.ctx.model.constants.values.get(name))
-
-    def _constant_type(self, name: str, depth: int) -> WarpType:
-        stmt = self.ctx.model.constants.definitions.get(name)
-        if stmt is None or stmt.value is None or depth > 20:
-            return UNKNOWN
-        value = stmt.value
-        imports = self.ctx.model.imports
-        if (
-            isinstance(value, ast.Call)
-            and imports.warp_name(value.func) == "constant"
-            and len(value.args) == 1
-        ):
-            value = value.args[0]
-        if isinstance(value, ast.Call):
-            ctor = imports.warp_name(value.func)
-            if ctor in _SCALAR_CTORS:
-                return Scalar(SCALAR_ALIASES[ctor])
-            if isinstance(value.func, ast.Name) and value.func.id in ("int", "float") and not value.keywords:
-                return self._plain_type(name)
-            return UNKNOWN
-        for n in ast.walk(value):
-            if isinstance(n, ast.Call):
-                return UNKNOWN
-            if isinstance(n, ast.Name) and self._constant_type(n.id, depth + 1) != self._plain_type(n.id):
-                return UNKNOWN
-        return self._plain_type(name)
-
-
-class _Types:
-    """Expression types for one kernel: the model's inference, distrusted where it rests on the
-    facts above (a typed module constant, a redefined struct)."""
-
-    def __init__(self, kernel: KernelDef, types: KernelTypes, facts: _ModuleFacts) -> None:
-        self.types = types
-        self.local = set(types.variables) | {p.name for p in kernel.params}
-        names = {n.id for n in body_index(kernel.node).of(ast.Name)}
-        self.constants = {k: v for k, v in facts.constants.items() if k not in self.local and k in names}
-        self.redefined = {
-            t.name for t in types.variables.values() if isinstance(t, Struct) and t.name in facts.redefined
-        }
-        self._memo: dict[int, WarpType] = {}
-        # locals computed from such constants or structs: their inferred types cannot be trusted
-        self.tainted: set[str] = set()
-        self.suspicious = bool(self.constants or self.redefined)
-        # what each tainted local is assigned (its type is recomputed from these); None: unknowable
-        self._assigned: dict[str, list[ast.expr | WarpType | None]] = {}
-        self._var_types: dict[str, WarpType] = {}
-        self._busy: set[str] = set()
-        if self.suspicious:
-            self._taint(kernel)
-            for param in kernel.params:
-                self._assigned[param.name] = [param.type]
-            for node in walk_body(kernel.node):
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        self._assign(target, node.value)
-                elif isinstance(node, ast.AnnAssign | ast.For | ast.NamedExpr | ast.With):
-                    targets: list[ast.expr | None] = (
-                        [i.optional_vars for i in node.items] if isinstance(node, ast.With) else [node.target]
-                    )
-                    for bound in targets:
-                        if bound is not None:
-                            self._assign(bound, None)
-
-    def _assign(self, target: ast.expr, value: ast.expr | None) -> None:
-        if isinstance(target, ast.Name):
-            self._assigned.setdefault(target.id, []).append(value)
-            return
-        for name in _bound_names(target):
-            self._assigned.setdefault(name, []).append(None)
-
-    def _tainted_type(self, name: str) -> WarpType:
-        """A tainted local's type, recomputed from everything assigned to it (UNKNOWN unless all agree)."""
-        if name in self._var_types:
-            return self._var_types[name]
-        if name in self._busy:
-            return UNKNOWN
-        self._busy.add(name)
-        found: list[WarpType] = []
-        for value in self._assigned.get(name, [None]):
-            if value is None:
-                found.append(UNKNOWN)
-            elif isinstance(value, ast.expr):
-                found.append(self.of(value))
-            else:
-                found.append(value)
-        self._busy.discard(name)
-        result = found[0] if found and _known(found[0]) and all(t == found[0] for t in found) else UNKNOWN
-        self._var_types[name] = result
-        return result
-
-    def _mentions_tainted(self, node: ast.AST) -> bool:
-        for n in ast.walk(node):
-            if self.redefined and isinstance(n, ast.Attribute):
-                base = self.types.of(n.value)
-                if isinstance(base, Struct) and base.name in self.redefined:
-                    return True
-            if isinstance(n, ast.Name) and (
-                n.id in self.tainted or (n.id in self.constants and n.id not in self.local)
-            ):
-                return True
-        return False
-
-    def _taint(self, kernel: KernelDef) -> None:
-        changed = True
-        rounds = 0
-        while changed and rounds < 20:
-            changed = False
-            rounds += 1
-            for node in walk_body(kernel.node):
-                targets: list[ast.expr] = []
-                value: ast.expr | None = None
-                if isinstance(node, ast.Assign):
-                    targets, value = list(node.targets), node.value
-                elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-                    targets, value = [node.target], node.value
-                elif isinstance(node, ast.For):
-                    targets, value = [node.target], node.iter
-                if value is None or not self._mentions_tainted(value):
-                    continue
-                for target in targets:
-                    for name in _bound_names(target):
-                        if name not in self.tainted:
-                            self.tainted.add(name)
-                            changed = True
-
-    def of(self, node: ast.expr) -> WarpType:
-        key = id(node)
-        if key not in self._memo:
-            self._memo[key] = self._of(node)
-        return self._memo[key]
-
-    def _of(self, node: ast.expr) -> WarpType:
-        if isinstance(node, ast.Name):
-            if node.id in self.tainted:
-                return self._tainted_type(node.id)
-            if node.id in self.constants and node.id not in self.local:
-                return self.constants[node.id]
-            return self.types.of(node)
-        if isinstance(node, ast.BinOp):
-            return binop_result(node.op, self.of(node.left), self.of(node.right))
-        if isinstance(node, ast.UnaryOp):
-            return BOOL if isinstance(node.op, ast.Not) else self.of(node.operand)
-        if isinstance(node, ast.IfExp):
-            body, orelse = self.of(node.body), self.of(node.orelse)
-            return body if body == orelse else UNKNOWN
-        if self.suspicious and self._mentions_tainted(node):
-            return UNKNOWN
-        return self.types.of(node)
-
-
 class MixedScalarTypes(Rule):
     id = "WH003"
     name = "mixed-scalar-types"
@@ -360,25 +167,26 @@ class MixedScalarTypes(Rule):
     priority = 75
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        facts: _ModuleFacts | None = None
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-                continue
-            facts = facts or _ModuleFacts(ctx)
-            types = _Types(kernel, ctx.model.types(kernel), facts)
-            for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
-                record: Record | None = None
-                if isinstance(node, ast.BinOp):
-                    record = self._binop(ctx, kernel, types, node)
-                elif isinstance(node, ast.AugAssign):
-                    record = self._augassign(ctx, kernel, types, node)
-                elif isinstance(node, ast.Assign):
-                    record = self._store(ctx, kernel, types, node)
-                elif isinstance(node, ast.Call):
-                    record = self._call(ctx, kernel, types, node)
-                if record is not None:
-                    yield record
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
+        types = RefinedTypes(kernel, ctx.model.types(kernel), facts)
+        for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
+            record: Record | None = None
+            if isinstance(node, ast.BinOp):
+                record = self._binop(ctx, kernel, types, node)
+            elif isinstance(node, ast.AugAssign):
+                record = self._augassign(ctx, kernel, types, node)
+            elif isinstance(node, ast.Assign):
+                record = self._store(ctx, kernel, types, node)
+            elif isinstance(node, ast.Call):
+                record = self._call(ctx, kernel, types, node)
+            if record is not None:
+                yield record
 
     # conversions --------------------------------------------------------------------------------
     def _warp_ref(self, ctx: RuleContext, name: str) -> str | None:
@@ -408,7 +216,7 @@ class MixedScalarTypes(Rule):
             if float(value).is_integer():
                 return _Edit(node, f"{ref}({int(value)})", True)
             return None
-        source = source_text(ctx, node)
+        source = ctx.source_of(node)
         if target == FLOAT32:
             return _Edit(node, f"float({source})", False)
         if target == INT32:
@@ -451,7 +259,7 @@ class MixedScalarTypes(Rule):
         rt: WarpType,
         anchor: ast.AST,
     ) -> Record | None:
-        if type(op) not in _ARITHMETIC or not (_known(lt) and _known(rt)):
+        if type(op) not in _ARITHMETIC or not (known(lt) and known(rt)):
             return None
         if _is_number(lt) and _is_number(rt):
             assert isinstance(lt, Scalar) and isinstance(rt, Scalar)
@@ -464,7 +272,7 @@ class MixedScalarTypes(Rule):
             else:
                 warp = f"Input types must be the same, got ['{lt}', '{rt}']"
             edit = self._pick(ctx, left, lt, right, rt)
-            text = source_text(ctx, anchor)  # only when there is a record to write
+            text = ctx.source_of(anchor)  # only when there is a record to write
             return self.report(
                 ctx,
                 anchor,
@@ -489,7 +297,7 @@ class MixedScalarTypes(Rule):
             if obj_t.dtype == coeff_t:
                 return None
             edit = self._cast(ctx, coeff, obj_t.dtype)
-            text = source_text(ctx, anchor)
+            text = ctx.source_of(anchor)
             return self.report(
                 ctx,
                 anchor,
@@ -512,7 +320,7 @@ class MixedScalarTypes(Rule):
             wide_left = _rank(lt.dtype) >= _rank(rt.dtype)
             edit = self._cast(ctx, right if wide_left else left, lt if wide_left else rt)
             ln, rn = warp_type_name(lt), warp_type_name(rt)
-            text = source_text(ctx, anchor)
+            text = ctx.source_of(anchor)
             return self.report(
                 ctx,
                 anchor,
@@ -532,17 +340,19 @@ class MixedScalarTypes(Rule):
             )
         return f"convert explicitly: `{edit.text}`"
 
-    def _binop(self, ctx: RuleContext, kernel: KernelDef, types: _Types, node: ast.BinOp) -> Record | None:
+    def _binop(
+        self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.BinOp
+    ) -> Record | None:
         return self._mismatch(
             ctx, kernel, node, node.op, node.left, types.of(node.left), node.right, types.of(node.right), node
         )
 
-    def _array_element(self, types: _Types, target: ast.expr) -> Array | None:
+    def _array_element(self, types: RefinedTypes, target: ast.expr) -> Array | None:
         """The array when ``target`` is one element of it (``a[i]``, ``a[i, j]`` with all indices)."""
         if not isinstance(target, ast.Subscript):
             return None
         base = types.of(target.value)
-        if not isinstance(base, Array) or base.kind != "array" or not _known(base.dtype):
+        if not isinstance(base, Array) or base.kind != "array" or not known(base.dtype):
             return None
         index = target.slice
         if isinstance(index, ast.Slice) or (
@@ -584,7 +394,7 @@ class MixedScalarTypes(Rule):
         return self.report(
             ctx,
             anchor,
-            f"`{source_text(ctx, anchor)}` {what} {_a(vn)} {preposition} an element of {_a(dn)} array; "
+            f"`{ctx.source_of(anchor)}` {what} {_a(vn)} {preposition} an element of {_a(dn)} array; "
             f'Warp: "{builtin}() value argument type ({vn}) must be of the same type as the array ({dn})"',
             kernel=kernel.name,
             expected=dn,
@@ -593,7 +403,9 @@ class MixedScalarTypes(Rule):
             fix=self._fix(ctx, edit),
         )
 
-    def _store(self, ctx: RuleContext, kernel: KernelDef, types: _Types, node: ast.Assign) -> Record | None:
+    def _store(
+        self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.Assign
+    ) -> Record | None:
         if len(node.targets) != 1:
             return None
         array = self._array_element(types, node.targets[0])
@@ -602,7 +414,7 @@ class MixedScalarTypes(Rule):
         return self._store_mismatch(ctx, kernel, array, node.value, types.of(node.value), node, "array_store")
 
     def _augassign(
-        self, ctx: RuleContext, kernel: KernelDef, types: _Types, node: ast.AugAssign
+        self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.AugAssign
     ) -> Record | None:
         array = self._array_element(types, node.target)
         value_t = types.of(node.value)
@@ -627,7 +439,7 @@ class MixedScalarTypes(Rule):
             return self.report(
                 ctx,
                 node,
-                f"`{source_text(ctx, node)}` mixes {target_t} and {value_t}; "
+                f"`{ctx.source_of(node)}` mixes {target_t} and {value_t}; "
                 f"Warp has no implicit conversion: "
                 f'"{warp}"',
                 kernel=kernel.name,
@@ -642,7 +454,9 @@ class MixedScalarTypes(Rule):
             )
         return None
 
-    def _call(self, ctx: RuleContext, kernel: KernelDef, types: _Types, node: ast.Call) -> Record | None:
+    def _call(
+        self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.Call
+    ) -> Record | None:
         imports = ctx.model.imports
         name = imports.warp_name(node.func) or imports.math_name(node.func)
         if (
@@ -687,7 +501,7 @@ class MixedScalarTypes(Rule):
         return self.report(
             ctx,
             node,
-            f'`{source_text(ctx, node)}` passes mixed scalar types ({shown}) to {name}; Warp: "{warp}"',
+            f'`{ctx.source_of(node)}` passes mixed scalar types ({shown}) to {name}; Warp: "{warp}"',
             kernel=kernel.name,
             expected=str(target),
             actual=f"({shown})",

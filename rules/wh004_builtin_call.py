@@ -49,8 +49,7 @@ from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import WarpType
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
-from warp_harness.rules.wh009_tile_matmul_shape import source_text
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 # names that are not attributes of the warp module yet mean something inside kernels
 _KERNEL_ONLY = {"tid", "static"}
@@ -139,6 +138,13 @@ def _registered_names(nodes: list[ast.AST], warp_modules: set[str]) -> tuple[set
     return names, dynamic
 
 
+def _registrations(ctx: RuleContext, warp_modules: set[str]) -> tuple[set[str], bool]:
+    index = ctx.model.index
+    kinds = (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign)
+    # the answer is a set and a flag: the order of the nodes does not matter
+    return _registered_names([n for k in kinds for n in index.of(k)], warp_modules)
+
+
 class BuiltinCall(Rule):
     id = "WH004"
     name = "builtin-call"
@@ -147,60 +153,59 @@ class BuiltinCall(Rule):
     priority = 70
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.REGISTRATIONS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         imports = ctx.model.imports
         warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
         table = ctx.builtins
-        index = ctx.model.index
-        kinds = (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign)
-        # the answer is a set and a flag: the order of the nodes does not matter
-        registered, dynamic = _registered_names([n for k in kinds for n in index.of(k)], warp_modules)
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-                continue
-            types: KernelTypes | None = None
-            body = body_index(kernel.node)
-            called = {id(node.func) for node in body.of(ast.Call) if isinstance(node.func, ast.Attribute)}
-            params = {p.name for p in kernel.params}
-            # only attributes and calls can be reported
-            for node in body.of_any(ast.Attribute, ast.Call):
-                if (
-                    isinstance(node, ast.Attribute)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id in warp_modules
-                    and isinstance(node.ctx, ast.Load)
-                    and node.value.id not in params
-                ):
-                    if dynamic or node.attr in registered:
-                        continue
-                    record = self._unknown(ctx, kernel, node, id(node) in called)
-                    if record is not None:
-                        yield record
-                elif (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and isinstance(node.func.value, ast.Name)
-                    and node.func.value.id in warp_modules
-                ):
-                    name = node.func.attr
-                    if table.warp_attribute_kind(name) is None and name not in _KERNEL_ONLY:
-                        continue  # reported as an unknown name
-                    if types is None:
-                        types = ctx.model.types(kernel)
-                    record = self._call(ctx, kernel, types, node, name)
-                    if record is not None:
-                        yield record
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                    math_name = imports.math_name(node.func)
-                    if math_name is None or not isinstance(node.func.value, ast.Name):
-                        continue
-                    if node.func.value.id in params:
-                        continue
-                    if types is None:
-                        types = ctx.model.types(kernel)
-                    record = self._math_call(ctx, kernel, types, node, math_name)
-                    if record is not None:
-                        yield record
+        registered, dynamic = ctx.once((self.id, "registered"), lambda: _registrations(ctx, warp_modules))
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        types: KernelTypes | None = None
+        body = body_index(kernel.node)
+        called = {id(node.func) for node in body.of(ast.Call) if isinstance(node.func, ast.Attribute)}
+        params = {p.name for p in kernel.params}
+        # only attributes and calls can be reported
+        for node in body.of_any(ast.Attribute, ast.Call):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in warp_modules
+                and isinstance(node.ctx, ast.Load)
+                and node.value.id not in params
+            ):
+                if dynamic or node.attr in registered:
+                    continue
+                record = self._unknown(ctx, kernel, node, id(node) in called)
+                if record is not None:
+                    yield record
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in warp_modules
+            ):
+                name = node.func.attr
+                if table.warp_attribute_kind(name) is None and name not in _KERNEL_ONLY:
+                    continue  # reported as an unknown name
+                if types is None:
+                    types = ctx.model.types(kernel)
+                record = self._call(ctx, kernel, types, node, name)
+                if record is not None:
+                    yield record
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                math_name = imports.math_name(node.func)
+                if math_name is None or not isinstance(node.func.value, ast.Name):
+                    continue
+                if node.func.value.id in params:
+                    continue
+                if types is None:
+                    types = ctx.model.types(kernel)
+                record = self._math_call(ctx, kernel, types, node, math_name)
+                if record is not None:
+                    yield record
 
     def _math_call(
         self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
@@ -229,7 +234,7 @@ class BuiltinCall(Rule):
         name = node.attr
         if name in _KERNEL_ONLY or table.warp_attribute_kind(name) is not None or name.startswith("__"):
             return None
-        prefix = source_text(ctx, node.value)
+        prefix = ctx.source_of(node.value)
         suggestions = table.closest(name, n=6)
         if is_call:
             callable_here = [
@@ -264,7 +269,7 @@ class BuiltinCall(Rule):
     @staticmethod
     def _prefix(ctx: RuleContext, node: ast.Call) -> str:
         """How the call spells Warp's module (``wp``), for messages (only when there is one to write)."""
-        return source_text(ctx, node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
+        return ctx.source_of(node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
 
     def _call(
         self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
@@ -302,10 +307,10 @@ class BuiltinCall(Rule):
         shown_args = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
         shown = "; ".join(f"`{s}`" for s in signatures)
         if check.status.value == "bad_arity":
-            message = f"`{source_text(ctx, node)}`: {check.message}"
+            message = f"`{ctx.source_of(node)}`: {check.message}"
             hint = f"`{prefix}.{name}` takes {check.expected_arity}" + (f": {shown}" if shown else "")
         else:
-            message = f"`{source_text(ctx, node)}`: {check.message}"
+            message = f"`{ctx.source_of(node)}`: {check.message}"
             hint = "convert the arguments to a type a signature accepts" + (f": {shown}" if shown else "")
         return self.report(
             ctx,

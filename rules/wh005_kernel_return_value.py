@@ -29,8 +29,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
 
 
 class KernelReturnValue(Rule):
@@ -41,29 +42,30 @@ class KernelReturnValue(Rule):
     priority = 80
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if not kernel.is_kernel:
-                continue
-            for node in walk_body(kernel.node):
-                if (
-                    isinstance(node, ast.Return)
-                    and node.value is not None
-                    and not (isinstance(node.value, ast.Constant) and node.value.value is None)
-                ):
-                    value = ctx.source_of(node.value)
-                    yield self.report(
-                        ctx,
-                        node,
-                        f"kernel `{kernel.name}` returns a value (`{value}`); kernels cannot return values",
-                        kernel=kernel.name,
-                        expected="a bare `return` or none",
-                        actual=f"return {value}",
-                        hint="write the value to an output array parameter, e.g. `out[i] = ...`, "
-                        "or make this a `@wp.func` called from a kernel",
-                        fix=Fix(
-                            "Replace with a bare `return` (the value is discarded)",
-                            (ctx.replace(node, "return"),),
-                            safe=False,
-                        ),
-                    )
+    scope = Scope.KERNEL
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if not kernel.is_kernel:
+            return
+        for node in walk_body(kernel.node):
+            if (
+                isinstance(node, ast.Return)
+                and node.value is not None
+                and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+            ):
+                value = ctx.source_of(node.value)
+                yield self.report(
+                    ctx,
+                    node,
+                    f"kernel `{kernel.name}` returns a value (`{value}`); kernels cannot return values",
+                    kernel=kernel.name,
+                    expected="a bare `return` or none",
+                    actual=f"return {value}",
+                    hint="write the value to an output array parameter, e.g. `out[i] = ...`, "
+                    "or make this a `@wp.func` called from a kernel",
+                    fix=Fix(
+                        "Replace with a bare `return` (the value is discarded)",
+                        (ctx.replace(node, "return"),),
+                        safe=False,
+                    ),
+                )

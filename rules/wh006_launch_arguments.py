@@ -46,7 +46,7 @@ from warp_harness.model.kernel import KernelDef, Param
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Struct, Transform, Vector
 from warp_harness.record import Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import definition_location, empty_launch, launch_arguments, launch_kernel
 
 # host calls that certainly return a Warp array
@@ -98,35 +98,37 @@ class LaunchArguments(Rule):
     severity = Severity.ERROR
     priority = 70
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for site in ctx.model.launches:
-            kernel = launch_kernel(ctx, site)
-            if kernel is None:
-                continue
-            args = launch_arguments(site)
-            if args is None:
-                continue
-            if empty_launch(ctx, site):
-                continue  # Warp returns before checking the arguments of an empty launch
-            related = [Related(definition_location(ctx, kernel), f"kernel `{kernel.name}` is defined here")]
-            if len(args) != len(kernel.params):
-                yield self._count(ctx, site, kernel, args, related)
-                continue
-            for arg, param in zip(args, kernel.params, strict=True):
-                problem = self._kind_problem(ctx, site, arg, param)
-                if problem is not None:
-                    yield self.report(
-                        ctx,
-                        arg,
-                        f"argument `{_short(ctx.source_of(arg))}` for parameter `{param.name}` of "
-                        f"`{kernel.name}` is {problem[1]}, but the parameter is {problem[0]}",
-                        kernel=kernel.name,
-                        expected=problem[0],
-                        actual=problem[1],
-                        hint=f"pass {problem[0]} for `{param.name}` (arguments match parameters by position: "
-                        f"inputs first, then outputs)",
-                        related=related,
-                    )
+    scope = Scope.LAUNCH
+    reads = frozenset({Fact.IMPORTS, Fact.KERNELS, Fact.SCOPES, Fact.CONSTANTS})
+
+    def check_launch(self, ctx: RuleContext, site: LaunchSite) -> Iterator[Record]:
+        kernel = launch_kernel(ctx, site)
+        if kernel is None:
+            return
+        args = launch_arguments(site)
+        if args is None:
+            return
+        if empty_launch(ctx, site):
+            return  # Warp returns before checking the arguments of an empty launch
+        related = [Related(definition_location(ctx, kernel), f"kernel `{kernel.name}` is defined here")]
+        if len(args) != len(kernel.params):
+            yield self._count(ctx, site, kernel, args, related)
+            return
+        for arg, param in zip(args, kernel.params, strict=True):
+            problem = self._kind_problem(ctx, site, arg, param)
+            if problem is not None:
+                yield self.report(
+                    ctx,
+                    arg,
+                    f"argument `{_short(ctx.source_of(arg))}` for parameter `{param.name}` of "
+                    f"`{kernel.name}` is {problem[1]}, but the parameter is {problem[0]}",
+                    kernel=kernel.name,
+                    expected=problem[0],
+                    actual=problem[1],
+                    hint=f"pass {problem[0]} for `{param.name}` (arguments match parameters by position: "
+                    f"inputs first, then outputs)",
+                    related=related,
+                )
 
     def _count(
         self,

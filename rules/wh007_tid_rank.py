@@ -45,7 +45,7 @@ from collections.abc import Iterator
 
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import deferred_launch, empty_launch, launch_kernel
 
 
@@ -76,93 +76,91 @@ class TidRank(Rule):
     severity = Severity.ERROR
     priority = 60
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         constants = ctx.model.constants.values
         imports = ctx.model.imports
-        for kernel in ctx.model.kernels:
-            if not kernel.is_kernel:
-                continue
-            sites = ctx.model.launches_of(kernel)
-            if not sites:
-                continue
-            unpacks = ctx.model.types(kernel).tid_unpacks
-            used: set[str] | None = None  # names the kernel reads, computed when first needed
-            for call, names in unpacks:
-                stmt = _tid_statement(kernel, call)
-                targets = _target_names(stmt)
-                mismatched: list[tuple[int, bool, ast.Call]] = []
-                for site in sites:
-                    if (
-                        launch_kernel(ctx, site) is not kernel
-                        or deferred_launch(site)
-                        or empty_launch(ctx, site)
-                    ):
-                        continue  # another kernel, dims set later (record_cmd), or no thread at all
-                    if any(isinstance(a, ast.Starred) for a in site.node.args) or any(
-                        kw.arg is None for kw in site.node.keywords
-                    ):
-                        continue
-                    rank = site.dim_rank(constants, imports)
-                    if rank is None or rank < 1:
-                        continue
-                    valid = (rank, rank + 1) if site.tiled else (rank,)
-                    if names in valid:
-                        continue
-                    if names > max(valid):
-                        if used is None:
-                            used = {
-                                n.id
-                                for n in walk_body(kernel.node)
-                                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                            }
-                        extra = targets[max(valid) :] if targets is not None else []
-                        if targets is None or not any(t in used for t in extra if t is not None):
-                            continue  # the names that would always be 0 are never read: harmless
-                    mismatched.append((rank, site.tiled, site.node))
-                if not mismatched:
+        if not kernel.is_kernel:
+            return
+        sites = ctx.model.launches_of(kernel)
+        if not sites:
+            return
+        unpacks = ctx.model.types(kernel).tid_unpacks
+        used: set[str] | None = None  # names the kernel reads, computed when first needed
+        for call, names in unpacks:
+            stmt = _tid_statement(kernel, call)
+            targets = _target_names(stmt)
+            mismatched: list[tuple[int, bool, ast.Call]] = []
+            for site in sites:
+                if launch_kernel(ctx, site) is not kernel or deferred_launch(site) or empty_launch(ctx, site):
+                    continue  # another kernel, dims set later (record_cmd), or no thread at all
+                if any(isinstance(a, ast.Starred) for a in site.node.args) or any(
+                    kw.arg is None for kw in site.node.keywords
+                ):
                     continue
-                anchor: ast.AST = stmt if stmt is not None else call
-                rank, tiled, _ = mismatched[0]
-                ranks = sorted({r for r, _, _ in mismatched})
-                launch_word = "wp.launch_tiled" if tiled else "wp.launch"
-                valid_text = f"{rank} or {rank + 1}" if tiled else f"{rank}"
-                # the dims the kernel actually runs over (launch_tiled appends the block's)
-                total = rank + 1 if tiled else rank
-                if names < rank:
-                    missing = total - names
-                    folded = "the last dimension" if missing == 1 else f"the last {missing} dimensions"
-                    effect = (
-                        f"Warp folds {folded} away and hands each index to several threads at once "
-                        f"(duplicated work, racing writes)"
-                    )
-                else:
-                    surplus = names - total
-                    effect = (
-                        f"the {'extra name is' if surplus == 1 else f'{surplus} extra names are'} always 0"
-                        + (
-                            " (launch_tiled gives the one after the grid's names the thread's lane)"
-                            if tiled
-                            else ""
-                        )
-                    )
-                related = [
-                    Related(
-                        ctx.location(node, kernel.name),
-                        f"launched here with a {r}-D dim"
-                        + (" (launch_tiled adds the block dimension)" if t else ""),
-                    )
-                    for r, t, node in mismatched
-                ]
-                example = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
-                yield self.report(
-                    ctx,
-                    anchor,
-                    f"`wp.tid()` is unpacked into {_plural(names, 'name')} but `{kernel.name}` is launched "
-                    f"with {'a ' if len(ranks) == 1 else ''}{'/'.join(map(str, ranks))}-D dim; {effect}",
-                    kernel=kernel.name,
-                    expected=valid_text if len(ranks) == 1 else ranks,
-                    actual=names,
-                    hint=f"unpack {valid_text} names (`{example} = wp.tid()`) or launch with a {names}-D dim"
-                    f" ({launch_word} at line {mismatched[0][2].lineno})",
-                    related=related,
+                rank = site.dim_rank(constants, imports)
+                if rank is None or rank < 1:
+                    continue
+                valid = (rank, rank + 1) if site.tiled else (rank,)
+                if names in valid:
+                    continue
+                if names > max(valid):
+                    if used is None:
+                        used = {
+                            n.id
+                            for n in walk_body(kernel.node)
+                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                        }
+                    extra = targets[max(valid) :] if targets is not None else []
+                    if targets is None or not any(t in used for t in extra if t is not None):
+                        continue  # the names that would always be 0 are never read: harmless
+                mismatched.append((rank, site.tiled, site.node))
+            if not mismatched:
+                continue
+            anchor: ast.AST = stmt if stmt is not None else call
+            rank, tiled, _ = mismatched[0]
+            ranks = sorted({r for r, _, _ in mismatched})
+            launch_word = "wp.launch_tiled" if tiled else "wp.launch"
+            valid_text = f"{rank} or {rank + 1}" if tiled else f"{rank}"
+            # the dims the kernel actually runs over (launch_tiled appends the block's)
+            total = rank + 1 if tiled else rank
+            if names < rank:
+                missing = total - names
+                folded = "the last dimension" if missing == 1 else f"the last {missing} dimensions"
+                effect = (
+                    f"Warp folds {folded} away and hands each index to several threads at once "
+                    f"(duplicated work, racing writes)"
                 )
+            else:
+                surplus = names - total
+                effect = (
+                    f"the {'extra name is' if surplus == 1 else f'{surplus} extra names are'} always 0"
+                    + (
+                        " (launch_tiled gives the one after the grid's names the thread's lane)"
+                        if tiled
+                        else ""
+                    )
+                )
+            related = [
+                Related(
+                    ctx.location(node, kernel.name),
+                    f"launched here with a {r}-D dim"
+                    + (" (launch_tiled adds the block dimension)" if t else ""),
+                )
+                for r, t, node in mismatched
+            ]
+            example = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
+            yield self.report(
+                ctx,
+                anchor,
+                f"`wp.tid()` is unpacked into {_plural(names, 'name')} but `{kernel.name}` is launched "
+                f"with {'a ' if len(ranks) == 1 else ''}{'/'.join(map(str, ranks))}-D dim; {effect}",
+                kernel=kernel.name,
+                expected=valid_text if len(ranks) == 1 else ranks,
+                actual=names,
+                hint=f"unpack {valid_text} names (`{example} = wp.tid()`) or launch with a {names}-D dim"
+                f" ({launch_word} at line {mismatched[0][2].lineno})",
+                related=related,
+            )

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 
 from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import launch_kernel, uses_warp_builtin
 
 # tile operations whose library (cuFFTDx) sets the thread count per FFT: small, odd blocks are by design
@@ -54,67 +54,69 @@ class BlockDim(Rule):
     priority = 60
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
+    scope = Scope.LAUNCH
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.KERNELS, Fact.FUNCS})
+
+    def check_launch(self, ctx: RuleContext, site: LaunchSite) -> Iterator[Record]:
         profile = ctx.profile
         limit = profile.max_threads_per_block
         warp = profile.warp_size
-        for site in ctx.model.launches:
-            node = site.block_dim
-            if node is None:
-                continue
-            value = site.fold(node, ctx.model.constants.values, ctx.model.imports)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                continue
-            kernel = site.kernel_name
-            literal = isinstance(node, ast.Constant)
-            if limit > 0 and value > limit:
-                suggestion = limit - limit % warp if warp > 1 else limit
-                fix = (
-                    Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False)
-                    if literal
-                    else None
-                )
-                yield self.report(
-                    ctx,
-                    node,
-                    f"block_dim = {value} exceeds the {limit} threads per block of target `{profile.name}`"
-                    + (
-                        " (Warp: `block_dim must be at most 1024 on CPU`)"
-                        if not profile.is_cuda
-                        else " (Warp: `Error launching kernel: ... Warp CUDA error`)"
-                    ),
-                    kernel=kernel,
-                    expected=f"<= {limit}",
-                    actual=value,
-                    hint=f"lower block_dim to at most {limit}"
-                    + (f", e.g. {suggestion}" if suggestion != limit else "")
-                    + ("" if literal else f" where `{ctx.source_of(node)}` is defined")
-                    + "; check tile shapes that depend on it",
-                    fix=fix,
-                )
-            elif warp > 1 and value > warp and value % warp and self._warp_multiple_expected(ctx, site):
-                up = value + warp - value % warp
-                suggestion = up if up <= limit or limit <= 0 else value - value % warp
-                if suggestion <= 0:
-                    suggestion = warp
-                fix = (
-                    Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False)
-                    if literal
-                    else None
-                )
-                yield self.report(
-                    ctx,
-                    node,
-                    f"block_dim = {value} is not a multiple of the warp size ({warp}) of target "
-                    f"`{profile.name}`: the last warp of every block runs {value % warp} of {warp} lanes",
-                    kernel=kernel,
-                    expected=f"a multiple of {warp}",
-                    actual=value,
-                    hint=f"use a multiple of {warp}, e.g. {suggestion}"
-                    + ("" if literal else f" (where `{ctx.source_of(node)}` is defined)"),
-                    fix=fix,
-                    severity=Severity.WARNING,
-                )
+        node = site.block_dim
+        if node is None:
+            return
+        value = site.fold(node, ctx.model.constants.values, ctx.model.imports)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            return
+        kernel = site.kernel_name
+        literal = isinstance(node, ast.Constant)
+        if limit > 0 and value > limit:
+            suggestion = limit - limit % warp if warp > 1 else limit
+            fix = (
+                Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False)
+                if literal
+                else None
+            )
+            yield self.report(
+                ctx,
+                node,
+                f"block_dim = {value} exceeds the {limit} threads per block of target `{profile.name}`"
+                + (
+                    " (Warp: `block_dim must be at most 1024 on CPU`)"
+                    if not profile.is_cuda
+                    else " (Warp: `Error launching kernel: ... Warp CUDA error`)"
+                ),
+                kernel=kernel,
+                expected=f"<= {limit}",
+                actual=value,
+                hint=f"lower block_dim to at most {limit}"
+                + (f", e.g. {suggestion}" if suggestion != limit else "")
+                + ("" if literal else f" where `{ctx.source_of(node)}` is defined")
+                + "; check tile shapes that depend on it",
+                fix=fix,
+            )
+        elif warp > 1 and value > warp and value % warp and self._warp_multiple_expected(ctx, site):
+            up = value + warp - value % warp
+            suggestion = up if up <= limit or limit <= 0 else value - value % warp
+            if suggestion <= 0:
+                suggestion = warp
+            fix = (
+                Fix(f"Set block_dim = {suggestion}", (ctx.replace(node, str(suggestion)),), safe=False)
+                if literal
+                else None
+            )
+            yield self.report(
+                ctx,
+                node,
+                f"block_dim = {value} is not a multiple of the warp size ({warp}) of target "
+                f"`{profile.name}`: the last warp of every block runs {value % warp} of {warp} lanes",
+                kernel=kernel,
+                expected=f"a multiple of {warp}",
+                actual=value,
+                hint=f"use a multiple of {warp}, e.g. {suggestion}"
+                + ("" if literal else f" (where `{ctx.source_of(node)}` is defined)"),
+                fix=fix,
+                severity=Severity.WARNING,
+            )
 
     def _warp_multiple_expected(self, ctx: RuleContext, site: LaunchSite) -> bool:
         """The warning needs the kernel: one built around cuFFTDx picks its own thread count."""

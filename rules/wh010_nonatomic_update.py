@@ -46,25 +46,22 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from warp_harness.model.constants import fold
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import (
     INT32,
-    UNKNOWN,
     Array,
     Matrix,
     Quaternion,
     Scalar,
     Transform,
-    TupleType,
     Vector,
-    named_warp_type,
 )
+from warp_harness.model.uniformity import Uniformity, names_stored
 from warp_harness.record import Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import OPERATOR_TEXT, deferred_launch, iter_statements, uses_warp_builtin
 
 # Warp has no atomics for these element types: `+=` on them is a plain load-add-store
@@ -77,253 +74,7 @@ _ATOMIC_AUG = {
     ast.BitOr: "atomic_or",
     ast.BitXor: "atomic_xor",
 }
-# calls whose result depends only on their arguments (a thread-independent argument list gives a
-# thread-independent result)
-_PURE = frozenset(
-    "min max abs clamp floor ceil round rint trunc frac mod sign select where sqrt cbrt exp log log2 log10 "
-    "pow sin cos tan asin acos atan atan2 sinh cosh tanh degrees radians length length_sq dot cross "
-    "normalize transpose determinant inverse int float bool len isfinite isnan isinf nonzero static "
-    "constant range".split()
-)
 _LOCKS = {"atomic_cas", "atomic_exch"}
-_RELATION_FLIP = {
-    ast.Lt: ast.Gt,
-    ast.LtE: ast.GtE,
-    ast.Gt: ast.Lt,
-    ast.GtE: ast.LtE,
-    ast.Eq: ast.Eq,
-    ast.NotEq: ast.NotEq,
-}
-_RELATION_NEGATE = {
-    ast.Lt: ast.GtE,
-    ast.LtE: ast.Gt,
-    ast.Gt: ast.LtE,
-    ast.GtE: ast.Lt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-}
-
-
-def _names_stored(node: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
-
-
-@dataclass
-class _Assignment:
-    names: list[str]
-    value: ast.expr | None  # None: the assigned value is never thread-independent
-    # conditions / loop ranges the assignment depends on (control dependence)
-    controls: list[ast.expr] = field(default_factory=list)
-
-
-class Uniformity:
-    """Which expressions of a kernel certainly have the same value in every thread.
-
-    A greatest fixed point over the kernel's local assignments: a local is thread-independent
-    when every assignment to it is, and none sits under a thread-dependent condition or loop.
-    Thread indices, array element reads (other threads may write them), calls to `@wp.func`s
-    and to anything but pure builtins are thread-dependent.
-    """
-
-    def __init__(self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes) -> None:
-        self.ctx = ctx
-        self.kernel = kernel
-        self.types = types
-        self.params = {p.name for p in kernel.params}
-        self.assignments: list[_Assignment] = []
-        # nodes to treat as thread-independent (the element read of the update being judged)
-        self.assume: set[int] = set()
-        self._collect(kernel.node.body, [], in_loop_with_exit=False)
-        self.locals = {n for a in self.assignments for n in a.names}
-        self.uniform_locals = set(self.locals)
-        changed = True
-        while changed:
-            changed = False
-            for assignment in self.assignments:
-                if not any(n in self.uniform_locals for n in assignment.names):
-                    continue
-                ok = (
-                    assignment.value is not None
-                    and self.uniform(assignment.value)
-                    and all(self.uniform(c) for c in assignment.controls)
-                )
-                if not ok:
-                    self.uniform_locals.difference_update(assignment.names)
-                    changed = True
-        self.assign_counts: dict[str, int] = {}
-        for assignment in self.assignments:
-            for n in assignment.names:
-                self.assign_counts[n] = self.assign_counts.get(n, 0) + 1
-
-    def _collect(self, body: list[ast.stmt], controls: list[ast.expr], in_loop_with_exit: bool) -> None:
-        for stmt in body:
-            if isinstance(stmt, ast.Assign):
-                value: ast.expr | None = None if in_loop_with_exit else stmt.value
-                for target in stmt.targets:
-                    names = _names_stored(target)
-                    if isinstance(target, ast.Name):
-                        self.assignments.append(_Assignment(names, value, list(controls)))
-                    elif names:
-                        # tuple unpacking: each name is as uniform as the whole value
-                        self.assignments.append(_Assignment(names, value, list(controls)))
-            elif isinstance(stmt, ast.AnnAssign):
-                if isinstance(stmt.target, ast.Name):
-                    self.assignments.append(
-                        _Assignment(
-                            [stmt.target.id], None if in_loop_with_exit else stmt.value, list(controls)
-                        )
-                    )
-            elif isinstance(stmt, ast.AugAssign):
-                if isinstance(stmt.target, ast.Name):
-                    combined = ast.BinOp(ast.Name(stmt.target.id, ast.Load()), stmt.op, stmt.value)
-                    self.assignments.append(
-                        _Assignment([stmt.target.id], None if in_loop_with_exit else combined, list(controls))
-                    )
-            elif isinstance(stmt, ast.For):
-                exits = _loop_exits(stmt.body)
-                names = _names_stored(stmt.target)
-                if names:
-                    self.assignments.append(_Assignment(names, stmt.iter, list(controls)))
-                self._collect(stmt.body, [*controls, stmt.iter], in_loop_with_exit or exits)
-                self._collect(stmt.orelse, [*controls, stmt.iter], in_loop_with_exit or exits)
-            elif isinstance(stmt, ast.While):
-                exits = _loop_exits(stmt.body)
-                self._collect(stmt.body, [*controls, stmt.test], in_loop_with_exit or exits)
-                self._collect(stmt.orelse, [*controls, stmt.test], in_loop_with_exit or exits)
-            elif isinstance(stmt, ast.If):
-                self._collect(stmt.body, [*controls, stmt.test], in_loop_with_exit)
-                self._collect(stmt.orelse, [*controls, stmt.test], in_loop_with_exit)
-            else:
-                # anything else that binds names (with, try, ...) is not understood: not uniform
-                names = _names_stored(stmt)
-                if names:
-                    self.assignments.append(_Assignment(names, None, list(controls)))
-
-    def uniform(self, node: ast.expr) -> bool:
-        if id(node) in self.assume or isinstance(node, ast.Constant):
-            return True
-        if isinstance(node, ast.Name):
-            if node.id in self.locals:
-                return node.id in self.uniform_locals
-            return True  # a parameter, a module constant, a type or Warp itself
-        if isinstance(node, ast.Attribute):
-            return self.uniform(node.value)
-        if isinstance(node, ast.Subscript):
-            base = self.types.of(node.value)
-            if not isinstance(base, TupleType | Vector | Matrix | Quaternion | Transform):
-                return False  # array elements can differ between reads; unknown bases too
-            return self.uniform(node.value) and self.uniform(node.slice)
-        if isinstance(node, ast.BinOp):
-            return self.uniform(node.left) and self.uniform(node.right)
-        if isinstance(node, ast.UnaryOp):
-            return self.uniform(node.operand)
-        if isinstance(node, ast.BoolOp):
-            return all(self.uniform(v) for v in node.values)
-        if isinstance(node, ast.Compare):
-            return self.uniform(node.left) and all(self.uniform(c) for c in node.comparators)
-        if isinstance(node, ast.IfExp):
-            return self.uniform(node.test) and self.uniform(node.body) and self.uniform(node.orelse)
-        if isinstance(node, ast.Tuple | ast.List):
-            return all(self.uniform(e) for e in node.elts)
-        if isinstance(node, ast.Slice):
-            return all(self.uniform(p) for p in (node.lower, node.upper, node.step) if p is not None)
-        if isinstance(node, ast.Call):
-            if not self._pure(node.func):
-                return False
-            return all(self.uniform(a) for a in node.args) and all(
-                self.uniform(k.value) for k in node.keywords
-            )
-        return False
-
-    def _pure(self, func: ast.expr) -> bool:
-        imports = self.ctx.model.imports
-        name = imports.warp_name(func) or imports.math_name(func)
-        if (
-            name is None
-            and isinstance(func, ast.Name)
-            and func.id not in self.ctx.model.funcs
-            and func.id not in self.locals
-            and func.id not in self.params
-        ):
-            name = (
-                func.id
-                if func.id in ("min", "max", "abs", "int", "float", "bool", "len", "round", "pow", "range")
-                else None
-            )
-        if name is None:
-            return False
-        if name in _PURE:
-            return True
-        return named_warp_type(name) is not UNKNOWN  # a type constructor: wp.float32(n), wp.vec3(...)
-
-    def tid_var(self, node: ast.expr) -> str | None:
-        """The name if ``node`` is a thread index variable bound once, by ``wp.tid()``."""
-        if (
-            isinstance(node, ast.Name)
-            and node.id in self.types.tid_vars
-            and self.assign_counts.get(node.id) == 1
-        ):
-            return node.id
-        return None
-
-    def reaches_many(self, test: ast.expr, positive: bool) -> bool:
-        """Whether the threads for which ``test`` is ``positive`` are certainly several (if the launch is)."""
-        if self.uniform(test):
-            return True
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self.reaches_many(test.operand, not positive)
-        if isinstance(test, ast.BoolOp):
-            if isinstance(test.op, ast.And) and positive:
-                return all(self.reaches_many(v, True) for v in test.values)
-            if isinstance(test.op, ast.Or) and not positive:
-                return all(self.reaches_many(v, False) for v in test.values)
-            return False
-        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
-            return False
-        left, op_node, right = test.left, test.ops[0], test.comparators[0]
-        op: type[ast.cmpop] = type(op_node)
-        if op not in _RELATION_NEGATE:
-            return False
-        if not positive:
-            op = _RELATION_NEGATE[op]
-        if self.tid_var(left) is None:
-            left, right = right, left
-            op = _RELATION_FLIP[op]
-        if self.tid_var(left) is None or not self.uniform(right):
-            return False
-        value = self._fold(right)
-        if op is ast.NotEq:
-            return True
-        if op is ast.Eq:
-            return False
-        if op is ast.Lt:
-            return value is None or value >= 2
-        if op is ast.LtE:
-            return value is None or value >= 1
-        # i > c / i >= c keeps the threads above c: many only when c is a known small constant
-        return value is not None and value <= 1
-
-    def _fold(self, node: ast.expr) -> float | None:
-        value = fold(node, self.ctx.model.constants.values, self.ctx.model.imports)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        return None
-
-
-def _loop_exits(body: list[ast.stmt]) -> bool:
-    """A `break` / `continue` of this loop (not of a nested one) anywhere in ``body``."""
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Break | ast.Continue):
-            return True
-        if isinstance(node, ast.For | ast.While):
-            stack.extend(node.orelse)
-            continue
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def _exits(stmt: ast.stmt, in_loop: bool) -> bool:
@@ -376,32 +127,34 @@ class NonAtomicUpdate(Rule):
     priority = 60
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if not kernel.is_kernel or not kernel.has_python_body:
-                continue
-            types = ctx.model.types(kernel)
-            if not types.tid_unpacks or not self._has_candidates(kernel, types):
-                continue
-            if self._single_thread(ctx, kernel):
-                continue
-            if uses_warp_builtin(ctx, kernel, _LOCKS):
-                continue  # a critical section protected by a lock: not something to judge statically
-            uniformity = Uniformity(ctx, kernel, types)
-            severity = Severity.ERROR if ctx.profile.is_cuda else Severity.WARNING
-            for finding in self._visit(ctx, kernel, types, uniformity, kernel.node.body, True, False):
-                yield self.report(
-                    ctx,
-                    finding.stmt,
-                    finding.message,
-                    kernel=kernel.name,
-                    expected="an atomic update (`+=`, `wp.atomic_add`, ...)",
-                    actual=finding.actual,
-                    hint=finding.hint,
-                    fix=finding.fix,
-                    related=finding.related,
-                    severity=severity,
-                )
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if not kernel.is_kernel or not kernel.has_python_body:
+            return
+        types = ctx.model.types(kernel)
+        if not types.tid_unpacks or not self._has_candidates(kernel, types):
+            return
+        if self._single_thread(ctx, kernel):
+            return
+        if uses_warp_builtin(ctx, kernel, _LOCKS):
+            return  # a critical section protected by a lock: not something to judge statically
+        uniformity = Uniformity(ctx.model, kernel, types)
+        severity = Severity.ERROR if ctx.profile.is_cuda else Severity.WARNING
+        for finding in self._visit(ctx, kernel, types, uniformity, kernel.node.body, True, False):
+            yield self.report(
+                ctx,
+                finding.stmt,
+                finding.message,
+                kernel=kernel.name,
+                expected="an atomic update (`+=`, `wp.atomic_add`, ...)",
+                actual=finding.actual,
+                hint=finding.hint,
+                fix=finding.fix,
+                related=finding.related,
+                severity=severity,
+            )
 
     def _has_candidates(self, kernel: KernelDef, types: KernelTypes) -> bool:
         """A cheap first look: a store into an array parameter whose index does not name a thread index."""
@@ -553,7 +306,7 @@ class NonAtomicUpdate(Rule):
             via_local = self._read_through_local(kernel, u, value, target, stmt)
             if via_local is None:
                 return None
-            local = _names_stored(via_local.targets[0])[0]
+            local = names_stored(via_local.targets[0])[0]
             read = next(n for n in ast.walk(value) if isinstance(n, ast.Name) and n.id == local)
         operation, operand = self._decompose(value, read)
         if not self._races(u, value, read, operation, operand):

@@ -52,7 +52,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import HostArray, LaunchSite
 from warp_harness.model.types import Array
 from warp_harness.record import Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import (
     deferred_launch,
     derived_names,
@@ -156,41 +156,43 @@ class UnguardedWrite(Rule):
     priority = 60
     fixable = True
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if not kernel.is_kernel or not kernel.has_python_body:
-                continue
-            sites = [
-                s
-                for s in ctx.model.launches_of(kernel)
-                if launch_kernel(ctx, s) is kernel and not deferred_launch(s)
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if not kernel.is_kernel or not kernel.has_python_body:
+            return
+        sites = [
+            s
+            for s in ctx.model.launches_of(kernel)
+            if launch_kernel(ctx, s) is kernel and not deferred_launch(s)
+        ]
+        # parameters some launch passes a host array of known size to: the only writes worth a look
+        sized = {
+            param.name
+            for site in sites
+            for arg, param in zip(launch_arguments(site) or [], kernel.params, strict=False)
+            if isinstance(arg, ast.Name) and arg.id in site.host_arrays
+        }
+        if not sized:
+            return
+        types = ctx.model.types(kernel)
+        writes = self._unguarded_writes(kernel, types, sized)
+        reported: set[tuple[str, int]] = set()
+        for write in writes:
+            key = (write.array, write.axis)
+            if key in reported:
+                continue  # one finding (and one guard) per array and index
+            records = [
+                r
+                for r in (self._check_site(ctx, kernel, types, write, site, writes) for site in sites)
+                if r is not None
             ]
-            # parameters some launch passes a host array of known size to: the only writes worth a look
-            sized = {
-                param.name
-                for site in sites
-                for arg, param in zip(launch_arguments(site) or [], kernel.params, strict=False)
-                if isinstance(arg, ast.Name) and arg.id in site.host_arrays
-            }
-            if not sized:
-                continue
-            types = ctx.model.types(kernel)
-            writes = self._unguarded_writes(kernel, types, sized)
-            reported: set[tuple[str, int]] = set()
-            for write in writes:
-                key = (write.array, write.axis)
-                if key in reported:
-                    continue  # one finding (and one guard) per array and index
-                records = [
-                    r
-                    for r in (self._check_site(ctx, kernel, types, write, site, writes) for site in sites)
-                    if r is not None
-                ]
-                if records:
-                    reported.add(key)
-                    first = records[0]
-                    more = tuple(rel for r in records[1:] for rel in r.related)
-                    yield replace(first, related=first.related + more) if more else first
+            if records:
+                reported.add(key)
+                first = records[0]
+                more = tuple(rel for r in records[1:] for rel in r.related)
+                yield replace(first, related=first.related + more) if more else first
 
     def _unguarded_writes(self, kernel: KernelDef, types: KernelTypes, sized: set[str]) -> list[_Write]:
         params = {p.name: p for p in kernel.params if p.name in sized}

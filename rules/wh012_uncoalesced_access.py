@@ -53,7 +53,7 @@ from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Transform, Vector
 from warp_harness.record import Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import derived_names, launch_arguments, launch_kernel, mentions
 
 _ATOMICS = {
@@ -88,10 +88,12 @@ class UncoalescedAccess(Rule):
     severity = Severity.WARNING
     priority = 30
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if kernel.is_kernel and kernel.has_python_body:
-                yield from self._check_kernel(ctx, kernel)
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.is_kernel and kernel.has_python_body:
+            yield from self._check_kernel(ctx, kernel)
 
     def _tid_names(self, kernel: KernelDef, types: KernelTypes) -> tuple[ast.Assign, list[str | None]] | None:
         """The single `a, b = wp.tid()` of the kernel and its names (None for `_` or non-names)."""

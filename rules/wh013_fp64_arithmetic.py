@@ -37,9 +37,10 @@ from collections.abc import Iterator
 
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
+from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import FLOAT64, UNKNOWN, WarpType, named_warp_type, scalar_of
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 # below this float64 / float32 throughput ratio, float64 arithmetic is worth a note
 LOW_FP64_RATIO = 1 / 8
@@ -97,37 +98,40 @@ class Fp64Arithmetic(Rule):
     severity = Severity.INFO
     priority = 20
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+
+    def applies(self, ctx: RuleContext) -> bool:
+        return ctx.profile.is_cuda and ctx.profile.fp64_ratio < LOW_FP64_RATIO
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         profile = ctx.profile
-        if not profile.is_cuda or profile.fp64_ratio >= LOW_FP64_RATIO:
-            return
         ratio = profile.fp64_ratio
         rate = f"1/{round(1 / ratio)}" if ratio > 0 else "a fraction"
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-                continue
-            types = ctx.model.types(kernel)
-            candidates = body_index(kernel.node).of_any(*_OPERATIONS)
-            ops = [n for n in candidates if self._is_fp64_op(ctx, types, n)]
-            if not ops:
-                continue
-            ops.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
-            first = ops[0]
-            count = len(ops)
-            what = "operation" if count == 1 else "operations"
-            yield self.report(
-                ctx,
-                first,
-                f"{kernel.kind} `{kernel.name}` computes in float64 ({count} {what}, the first here); "
-                f"{profile.name} runs float64 at {rate} of its float32 rate",
-                kernel=kernel.name,
-                expected="float32 arithmetic",
-                actual=f"{count} float64 {what}",
-                hint="use float32 (`float`, `wp.vec3`, arrays of `float`) where double precision is "
-                "not needed, "
-                "or keep float64 only for the accumulation that needs it; sm_80 and sm_90 run float64 "
-                "at 1/2 rate",
-            )
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        types = ctx.model.types(kernel)
+        candidates = body_index(kernel.node).of_any(*_OPERATIONS)
+        ops = [n for n in candidates if self._is_fp64_op(ctx, types, n)]
+        if not ops:
+            return
+        ops.sort(key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0)))
+        first = ops[0]
+        count = len(ops)
+        what = "operation" if count == 1 else "operations"
+        yield self.report(
+            ctx,
+            first,
+            f"{kernel.kind} `{kernel.name}` computes in float64 ({count} {what}, the first here); "
+            f"{profile.name} runs float64 at {rate} of its float32 rate",
+            kernel=kernel.name,
+            expected="float32 arithmetic",
+            actual=f"{count} float64 {what}",
+            hint="use float32 (`float`, `wp.vec3`, arrays of `float`) where double precision is "
+            "not needed, "
+            "or keep float64 only for the accumulation that needs it; sm_80 and sm_90 run float64 "
+            "at 1/2 rate",
+        )
 
     def _is_fp64_op(self, ctx: RuleContext, types: KernelTypes, node: ast.AST) -> bool:
         if isinstance(node, ast.BinOp):

@@ -41,16 +41,10 @@ from warp_harness.model.constants import Value, fold
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.tiles import TileShapes, call_arg, kernel_env, warp_call_name
 from warp_harness.model.types import Array, Scalar, Tile, TupleType, UnknownType
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext
-from warp_harness.rules.wh009_tile_matmul_shape import (
-    TileShapes,
-    call_arg,
-    kernel_env,
-    source_text,
-    warp_call_name,
-)
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 _STORES = ("tile_store", "tile_atomic_add")
 
@@ -109,38 +103,40 @@ class TileArrayRank(Rule):
     severity = Severity.ERROR
     priority = 70
 
-    def check(self, ctx: RuleContext) -> Iterator[Record]:
-        for kernel in ctx.model.kernels:
-            if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+    scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
+        calls = [
+            n
+            for n in body_index(kernel.node).of(ast.Call)
+            if warp_call_name(ctx.model, n) in ("tile_load", *_STORES)
+        ]
+        if not calls:
+            return
+        types = ctx.model.types(kernel)
+        shapes = TileShapes(ctx.model, kernel, types)
+        env = kernel_env(ctx.model, types)
+        flagged: set[int] = set()  # tile_load calls already reported: their tiles are not reported again
+        for call in calls:
+            assert isinstance(call, ast.Call)
+            if any(isinstance(a, ast.Starred) for a in call.args):
                 continue
-            calls = [
-                n
-                for n in body_index(kernel.node).of(ast.Call)
-                if warp_call_name(ctx, n) in ("tile_load", *_STORES)
-            ]
-            if not calls:
-                continue
-            types = ctx.model.types(kernel)
-            shapes = TileShapes(ctx, kernel, types)
-            env = kernel_env(ctx, types)
-            flagged: set[int] = set()  # tile_load calls already reported: their tiles are not reported again
-            for call in calls:
-                assert isinstance(call, ast.Call)
-                if any(isinstance(a, ast.Starred) for a in call.args):
-                    continue
-                name = warp_call_name(ctx, call)
-                if name == "tile_load":
-                    for record in self._load(ctx, kernel, types, env, call):
-                        flagged.add(id(call))
-                        yield record
-                else:
-                    assert name is not None
-                    tile_node = call_arg(call, "t", 1)
-                    if isinstance(tile_node, ast.Name) and tile_node.id in shapes.definitions:
-                        definition = shapes.definitions[tile_node.id]
-                        if isinstance(definition, ast.Assign) and id(definition.value) in flagged:
-                            continue
-                    yield from self._store(ctx, kernel, types, shapes, env, call, name)
+            name = warp_call_name(ctx.model, call)
+            if name == "tile_load":
+                for record in self._load(ctx, kernel, types, env, call):
+                    flagged.add(id(call))
+                    yield record
+            else:
+                assert name is not None
+                tile_node = call_arg(call, "t", 1)
+                if isinstance(tile_node, ast.Name) and tile_node.id in shapes.definitions:
+                    definition = shapes.definitions[tile_node.id]
+                    if isinstance(definition, ast.Assign) and id(definition.value) in flagged:
+                        continue
+                yield from self._store(ctx, kernel, types, shapes, env, call, name)
 
     def _array(self, types: KernelTypes, node: ast.expr | None) -> Array | None:
         if node is None:
@@ -171,14 +167,14 @@ class TileArrayRank(Rule):
         array = self._array(types, array_node)
         if array is None or array_node is None:
             return
-        arr = source_text(ctx, array_node)
+        arr = ctx.source_of(array_node)
         shape_node = call_arg(call, "shape", 1)
         rank = _rank(shape_node, ctx, types, env)
         if shape_node is not None and rank is not None and rank != array.ndim:
             yield self.report(
                 ctx,
                 shape_node,
-                f"tile_load of a {rank}-D tile (shape `{source_text(ctx, shape_node)}`) from `{arr}`, a "
+                f"tile_load of a {rank}-D tile (shape `{ctx.source_of(shape_node)}`) from `{arr}`, a "
                 f"{array.ndim}-D array; "
                 'Warp: "tile_load() array argument must have same number of dimensions '
                 f'as the tile shape"',
@@ -198,7 +194,7 @@ class TileArrayRank(Rule):
             yield self.report(
                 ctx,
                 offset_node,
-                f"tile_load offset `{source_text(ctx, offset_node)}` has {_indices(offset_rank)} for "
+                f"tile_load offset `{ctx.source_of(offset_node)}` has {_indices(offset_rank)} for "
                 f"`{arr}`, a {array.ndim}-D array; "
                 'Warp: "tile_load() offset argument must have the same number '
                 f'of dimensions as the array to load from"',
@@ -222,7 +218,7 @@ class TileArrayRank(Rule):
         array = self._array(types, array_node)
         if array is None or array_node is None:
             return
-        arr = source_text(ctx, array_node)
+        arr = ctx.source_of(array_node)
         tile_node = call_arg(call, "t", 1)
         tile_rank: int | None = None
         if tile_node is not None:
@@ -236,7 +232,7 @@ class TileArrayRank(Rule):
             yield self.report(
                 ctx,
                 call,
-                f"{name} of a {tile_rank}-D tile (`{source_text(ctx, tile_node)}`) "
+                f"{name} of a {tile_rank}-D tile (`{ctx.source_of(tile_node)}`) "
                 f"into `{arr}`, a {array.ndim}-D "
                 f"array; Warp: \"{name}() 'a' argument must have the same number of dimensions as the 't' "
                 f'argument"',
@@ -253,7 +249,7 @@ class TileArrayRank(Rule):
             yield self.report(
                 ctx,
                 offset_node,
-                f"{name} offset `{source_text(ctx, offset_node)}` has {_indices(offset_rank)} for `{arr}`, "
+                f"{name} offset `{ctx.source_of(offset_node)}` has {_indices(offset_rank)} for `{arr}`, "
                 f"a {array.ndim}-D array; Warp: \"{name}() 'a' argument must have {offset_rank} dimensions, "
                 f'calculated based on the provided offset arguments"',
                 kernel=kernel.name,

@@ -39,6 +39,43 @@ class ParsedSource:
     syntax_error: SyntaxIssue | None = None
     # top-level chunks that could not be parsed: (first line, last line), 1-based inclusive
     skipped: list[tuple[int, int]] = field(default_factory=list)
+    # whether `lines` are the tokenizer's lines (no form feed, vertical tab or other line separator
+    # that `str.splitlines` splits at and Python does not); None: not asked yet
+    _plain_lines: bool | None = field(default=None, repr=False, compare=False)
+
+    def node_text(self, node: ast.AST) -> str:
+        """The source text of ``node``: what ``ast.get_source_segment`` returns (``ast.unparse`` for a
+        node without a position), sliced from ``lines`` instead of re-splitting the whole text."""
+        first: int | None = getattr(node, "lineno", None)
+        last: int | None = getattr(node, "end_lineno", None)
+        col: int | None = getattr(node, "col_offset", None)
+        end_col: int | None = getattr(node, "end_col_offset", None)
+        lines = self.lines
+        if self._plain_lines is None:
+            self._plain_lines = not any(c in self.text for c in _OTHER_LINE_BREAKS)
+        if (
+            not self._plain_lines
+            or first is None
+            or last is None
+            or col is None
+            or end_col is None
+            or not 0 < first <= last <= len(lines)
+        ):
+            segment = ast.get_source_segment(self.text, node)
+            return segment if segment is not None else ast.unparse(node)
+        text = lines[first - 1 : last]
+        if all(line.isascii() for line in text):  # byte columns are character columns
+            if first == last:
+                return text[0][col:end_col]
+            return text[0][col:] + "".join(text[1:-1]) + text[-1][:end_col]
+        chunk = [line.encode("utf-8") for line in text]
+        chunk[-1] = chunk[-1][:end_col]
+        chunk[0] = chunk[0][col:]
+        return b"".join(chunk).decode("utf-8", errors="replace")
+
+
+# characters `str.splitlines` breaks lines at besides \n and \r (Python's tokenizer does not)
+_OTHER_LINE_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
 def decode_source(data: bytes) -> tuple[str | None, SyntaxIssue | None]:

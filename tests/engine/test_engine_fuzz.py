@@ -151,11 +151,11 @@ def test_a_raising_rule_is_isolated_and_reported_once(monkeypatch: pytest.Monkey
     broken = next(r for r in all_rules() if r.id == "WH003")
     calls = []
 
-    def explode(self: object, ctx: object) -> list[object]:
+    def explode(self: object, ctx: object, kernel: object) -> list[object]:
         calls.append(1)
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(type(broken), "check", explode)
+    monkeypatch.setattr(type(broken), "check_kernel", explode)
     records = analyse_source(_TWO_FINDINGS, "k.py").records
     internal = [r for r in records if r.rule == "WH999"]
     assert len(internal) == 1 and len(calls) == 1
@@ -165,7 +165,7 @@ def test_a_raising_rule_is_isolated_and_reported_once(monkeypatch: pytest.Monkey
     assert {r.rule for r in records} - {"WH999"} == baseline - {"WH003"}
     # a second broken rule: one record each, the rest unchanged
     other = next(r for r in all_rules() if r.id == "WH005")
-    monkeypatch.setattr(type(other), "check", explode)
+    monkeypatch.setattr(type(other), "check_kernel", explode)
     records = analyse_source(_TWO_FINDINGS, "k.py").records
     assert sorted(r.message.split(" (")[0] for r in records if r.rule == "WH999") == [
         "internal error in rule WH003",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -13,7 +14,10 @@ from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
 from warp_harness.engine import analyse_source
 from warp_harness.incremental import IncrementalAnalyser
-from warp_harness.record import Severity
+from warp_harness.model.kernel import KernelDef
+from warp_harness.record import Record, Severity
+from warp_harness.rules import all_rules
+from warp_harness.rules.base import Rule, RuleContext
 
 _ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(_ROOT / "benchmarks"))
@@ -36,6 +40,24 @@ _WARP = [
 _SOURCES = {p.name: p.read_text(encoding="utf-8") for p in [*_BUNDLED, *_WARP]}
 _SOURCES["generated.py"] = generated_module()
 _SOURCES["crlf.py"] = _SOURCES["tile_gemm.py"].replace("\n", "\r\n")
+# kernels made inside functions (the kernel-factory pattern) next to top-level ones
+_FACTORY = """
+
+def make_scale(dtype):
+    @wp.kernel
+    def scale(x: wp.array(dtype=dtype), s: dtype):
+        i = wp.tid()
+        x[i] = x[i] * s
+
+    return scale
+
+
+class Holder:
+    @wp.kernel
+    def inner(x: wp.array(dtype=float)):
+        x[0] = 1.0
+"""
+_SOURCES["factory.py"] = generated_module() + _FACTORY
 
 _SNIPPETS = [
     "x",
@@ -164,6 +186,35 @@ def test_typing_a_line_in_the_generated_module(table: BuiltinTable, where: str, 
         text = text[: position + i] + char + text[position + i :]
         _same(analyser, text, "g.py", Settings(), table)
     _same(analyser, text, "g.py", Settings(target="cpu"), table)
+
+
+def test_an_edit_in_one_kernel_rechecks_only_that_kernel_with_kernel_factories_around(
+    table: BuiltinTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = _SOURCES["factory.py"]
+    analyser = IncrementalAnalyser(table)
+    _same(analyser, text, "f.py", Settings(), table)
+    checked: list[str] = []
+    rule = type(next(r for r in all_rules() if r.id == "WH001"))
+    original = rule.check_kernel
+
+    def counting(self: Rule, ctx: RuleContext, kernel: KernelDef) -> Iterable[Record]:
+        checked.append(kernel.name)
+        return original(self, ctx, kernel)
+
+    monkeypatch.setattr(rule, "check_kernel", counting)
+    at = text.index("    t = wp.min(s, c)\n", text.index("def kernel_7("))
+    text = text[:at] + "    w2 = t * 2.0\n" + text[at:]
+    records = analyser.analyse(text, "f.py", Settings()).records
+    assert checked == ["kernel_7"]
+    assert records == analyse_source(text, "f.py", Settings(), builtins=table).records
+    # inside the kernel a factory makes: only that kernel
+    checked.clear()
+    at = text.index("        x[i] = x[i] * s\n", text.index("def make_scale("))
+    text = text[:at] + "        w2 = x[i] * 2.0\n" + text[at:]
+    records = analyser.analyse(text, "f.py", Settings()).records
+    assert checked == ["scale"]
+    assert records == analyse_source(text, "f.py", Settings(), builtins=table).records
 
 
 def test_each_path_has_its_own_cache_and_forget_drops_it(table: BuiltinTable) -> None:

@@ -6,7 +6,6 @@ import pytest
 from checker_helpers import Analyse
 from warp_harness.fixes import apply_edits
 from warp_harness.record import Record
-from warp_harness.rules.wh003_mixed_scalar_types import MixedScalarTypes
 from warp_oracle import warp_error
 
 HEADER = """import warp as wp
@@ -342,20 +341,6 @@ def half_twice(x: wp.float16) -> wp.float16:
 """
     record = _only(analyse(source, select=["WH003"]))
     assert record.location.kernel == "half_twice" and "float16 and float32" in record.message
-
-
-def _doc_blocks() -> tuple[str, str]:
-    doc = MixedScalarTypes.doc()
-    blocks = re.findall(r"```python\n(.*?)```", doc, re.S)
-    assert len(blocks) == 2
-    return ("import warp as wp\n\n" + blocks[0], "import warp as wp\n\n" + blocks[1])
-
-
-def test_documented_examples(analyse: Analyse) -> None:
-    bad, good = _doc_blocks()
-    assert [r.rule for r in analyse(bad, select=["WH003"])] == ["WH003", "WH003"]
-    assert analyse(good, select=["WH003"]) == []
-    assert warp_error(bad) is not None and warp_error(good) is None
 
 
 def test_a_redefined_struct_is_not_guessed_at(analyse: Analyse) -> None:

@@ -6,7 +6,6 @@ import pytest
 from checker_helpers import Analyse
 from warp_harness.fixes import apply_edits
 from warp_harness.record import Record
-from warp_harness.rules.wh004_builtin_call import BuiltinCall
 from warp_oracle import warp_error
 
 HEADER = """import warp as wp
@@ -206,14 +205,6 @@ def k(x: wp.array(dtype=mylib.T)):
     z = wp.length(mylib.value)
 """
     assert analyse(source, select=["WH004"]) == []
-
-
-def test_documented_examples(analyse: Analyse) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", BuiltinCall.doc(), re.S)
-    bad, good = ("import warp as wp\n\n" + b for b in blocks)
-    assert len(analyse(bad, select=["WH004"])) == 2
-    assert analyse(good, select=["WH004"]) == []
-    assert warp_error(bad) is not None and warp_error(good) is None
 
 
 def test_names_the_file_adds_to_warp_are_known(analyse: Analyse) -> None:

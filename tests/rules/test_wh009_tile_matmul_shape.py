@@ -5,7 +5,6 @@ import re
 import pytest
 from checker_helpers import Analyse
 from warp_harness.record import Record
-from warp_harness.rules.wh009_tile_matmul_shape import TileMatmulShape
 from warp_oracle import warp_error
 
 HEADER = """import warp as wp
@@ -184,13 +183,3 @@ def k(A: wp.array2d(dtype=float), n: int):
     c = wp.tile_matmul(a, b)
 """
     assert analyse(source, select=["WH009"]) == []
-
-
-def test_documented_examples(analyse: Analyse) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", TileMatmulShape.doc(), re.S)
-    bad = "import warp as wp\n\n" + blocks[0]
-    constants = blocks[0].split("@wp.kernel")[0]
-    good = "import warp as wp\n\n" + constants + blocks[1]
-    assert len(analyse(bad, select=["WH009"])) == 1
-    assert analyse(good, select=["WH009"]) == []
-    assert warp_error(bad) is not None and warp_error(good) is None

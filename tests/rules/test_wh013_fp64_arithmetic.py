@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-import re
-
 import pytest
 from checker_helpers import Analyse
 from warp_harness.record import Severity
-from warp_harness.rules.wh013_fp64_arithmetic import Fp64Arithmetic
 from warp_oracle import warp_error
 
 BAD = """
@@ -72,11 +69,3 @@ def k(x: wp.array(dtype=wp.float64), y: wp.array(dtype=float)):
 """
     assert analyse(source, select=["WH013"], target="sm_86") == []
     assert warp_error(source) is None
-
-
-def test_documented_examples(analyse: Analyse) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", Fp64Arithmetic.doc(), re.S)
-    bad, good = ("import warp as wp\n\n" + b for b in blocks)
-    assert len(analyse(bad, select=["WH013"], target="sm_86")) == 1
-    assert analyse(good, select=["WH013"], target="sm_86") == []
-    assert warp_error(bad) is None and warp_error(good) is None

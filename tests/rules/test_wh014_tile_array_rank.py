@@ -5,7 +5,6 @@ import re
 import pytest
 from checker_helpers import Analyse
 from warp_harness.record import Record
-from warp_harness.rules.wh014_tile_array_rank import TileArrayRank
 from warp_oracle import warp_error
 
 HEADER = """import warp as wp
@@ -151,14 +150,6 @@ def k(a: wp.array(dtype=float), b: mylib.ArrayType):
     wp.tile_store(a, mylib.make_tile())
 """
     assert analyse(source, select=["WH014"]) == []
-
-
-def test_documented_examples(analyse: Analyse) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", TileArrayRank.doc(), re.S)
-    bad, good = ("import warp as wp\n\n" + b for b in blocks)
-    assert len(analyse(bad, select=["WH014"])) == 1
-    assert analyse(good, select=["WH014"]) == []
-    assert warp_error(bad) is not None and warp_error(good) is None
 
 
 def test_subscripted_array_annotations_with_a_rank(analyse: Analyse) -> None:

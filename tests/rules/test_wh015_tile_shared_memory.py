@@ -13,13 +13,11 @@ from pathlib import Path
 import pytest
 from checker_helpers import Analyse
 from warp_harness.builtins import load_table
-from warp_harness.config import Settings
 from warp_harness.fixes import apply_edits
 from warp_harness.model.module import build_model
+from warp_harness.model.shared_memory import CPU_TILE_ARENA, SharedMemoryEstimator, max_unroll_of
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import RuleContext
 from warp_harness.rules.hardware import load_profile
-from warp_harness.rules.wh015_tile_shared_memory import CPU_TILE_ARENA, SharedMemoryEstimator, max_unroll_of
 from warp_oracle import warp_error
 
 CUDA_TARGETS = ["sm_80", "sm_86", "sm_89", "sm_90"]
@@ -330,9 +328,8 @@ def warp_smem(source: str) -> dict[str, int]:
 def estimates(source: str, target: str = "sm_86") -> dict[str, int]:
     table = load_table()
     model = build_model(source, "k.py", table)
-    ctx = RuleContext(model, load_profile(target), table, Settings())
     return {
-        k.name: SharedMemoryEstimator(ctx, k, model.types(k), max_unroll=max_unroll_of(ctx)).run().request
+        k.name: SharedMemoryEstimator(model, k, model.types(k), max_unroll=max_unroll_of(model)).run().request
         for k in model.kernels
         if k.is_kernel
     }

@@ -1,0 +1,226 @@
+"""Tile shapes of a kernel, as far as constants fold: which call creates a tile, what shape it has.
+
+Shared by the tile rules (WH009, WH014, WH015) and the shared-memory estimate.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from warp_harness.model.constants import Value, fold
+from warp_harness.model.index import body_index
+from warp_harness.model.inference import KernelTypes
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.types import UNKNOWN, Scalar, Tile, WarpType
+
+if TYPE_CHECKING:
+    from warp_harness.model.module import ModuleModel
+
+# creators: name -> position of the `shape` argument
+TILE_CREATORS = {"tile_load": 1, "tile_zeros": 0, "tile_ones": 0, "tile_empty": 0, "tile_full": 0}
+
+
+def call_arg(call: ast.Call, name: str, position: int | None) -> ast.expr | None:
+    """The argument bound to parameter ``name`` (keyword, else the positional one)."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            return kw.value
+    if position is not None and position < len(call.args):
+        arg = call.args[position]
+        return None if isinstance(arg, ast.Starred) else arg
+    return None
+
+
+def warp_call_name(model: ModuleModel, node: ast.AST) -> str | None:
+    """``tile_load`` for a call of ``wp.tile_load`` (whatever the import alias)."""
+    if not isinstance(node, ast.Call):
+        return None
+    return model.imports.warp_name(node.func)
+
+
+def kernel_env(
+    model: ModuleModel, types: KernelTypes, constants: Mapping[str, Value] | None = None
+) -> dict[str, Value]:
+    """Module constants a kernel's shapes fold against (names the kernel rebinds are left out)."""
+    values = model.constants.values if constants is None else constants
+    local = set(types.variables) | {p.name for p in types.kernel.params}
+    return {k: v for k, v in values.items() if k not in local}
+
+
+def fold_shape(node: ast.expr | None, env: Mapping[str, Value], model: ModuleModel) -> tuple[int, ...] | None:
+    """A tile shape folded to ints: ``(TILE_M, TILE_K)`` or a scalar ``TILE``; None if unknown."""
+    if node is None:
+        return None
+    value = fold(node, env, model.imports)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if (
+        isinstance(value, tuple)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        return tuple(int(v) for v in value)  # type: ignore[arg-type]
+    return None
+
+
+def shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(str(s) for s in shape)
+
+
+@dataclass(frozen=True)
+class KnownTile:
+    """A tile whose every extent is known."""
+
+    shape: tuple[int, ...]
+    dtype: WarpType
+
+
+_BUSY = KnownTile((), UNKNOWN)  # a name whose shape is being computed (self-referencing assignment)
+
+
+class TileShapes:
+    """Shapes of the tiles of one kernel, flow-insensitively: a name assigned tiles of two
+    different shapes (or anything unknown) has no shape."""
+
+    def __init__(
+        self,
+        model: ModuleModel,
+        kernel: KernelDef,
+        types: KernelTypes,
+        constants: Mapping[str, Value] | None = None,
+    ) -> None:
+        self.model = model
+        self.kernel = kernel
+        self.types = types
+        self.env = kernel_env(model, types, constants)
+        self.params = {p.name for p in kernel.params}
+        self.assigned: dict[str, list[ast.expr | None]] = {}
+        # the assignment statement of a name assigned once (for "defined here" notes)
+        self.definitions: dict[str, ast.stmt] = {}
+        bindings = (ast.Assign, ast.AnnAssign, ast.For, ast.comprehension, ast.NamedExpr, ast.With)
+        for node in body_index(kernel.node).of_any(*bindings):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._collect(target, node.value, node)
+            elif isinstance(node, ast.AnnAssign):
+                self._collect(node.target, node.value, node)
+            elif isinstance(node, ast.For | ast.comprehension):
+                self._collect(node.target, None, None)
+            elif isinstance(node, ast.NamedExpr):
+                self._collect(node.target, node.value, None)
+            elif isinstance(node, ast.With):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        self._collect(item.optional_vars, None, None)
+        self._names: dict[str, KnownTile | None] = {}
+
+    def _collect(self, target: ast.expr, value: ast.expr | None, stmt: ast.stmt | None) -> None:
+        if isinstance(target, ast.Name):
+            self.assigned.setdefault(target.id, []).append(value)
+            if stmt is not None and len(self.assigned[target.id]) == 1:
+                self.definitions[target.id] = stmt
+            else:
+                self.definitions.pop(target.id, None)
+        elif isinstance(target, ast.Tuple | ast.List | ast.Starred):
+            for n in ast.walk(target):
+                if isinstance(n, ast.Name):
+                    self.assigned.setdefault(n.id, []).append(None)
+                    self.definitions.pop(n.id, None)
+
+    def of(self, node: ast.expr | None) -> KnownTile | None:
+        if node is None:
+            return None
+        try:
+            result = self._of(node, 0)
+        except RecursionError:
+            return None
+        return None if result is _BUSY else result
+
+    def _name(self, name: str, depth: int) -> KnownTile | None:
+        if name in self._names:
+            cached = self._names[name]
+            return cached
+        if name in self.params or name not in self.assigned:
+            return None
+        self._names[name] = _BUSY
+        results = [self._of(v, depth + 1) if v is not None else None for v in self.assigned[name]]
+        known = [r for r in results if r is not _BUSY]
+        result: KnownTile | None = None
+        if known and all(r is not None for r in known):
+            shapes = {r.shape for r in known if r is not None}
+            dtypes = {r.dtype for r in known if r is not None}
+            if len(shapes) == 1:
+                result = KnownTile(next(iter(shapes)), next(iter(dtypes)) if len(dtypes) == 1 else UNKNOWN)
+        self._names[name] = result
+        return result
+
+    def _of(self, node: ast.expr, depth: int) -> KnownTile | None:
+        if depth > 40:
+            return None
+        if isinstance(node, ast.Name):
+            return self._name(node.id, depth)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+            return self._of(node.operand, depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
+            left, right = self._of(node.left, depth + 1), self._of(node.right, depth + 1)
+            if left is not None and right is not None:
+                if left is _BUSY:
+                    return right
+                if right is _BUSY or left.shape == right.shape:
+                    return left
+                return None
+            # tile * scalar keeps the tile's shape; an unknown operand could be a tile of another shape
+            if left is not None and isinstance(self.types.of(node.right), Scalar):
+                return left
+            if right is not None and isinstance(self.types.of(node.left), Scalar):
+                return right
+            return None
+        if not isinstance(node, ast.Call):
+            return None
+        name = warp_call_name(self.model, node)
+        if name in TILE_CREATORS:
+            shape = fold_shape(call_arg(node, "shape", TILE_CREATORS[name]), self.env, self.model)
+            if shape is None:
+                return None
+            inferred = self.types.of(node)
+            return KnownTile(shape, inferred.dtype if isinstance(inferred, Tile) else UNKNOWN)
+        if name == "tile_matmul" and call_arg(node, "out", 2) is None:
+            a = self._of_arg(node, "a", 0, depth)
+            b = self._of_arg(node, "b", 1, depth)
+            if a is not None and b is not None and len(a.shape) == 2 and len(b.shape) == 2:
+                return KnownTile((a.shape[0], b.shape[1]), a.dtype)
+            return None
+        if name == "tile_transpose":
+            t = self._of_arg(node, "a", 0, depth)
+            if t is not None and len(t.shape) == 2:
+                return KnownTile((t.shape[1], t.shape[0]), t.dtype)
+            return None
+        if name in ("tile_broadcast", "tile_reshape"):
+            t = self._of_arg(node, "a", 0, depth)
+            shape = fold_shape(call_arg(node, "shape", 1), self.env, self.model)
+            if shape is None or any(s <= 0 for s in shape):
+                return None
+            return KnownTile(shape, t.dtype if t is not None else UNKNOWN)
+        if name == "tile_astype":
+            t = self._of_arg(node, "t", 0, depth)
+            dtype_node = call_arg(node, "dtype", 1)
+            if t is None:
+                return None
+            return KnownTile(t.shape, self.model.resolver.resolve(dtype_node) if dtype_node else UNKNOWN)
+        if name == "tile_map" and len(node.args) >= 2:
+            t = self._of(node.args[1], depth + 1)
+            return KnownTile(t.shape, UNKNOWN) if t is not None and t is not _BUSY else None
+        if name in ("tile_sum", "tile_max", "tile_min") and call_arg(node, "axis", 1) is None:
+            t = self._of_arg(node, "a", 0, depth)
+            return KnownTile((1,), t.dtype) if t is not None else None
+        return None
+
+    def _of_arg(self, call: ast.Call, name: str, position: int, depth: int) -> KnownTile | None:
+        arg = call_arg(call, name, position)
+        if arg is None:
+            return None
+        result = self._of(arg, depth + 1)
+        return None if result is _BUSY else result
