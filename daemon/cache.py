@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import protocol
+from warp_harness.safe_read import FileTooLargeError, read_regular
 
 SCHEMA = 1
 HARNESS_STATE = ".warp-harness"
+_log = logging.getLogger(__name__)
 
 
 def state_dir(workspace: Path) -> Path:
@@ -125,18 +129,42 @@ def remove_stale_temp(workspace: Path, min_age_s: float = 3600.0) -> int:
     return removed
 
 
-def read_msgpack_map(path: Path, schema: int) -> dict[str, Any] | None:
-    """The map stored at ``path``; None if absent. A corrupt file is deleted and None returned."""
+# A workspace can ship its own .warp-harness/results: three 16.8 MB files of empty maps made
+# each save take 13 s and 2.4 GB. A state file (a result, a failing case, the history) is read
+# only when it is a regular file of at most MAX_STATE_FILE bytes, and decoded into at most
+# MAX_STATE_VALUES values (what one 16 MiB frame may hold: a result is sent in one frame); any
+# other is deleted with a note on stderr, like a corrupt one, and rebuilt when needed. Real
+# files are a few KB; the size cap leaves room for large blobs (few values, no bomb).
+MAX_STATE_FILE = 128 * 1024 * 1024
+MAX_STATE_VALUES = protocol.value_limit(protocol.MAX_FRAME)
+
+
+def read_msgpack_map(
+    path: Path, schema: int, *, max_bytes: int = MAX_STATE_FILE, max_values: int = MAX_STATE_VALUES
+) -> dict[str, Any] | None:
+    """The map stored at ``path``; None if absent. A corrupt file, one that is not a regular
+    file, one above ``max_bytes`` or decoding into more than ``max_values`` values is deleted
+    (with a note on stderr) and None returned."""
     try:
-        data = path.read_bytes()
+        data = read_regular(path, max_bytes)
     except FileNotFoundError:
         return None
-    except OSError:
+    except FileTooLargeError as exc:
+        _log.warning("warp-harness: %s; deleted (a state file is rebuilt when needed)", exc)
+        discard(path)
+        return None
+    except OSError as exc:
+        _log.warning("warp-harness: %s: not read (%s); deleted", path, exc)
         discard(path)
         return None
     try:
-        obj = protocol.unpackb(data, max_size=max(len(data), 1))
-    except Exception:
+        obj = protocol.unpackb(data, max_size=max_bytes, max_values=max_values)
+    except protocol.ProtocolError as exc:
+        _log.warning("warp-harness: %s: %s; deleted", path, exc.message)
+        discard(path)
+        return None
+    except Exception as exc:  # msgpack raises several unrelated classes
+        _log.warning("warp-harness: %s is not a valid state file (%s); deleted", path, exc)
         discard(path)
         return None
     if not isinstance(obj, dict) or obj.get("schema") != schema:
@@ -185,6 +213,10 @@ class ResultCache:
         self.workspace = workspace.resolve()
         self.folder = state_dir(self.workspace) / "results"
         self.stats = CacheStats()
+        # dependents(): {cache file name: (its stat signature, module path, dependency paths)},
+        # so a save re-reads only the result files written since the last one
+        self._deps_index: dict[str, tuple[tuple[int, int, int], str | None, frozenset[str]]] = {}
+        self._deps_lock = threading.Lock()
 
     def file_for(self, path: Path) -> Path:
         """The cache file of ``path``; OutsideWorkspaceError when the folder leads out."""
@@ -241,7 +273,9 @@ class ResultCache:
         self.stats.stores += 1
 
     def dependents(self, changed: Path) -> list[Path]:
-        """Cached modules that imported ``changed`` (a helper module saved on its own)."""
+        """Cached modules that imported ``changed`` (a helper module saved on its own).
+
+        Blocking (stats every result file, reads the new ones): call it off the event loop."""
         out: list[Path] = []
         target = str(changed.resolve())
         try:
@@ -250,13 +284,38 @@ class ResultCache:
             return out
         if not self.folder.is_dir():
             return out
-        for file in self.folder.glob("*.msgpack"):
-            entry = read_msgpack_map(file, SCHEMA)
-            if entry is None:
-                continue
-            deps = entry.get("deps") or []
-            if any(isinstance(d, list | tuple) and d and d[0] == target for d in deps):
-                p = entry.get("path")
-                if isinstance(p, str) and p != target:
-                    out.append(Path(p))
+        with self._deps_lock:
+            seen: set[str] = set()
+            for file in sorted(self.folder.glob("*.msgpack")):
+                known = self._deps_entry(file)
+                if known is None:
+                    continue
+                seen.add(file.name)
+                _, module, deps = known
+                if module is not None and module != target and target in deps:
+                    out.append(Path(module))
+            for name in self._deps_index.keys() - seen:
+                del self._deps_index[name]
         return out
+
+    def _deps_entry(self, file: Path) -> tuple[tuple[int, int, int], str | None, frozenset[str]] | None:
+        """``file``'s (signature, module, dependencies), read again only when it changed."""
+        try:
+            st = file.stat()
+        except OSError:
+            return None
+        signature = (st.st_mtime_ns, st.st_size, st.st_ino)
+        known = self._deps_index.get(file.name)
+        if known is not None and known[0] == signature:
+            return known
+        entry = read_msgpack_map(file, SCHEMA)
+        module = entry.get("path") if entry is not None else None
+        deps = entry.get("deps") if entry is not None else None
+        names = frozenset(
+            d[0]
+            for d in (deps if isinstance(deps, list) else [])
+            if isinstance(d, list | tuple) and d and isinstance(d[0], str)
+        )
+        known = (signature, module if isinstance(module, str) else None, names)
+        self._deps_index[file.name] = known
+        return known

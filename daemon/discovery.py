@@ -9,13 +9,46 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from warp_harness.contract import SIBLING_SUFFIXES
+from warp_harness.safe_read import MAX_FILE_BYTES, read_regular_text
 from warp_harness.workspace import IGNORED_DIRS
 
-_KERNEL_RE = re.compile(
-    r"@\s*(?:wp|warp)\s*\.\s*(?:kernel|func)\b|^\s*@\s*kernel\b|from\s+warp\s+import\s+[^\n]*\bkernel\b",
+# Every pattern here is linear in the text: a saved file is hostile input, and an expression
+# such as ``^\s*@`` (retried at each of 40,000 line starts, each scanning every newline after
+# it) or ``word[^\n]*\bother`` (retried at each repetition of ``word`` on a 130 KB line) took
+# seconds to minutes. ``^[^\S\n]*@`` finds the same decorators as ``^\s*@`` did (a match spanning
+# blank lines also matches from the line of the ``@``), and "X ... Y on the rest of the line"
+# is searched once per line from the first X on it (``_rest_of_line_has``).
+_DECORATOR_RE = re.compile(
+    r"@\s*(?:wp|warp)\s*\.\s*(?:kernel|func)\b|^[^\S\n]*@\s*kernel\b",
     re.MULTILINE,
 )
-_CONTRACT_RE = re.compile(r"\bwarp_harness(?:\.contract)?\b[^\n]*\b(?:import|Contract)\b|\bContract\s*\(")
+_FROM_WARP_IMPORT_RE = re.compile(r"from\s+warp\s+import\s+")
+_KERNEL_WORD_RE = re.compile(r"\bkernel\b")
+_HARNESS_RE = re.compile(r"\bwarp_harness\b")
+_CONTRACT_WORD_RE = re.compile(r"\b(?:import|Contract)\b")
+_CONTRACT_CALL_RE = re.compile(r"\bContract\s*\(")
+
+# a module larger than this is not read to decide whether it holds kernels, so the daemon
+# does not check it: generated or hostile files must not cost it memory or time
+MAX_SOURCE_BYTES = MAX_FILE_BYTES
+
+
+def _rest_of_line_has(text: str, head: re.Pattern[str], tail: re.Pattern[str]) -> bool:
+    """Whether ``tail`` occurs after a match of ``head`` on the line where that match ends
+    (``head[^\\n]*tail`` without its quadratic backtracking). Only the first match ending on a
+    line is searched from: a later one on the same line sees a part of the same rest."""
+    searched_to = -1
+    for match in head.finditer(text):
+        start = match.end()
+        if start <= searched_to:
+            continue
+        end = text.find("\n", start)
+        if end < 0:
+            end = len(text)
+        if tail.search(text, start, end) is not None:
+            return True
+        searched_to = end
+    return False
 
 
 def is_ignored(path: Path, root: Path) -> bool:
@@ -38,19 +71,25 @@ def is_candidate_name(path: Path) -> bool:
     )
 
 
-def read_text(path: Path) -> str | None:
+def read_text(path: Path, max_bytes: int = MAX_SOURCE_BYTES) -> str | None:
+    """The text of a regular file of at most ``max_bytes`` bytes; None for anything else (a
+    FIFO, a device, a symlink to one, a larger file, an unreadable one). Never blocks."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_regular_text(path, max_bytes, errors="replace")
+    except (OSError, ValueError):  # ValueError: a NUL byte in the name
         return None
 
 
 def has_kernels(text: str) -> bool:
-    return _KERNEL_RE.search(text) is not None
+    return _DECORATOR_RE.search(text) is not None or _rest_of_line_has(
+        text, _FROM_WARP_IMPORT_RE, _KERNEL_WORD_RE
+    )
 
 
 def has_contracts(text: str) -> bool:
-    return _CONTRACT_RE.search(text) is not None
+    return _CONTRACT_CALL_RE.search(text) is not None or _rest_of_line_has(
+        text, _HARNESS_RE, _CONTRACT_WORD_RE
+    )
 
 
 def kernel_module_for(path: Path) -> Path:

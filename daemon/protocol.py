@@ -11,15 +11,17 @@ Nothing here imports Warp.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
+import json
 import os
 import socket
 import stat
 import struct
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,27 +44,81 @@ E_INTERNAL = "internal"
 
 
 class ProtocolError(Exception):
-    """A frame or message that does not follow the protocol."""
+    """A frame or message that does not follow the protocol. ``fatal``: the stream cannot be
+    resynchronised after it (a rejected header); the connection is closed after the reply."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, fatal: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.fatal = fatal
 
 
 class ConnectionClosed(Exception):
     """The peer closed the connection (cleanly or in the middle of a frame)."""
 
 
+# Strings are UTF-8, except that a file name which is not valid UTF-8 (Linux allows any bytes)
+# travels as its raw bytes: Python holds such a name as surrogate escapes (``os.fsdecode``), and
+# packing and unpacking with "surrogateescape" gives a Python peer back exactly the name the
+# file system has. Any other string is unaffected (docs/protocol.md, "Strings and file names").
+UNICODE_ERRORS = "surrogateescape"
+
+# A decoded frame may hold at most one value (a map, an array, an item of either, a map key)
+# per this many bytes of its frame: an empty map is one byte on the wire but 64 bytes in
+# Python, so a 16 MiB frame of empty maps took 1.2 GB and 7 s to decode. Real messages carry
+# strings and numbers, far above 8 bytes per value.
+BYTES_PER_VALUE = 8
+MIN_VALUES = 4096
+
+
 def packb(obj: Any) -> bytes:
-    data: bytes = _msgpack.packb(obj, use_bin_type=True, default=_default)
+    data: bytes = _msgpack.packb(obj, use_bin_type=True, default=_default, unicode_errors=UNICODE_ERRORS)
     return data
 
 
-def unpackb(data: bytes, *, max_size: int = MAX_FRAME) -> Any:
+def value_limit(max_size: int) -> int:
+    """How many values a msgpack document of ``max_size`` bytes may decode into."""
+    return max(max_size // BYTES_PER_VALUE, MIN_VALUES)
+
+
+def unpackb(data: bytes, *, max_size: int = MAX_FRAME, max_values: int | None = None) -> Any:
+    """Decode one msgpack document of at most ``max_size`` bytes into at most ``max_values``
+    values (default ``value_limit(max_size)``); ProtocolError(E_TOO_LARGE) above either.
+
+    msgpack's own ``max_*_len`` bound one container or string; the hooks count every map and
+    array as it is built (its items included), so decoding stops at the limit instead of
+    building the whole document first."""
     if len(data) > max_size:
         raise ProtocolError(E_TOO_LARGE, f"frame of {len(data)} bytes exceeds the {max_size}-byte limit")
-    return _msgpack.unpackb(data, raw=False, strict_map_key=False)
+    limit = value_limit(max_size) if max_values is None else max_values
+    left = limit
+
+    def count(container: Any) -> Any:
+        nonlocal left
+        left -= 1 + len(container) * (2 if isinstance(container, dict) else 1)
+        if left < 0:
+            raise ProtocolError(
+                E_TOO_LARGE,
+                f"a document of {len(data)} bytes may hold at most {limit} values "
+                "(maps, arrays, their keys and items); this one holds more",
+            )
+        return container
+
+    longest = min(len(data), limit)
+    return _msgpack.unpackb(
+        data,
+        raw=False,
+        strict_map_key=False,
+        unicode_errors=UNICODE_ERRORS,
+        max_str_len=len(data),
+        max_bin_len=len(data),
+        max_ext_len=len(data),
+        max_array_len=longest,
+        max_map_len=longest,
+        object_hook=count,
+        list_hook=count,
+    )
 
 
 def _default(obj: Any) -> Any:
@@ -91,12 +147,16 @@ def decode_payload(payload: bytes, *, max_size: int = MAX_FRAME) -> dict[str, An
     """One frame's payload as a message map; ProtocolError(E_MALFORMED) when it is not one."""
     try:
         obj = unpackb(payload, max_size=max_size)
+    except ProtocolError:
+        raise
     except Exception as exc:  # msgpack raises several unrelated classes
         raise ProtocolError(E_MALFORMED, f"frame is not valid msgpack: {type(exc).__name__}: {exc}") from None
     if not isinstance(obj, dict):
         raise ProtocolError(E_MALFORMED, f"a message must be a map, got {type(obj).__name__}")
     if not isinstance(obj.get("type"), str):
         raise ProtocolError(E_MALFORMED, "a message needs a string field `type`")
+    if not obj["type"].isascii():  # raw bytes pass only in values such as paths (UNICODE_ERRORS)
+        raise ProtocolError(E_MALFORMED, f"`type` must be an ASCII name, got {obj['type']!a}")
     return obj
 
 
@@ -125,7 +185,9 @@ class FrameDecoder:
             (length,) = _HEADER.unpack_from(self._buf)
             if length > self.max_size:
                 raise ProtocolError(
-                    E_TOO_LARGE, f"frame of {length} bytes exceeds the {self.max_size}-byte limit"
+                    E_TOO_LARGE,
+                    f"frame of {length} bytes exceeds the {self.max_size}-byte limit",
+                    fatal=True,
                 )
             if len(self._buf) < HEADER_SIZE + length:
                 return
@@ -189,7 +251,9 @@ def recv_message(
         rest = _recv_exact(sock, HEADER_SIZE - 1, time.monotonic() + MID_FRAME_TIMEOUT_S)
         (length,) = _HEADER.unpack(first + rest)
         if length > max_size:
-            raise ProtocolError(E_TOO_LARGE, f"frame of {length} bytes exceeds the {max_size}-byte limit")
+            raise ProtocolError(
+                E_TOO_LARGE, f"frame of {length} bytes exceeds the {max_size}-byte limit", fatal=True
+            )
         payload = _recv_exact(sock, length, time.monotonic() + MID_FRAME_TIMEOUT_S)
     except TimeoutError:
         raise ConnectionClosed("peer stalled in the middle of a frame") from None
@@ -199,19 +263,88 @@ def recv_message(
 # --------------------------------------------------------------------------- asyncio streams
 
 
-async def read_payload(reader: asyncio.StreamReader, *, max_size: int = MAX_FRAME) -> bytes:
-    """One frame's payload; ConnectionClosed at EOF, ProtocolError(E_TOO_LARGE) for a huge header."""
+# frames up to this size are read and decoded at once on the event loop (requests are a few
+# hundred bytes); larger ones take their size from a FrameBudget first and are decoded in a thread
+SMALL_FRAME = 64 * 1024
+
+
+class FrameBudget:
+    """Bytes of large frames that all connections together may hold (read or being decoded) at
+    once: N clients sending 16 MiB frames wait their turn instead of taking N times the memory.
+    Frames up to SMALL_FRAME need no share, so a ``ping`` is never held up by them."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._cond: asyncio.Condition | None = None
+
+    @contextlib.asynccontextmanager
+    async def hold(self, size: int) -> AsyncIterator[None]:
+        size = min(size, self.limit)
+        if self._cond is None:
+            self._cond = asyncio.Condition()
+        cond = self._cond
+        async with cond:
+            await cond.wait_for(lambda: self.used + size <= self.limit)
+            self.used += size
+        try:
+            yield
+        finally:
+            async with cond:
+                self.used -= size
+                cond.notify_all()
+
+
+async def _read_header(reader: asyncio.StreamReader, max_size: int) -> int:
     try:
         header = await reader.readexactly(HEADER_SIZE)
     except asyncio.IncompleteReadError as exc:
         raise ConnectionClosed("connection closed" + (" mid-header" if exc.partial else "")) from None
-    (length,) = _HEADER.unpack(header)
+    length: int = _HEADER.unpack(header)[0]
     if length > max_size:
-        raise ProtocolError(E_TOO_LARGE, f"frame of {length} bytes exceeds the {max_size}-byte limit")
+        raise ProtocolError(
+            E_TOO_LARGE, f"frame of {length} bytes exceeds the {max_size}-byte limit", fatal=True
+        )
+    return length
+
+
+async def _read_body(reader: asyncio.StreamReader, length: int, *, patience: bool = False) -> bytes:
+    """``length`` bytes. ``patience``: give up (ConnectionClosed) when they take longer than
+    MID_FRAME_TIMEOUT_S: a large frame holds a share of the FrameBudget while it arrives. Small
+    frames go without the timer (``wait_for`` costs a task per frame)."""
     try:
+        if patience:
+            return await asyncio.wait_for(reader.readexactly(length), MID_FRAME_TIMEOUT_S)
         return await reader.readexactly(length)
     except asyncio.IncompleteReadError:
         raise ConnectionClosed("connection closed mid-frame") from None
+    except asyncio.TimeoutError:  # the builtin TimeoutError from 3.11 on
+        raise ConnectionClosed("peer stalled in the middle of a frame") from None
+
+
+async def read_payload(reader: asyncio.StreamReader, *, max_size: int = MAX_FRAME) -> bytes:
+    """One frame's payload; ConnectionClosed at EOF, ProtocolError(E_TOO_LARGE) for a huge header."""
+    return await _read_body(reader, await _read_header(reader, max_size))
+
+
+async def read_message(
+    reader: asyncio.StreamReader, *, max_size: int = MAX_FRAME, budget: FrameBudget | None = None
+) -> dict[str, Any]:
+    """One message: ConnectionClosed at EOF or when the peer stalls mid-frame; ProtocolError
+    with ``fatal`` for a header above ``max_size``, without it for a frame that was read but
+    is not a valid message (the stream is still in step: reply and go on).
+
+    A frame above SMALL_FRAME first takes its size from ``budget`` and is decoded in a thread,
+    so the event loop keeps answering other clients."""
+    length = await _read_header(reader, max_size)
+    if length <= SMALL_FRAME or budget is None:
+        payload = await _read_body(reader, length)
+        if length <= SMALL_FRAME:
+            return decode_payload(payload, max_size=max_size)
+        return await asyncio.to_thread(decode_payload, payload, max_size=max_size)
+    async with budget.hold(length):
+        payload = await _read_body(reader, length, patience=True)
+        return await asyncio.to_thread(decode_payload, payload, max_size=max_size)
 
 
 async def write_message(
@@ -225,11 +358,24 @@ async def write_message(
 
 
 def runtime_dir() -> Path:
-    """A folder only this user can enter: $XDG_RUNTIME_DIR/warp-harness or /tmp/warp-harness-UID."""
+    """A folder only this user can enter: $XDG_RUNTIME_DIR/warp-harness or /tmp/warp-harness-UID.
+
+    $XDG_RUNTIME_DIR counts only when it is a folder of ours that nobody else can write to
+    (another user could otherwise swap our folder inside it); callers check the folder itself
+    with ``ensure_private_dir``.
+    """
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
+    if xdg and _private_parent(Path(xdg)):
         return Path(xdg) / "warp-harness"
     return Path(tempfile.gettempdir()) / f"warp-harness-{os.getuid()}"
+
+
+def _private_parent(path: Path) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -255,6 +401,63 @@ def workspace_key(workspace: Path) -> str:
 def socket_path_for(workspace: Path, base: Path | None = None) -> Path:
     """The daemon socket of a workspace: ``<runtime_dir>/<sha256(resolved workspace)[:16]>.sock``."""
     return (base or runtime_dir()) / f"{workspace_key(workspace)}.sock"
+
+
+def daemon_state_path(workspace: Path) -> Path:
+    """Where the workspace's daemon records its pid and socket: ``<runtime_dir>/<key>.json``.
+
+    In the user's private folder, so only the user's own daemon can have written it (a
+    workspace's ``.warp-harness/daemon.json`` is written for information only: a repository
+    can ship one, and it is never read).
+    """
+    return runtime_dir() / f"{workspace_key(workspace)}.json"
+
+
+def daemon_lock_path(workspace: Path) -> Path:
+    """The lock a daemon holds for its whole life: one daemon per workspace."""
+    return runtime_dir() / f"{workspace_key(workspace)}.lock"
+
+
+def read_daemon_state(workspace: Path) -> dict[str, Any] | None:
+    """The running daemon's record of ``workspace``, when it is a regular file of ours in the
+    private runtime folder and describes this workspace; None otherwise."""
+    path = daemon_state_path(workspace)
+    try:
+        ensure_private_dir(path.parent)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_size > 65536:
+            return None
+        data = json.loads(os.read(fd, 65536))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict) or data.get("workspace") != str(workspace.resolve()):
+        return None
+    return data
+
+
+def our_socket(path: Path) -> bool:
+    """Whether ``path`` is a Unix socket owned by this user (not a file someone else planted)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
+
+
+def daemon_socket(workspace: Path) -> Path:
+    """Where ``workspace``'s daemon serves: the socket its private state names (a daemon started
+    with ``--socket``), else the default path."""
+    state = read_daemon_state(workspace)
+    named = state.get("socket") if state else None
+    if isinstance(named, str) and named and our_socket(Path(named)):
+        return Path(named)
+    return socket_path_for(workspace)
 
 
 # --------------------------------------------------------------------------- a small blocking client

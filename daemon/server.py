@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import socket
+import stat
 import sys
 import threading
 import time
@@ -175,41 +178,14 @@ class Engine:
         timings: dict[str, float] = {}
         payload: dict[str, Any] = {"path": display, "trusted": self.trusted, "cached": False, "repros": []}
         dynamic: list[Record] = []
-        static_future: concurrent.futures.Future[tuple[list[Record], float]] | None = None
         static: list[Record] = []
         if not self.trusted:
             static, timings["static_ms"] = _timed_static(path, display, self.overrides)
             dynamic.append(untrusted_record(display))
             payload.update(status="untrusted", kernels={})
         else:
-            assert self.supervisor is not None
             key = result_cache.result_key(self.options.to_dict(), stages)
-            t = time.perf_counter()
-            result = None if force else self.cache.lookup(path, key)
-            timings["cache_ms"] = (time.perf_counter() - t) * 1e3
-            if result is not None:
-                payload["cached"] = True
-                static, timings["static_ms"] = _timed_static(path, display, self.overrides)
-            else:
-                # the static tier (pure Python, ~3 ms) runs while the worker works
-                static_future = self._static_pool.submit(_timed_static, path, display, self.overrides)
-                t = time.perf_counter()
-                result = self.supervisor.check(
-                    path, display_path=display, stages=stages, on_progress=self._progress
-                )
-                timings["check_ms"] = (time.perf_counter() - t) * 1e3
-                t = time.perf_counter()
-                stored = self._store_repros(path, result)
-                payload["repros"] = stored
-                result["repros"] = stored
-                cacheable = result.get("cacheable", True) is not False  # not a transient crash
-                if cacheable and not any(r.get("rule") == F.INTERNAL for r in result.get("records", [])):
-                    try:
-                        self.cache.store(path, key, result)
-                    except OSError:
-                        pass
-                timings["store_ms"] = (time.perf_counter() - t) * 1e3
-                static, timings["static_ms"] = static_future.result()
+            result, static = self._one_text(path, display, key, force, stages, timings, payload)
             dynamic = [Record.from_dict(r) for r in result.get("records", [])]
             payload.update(
                 status=result.get("status"),
@@ -234,6 +210,133 @@ class Engine:
         ]
         payload["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
         return payload
+
+    def _one_text(
+        self,
+        path: Path,
+        display: str,
+        key: str,
+        force: bool,
+        stages: tuple[str, ...],
+        timings: dict[str, float],
+        payload: dict[str, Any],
+    ) -> tuple[dict[str, Any], list[Record]]:
+        """(worker result, static records) that both describe one text of the file.
+
+        The file is hashed before the tiers run; the worker refuses a file whose text has
+        another hash (status ``stale``: it was saved again while the job waited, for a worker
+        restart say), and the static tier's read must fall between that hash and a second
+        one. A stale attempt is done again with the new text, ``STALE_ATTEMPTS`` times at most."""
+        for _attempt in range(self.STALE_ATTEMPTS):
+            sha = self.source_sha256(path)
+            payload["cached"] = False
+            result, static = self._both_tiers(path, display, key, sha, force, stages, timings, payload)
+            if result.get("status") != "stale" and self.source_sha256(path) == sha:
+                payload["source_sha256"] = sha
+                return result, static
+        payload["source_sha256"] = None
+        record = F.make_record(
+            Stage.INTERNAL,
+            F.INTERNAL,
+            Severity.INFO,
+            display,
+            1,
+            f"the file changed while it was being checked ({self.STALE_ATTEMPTS} times): "
+            "the dynamic tier's result was dropped; save again to check it",
+        )
+        return {"status": "stale", "records": [record.to_dict()], "kernels": {}}, static
+
+    def _both_tiers(
+        self,
+        path: Path,
+        display: str,
+        key: str,
+        sha: str | None,
+        force: bool,
+        stages: tuple[str, ...],
+        timings: dict[str, float],
+        payload: dict[str, Any],
+    ) -> tuple[dict[str, Any], list[Record]]:
+        """Both tiers once on the text whose hash is ``sha`` (None: unknown, not verified)."""
+        assert self.supervisor is not None
+        t = time.perf_counter()
+        result = None if force else self.cache.lookup(path, key)
+        if result is not None and sha is not None and self._dep_sha(result, path) not in (sha, None):
+            result = None  # stored for another text than the one just read
+        timings["cache_ms"] = (time.perf_counter() - t) * 1e3
+        if result is not None:
+            payload["cached"] = True
+            static, timings["static_ms"] = _timed_static(path, display, self.overrides)
+            return result, static
+        # the static tier (pure Python, ~3 ms) runs while the worker works
+        static_future = self._static_pool.submit(_timed_static, path, display, self.overrides)
+        t = time.perf_counter()
+        result = self.supervisor.check(
+            path, display_path=display, stages=stages, on_progress=self._progress, source_sha256=sha
+        )
+        timings["check_ms"] = (time.perf_counter() - t) * 1e3
+        t = time.perf_counter()
+        stored = self._store_repros(path, result) if result.get("status") != "stale" else []
+        payload["repros"] = stored
+        result["repros"] = stored
+        if self.cacheable(result):
+            try:
+                self.cache.store(path, key, result)
+            except OSError:
+                pass
+        timings["store_ms"] = (time.perf_counter() - t) * 1e3
+        static, timings["static_ms"] = static_future.result()
+        return result, static
+
+    # tries before a file that keeps changing while it is checked gets no dynamic result
+    STALE_ATTEMPTS = 3
+    # larger files are not hashed (the static tier reports them; the worker is not asked to verify)
+    HASH_MAX_BYTES = 16 * 1024 * 1024
+
+    @classmethod
+    def source_sha256(cls, path: Path) -> str | None:
+        """SHA-256 of the file's text now; None when it is not a regular file of a sane size."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO must not block the job
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size > cls.HASH_MAX_BYTES:
+                return None
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read(cls.HASH_MAX_BYTES + 1)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        return hashlib.sha256(data).hexdigest()
+
+    @staticmethod
+    def _dep_sha(result: Mapping[str, Any], path: Path) -> str | None:
+        """The hash a stored result recorded for ``path`` itself."""
+        for dep in result.get("deps") or []:
+            if isinstance(dep, list | tuple) and len(dep) == 2 and dep[0] == str(path):
+                return str(dep[1])
+        return None
+
+    @staticmethod
+    def cacheable(result: Mapping[str, Any]) -> bool:
+        """Whether a worker's result is the code's verdict, to be stored in the result cache.
+
+        Not when the machine or the harness had a part in it: a transient crash (the worker
+        killed from outside or by us, a death while compiling), a failure of the file system
+        (``notes.transient``: an OSError such as a full disk or EIO), a build in the kernel
+        cache that could not be loaded and was rebuilt (``notes.rebuilt``), or any record of
+        an internal error."""
+        notes = result.get("notes") or {}
+        if result.get("cacheable", True) is False or not isinstance(notes, Mapping):
+            return False
+        if result.get("status") == "stale":  # describes no text the file still holds
+            return False
+        if notes.get("transient") or notes.get("rebuilt"):
+            return False
+        return not any(r.get("rule") == F.INTERNAL for r in result.get("records", []))
 
     def _progress(self, msg: dict[str, Any]) -> None:
         if self.on_progress is not None:
@@ -296,14 +399,29 @@ class _Conn:
                 if self.is_dropped():  # dropped while this send waited for the lock
                     return
                 try:
-                    await protocol.write_message(self.writer, msg, max_size=self.max_frame)
-                except protocol.ProtocolError as exc:  # our reply is too big: say so instead
-                    err = protocol.error_message(exc.code, exc.message, msg.get("id"))
-                    await protocol.write_message(self.writer, err, max_size=self.max_frame)
+                    self.writer.write(self._encode(msg))
+                    await self.writer.drain()
                 except (ConnectionError, RuntimeError):
                     pass
         finally:
             self.waiting -= 1
+
+    def _encode(self, msg: Mapping[str, Any]) -> bytes:
+        """``msg`` as a frame or, when it cannot be sent (too big, a value msgpack cannot
+        encode), an error frame saying so: one bad message never costs the connection its
+        later replies."""
+        try:
+            return protocol.encode_frame(msg, max_size=self.max_frame)
+        except protocol.ProtocolError as exc:  # our reply is too big: say so instead
+            code, text = exc.code, exc.message
+        except Exception as exc:  # msgpack raises several unrelated classes
+            code, text = protocol.E_INTERNAL, f"reply could not be encoded: {type(exc).__name__}: {exc}"
+        request_id = msg.get("id")
+        try:
+            return protocol.encode_frame(protocol.error_message(code, text, request_id))
+        except Exception:  # the id itself cannot be encoded
+            safe = text.encode("ascii", "backslashreplace").decode("ascii")
+            return protocol.encode_frame(protocol.error_message(code, safe))
 
 
 class Daemon:
@@ -356,35 +474,52 @@ class Daemon:
         self.jobs_done = 0
         self.errors_replied = 0
         self._sends: set[asyncio.Future[None]] = set()
+        # large request frames held at once, all clients together (protocol.read_message)
+        self._frame_budget = protocol.FrameBudget(max_frame)
 
     # ----------------------------------------------------------------- lifecycle
-    def _claim_socket(self) -> None:
-        """Refuse to start next to a live daemon of this workspace; clear a stale socket.
+    # the open lock file (daemon_lock_path) while this daemon owns the workspace
+    _lock_fd: int | None = None
 
-        Two places can name a live daemon: ``.warp-harness/daemon.json`` (whatever socket it
-        was started with) and our socket path. Either one accepting a connection means a
-        daemon is serving; a socket nobody accepts on is left over from a killed daemon.
+    def _claim_socket(self) -> None:
+        """Become the workspace's one daemon, or raise DaemonAlreadyRunning; clear a stale socket.
+
+        An exclusive ``flock`` on ``<runtime>/<key>.lock``, held until this daemon stops (or
+        dies: the kernel drops it), decides: of daemons started at once exactly one gets it, so
+        checking and claiming cannot interleave. Nothing inside the workspace is read: its
+        ``.warp-harness/daemon.json`` may have been shipped by a repository.
         """
+        protocol.ensure_private_dir(protocol.runtime_dir())
         protocol.ensure_private_dir(self.socket_path.parent)
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(protocol.daemon_lock_path(self.workspace), flags, 0o600)
         try:
-            state = _read_state(self._state_file())
-        except OSError:  # .warp-harness leads out of the workspace: not read, not written
-            state = None
-        other = state.get("socket") if state else None
-        if isinstance(other, str) and other and Path(other) != self.socket_path and _accepts(Path(other)):
-            raise DaemonAlreadyRunning(self._already(Path(other), state))
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            state = _read_state(self.workspace)
+            raise DaemonAlreadyRunning(self._already(state)) from None
+        self._lock_fd = fd
         if self.socket_path.exists() or self.socket_path.is_symlink():
-            if _accepts(self.socket_path):
-                same = state if state and state.get("socket") == str(self.socket_path) else None
-                raise DaemonAlreadyRunning(self._already(self.socket_path, same))
+            if _accepts(self.socket_path):  # another workspace's daemon, given the same --socket
+                self._release_lock()
+                taken = f"{self.socket_path} is in use by a daemon of another workspace"
+                raise DaemonAlreadyRunning(f"{taken}; choose another --socket")
             self.socket_path.unlink()  # stale: its daemon is gone
 
-    def _already(self, sock: Path, state: dict[str, Any] | None) -> str:
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def _already(self, state: dict[str, Any] | None) -> str:
         pid = state.get("pid") if state else None
+        sock = state.get("socket") if state else None
         who = f" (pid {pid})" if isinstance(pid, int) else ""
+        where = f" on {sock}" if isinstance(sock, str) else ""
         stop = f"stop it first (kill {pid})" if isinstance(pid, int) else "stop it first"
         return (
-            f"a daemon{who} already serves {self.workspace} on {sock}; {stop}, "
+            f"a daemon{who} already serves {self.workspace}{where}; {stop}, "
             "or connect to that socket instead of starting another"
         )
 
@@ -456,10 +591,14 @@ class Daemon:
         self._executor.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.to_thread(self.engine.close), timeout=30)
-        with contextlib.suppress(OSError):
-            self.socket_path.unlink()
+        if self._lock_fd is None:  # never claimed the workspace: the socket and state are not ours
+            return
+        for path in (self.socket_path, protocol.daemon_state_path(self.workspace)):
+            with contextlib.suppress(OSError):
+                path.unlink()
         with contextlib.suppress(OSError):
             self._state_file().unlink()
+        self._release_lock()
 
     async def run(self) -> None:
         await self.start()
@@ -469,6 +608,8 @@ class Daemon:
             await self.stop()
 
     def _write_state(self) -> None:
+        """Record pid and socket in the private runtime folder (what clients read), and the same
+        in ``.warp-harness/daemon.json`` for the user's information (never read back)."""
         state = {
             "pid": os.getpid(),
             "socket": str(self.socket_path),
@@ -477,34 +618,54 @@ class Daemon:
             "workspace": str(self.workspace),
             "started": time.time(),
         }
+        data = json.dumps(state, indent=2).encode()
+        private = protocol.daemon_state_path(self.workspace)
         try:
-            result_cache.atomic_write_bytes(self._state_file(), json.dumps(state, indent=2).encode())
+            result_cache.atomic_write_bytes(private, data, durable=False)
+        except OSError as exc:
+            self.log(f"warp-harness daemon: {exc}; {private} not written")
+        try:
+            result_cache.atomic_write_bytes(self._state_file(), data)
         except OSError as exc:  # read-only, or .warp-harness leads out of the workspace
             self.log(f"warp-harness daemon: {exc}; daemon.json not written")
 
     def _state_file(self) -> Path:
-        """``.warp-harness/daemon.json``; OutsideWorkspaceError (an OSError) when it would leave
-        the workspace."""
+        """``.warp-harness/daemon.json`` (information only); OutsideWorkspaceError (an OSError)
+        when it would leave the workspace."""
         return result_cache.state_path(self.workspace, "daemon.json")
 
     # ----------------------------------------------------------------- events and jobs
     def _fs_event_from_thread(self, path: Path, state: str) -> None:
-        if self.loop is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._fs_event, path, state)
+        """Called by the watcher's thread, in event order. Deciding what a save affects reads
+        files (the saved one, the result cache): that happens here, never on the event loop,
+        which only queues the jobs, in the same order."""
+        if self.loop is None or self.loop.is_closed():
+            return
+        event_at = time.perf_counter()
+        try:
+            targets = [] if state == "deleted" else self._targets_for(path)
+        except Exception as exc:  # keep watching whatever one file does
+            self.log(f"warp-harness daemon: {path}: not checked: {type(exc).__name__}: {exc}")
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            self.loop.call_soon_threadsafe(self._fs_event, path, state, targets, event_at)
 
-    def _fs_event(self, path: Path, state: str) -> None:
+    def _targets_for(self, path: Path) -> list[Path]:
+        """The modules to check after ``path`` was saved (blocking: reads files)."""
+        target = discovery.relevant(path)
+        targets = [target] if target is not None else []
+        targets += [p for p in self.engine.cache.dependents(path) if p.is_file()]
+        # a symlink out of the workspace is never checked
+        return [t for t in dict.fromkeys(targets) if result_cache.inside(t, self.workspace)]
+
+    def _fs_event(self, path: Path, state: str, targets: list[Path], event_at: float) -> None:
         if state == "deleted":
             display = self.engine.display(path)
             if self.results.pop(display, None) is not None:
                 self._broadcast(protocol.message("removed", push=True, path=display))
             return
-        target = discovery.relevant(path)
-        targets = [target] if target is not None else []
-        targets += [p for p in self.engine.cache.dependents(path) if p.is_file()]
-        for t in dict.fromkeys(targets):
-            if not result_cache.inside(t, self.workspace):  # a symlink out of the workspace
-                continue
-            self.enqueue(t, event_at=time.perf_counter(), saved=True)
+        for t in targets:
+            self.enqueue(t, event_at=event_at, saved=True)
 
     def enqueue(
         self, path: Path, *, force: bool = False, event_at: float | None = None, saved: bool = False
@@ -592,22 +753,20 @@ class Daemon:
         try:
             while True:
                 try:
-                    payload = await protocol.read_payload(reader, max_size=self.max_frame)
+                    msg = await protocol.read_message(
+                        reader, max_size=self.max_frame, budget=self._frame_budget
+                    )
                 except protocol.ConnectionClosed:
                     break
                 except protocol.ProtocolError as exc:
-                    # the stream cannot be resynchronised after a rejected header: reply, then close
                     self.errors_replied += 1
-                    await conn.send(protocol.error_message(exc.code, exc.message, fatal=True))
-                    break
-                except (ConnectionError, OSError):
-                    break
-                try:
-                    msg = protocol.decode_payload(payload, max_size=self.max_frame)
-                except protocol.ProtocolError as exc:
-                    self.errors_replied += 1
+                    if exc.fatal:  # the stream cannot be resynchronised after a rejected header
+                        await conn.send(protocol.error_message(exc.code, exc.message, fatal=True))
+                        break
                     await conn.send(protocol.error_message(exc.code, exc.message))
                     continue
+                except (ConnectionError, OSError):
+                    break
                 task = asyncio.ensure_future(self._handle(conn, msg))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
@@ -745,12 +904,9 @@ def _accepts(sock: Path) -> bool:
     return True
 
 
-def _read_state(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+def _read_state(workspace: Path) -> dict[str, Any] | None:
+    """The running daemon's record from the private runtime folder (never the workspace's)."""
+    return protocol.read_daemon_state(workspace)
 
 
 class DaemonThread:

@@ -7,7 +7,9 @@
 - Regions: SARIF lines and columns are 1-based, record columns are 0-based; ``endColumn``
   is exclusive in both, so both columns shift by one.
 - Paths become relative POSIX URIs against ``%SRCROOT%`` (an absolute path under the
-  current directory is made relative to it; one elsewhere becomes a ``file://`` URI).
+  current directory is made relative to it; one elsewhere becomes a ``file://`` URI). A URI
+  percent-encodes the file name's bytes, so a name that is not valid UTF-8 (``b"k\\xff.py"``)
+  is ``k%FF.py``; in text (messages, snippets) such a byte shows as ``\\xff`` (json.printable).
 - ``partialFingerprints.primaryLocationLineHash`` hashes rule, path and the stripped text
   of the line (the message when the source is not given) plus an occurrence counter, so a
   finding keeps its identity when lines above it move.
@@ -25,6 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..record import Location, Record, Severity, TextEdit
+from .json import printable_tree
 from .model import STAGE_DESCRIPTIONS, FileResult, RuleInfo, jsonable, rule_title
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -61,7 +64,17 @@ def artifact_location(path: str, root: str | None = None) -> dict[str, str]:
             return {"uri": PurePosixPath(posix).as_uri()}
     while posix.startswith("./"):
         posix = posix[2:]
-    return {"uri": quote(posix, safe="/"), "uriBaseId": SRCROOT}
+    return {"uri": quote(_name_bytes(posix), safe="/"), "uriBaseId": SRCROOT}
+
+
+def _name_bytes(text: str) -> bytes:
+    """A file name's bytes: UTF-8, with surrogate escapes (``os.fsdecode`` of a name that is
+    not valid UTF-8) turned back into the bytes they stand for; any other lone surrogate as
+    UTF-8 would spell it (so it is still percent-encoded, never an error)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def region(line: int, col: int, end_line: int | None, end_col: int | None) -> dict[str, int]:
@@ -129,7 +142,7 @@ def _message(record: Record) -> str:
 
 def _fingerprint(rule: str, path: str, anchor: str) -> str:
     data = "\0".join((rule, path.replace("\\", "/"), " ".join(anchor.split())))
-    return hashlib.sha256(data.encode("utf-8")).hexdigest()[:16]
+    return hashlib.sha256(_name_bytes(data)).hexdigest()[:16]
 
 
 def _replacement(edit: TextEdit) -> dict[str, Any]:
@@ -241,5 +254,5 @@ def render_sarif(
     root: str | None = None,
 ) -> str:
     del color
-    log = sarif_log(results, rules=rules, tool_version=tool_version, root=root)
+    log = printable_tree(sarif_log(results, rules=rules, tool_version=tool_version, root=root))
     return json.dumps(log, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
