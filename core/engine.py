@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -192,7 +192,10 @@ def check_file(
     overrides: Mapping[str, Any] | None = None,
     display_path: str | None = None,
     builtins: BuiltinTable | None = None,
+    analyse: Callable[[bytes, str, Settings, BuiltinTable | None], FileResult] | None = None,
 ) -> FileResult:
+    """The records of one file; ``analyse`` (default :func:`check_bytes`) turns the bytes read into
+    them once the file passed the link and regular-file checks (the result cache wraps it)."""
     settings = load_settings(path, overrides)
     shown = display_path or _display(path)
     outside = _link_outside(path, settings)
@@ -216,7 +219,7 @@ def check_file(
             ),
             None,
         )
-    return check_bytes(data, shown, settings, builtins)
+    return (analyse or check_bytes)(data, shown, settings, builtins)
 
 
 def unreadable_record(path: str, message: str) -> Record:

@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,12 @@ from warp_harness.engine import analyse_source
 from warp_harness.record import Record
 
 __all__ = ["Analyse", "rules_of"]
+
+# `check`'s result cache lives in the user's cache folder: the tests (and every CLI they start) get
+# a fresh one, so a test that changes a rule in-process never reads a result cached by another
+_CACHE_HOME = tempfile.mkdtemp(prefix="wh-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+atexit.register(shutil.rmtree, _CACHE_HOME, True)
 
 # CI explores the same examples every run (seeded from each test's name), so a red CI means a
 # change broke something, not that this run drew a new input; local runs keep exploring.

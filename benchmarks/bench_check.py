@@ -1,0 +1,220 @@
+"""`warp-harness check` over a real tree, side by side with its peers, in the same run.
+
+Corpus: newton 1.8.0 (downloaded with pip into a cache folder on first use, never vendored) plus
+the examples and tests of the installed warp-lang. Rows, each a fresh process, interleaved over
+``--repeat`` rounds so load on a shared machine hits every row alike:
+
+- the floor: CPython reading and ``ast.parse``-ing the same files, one core
+- ``warp-harness check``: no cache with ``--jobs 1`` and ``--jobs N``, a cold cache (written), a warm
+  cache (unchanged re-run), and an empty file (start-up)
+- optionally the old code (``--old-pythonpath``: a checkout whose ``warp_harness`` package shadows
+  the installed one, e.g. ``git worktree add /tmp/wh-old HEAD`` copied into the package layout)
+- pyflakes and ``ruff check`` (cold, no cache; ruff warm with its cache), and pyflakes on the empty file
+
+Printed: min / median / max wall seconds, peak RSS of the largest process (MiB), and each row's
+median against the parse floor, pyflakes and ruff. Also ``-X importtime`` of checking an empty file.
+
+    python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--old-pythonpath DIR] [--corpus newton]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+NEWTON = "newton==1.8.0"
+CORPUS_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "warp-harness-bench"
+
+
+def fetch_newton() -> Path:
+    """newton's source tree, from the wheel on the package index (pip download, then unzip)."""
+    root = CORPUS_CACHE / "newton-1.8.0"
+    if (root / "newton").is_dir():
+        return root / "newton"
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", NEWTON, "--no-deps", "-d", tmp, "-q"], check=True
+        )
+        wheel = next(Path(tmp).glob("newton-*.whl"))
+        root.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as zf:
+            zf.extractall(root)
+    return root / "newton"
+
+
+def warp_trees() -> list[Path]:
+    # in a child: importing Warp here would raise every row's peak RSS (a child starts at its parent's)
+    code = "import os, warp; print(os.path.dirname(warp.__file__))"
+    base = Path(
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    )
+    return [base / "examples", base / "tests"]
+
+
+def corpus(which: str) -> list[Path]:
+    trees = {"newton": [fetch_newton()], "warp": warp_trees(), "all": [fetch_newton(), *warp_trees()]}
+    return trees[which]
+
+
+def parse_floor(list_file: str) -> None:
+    """The floor row's process: read and parse every listed file, nothing else."""
+    for name in Path(list_file).read_text().splitlines():
+        try:
+            ast.parse(Path(name).read_bytes())
+        except (SyntaxError, ValueError):
+            pass
+
+
+def run_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, the largest process of the command's tree)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} exited {proc.returncode}: {err.decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--corpus", choices=("newton", "warp", "all"), default="all")
+    ap.add_argument("--old-pythonpath", metavar="DIR", help="also time the warp_harness package found in DIR")
+    ap.add_argument("--only", nargs="*", help="row names to run (default: all)")
+    ap.add_argument("--parse-only", metavar="LIST", help=argparse.SUPPRESS)
+    ap.add_argument("--list-files", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.parse_only:
+        parse_floor(args.parse_only)
+        return 0
+    if args.list_files:
+        from warp_harness.engine import iter_python_files
+
+        print("\n".join(str(p) for p in iter_python_files([Path(t) for t in args.list_files])))
+        return 0
+
+    trees = corpus(args.corpus)
+    # the files `check` sees (its exclusions), listed by a child for the same reason as warp_trees
+    listing = subprocess.run(
+        [sys.executable, __file__, "--list-files", *map(str, trees)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    files = listing.stdout.splitlines()
+    lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
+    work = Path(tempfile.mkdtemp(prefix="bench-check-"))
+    list_file = work / "files.txt"
+    list_file.write_text("\n".join(files))
+    empty = work / "empty.py"
+    empty.write_text("")
+    cache = work / "cache"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    old_env = {**env, "PYTHONPATH": args.old_pythonpath or ""}
+    py = sys.executable
+    wh = [py, "-m", "warp_harness", "check", "--exit-zero", "--output-format", "concise"]
+    tree_args = [str(t) for t in trees]
+    ruff = shutil.which("ruff") or "ruff"
+    j = str(args.jobs)
+
+    def clear_cache() -> None:
+        shutil.rmtree(cache, ignore_errors=True)
+
+    # name -> (command, env, prepare)
+    rows: dict[str, tuple[list[str], dict[str, str], object]] = {
+        "parse floor (ast.parse, 1 core)": ([py, __file__, "--parse-only", str(list_file)], env, None),
+        "check --no-cache --jobs 1": ([*wh, "--no-cache", "--jobs", "1", *tree_args], env, None),
+        f"check --no-cache --jobs {j}": ([*wh, "--no-cache", "--jobs", j, *tree_args], env, None),
+        f"check cold cache --jobs {j}": ([*wh, "--jobs", j, *tree_args], env, clear_cache),
+        f"check warm cache --jobs {j}": ([*wh, "--jobs", j, *tree_args], env, None),
+        "check warm cache --jobs 1": ([*wh, "--jobs", "1", *tree_args], env, None),
+        "pyflakes": ([py, "-m", "pyflakes", *tree_args], env, None),
+        "ruff check --no-cache": ([ruff, "check", "--no-cache", "-q", "--exit-zero", *tree_args], env, None),
+        "ruff check (warm cache)": (
+            [ruff, "check", "--cache-dir", str(work / "ruff"), "-q", "--exit-zero", *tree_args],
+            env,
+            None,
+        ),
+        "check empty file": ([*wh, str(empty)], env, None),
+        "pyflakes empty file": ([py, "-m", "pyflakes", str(empty)], env, None),
+    }
+    if args.old_pythonpath:
+        rows["OLD check (1 core, no cache)"] = ([*wh, *tree_args], old_env, None)
+        rows["OLD check empty file"] = ([*wh, str(empty)], old_env, None)
+    if args.only:
+        rows = {k: v for k, v in rows.items() if any(o in k for o in args.only)}
+
+    # warm both caches once so the first warm round is warm
+    subprocess.run([*wh, "--jobs", j, *tree_args], env=env, capture_output=True)
+    subprocess.run(
+        [ruff, "check", "--cache-dir", str(work / "ruff"), "-q", "--exit-zero", *tree_args],
+        capture_output=True,
+    )
+    times: dict[str, list[float]] = {k: [] for k in rows}
+    rss: dict[str, float] = dict.fromkeys(rows, 0.0)
+    for _ in range(args.repeat):
+        for name, (command, row_env, prepare) in rows.items():
+            if callable(prepare):
+                prepare()
+            wall, peak = run_once(command, row_env)
+            times[name].append(wall)
+            rss[name] = max(rss[name], peak)
+    print(f"corpus: {', '.join(tree_args)}")
+    print(f"{len(files)} files, {lines:,} lines; {args.repeat} rounds; load {os.getloadavg()[0]:.2f}")
+    _table(times, rss)
+    _importtime(wh, empty, env)
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _table(times: dict[str, list[float]], rss: dict[str, float]) -> None:
+    med = {k: statistics.median(v) for k, v in times.items() if v}
+
+    def ratio(name: str, peer: str) -> str:
+        return f"{med[name] / med[peer]:6.2f}x" if peer in med else "      -"
+
+    floor, pyf, ruff = "parse floor (ast.parse, 1 core)", "pyflakes", "ruff check --no-cache"
+    header = f"{'row':<34}{'min':>8}{'median':>8}{'max':>8}{'RSS MiB':>9}"
+    print(f"{header}{'/floor':>9}{'/pyflakes':>10}{'/ruff':>8}")
+    for name, values in times.items():
+        print(
+            f"{name:<34}{min(values):8.3f}{med[name]:8.3f}{max(values):8.3f}{rss[name]:9.0f}"
+            f"{ratio(name, floor):>9}{ratio(name, pyf):>10}{ratio(name, ruff):>8}"
+        )
+
+
+def _importtime(wh: list[str], empty: Path, env: dict[str, str]) -> None:
+    """The slowest imports of `check` on an empty file (cumulative microseconds, -X importtime)."""
+    result = subprocess.run(
+        [wh[0], "-X", "importtime", *wh[1:], str(empty)], capture_output=True, text=True, env=env
+    )
+    rows = []
+    for line in result.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            rows.append((int(parts[1]), parts[2].rstrip()))
+    top_level = [r for r in rows if not r[1].startswith("  ")]
+    total = sum(us for us, _ in top_level)
+    print(f"\nimports of `check empty.py`: {total / 1000:.0f} ms in {len(rows)} modules; slowest top-level:")
+    for us, name in sorted(top_level, reverse=True)[:8]:
+        print(f"  {us / 1000:7.1f} ms {name.strip()}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,190 @@
+"""`check` over many files: a process pool over files, the result cache, and only the source lines
+the output needs.
+
+Results come back in the order :func:`~warp_harness.engine.iter_python_files` yields the files,
+whatever the number of processes, so output is the same for ``--jobs 1`` and ``--jobs N``. Small
+inputs (fewer than :data:`MIN_PARALLEL_FILES` files) stay in this process: a pool costs more than it
+saves there.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from warp_harness.config import Settings
+from warp_harness.engine import check_bytes, check_file, iter_python_files
+from warp_harness.model.source import decode_source
+from warp_harness.output.model import FileResult
+
+if TYPE_CHECKING:
+    from warp_harness.builtins import BuiltinTable
+    from warp_harness.check_cache import CheckCache
+
+# which source lines a FileResult keeps: every line, only the lines records point at (the others
+# are ""), or none. Formats that show no source text need none: newton's 819k lines were held to
+# the end of the run otherwise.
+Lines = Literal["all", "records", "none"]
+# renderers that read FileResult.line_text (text excerpts, SARIF snippets, GitLab fingerprints)
+_FORMATS_READING_LINES = frozenset({"text", "sarif", "gitlab"})
+MIN_PARALLEL_FILES = 4
+
+
+def lines_for_format(output_format: str) -> Lines:
+    return "records" if output_format in _FORMATS_READING_LINES else "none"
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class _Job:
+    overrides: Mapping[str, Any] | None
+    lines: Lines
+    cache: CheckCache | None
+    table: BuiltinTable
+
+
+# set in this process before the pool forks (or by the pool's initializer): what every file needs
+_job: _Job | None = None
+
+
+def _init_worker(job: _Job) -> None:
+    global _job
+    _job = job
+
+
+def _source_lines(data: bytes, records: tuple[Any, ...], lines: Lines) -> tuple[str, ...] | None:
+    """The lines check_bytes would attach to ``data``'s result, trimmed to what ``lines`` asks."""
+    if lines == "none":
+        return None
+    text, _ = decode_source(data)
+    if text is None:
+        return None
+    return _trim(tuple(line.rstrip("\r\n") for line in text.splitlines(keepends=True)), records, lines)
+
+
+def _trim(source: tuple[str, ...] | None, records: tuple[Any, ...], lines: Lines) -> tuple[str, ...] | None:
+    if source is None or lines == "all":
+        return source
+    if lines == "none":
+        return None
+    wanted = {r.location.line for r in records}
+    return tuple(text if n in wanted else "" for n, text in enumerate(source, 1))
+
+
+def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | None) -> FileResult:
+    job = _job
+    assert job is not None
+    cache = job.cache
+    key = ""
+    if cache is not None:
+        key = cache.key(data, shown, settings)
+        records = cache.get(key)
+        if records is not None:
+            return FileResult(shown, records, _source_lines(data, records, job.lines))
+    result = check_bytes(data, shown, settings, table)
+    if cache is not None:
+        cache.put(key, result.records)
+    return FileResult(result.path, result.records, _trim(result.source_lines, result.records, job.lines))
+
+
+def _check_one(path: Path) -> FileResult:
+    job = _job
+    assert job is not None
+    # No cyclic GC while this file's tree and model are alive: they are big, acyclic in the main and
+    # freed by reference counting; a collection would only traverse them (8-13% of check's time).
+    # It runs again between files, when there is little to traverse.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return check_file(path, job.overrides, builtins=job.table, analyse=_analyse)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def table_identity(table: BuiltinTable) -> str:
+    from warp_harness.builtins.table import FORMAT
+
+    # repr: the Warp version, where the table came from (snapshot or extracted) and its size
+    return f"{FORMAT}:{table.dist_version}:{table!r}"
+
+
+def _pool_context() -> Any:
+    # fork: workers inherit the imported rules and the loaded builtin table instead of loading them again
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else None)
+
+
+def check_files(
+    paths: Sequence[Path],
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    jobs: int | None = None,
+    cache: bool | CheckCache = False,
+    lines: Lines = "all",
+) -> list[FileResult]:
+    """One FileResult per Python file under ``paths``, in :func:`iter_python_files` order.
+
+    ``jobs``: processes (default: the CPUs this process may use). ``cache``: True for the user's
+    result cache (skipped with a warning when its folder cannot be trusted), or a CheckCache.
+    """
+    global _job
+    from warp_harness.builtins import load_table
+
+    files = list(iter_python_files(paths, overrides))
+    if not files:
+        return []
+    table = load_table()
+    store: CheckCache | None = None
+    if cache is True:
+        from warp_harness.check_cache import open_cache
+
+        store = open_cache(table_identity(table), warn=lambda line: print(line, file=sys.stderr))
+    elif cache is not False:
+        store = cache
+    jobs = default_jobs() if jobs is None else max(1, jobs)
+    job = _Job(overrides, lines, store, table)
+    _job = job
+    if jobs == 1 or len(files) < MIN_PARALLEL_FILES:
+        return [_check_one(p) for p in files]
+    return _in_pool(files, job, min(jobs, len(files)))
+
+
+def _in_pool(files: list[Path], job: _Job, workers: int) -> list[FileResult]:
+    from concurrent.futures import ProcessPoolExecutor  # only here: 10+ ms of imports a small check skips
+    from concurrent.futures.process import BrokenProcessPool
+
+    import warp_harness.rules  # noqa: F401  (imported once here, not in every worker)
+
+    # Everything loaded so far (modules, the builtin table) lives to the end: frozen, the workers'
+    # collections neither traverse it nor touch (and so copy) its forked pages.
+    gc.collect()
+    gc.freeze()
+    chunk = max(1, min(16, len(files) // (workers * 8)))
+    try:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(job,)
+        ) as pool:
+            return list(pool.map(_check_one, files, chunksize=chunk))
+    except BrokenProcessPool:
+        # a worker was killed (out of memory, a signal): one line, then the files in this process
+        print("warp-harness: warning: a check process died; checking in one process", file=sys.stderr)
+        return [_check_one(p) for p in files]
+    finally:
+        gc.unfreeze()
+
+
+__all__ = ["MIN_PARALLEL_FILES", "check_files", "default_jobs", "lines_for_format", "table_identity"]

@@ -1,0 +1,141 @@
+"""`check` over many files (warp_harness.batch): a process pool gives the same results, in the same
+order, as one process; trimmed source lines render the same output; the CLI imports only what the
+chosen subcommand needs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import warp
+from warp_harness.batch import MIN_PARALLEL_FILES, check_files, lines_for_format
+from warp_harness.cli import _LAZY_COMMANDS, _LAZY_MODULES, build_parser
+from warp_harness.engine import check_paths
+from warp_harness.output import FORMATS, render
+from warp_harness.rules.info import rule_infos
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+WARP_EXAMPLES = Path(warp.__file__).parent / "examples"
+CORPORA = [EXAMPLES, WARP_EXAMPLES]
+
+
+def _cli(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "warp_harness", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("corpus", CORPORA, ids=["examples", "warp-examples"])
+def test_a_pool_returns_what_one_process_returns_in_the_same_order(corpus: Path) -> None:
+    sequential = check_paths([corpus])  # the per-file loop `check` ran before
+    assert len(sequential) >= MIN_PARALLEL_FILES  # the pool is really used below
+    one = check_files([corpus], jobs=1, cache=False)
+    two = check_files([corpus], jobs=2, cache=False)
+    assert [r.path for r in two] == [r.path for r in sequential]
+    assert one == sequential
+    assert two == sequential
+    assert any(r.records for r in two)
+
+
+@pytest.mark.parametrize("output_format", FORMATS)
+def test_only_the_lines_a_format_reads_are_kept_and_the_output_is_the_same(output_format: str) -> None:
+    full = check_paths(CORPORA)
+    trimmed = check_files(CORPORA, jobs=2, cache=False, lines=lines_for_format(output_format))
+    infos = rule_infos()
+
+    def show(results: list) -> str:  # type: ignore[type-arg]
+        return render(output_format, results, rules=infos, tool_version="0", color=False)
+
+    assert show(trimmed) == show(full)
+    kept = sum(1 for r in trimmed for line in r.source_lines or () if line)
+    total = sum(1 for r in full for line in r.source_lines or () if line)
+    assert kept < total / 10  # most lines are not held until the output
+
+
+def test_check_jobs_1_and_2_print_the_same_report() -> None:
+    outputs = [
+        _cli("check", str(EXAMPLES), str(WARP_EXAMPLES), "--no-cache", "--output-format", fmt, "--jobs", jobs)
+        for fmt in ("json", "text")
+        for jobs in ("1", "2")
+    ]
+    assert all(o.returncode == 1 for o in outputs), outputs[0].stderr
+    assert outputs[0].stdout == outputs[1].stdout and outputs[2].stdout == outputs[3].stdout
+    assert '"rule": "WH003"' in outputs[0].stdout
+
+
+def test_jobs_must_be_a_positive_number() -> None:
+    result = _cli("check", str(EXAMPLES), "--jobs", "0")
+    assert result.returncode == 2
+    assert "--jobs" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_empty_file_or_none_is_checked_in_one_process(tmp_path: Path) -> None:
+    (tmp_path / "empty.py").write_text("")
+    assert check_files([tmp_path], jobs=8, cache=False)[0].records == ()
+    assert check_files([tmp_path / "nothing-here"], jobs=8, cache=False) == []
+
+
+def test_check_imports_neither_the_daemon_nor_the_server_nor_asyncio(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.py"
+    empty.write_text("")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "warp_harness", "check", str(empty)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+    assert "warp_harness.engine" in imported  # the measurement works
+    for module in ("asyncio", "warp_harness.daemon.cli", "warp_harness.server.cli", "pygls", "lsprotocol"):
+        assert module not in imported, module
+
+
+def test_the_lazy_table_names_every_command_of_every_module() -> None:
+    import argparse
+
+    for module_name in _LAZY_MODULES:
+        parser = argparse.ArgumentParser()
+        sub = parser.add_subparsers()
+        __import__(module_name, fromlist=["add_subcommands"]).add_subcommands(sub)
+        for command in sub.choices:
+            assert _LAZY_COMMANDS.get(command) == (module_name,), command
+    # and a parser built for one command still knows it
+    for command in _LAZY_COMMANDS:
+        parser = build_parser(command)
+        choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+        assert command in choices and "check" in choices
+
+
+def test_a_killed_worker_costs_a_warning_not_the_results(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import signal
+
+    import warp_harness.batch as batch
+
+    parent = os.getpid()
+    real = batch._analyse
+
+    def dies_in_a_worker(data: bytes, shown: str, settings: object, table: object) -> object:
+        if os.getpid() != parent and shown.endswith("race.py"):
+            os.kill(os.getpid(), signal.SIGKILL)  # as the kernel's OOM killer would
+        return real(data, shown, settings, table)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(batch, "_analyse", dies_in_a_worker)  # forked workers inherit it
+    results = check_files([EXAMPLES], jobs=2, cache=False)
+    assert results == check_paths([EXAMPLES])
+    assert "a check process died; checking in one process" in capsys.readouterr().err
