@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -13,6 +14,8 @@ from warp_harness.config import ConfigError
 
 if TYPE_CHECKING:
     from warp_harness.daemon.findings import DynamicRule
+    from warp_harness.output.model import FileResult
+    from warp_harness.record import Record
 
 
 def tool_version() -> str:
@@ -31,6 +34,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["select"] = [s for group in args.select for s in _csv(group)]
     if args.ignore:
         overrides["ignore"] = [s for group in args.ignore for s in _csv(group)]
+    if getattr(args, "extend_select", None):
+        overrides["extend_select"] = [s for group in args.extend_select for s in _csv(group)]
     if args.target:
         overrides["target"] = args.target
     return overrides
@@ -43,26 +48,37 @@ def _unknown_selectors(overrides: dict[str, Any]) -> str | None:
     from warp_harness.rules import rule_classes
 
     ids = [c.id for c in rule_classes()] + [r.id for r in DYNAMIC_RULES] + [UNREADABLE_RULE, INTERNAL_RULE]
-    for option in ("select", "ignore"):
+    for option in ("select", "ignore", "extend_select"):
         bad = [s for s in overrides.get(option, ()) if not any(i.startswith(s) for i in ids)]
         if bad:
             return (
-                f"invalid rule code or prefix for --{option}: {', '.join(bad)} "
+                f"invalid rule code or prefix for --{option.replace('_', '-')}: {', '.join(bad)} "
                 "(`warp-harness rules` lists them)"
             )
     return None
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
-    from warp_harness.engine import check_file, iter_python_files, missing_paths
-    from warp_harness.fixes import apply_fixes
-    from warp_harness.output import render
-    from warp_harness.output.model import FileResult
-    from warp_harness.rules.hardware import UnknownProfileError, load_profile
-    from warp_harness.rules.info import rule_infos
+def _check_usage(args: argparse.Namespace) -> str | None:
+    """A usage problem with the check options (one line), else None."""
+    if args.stdin_filename is not None and args.paths != ["-"]:
+        return "--stdin-filename needs `-` as the only PATH (the text is read from stdin)"
+    if "-" in args.paths and len(args.paths) > 1:
+        return "`-` (stdin) cannot be mixed with other paths"
+    if args.diff and args.fix:
+        return "--diff and --fix cannot be used together (--diff shows what --fix would write)"
+    return None
 
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from warp_harness.engine import missing_paths
+    from warp_harness.rules.hardware import UnknownProfileError, load_profile
+
+    problem = _check_usage(args)
+    if problem:
+        print(f"warp-harness: {problem}", file=sys.stderr)
+        return 2
     paths = [Path(p) for p in args.paths]
-    missing = missing_paths(paths)
+    missing = missing_paths([p for p in paths if str(p) != "-"])
     if missing:
         print(f"warp-harness: no such file or directory: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
@@ -80,44 +96,220 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from warp_harness.builtins import load_table
 
     table = load_table()
-    results: list[FileResult] = []
-    fixed_total = 0
-    for path in iter_python_files(paths, overrides):
-        result = check_file(path, overrides, builtins=table)
-        if args.fix and any(r.fix is not None and r.fix.safe for r in result.records):
-            from warp_harness.safe_read import read_regular_text
+    if args.paths == ["-"]:
+        return _check_stdin(args, overrides, table)
+    from warp_harness.batch import check_files, lines_for_format
 
-            text = read_regular_text(path)  # a regular file under the cap: check_file read it
-            for _ in range(5):  # fixes can expose or shift others; re-check until stable
-                new_text, applied = apply_fixes(text, result.records)
-                if not applied or new_text == text:
-                    break
-                fixed_total += applied
-                text = new_text
-                path.write_text(text, encoding="utf-8")
-                result = check_file(path, overrides, builtins=table)
-        results.append(result)
+    results: list[FileResult] = check_files(
+        paths,
+        overrides,
+        jobs=getattr(args, "jobs", None),
+        cache=not getattr(args, "no_cache", False),
+        # --fix re-checks and renders the files it changed in full
+        lines="all" if args.fix else lines_for_format(args.output_format),
+    )
+    fixing = _Fixing(args, overrides, table)
+    results = [fixing.fix(result) for result in results]
+    if args.diff:
+        sys.stdout.write("".join(fixing.diffs))
+        _print_would_fix(fixing)
+        return 1 if fixing.diffs else 0
     if not results:
         # as ruff: a warning, exit 0; no "All checks passed!" for a check that checked nothing
         print("warp-harness: warning: no Python files found under the given path(s)", file=sys.stderr)
-    output = render(
-        args.output_format,
-        results,
-        rules=rule_infos(),
-        tool_version=tool_version(),
-        color=args.color == "always"
-        or (args.color == "auto" and sys.stdout.isatty() and args.output_file is None),
-    )
-    if args.fix and args.output_format == "text":
-        output += f"Fixed {fixed_total} issue{'s' if fixed_total != 1 else ''}.\n"
+    output = _report(args, results)
+    if args.fix and args.output_format == "text" and not args.statistics:
+        output += f"Fixed {fixing.total} issue{'s' if fixing.total != 1 else ''}.\n"
+    if args.show_fixes and args.output_format == "text":
+        output += _show_fixes(fixing, results)
     if not results and args.output_format == "text":
         output = ""
     if args.output_file:
         Path(args.output_file).write_text(output, encoding="utf-8")
     else:
         sys.stdout.write(output)
+    return _exit_code(args, results)
+
+
+def _exit_code(args: argparse.Namespace, results: Sequence[FileResult]) -> int:
     has_error = any(r.severity.value == "error" for f in results for r in f.records)
     return 0 if args.exit_zero or not has_error else 1
+
+
+def _report(args: argparse.Namespace, results: Sequence[FileResult]) -> str:
+    from warp_harness.output import render
+    from warp_harness.rules.info import rule_infos
+
+    if args.statistics:
+        return _statistics(args.output_format, results)
+    return render(
+        args.output_format,
+        list(results),
+        rules=rule_infos(),
+        tool_version=tool_version(),
+        color=use_color(args.color, sys.stdout, to_file=args.output_file is not None),
+    )
+
+
+def use_color(choice: str, stream: Any, to_file: bool = False) -> bool:
+    """--color always/never; auto: never into a file, else NO_COLOR (off), then FORCE_COLOR (on),
+    then whether ``stream`` is a terminal (https://no-color.org, https://force-color.org; CPython's
+    order: NO_COLOR wins)."""
+    if choice != "auto":
+        return choice == "always"
+    if to_file or os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "0") not in ("", "0"):
+        return True
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _statistics(output_format: str, results: Sequence[FileResult]) -> str:
+    """One line per rule, most frequent first, as `ruff check --statistics` (JSON: a list)."""
+    from collections import Counter
+
+    from warp_harness.rules import rule_by_id
+
+    counts = Counter(r.rule for f in results for r in f.records)
+    fixable = {r.rule for f in results for r in f.records if r.fix is not None}
+    rows: list[dict[str, Any]] = []
+    for rule, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        cls = rule_by_id(rule)
+        rows.append(
+            {"code": rule, "name": cls.name if cls else "", "count": count, "fixable": rule in fixable}
+        )
+    if output_format == "json":
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(r["count"])) for r in rows), default=1)
+    return "".join(
+        f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}\n" for r in rows
+    )
+
+
+class _Fixing:
+    """--fix (write), --diff (a unified diff instead), --unsafe-fixes, applied to each FileResult after
+    the check, every round re-checking the fixed text until it is stable."""
+
+    def __init__(self, args: argparse.Namespace, overrides: dict[str, Any], table: Any) -> None:
+        self.write = bool(args.fix)
+        self.diff = bool(args.diff)
+        self.safe_only = not args.unsafe_fixes
+        self.overrides = overrides
+        self.table = table
+        self.total = 0
+        self.applied: dict[str, list[Record]] = {}  # shown path -> the records whose fix was applied
+        self.diffs: list[str] = []
+
+    def wanted(self, result: FileResult) -> bool:
+        return (self.write or self.diff) and any(
+            r.fix is not None and (r.fix.safe or not self.safe_only) for r in result.records
+        )
+
+    def fix(self, result: FileResult) -> FileResult:
+        if not self.wanted(result):
+            return result
+        from warp_harness.safe_read import read_regular_text
+
+        path = Path(result.path)
+        text = read_regular_text(path)  # a regular file under the cap: the check read it
+        new_text, result = self.fix_text(text, result, path)
+        if new_text != text:
+            if self.write:
+                path.write_text(new_text, encoding="utf-8")
+            else:
+                self.diffs.append(_unified_diff(text, new_text, result.path))
+        return result
+
+    def fix_text(self, text: str, result: FileResult, settings_from: Path) -> tuple[str, FileResult]:
+        """The text with the fixes applied, and its records (--diff: those of the text as it is)."""
+        from warp_harness.config import load_settings
+        from warp_harness.engine import check_bytes
+        from warp_harness.fixes import apply_fixes, compatible_fixes
+
+        settings = load_settings(settings_from, self.overrides)
+        first = result
+        for _ in range(5):  # fixes can expose or shift others; re-check until stable
+            chosen = compatible_fixes(text, result.records, self.safe_only)
+            new_text, applied = apply_fixes(text, chosen, self.safe_only)
+            if not applied or new_text == text:
+                break
+            self.total += applied
+            self.applied.setdefault(result.path, []).extend(chosen)
+            text = new_text
+            result = check_bytes(text.encode("utf-8"), result.path, settings, self.table)
+        return text, (result if self.write else first)
+
+
+def _unified_diff(old: str, new: str, path: str) -> str:
+    import difflib
+
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def _print_would_fix(fixing: _Fixing) -> None:
+    n = fixing.total
+    print(f"Would fix {n} issue{'s' if n != 1 else ''}." if n else "No fixes available.", file=sys.stderr)
+
+
+def _show_fixes(fixing: _Fixing, results: Sequence[FileResult]) -> str:
+    """--show-fixes: the fixes applied (with --fix), else those available, per file and rule."""
+    from collections import Counter
+
+    if fixing.write:
+        per_file = fixing.applied
+        head = f"Fixed {fixing.total} issue{'s' if fixing.total != 1 else ''}:"
+    else:
+        per_file = {f.path: [r for r in f.records if r.fix is not None] for f in results}
+        per_file = {p: rs for p, rs in per_file.items() if rs}
+        total = sum(len(rs) for rs in per_file.values())
+        head = f"{total} fix{'es' if total != 1 else ''} available:"
+    if not per_file:
+        return ""
+    out = [head]
+    for path, records in per_file.items():
+        out.append(f"- {path}:")
+        counts = Counter((r.rule, r.fix.title, r.fix.safe) for r in records if r.fix is not None)
+        for (rule, title, safe), count in counts.items():
+            out.append(f"    {count} × {rule} ({title}){'' if safe else ' [unsafe]'}")
+    return "\n".join(out) + "\n"
+
+
+def _check_stdin(args: argparse.Namespace, overrides: dict[str, Any], table: Any) -> int:
+    """`check -`: the text from stdin, shown as --stdin-filename (whose folder gives the settings);
+    with --fix the fixed text goes to stdout and the report to stderr, as ruff does."""
+    from warp_harness.config import load_settings
+    from warp_harness.engine import check_bytes
+
+    shown = args.stdin_filename or "-"
+    settings_from = Path(args.stdin_filename) if args.stdin_filename else Path.cwd() / "-"
+    data = sys.stdin.buffer.read()
+    result = check_bytes(data, shown, load_settings(settings_from, overrides), table)
+    fixing = _Fixing(args, overrides, table)
+    text = data.decode("utf-8", errors="surrogateescape")
+    new_text = text
+    if fixing.wanted(result):
+        new_text, result = fixing.fix_text(text, result, settings_from)
+    if args.diff:
+        if new_text != text:
+            sys.stdout.write(_unified_diff(text, new_text, shown))
+        _print_would_fix(fixing)
+        return 1 if new_text != text else 0
+    report = _report(args, [result])
+    if args.show_fixes and args.output_format == "text":
+        report += _show_fixes(fixing, [result])
+    if args.fix:
+        sys.stdout.write(new_text)
+        sys.stderr.write(report)
+    elif args.output_file:
+        Path(args.output_file).write_text(report, encoding="utf-8")
+    else:
+        sys.stdout.write(report)
+    return _exit_code(args, [result])
 
 
 def _cmd_rule(args: argparse.Namespace) -> int:
@@ -206,7 +398,8 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``command``: only the named subcommand's module is imported (None: every one)."""
     from warp_harness.output import FORMATS
 
     parser = argparse.ArgumentParser(
@@ -217,12 +410,32 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     check = sub.add_parser("check", help="run the static checks on files and folders")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    check.add_argument(
+        "paths", nargs="*", default=["."], metavar="PATH", help="files and folders; `-` reads stdin"
+    )
     check.add_argument("--output-format", choices=FORMATS, default="text")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report here instead of stdout")
-    check.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes in place (stdin: print the text)")
+    check.add_argument(
+        "--unsafe-fixes", action="store_true", help="with --fix/--diff: apply unsafe fixes too"
+    )
+    check.add_argument(
+        "--diff",
+        action="store_true",
+        help="print a unified diff of the fixes instead of writing; exit 1 if any",
+    )
+    check.add_argument(
+        "--show-fixes", action="store_true", help="list the fixes applied (with --fix) or available"
+    )
+    check.add_argument("--statistics", action="store_true", help="count the records per rule")
+    check.add_argument(
+        "--stdin-filename", metavar="NAME", help="with `-`: the path to report (and take settings from)"
+    )
     check.add_argument(
         "--select", action="append", metavar="RULES", help="only these rules (ids or prefixes)"
+    )
+    check.add_argument(
+        "--extend-select", action="append", metavar="RULES", help="add these rules to the selection"
     )
     check.add_argument(
         "--ignore", action="append", metavar="RULES", help="skip these rules (ids or prefixes)"
@@ -234,6 +447,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are reported")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument(
+        "--jobs",
+        "-j",
+        type=_positive_int,
+        metavar="N",
+        help="check files in N processes (default: every CPU; small inputs use one)",
+    )
+    check.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     check.set_defaults(func=_cmd_check)
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
@@ -245,7 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
     rules.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
     rules.set_defaults(func=_cmd_rules)
 
-    for optional in ("warp_harness.daemon.cli", "warp_harness.daemon.client_cli", "warp_harness.server.cli"):
+    # The daemon's and server's commands cost their imports (asyncio, pygls...): only the module
+    # of the chosen command is imported; every module when none or an unknown one is chosen (--help).
+    wanted = _LAZY_COMMANDS.get(command or "", () if command in _CORE_COMMANDS else _LAZY_MODULES)
+    for optional in _LAZY_MODULES:
+        if optional not in wanted:
+            continue
         try:
             module = __import__(optional, fromlist=["add_subcommands"])
         except ImportError:
@@ -256,9 +482,55 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_CORE_COMMANDS = frozenset({"check", "rule", "rules"})
+_LAZY_MODULES = ("warp_harness.daemon.cli", "warp_harness.daemon.client_cli", "warp_harness.server.cli")
+# command -> the module that registers it (tests/test_cli.py checks this against every module)
+_LAZY_COMMANDS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("daemon", "ci", "replay", "bench", "calibrate", "tune"), ("warp_harness.daemon.cli",)),
+    **dict.fromkeys(("status", "results", "watch", "stop"), ("warp_harness.daemon.client_cli",)),
+    "serve": ("warp_harness.server.cli",),
+}
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
+def _chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first argument not starting with "-"), if any."""
+    for arg in argv:
+        if arg == "--":
+            return None
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse, with an unknown option reported by its subcommand's parser (its own usage line):
+    argparse leaves options a subparser does not know to the top-level parser, whose usage is
+    `warp-harness [-h] [--version] COMMAND`."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        owner = parser
+        command = getattr(args, "command", None)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                owner = action.choices[command]
+        owner.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_chosen_command(argv))
+    args = _parse(parser, argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

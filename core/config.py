@@ -3,7 +3,10 @@
 Keys (all optional):
 
     select = ["WH0"]          # rule ids or prefixes to enable (default: all)
+    extend-select = ["WH016"] # added to `select` (when `select` is set)
     ignore = ["WH012"]        # rule ids or prefixes to disable
+    per-file-ignores = { "tests/*.py" = ["WH012"], "__init__.py" = ["WH0"] }
+                              # glob (as `exclude`) -> rule ids or prefixes disabled in those files
     target = "sm_86"          # hardware profile the rules check against (default "sm_86")
     exclude = ["tests/data"]  # paths (relative to the pyproject) skipped when walking folders
     severity = { WH013 = "warning" }   # per-rule severity override
@@ -51,6 +54,8 @@ class ConfigError(ValueError):
 class Settings:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     target: str = DEFAULT_TARGET
     exclude: tuple[str, ...] = ()
     severity: Mapping[str, Severity] = field(default_factory=dict)
@@ -67,7 +72,16 @@ class Settings:
 
     def merged(self, overrides: Mapping[str, Any]) -> Settings:
         """These settings with ``overrides`` (same keys as the table) applied on top."""
-        return replace(self, **_validate(overrides, where="overrides"))
+        return _extended(replace(self, **_validate(overrides, where="overrides")))
+
+
+def _extended(settings: Settings) -> Settings:
+    """`extend_select` folded into `select` (when one is set: an empty `select` is every rule), so
+    that `select` alone says what runs (and keys caches)."""
+    if not settings.extend_select:
+        return settings
+    select = (*settings.select, *settings.extend_select) if settings.select else ()
+    return replace(settings, select=select, extend_select=())
 
 
 # the language server's delay: above a minute an edit would never seem to be analysed
@@ -99,12 +113,38 @@ def _exclude_list(value: Any, where: str) -> tuple[str, ...]:
     return patterns
 
 
+def _per_file_ignores(value: Any, where: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{where}: `per-file-ignores` must be a table of glob = [rule ids], got {_show(value)}"
+        )
+    table: dict[str, tuple[str, ...]] = {}
+    for glob, codes in value.items():
+        if not isinstance(glob, str) or not glob.strip().rstrip("/"):
+            raise ConfigError(f"{where}: `per-file-ignores` holds an empty pattern {_show(glob)}; remove it")
+        table[glob] = tuple(c.upper() for c in _str_list(codes, f"per-file-ignores.{_show(glob)}", where))
+    return table
+
+
+def _with_file_ignores(settings: Settings, path: Path) -> Settings:
+    """``settings`` with the per-file-ignores whose glob matches ``path`` added to `ignore`."""
+    extra = [
+        code
+        for glob, codes in settings.per_file_ignores.items()
+        if is_excluded(path, settings, (glob,))
+        for code in codes
+    ]
+    return replace(settings, ignore=(*settings.ignore, *extra)) if extra else settings
+
+
 def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in table.items():
         key = str(key).replace("-", "_")
-        if key in ("select", "ignore"):
+        if key in ("select", "ignore", "extend_select"):
             out[key] = _str_list(value, key, where)
+        elif key == "per_file_ignores":
+            out[key] = _per_file_ignores(value, where)
         elif key == "exclude":
             out[key] = _exclude_list(value, where)
         elif key == "target":
@@ -300,11 +340,15 @@ def load_settings(start: Path, overrides: Mapping[str, Any] | None = None) -> Se
         table = data.get("tool", {}).get("warp-harness", {})
         if not isinstance(table, Mapping):
             raise ConfigError(f"{pyproject}: [tool.warp-harness] must be a table")
-        settings = replace(settings, root=pyproject.parent, **_validate(table, where=str(pyproject)))
+        settings = _extended(
+            replace(settings, root=pyproject.parent, **_validate(table, where=str(pyproject)))
+        )
         if "target" in table and not (overrides and "target" in overrides):
             _check_target(settings.target, str(pyproject))
     if overrides:
         settings = settings.merged(overrides)
+    if settings.per_file_ignores and not start.is_dir():
+        settings = _with_file_ignores(settings, start)
     return settings
 
 

@@ -50,10 +50,15 @@ def compatible_fix_edits(
 
     Returns the edits and how many fixes they come from; a fix overlapping one taken earlier is left out.
     """
+    chosen = compatible_fixes(text, records, safe_only)
+    return [e for r in chosen if r.fix is not None for e in r.fix.edits], len(chosen)
+
+
+def compatible_fixes(text: str, records: Iterable[Record], safe_only: bool = True) -> list[Record]:
+    """The records whose fixes `compatible_fix_edits` takes, in order."""
     starts = _offsets(text)
     taken: list[tuple[int, int]] = []
-    edits: list[TextEdit] = []
-    applied = 0
+    chosen: list[Record] = []
     for record in records:
         fix = record.fix
         if fix is None or (safe_only and not fix.safe) or not fix.edits:
@@ -65,9 +70,8 @@ def compatible_fix_edits(
         if any((s < te and ts < e) or (s == e == ts == te) for s, e in spans for ts, te in taken):
             continue
         taken.extend(spans)
-        edits.extend(fix.edits)
-        applied += 1
-    return edits, applied
+        chosen.append(record)
+    return chosen
 
 
 def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) -> tuple[str, int]:

@@ -13,6 +13,8 @@ from warp_harness.record import Record
 _COMMENT = re.compile(r"#\s*wh:\s*(ignore-file|ignore)(?:\[([A-Za-z0-9_,\s]*)\])?")
 
 ALL = frozenset({"*"})
+# WH016 (unused-suppression): silenced only by a comment naming it, not by a bare one or a prefix
+UNUSED_RULE = "WH016"
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Suppressions:
 
     @staticmethod
     def _matches(rules: frozenset[str], rule_id: str) -> bool:
+        if rule_id == UNUSED_RULE:  # a comment reported as unused cannot silence that report itself
+            return UNUSED_RULE in rules
         return "*" in rules or any(rule_id.startswith(r) for r in rules)
 
     def is_suppressed(self, record: Record) -> bool:
@@ -44,3 +48,50 @@ class Suppressions:
             return True
         line = self.lines.get(record.location.line)
         return line is not None and self._matches(line, record.rule)
+
+
+@dataclass(frozen=True)
+class Comment:
+    """One ``# wh: ignore[...]`` / ``# wh: ignore-file[...]`` comment and where it sits (0-based columns)."""
+
+    line: int
+    col: int
+    end_col: int
+    file_wide: bool
+    codes: tuple[str, ...]  # as written, upper-cased; () for a bare comment (every rule)
+
+
+def comments(lines: list[str]) -> list[Comment]:
+    found: list[Comment] = []
+    for number, line in enumerate(lines, start=1):
+        if "wh:" not in line:
+            continue
+        for match in _COMMENT.finditer(line):
+            codes = match.group(2)
+            found.append(
+                Comment(
+                    number,
+                    match.start(),
+                    match.end(),
+                    match.group(1) == "ignore-file",
+                    tuple(c.strip().upper() for c in codes.split(",") if c.strip()) if codes else (),
+                )
+            )
+    return found
+
+
+def unused_codes(comment: Comment, records: list[Record], known: frozenset[str]) -> tuple[str, ...] | None:
+    """The codes of ``comment`` that silence none of ``records`` (every rule's records, unsuppressed);
+    ``("*",)`` for a bare comment that silences nothing; None when every code is used.
+
+    Only codes that name a known static rule (id or prefix in ``known``) are judged: a code for the
+    dynamic tier or for a rule the engine reports (syntax, unreadable) is never called unused."""
+    relevant = [r for r in records if comment.file_wide or r.location.line == comment.line]
+    if not comment.codes:
+        return None if relevant else ("*",)
+    unused = tuple(
+        code
+        for code in comment.codes
+        if any(k.startswith(code) for k in known) and not any(r.rule.startswith(code) for r in relevant)
+    )
+    return unused or None

@@ -73,7 +73,41 @@ def state_path(workspace: Path, *parts: str) -> Path:
             raise OutsideWorkspaceError(
                 f"{p} resolves outside the workspace {root}; refusing to store anything there"
             )
+    _ensure_state_dir(folder)
     return path
+
+
+# written once into the state folder, as Ruff does for .ruff_cache: git ignores the folder itself
+GITIGNORE = b"# Automatically created by warp-harness.\n*\n"
+
+
+def _ensure_state_dir(folder: Path) -> None:
+    """Create ``.warp-harness`` (that one folder) with a ``.gitignore`` of ``*`` in it; add the
+    ``.gitignore`` to a real folder that lacks it. Never through a link (the folder is opened
+    O_NOFOLLOW, the file created O_EXCL|O_NOFOLLOW in it: an existing one, link or not, is left
+    alone); a folder that cannot be written is left as it is (the file is a courtesy)."""
+    try:
+        folder.mkdir(exist_ok=True)
+        # the folder itself opened without following a link, the file created relative to it: a
+        # folder swapped for a link after the checks above gets nothing written through it
+        dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        fd = os.open(
+            ".gitignore",
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o644,
+            dir_fd=dir_fd,
+        )
+    except OSError:
+        return
+    finally:
+        os.close(dir_fd)
+    try:
+        os.write(fd, GITIGNORE)
+    finally:
+        os.close(fd)
 
 
 def warp_version() -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,9 @@ class CiOutcome:
     warnings: int = 0
     repros: list[str] = field(default_factory=list)
     static_only: bool = False
+    # one entry per file (path as shown, status, and from the dynamic tier: seed, repros, kernel
+    # verdicts, timings); the `files` list of the ci JSON report, beside its records
+    files: list[dict[str, Any]] = field(default_factory=list)
 
 
 class GitError(RuntimeError):
@@ -149,6 +152,7 @@ def run_ci(
     static_only: bool = False,
     workspace: Path | None = None,
     warmup: bool = False,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> CiOutcome:
     from warp_harness.engine import check_file, iter_python_files
     from warp_harness.output.model import FileResult
@@ -166,14 +170,27 @@ def run_ci(
     dynamic_targets: list[Path] = [] if static_only else list(discovery.walk(paths))
     outcome = CiOutcome(results=[], trusted=trusted, static_only=static_only)
     merged: dict[Path, list[Record]] = {p: list(r.records) for p, r in static.items()}
+    dynamic_payloads: dict[Path, dict[str, Any]] = {}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:
         from warp_harness.daemon.server import Engine
 
-        engine = Engine(root, settings, options, True, overrides, warmup=warmup, record_history=False)
+        engine = Engine(
+            root,
+            settings,
+            options,
+            True,
+            overrides,
+            warmup=warmup,
+            record_history=False,
+            on_progress=on_progress,
+        )
         try:
             for target in dynamic_targets:
+                if on_progress is not None:
+                    on_progress({"kind": "file", "path": shown.get(target.resolve()) or _display(target)})
                 payload = engine.check(target, force=True)
+                dynamic_payloads[target.resolve()] = payload
                 dyn = [Record.from_dict(r) for r in payload["records"] if r.get("tier") == "dynamic"]
                 key = target.resolve()
                 dyn = _shown_at(dyn, engine.display(target), shown.setdefault(key, _display(target)))
@@ -189,7 +206,39 @@ def run_ci(
         outcome.results.append(FileResult(shown.get(p) or _display(p), records, sources.get(p)))
         outcome.errors += sum(1 for r in records if r.severity is Severity.ERROR)
         outcome.warnings += sum(1 for r in records if r.severity is Severity.WARNING)
+        outcome.files.append(
+            _file_entry(shown.get(p) or _display(p), records, dynamic_payloads.get(p), outcome)
+        )
     return outcome
+
+
+def _file_entry(
+    shown: str, records: Sequence[Record], payload: dict[str, Any] | None, outcome: CiOutcome
+) -> dict[str, Any]:
+    """What the ci JSON says of one file: its dynamic-tier status (``ok``, ``import-error``,
+    ``crash``, ``error``, ``stale``; ``static-only``, ``untrusted``, or ``no-kernels`` when the tier
+    had nothing to run in it), the seed of its generated inputs, the failing cases stored, each
+    kernel's verdicts and the stage timings (ms)."""
+    entry: dict[str, Any] = {
+        "path": shown,
+        "errors": sum(1 for r in records if r.severity is Severity.ERROR),
+        "warnings": sum(1 for r in records if r.severity is Severity.WARNING),
+    }
+    if payload is None:
+        status = (
+            "static-only" if outcome.static_only else "untrusted" if not outcome.trusted else "no-kernels"
+        )
+        return {**entry, "status": status}
+    return {
+        **entry,
+        "status": payload.get("status"),
+        "seed": payload.get("seed"),
+        "devices": payload.get("devices", []),
+        "repros": payload.get("repros") or [],
+        "kernels": payload.get("kernels") or {},
+        "timings": {k: round(v, 2) for k, v in (payload.get("timings") or {}).items() if v is not None},
+        "elapsed_ms": round(payload.get("elapsed_ms") or 0.0, 2),
+    }
 
 
 def _common_root(paths: Sequence[Path]) -> Path:

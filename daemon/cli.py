@@ -10,10 +10,12 @@ import argparse
 import asyncio
 import signal
 import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-FORMATS = ("text", "json", "sarif", "github", "junit")
+from typing import Any, TextIO
 
 
 def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -48,6 +50,79 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launch-timeout", type=float, metavar="S", help="time limit of one kernel launch")
 
 
+class _ProgressLine:
+    """One status line on a terminal, rewritten in place (``\\r``, then erase to the end of the line):
+    the time since the command started, the file, the stage (import, compile, validate, bench) with
+    its kernel and device. A ticker redraws it twice a second, so a long compile still shows time
+    passing. Plain ANSI rather than a library (rich, tqdm): one line needs no layout engine, and the
+    command line stays free of a dependency and of its import time."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.started = time.monotonic()
+        self.path = ""
+        self.what = ""
+        self.shown = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name="warp-harness-progress", daemon=True)
+        self._ticker.start()
+
+    def __call__(self, msg: dict[str, Any]) -> None:
+        """A progress message: ``{"kind": "file", "path": ...}`` (a new file), the worker's
+        ``{"stage": ..., "kernel": ..., "device": ...}``, or ``{"label": ...}`` (free text)."""
+        if msg.get("kind") == "file":
+            self.path, self.what = str(msg.get("path") or ""), "import"
+        elif msg.get("label"):
+            self.path, self.what = "", str(msg["label"])
+        elif msg.get("stage"):
+            where = " ".join(str(msg[k]) for k in ("kernel", "device") if msg.get(k))
+            self.what = str(msg["stage"]).replace("-done", " done") + (f" {where}" if where else "")
+        self._draw()
+
+    def _draw(self) -> None:
+        elapsed = time.monotonic() - self.started
+        text = " ".join(part for part in (self.path, self.what) if part)
+        with self._lock:
+            if self._stop.is_set():
+                return
+            self.stream.write(f"\r\x1b[K[{elapsed:5.1f}s] {text}"[:200])
+            self.stream.flush()
+            self.shown = True
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            if self.path or self.what:
+                self._draw()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._stop.set()
+            if self.shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+
+
+@contextmanager
+def progress_reporter(stream: TextIO) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """A progress callback that draws on ``stream`` when it is a terminal; None when it is not
+    (piped or redirected: nothing extra is written). The line is erased when the work ends."""
+    if not getattr(stream, "isatty", lambda: False)():
+        yield None
+        return
+    line = _ProgressLine(stream)
+    try:
+        yield line
+    finally:
+        line.clear()
+
+
+def _formats() -> tuple[str, ...]:
+    from warp_harness.output import FORMATS
+
+    return tuple(FORMATS)
+
+
 def add_subcommands(subparsers: Any) -> None:
     d = subparsers.add_parser("daemon", help="watch a workspace; recompile, validate and benchmark on save")
     d.add_argument("path", nargs="?", default=".", metavar="PATH")
@@ -65,7 +140,17 @@ def add_subcommands(subparsers: Any) -> None:
     c.add_argument("--base", metavar="REF", help="with --changed-files: also files changed since REF")
     c.add_argument("--static-only", action="store_true", help="skip the dynamic tier")
     c.add_argument("--no-bench", action="store_true", help="skip the benchmark stage")
-    c.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
+    c.add_argument("--format", "--output-format", dest="format", choices=_formats(), default="text")
+    c.add_argument("--select", action="append", metavar="RULES", help="only these rules (ids or prefixes)")
+    c.add_argument(
+        "--extend-select", action="append", metavar="RULES", help="add these rules to the selection"
+    )
+    c.add_argument("--ignore", action="append", metavar="RULES", help="skip these rules (ids or prefixes)")
+    c.add_argument(
+        "--target",
+        metavar="PROFILE",
+        help="hardware profile: cpu, sm_80, sm_86, sm_89, sm_90 or a profile .toml",
+    )
     c.add_argument("--output-file", "-o", metavar="FILE", help="write the --format report here")
     c.add_argument("--sarif", metavar="FILE", help="also write SARIF here")
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
@@ -208,25 +293,74 @@ def cmd_ci(args: argparse.Namespace) -> int:
         if not paths:
             print("warp-harness ci: no changed Python files", file=sys.stderr)
             return 0
+    overrides, problem = _rule_overrides(args)
+    if problem:
+        _err(problem)
+        return 2
     try:
-        outcome = run_ci(
-            paths, trust=args.trust, runtime_overrides=_runtime_overrides(args), static_only=args.static_only
-        )
+        with progress_reporter(sys.stderr) as on_progress:
+            outcome = run_ci(
+                paths,
+                trust=args.trust,
+                overrides=overrides,
+                runtime_overrides=_runtime_overrides(args),
+                static_only=args.static_only,
+                on_progress=on_progress,
+            )
     except ConfigError as exc:
         _err(f"configuration error: {exc}")
         return 2
     rules = rule_infos()
     version = harness_version()
-    report = render(args.format, outcome.results, rules=rules, tool_version=version)
+
+    def report_in(fmt: str) -> str:
+        text = render(fmt, outcome.results, rules=rules, tool_version=version)
+        return _with_files(text, outcome) if fmt == "json" else text
+
+    report = report_in(args.format)
     if args.output_file:
         _write(args.output_file, report)
     else:
         sys.stdout.write(report)
     for fmt, target in (("sarif", args.sarif), ("junit", args.junit), ("json", args.json)):
         if target:
-            _write(target, render(fmt, outcome.results, rules=rules, tool_version=version))
+            _write(target, report_in(fmt))
     print(summary(outcome), file=sys.stderr)
     return 0 if args.exit_zero or outcome.errors == 0 else 1
+
+
+def _rule_overrides(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
+    """--select/--extend-select/--ignore/--target as `check` takes them, and a usage problem (or None)."""
+    from warp_harness.cli import _overrides, _unknown_selectors
+    from warp_harness.rules.hardware import UnknownProfileError, load_profile
+
+    overrides = _overrides(args)
+    problem = _unknown_selectors(overrides)
+    if problem is None and "target" in overrides:
+        try:
+            load_profile(overrides["target"])
+        except UnknownProfileError as exc:
+            problem = str(exc)
+    return overrides, problem
+
+
+def _with_files(report: str, outcome: Any) -> str:
+    """The JSON report with the per-file entries (status, seed, repros, kernels, timings) and the
+    summary beside its ``results``; the records keep their schema."""
+    import json
+
+    document = json.loads(report)
+    document["files"] = outcome.files
+    document["summary"] = {
+        "files": len(outcome.results),
+        "errors": outcome.errors,
+        "warnings": outcome.warnings,
+        "trusted": outcome.trusted,
+        "static_only": outcome.static_only,
+        "dynamic_files": outcome.dynamic_files,
+        "repros": outcome.repros,
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -257,8 +391,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     if cases:
         options = load_runtime_options(workspace, _runtime_overrides(args))
-        with Supervisor(workspace, options, warmup=False) as sup:
-            for stored in cases:
+        with Supervisor(workspace, options, warmup=False) as sup, progress_reporter(sys.stderr) as show:
+            for number, stored in enumerate(cases, start=1):
+                if show is not None:  # Supervisor.run_case takes no progress callback: one line per case
+                    show({"label": f"replay {number}/{len(cases)} {stored.label}"})
                 status, records = sup.run_case(stored.case)
                 rows.append(
                     {
@@ -320,7 +456,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
             _err(str(exc))
             return 2
     try:
-        outcome = run_bench(paths, trust=args.trust, runtime_overrides=overrides)
+        with progress_reporter(sys.stderr) as show:
+            if show is not None:  # run_bench takes no progress callback: the elapsed time only
+                show({"label": f"bench: {' '.join(map(str, paths))}"})
+            outcome = run_bench(paths, trust=args.trust, runtime_overrides=overrides)
     except NotTrusted as exc:
         _err(str(exc))
         return 2
@@ -367,7 +506,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if device == "cuda":
         device = "cuda:0"
     try:
-        cal = calibrate.calibrate(device, gemm=not args.no_gemm, reference=not args.no_gemm)
+        with progress_reporter(sys.stderr) as show:
+            if show is not None:  # calibrate takes no progress callback: the elapsed time only
+                show({"label": f"calibrate: measuring {device}"})
+            cal = calibrate.calibrate(device, gemm=not args.no_gemm, reference=not args.no_gemm)
     except (RuntimeError, ValueError) as exc:
         _err(f"calibration on {device} failed: {exc}")
         return 1
@@ -412,14 +554,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _err("--jobs must be at least 1")
         return 2
     try:
-        kernel, rows = run_tune(
-            path,
-            kernel=args.kernel,
-            trust=args.trust,
-            runtime_overrides=overrides,
-            target=args.target,
-            jobs=args.jobs,
-        )
+        with progress_reporter(sys.stderr) as show:
+            if show is not None:  # run_tune takes no progress callback: the elapsed time only
+                show({"label": f"tune: {path}" + (f" {args.kernel}" if args.kernel else "")})
+            kernel, rows = run_tune(
+                path,
+                kernel=args.kernel,
+                trust=args.trust,
+                runtime_overrides=overrides,
+                target=args.target,
+                jobs=args.jobs,
+            )
     except TuneSyntaxError as exc:
         print(exc.render(args.path), file=sys.stderr)
         return 2

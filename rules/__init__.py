@@ -33,6 +33,7 @@ _RULE_MODULES = [
     "wh013_fp64_arithmetic",
     "wh014_tile_array_rank",
     "wh015_tile_shared_memory",
+    "wh016_unused_suppression",
 ]
 
 

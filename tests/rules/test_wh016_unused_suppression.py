@@ -1,0 +1,61 @@
+"""WH016 unused-suppression: which comments are unused, which are never judged, and its fix."""
+
+from __future__ import annotations
+
+from warp_harness.engine import analyse_source
+from warp_harness.fixes import apply_fixes
+
+HEAD = """\
+import warp as wp
+
+
+@wp.kernel
+def k(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+"""
+RACE = "    out[0] = out[0] + x[i]"  # WH010 on this line
+
+
+def _wh016(text: str) -> list[tuple[int, str]]:
+    records = analyse_source(text, "k.py").records
+    return [(r.location.line, r.message) for r in records if r.rule == "WH016"]
+
+
+def test_a_used_suppression_is_not_reported() -> None:
+    assert _wh016(HEAD + RACE + "  # wh: ignore[WH010]\n") == []
+    assert _wh016(HEAD + RACE + "  # wh: ignore[WH01]\n") == []  # a prefix
+    assert _wh016(HEAD + RACE + "  # wh: ignore\n") == []
+
+
+def test_unused_line_and_file_suppressions() -> None:
+    text = HEAD + "    x[i] = 1.0  # wh: ignore\n" + "# wh: ignore-file[WH012]\n"
+    assert _wh016(text) == [
+        (7, "unused suppression `# wh: ignore`: it silences nothing"),
+        (8, "unused suppression `# wh: ignore-file[WH012]`: it silences nothing"),
+    ]
+
+
+def test_codes_outside_the_static_rules_are_never_judged() -> None:
+    text = HEAD + "    x[i] = 1.0  # wh: ignore[WHD021, WH000, WH016]\n"
+    assert _wh016(text) == []
+
+
+def test_nothing_is_judged_in_a_file_with_a_syntax_error() -> None:
+    assert _wh016(HEAD + "    x[i] = 1.0  # wh: ignore[WH010]\ndef broken(:\n") == []
+
+
+def test_only_an_explicit_wh016_silences_the_report() -> None:
+    # a bare `# wh: ignore` does not silence its own report, `# wh: ignore[WH010, WH016]` does
+    assert _wh016(HEAD + "    x[i] = 1.0  # wh: ignore\n") != []
+    assert _wh016(HEAD + "    x[i] = 1.0  # wh: ignore[WH010, WH016]\n") == []
+
+
+def test_the_fix_removes_the_comment_or_the_unused_codes() -> None:
+    text = (
+        HEAD + RACE + "  # wh: ignore[WH010, WH003]\n" + "    # wh: ignore-file[WH012]\n" + "    x[i] = 1.0\n"
+    )
+    records = analyse_source(text, "k.py").records
+    fixed, applied = apply_fixes(text, [r for r in records if r.rule == "WH016"])
+    assert applied == 2
+    assert fixed == HEAD + RACE + "  # wh: ignore[WH010]\n" + "    x[i] = 1.0\n"
+    assert _wh016(fixed) == []
