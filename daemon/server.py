@@ -32,11 +32,11 @@ from warp_harness.daemon import cache as result_cache
 from warp_harness.daemon import discovery, feedback, kernel_cache, protocol, repros
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
+from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.daemon.supervisor import Supervisor
 from warp_harness.record import Record, Severity, Stage
 
 SERVER_NAME = "warp-harness-daemon"
-STAGES = ("validate", "bench")
 
 
 class DaemonAlreadyRunning(RuntimeError):
@@ -170,7 +170,9 @@ class Engine:
             self.supervisor.close()
         self._static_pool.shutdown(wait=False, cancel_futures=True)
 
-    def check(self, path: Path, *, force: bool = False, stages: tuple[str, ...] = STAGES) -> dict[str, Any]:
+    def check(
+        self, path: Path, *, force: bool = False, steps: tuple[Step, ...] = DEFAULT_STEPS
+    ) -> dict[str, Any]:
         t0 = time.perf_counter()
         path = path.resolve()
         display = self.display(path)
@@ -184,8 +186,8 @@ class Engine:
             dynamic.append(untrusted_record(display))
             payload.update(status="untrusted", kernels={})
         else:
-            key = result_cache.result_key(self.options.to_dict(), stages)
-            result, static = self._one_text(path, display, key, force, stages, timings, payload)
+            key = result_cache.result_key(self.options.to_dict(), steps)
+            result, static = self._one_text(path, display, key, force, steps, timings, payload)
             dynamic = [Record.from_dict(r) for r in result.get("records", [])]
             payload.update(
                 status=result.get("status"),
@@ -217,7 +219,7 @@ class Engine:
         display: str,
         key: str,
         force: bool,
-        stages: tuple[str, ...],
+        steps: tuple[Step, ...],
         timings: dict[str, float],
         payload: dict[str, Any],
     ) -> tuple[dict[str, Any], list[Record]]:
@@ -230,7 +232,7 @@ class Engine:
         for _attempt in range(self.STALE_ATTEMPTS):
             sha = self.source_sha256(path)
             payload["cached"] = False
-            result, static = self._both_tiers(path, display, key, sha, force, stages, timings, payload)
+            result, static = self._both_tiers(path, display, key, sha, force, steps, timings, payload)
             if result.get("status") != "stale" and self.source_sha256(path) == sha:
                 payload["source_sha256"] = sha
                 return result, static
@@ -253,7 +255,7 @@ class Engine:
         key: str,
         sha: str | None,
         force: bool,
-        stages: tuple[str, ...],
+        steps: tuple[Step, ...],
         timings: dict[str, float],
         payload: dict[str, Any],
     ) -> tuple[dict[str, Any], list[Record]]:
@@ -272,7 +274,7 @@ class Engine:
         static_future = self._static_pool.submit(_timed_static, path, display, self.overrides)
         t = time.perf_counter()
         result = self.supervisor.check(
-            path, display_path=display, stages=stages, on_progress=self._progress, source_sha256=sha
+            path, display_path=display, steps=steps, on_progress=self._progress, source_sha256=sha
         )
         timings["check_ms"] = (time.perf_counter() - t) * 1e3
         t = time.perf_counter()

@@ -37,6 +37,7 @@ from warp_harness.daemon import kernel_cache, protocol
 from warp_harness.daemon.codegen_errors import NativeAssertion, parse_native_assertion
 from warp_harness.daemon.discovery import kernel_positions, read_text
 from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.record import Location, Record, Related, Severity, Stage
 
 START_TIMEOUT_S = 120.0
@@ -443,12 +444,13 @@ class Supervisor:
         path: Path,
         *,
         display_path: str | None = None,
-        stages: tuple[str, ...] = ("validate", "bench"),
+        steps: tuple[Step, ...] = DEFAULT_STEPS,
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         options: RuntimeOptions | None = None,
         source_sha256: str | None = None,
     ) -> dict[str, Any]:
-        """Run every stage on one module; the result dict of the worker, with crash records merged in.
+        """Run the pipeline's steps (``steps``: the optional ones to run) on one module; the result
+        dict of the worker, with crash records merged in.
 
         ``source_sha256``: the text the caller analysed; a worker that finds another text in the
         file returns status ``stale`` and no records (the file was saved again meanwhile)."""
@@ -464,7 +466,7 @@ class Supervisor:
             transient = False
             for _attempt in range(len(positions) + 2):
                 msg = self._base(path, display, opts)
-                msg.update(kind="check", skip=skip, stages=list(stages))
+                msg.update(kind="check", skip=skip, steps=[s.value for s in steps])
                 if source_sha256:
                     msg["source_sha256"] = source_sha256
                 if seed is not None:
@@ -488,7 +490,7 @@ class Supervisor:
                     elif loc is not None:
                         extra.append(loc)
                 extra.append(record)
-                if not kernel or kernel in skip or outcome.progress.get("stage") in ("import", "compile"):
+                if not kernel or kernel in skip or _crashed_building(outcome):
                     result = {"status": outcome.kind, "path": display, "records": [], "kernels": {}}
                     break
                 skip[str(kernel)] = outcome.kind
@@ -559,7 +561,8 @@ class Supervisor:
     ) -> tuple[Record, dict[str, Any] | None]:
         p = outcome.progress
         kernel = p.get("kernel")
-        stage = p.get("stage") or "?"
+        stage = p.get("stage") or "?"  # the step it died in, as the worker named it
+        step = Step.parse(stage)
         line, col, end_col = positions.get(str(kernel), (1, 0, 0)) if kernel else (1, 0, 0)
         where = f"kernel `{kernel}`" if kernel else "the module"
         details = [f"stage {stage}"]
@@ -655,7 +658,7 @@ class Supervisor:
                     hint=(
                         "the compiler died (a full disk, or a cache folder removed while it wrote?); "
                         "the result is not cached, save again to retry"
-                        if stage == "compile"
+                        if step is Step.COMPILE
                         else "a segfault in a kernel is usually an out-of-bounds index"
                     )
                     + "; the worker output ended with:\n"
@@ -663,7 +666,7 @@ class Supervisor:
                 )
             kind = "crash"
         failure = None
-        if kernel and p.get("size") is not None and stage in ("validate", "bench"):
+        if kernel and p.get("size") is not None and step is not None and step.runs_cases:
             failure = {
                 "kind": kind,
                 "kernel": kernel,
@@ -772,10 +775,13 @@ def is_transient(outcome: CallOutcome) -> bool:
     failing to write its output when the cache folder vanished: ``LLVM ERROR: IO failure``)."""
     if outcome.kind != "crash":
         return False
-    return signal_name(outcome.returncode) == "SIGKILL" or outcome.progress.get("stage") in (
-        "import",
-        "compile",
-    )
+    return signal_name(outcome.returncode) == "SIGKILL" or _crashed_building(outcome)
+
+
+def _crashed_building(outcome: CallOutcome) -> bool:
+    """Whether the worker died in a step that builds the module (import, compile)."""
+    step = Step.parse(outcome.progress.get("stage"))
+    return step is not None and step.builds
 
 
 def python_access(assertion: NativeAssertion, path: Path) -> tuple[int, int, int, str] | None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon.benchcmd import NotTrusted
+from warp_harness.daemon.pipeline import Step
 
 
 @dataclass
@@ -271,7 +272,7 @@ def _validate_concurrently(
             with lock:
                 engines.append(engine)
         try:
-            payload = engine.check(tmp, force=True, stages=("validate",))
+            payload = engine.check(tmp, force=True, steps=(Step.VALIDATE,))
         except Exception as exc:
             cand.status = "error"
             cand.reasons = [f"{type(exc).__name__}: {exc}"]
