@@ -168,7 +168,7 @@ def run_ci(
     merged: dict[Path, list[Record]] = {p: list(r.records) for p, r in static.items()}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:
-        from warp_harness.daemon.server import Engine
+        from warp_harness.daemon.engine import Engine
 
         engine = Engine(root, settings, options, True, overrides, warmup=warmup, record_history=False)
         try:

@@ -145,8 +145,8 @@ def run_tune(
     through are compiled (into the project's kernel cache) and validated ``jobs`` at a time, each
     in a worker of its own; the benchmarks then run one at a time, so no two timings overlap."""
     from warp_harness.config import load_settings
+    from warp_harness.daemon.engine import Engine
     from warp_harness.daemon.options import load_runtime_options
-    from warp_harness.daemon.server import Engine
     from warp_harness.engine import check_file
     from warp_harness.record import Severity
 
