@@ -6,7 +6,7 @@
   pipe and keeps only its last ``OUTPUT_TAIL_BYTES`` (``OutputTail``): a module that prints
   without end costs neither the daemon's memory nor the disk.
 - Every job has a wall-clock budget; every ``progress`` message from the worker names
-  the kernel/stage/size it is about to run and the budget for that step (a launch gets
+  the kernel/step/size it is about to run and the budget for that step (a launch gets
   ``launch_timeout_s``). Past the budget, or above ``memory_mb`` of RSS, the worker is
   killed and a ``timeout``/memory record is produced.
 - When the worker dies (SIGSEGV, SIGILL after a debug bounds assertion, SIGABRT ...), the

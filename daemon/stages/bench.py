@@ -1,4 +1,4 @@
-"""Stage 4: time kernels that passed validation, the same way every time.
+"""Step ``bench``: time kernels that passed validation, the same way every time.
 
 Warm-up launches are excluded; every timed launch is synchronised (CUDA: a pair of timing
 events around the launch; CPU, where launches are synchronous and events do not exist:

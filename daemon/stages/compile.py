@@ -1,4 +1,4 @@
-"""Stage 2: compile for every configured device into the project-local kernel cache.
+"""Step ``compile``: compile for every configured device into the project-local kernel cache.
 
 A module whose codegen failed for one kernel cannot be built by Warp at all; each of its
 good kernels is then compiled alone in an isolated Warp module (same function, same

@@ -1,4 +1,4 @@
-"""Stage 3: run contracted kernels on fresh random inputs and compare with the reference.
+"""Step ``validate``: run contracted kernels on fresh random inputs, compare with the reference.
 
 Every case: inputs from the contract's generator with a recorded seed, outputs poisoned
 with a NaN of a known bit pattern (so unwritten elements are told apart from computed
