@@ -122,7 +122,7 @@ def run_bench(
     warmup: bool = False,
 ) -> BenchOutcome:
     from warp_harness.daemon.ci import _common_root
-    from warp_harness.daemon.server import Engine
+    from warp_harness.daemon.engine import Engine
 
     root = (workspace or _common_root(paths)).resolve()
     settings = load_settings(root)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import protocol
+from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.safe_read import FileTooLargeError, read_regular
 
 SCHEMA = 1
@@ -227,10 +228,13 @@ NOT_IN_RESULT_KEY = frozenset(
 )
 
 
-def result_key(options: dict[str, Any], stages: Sequence[str] = ("validate", "bench")) -> str:
-    """What, besides the sources, decides a verdict: options, devices, stages, Warp version."""
+def result_key(options: dict[str, Any], steps: Sequence[Step] = DEFAULT_STEPS) -> str:
+    """What, besides the sources, decides a verdict: options, devices, the pipeline's optional
+    steps requested, Warp version. (The key's field keeps its old name, ``stages``, so results
+    stored before the rename stay valid.)"""
     relevant = {k: v for k, v in options.items() if k not in NOT_IN_RESULT_KEY}
-    payload = {"schema": SCHEMA, "options": relevant, "stages": sorted(stages), "warp": warp_version()}
+    names = sorted(str(s) for s in steps)
+    payload = {"schema": SCHEMA, "options": relevant, "stages": names, "warp": warp_version()}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 

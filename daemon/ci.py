@@ -173,7 +173,7 @@ def run_ci(
     dynamic_payloads: dict[Path, dict[str, Any]] = {}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:
-        from warp_harness.daemon.server import Engine
+        from warp_harness.daemon.engine import Engine
 
         engine = Engine(
             root,

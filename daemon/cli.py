@@ -270,7 +270,7 @@ def _write(path: str, text: str) -> None:
 def cmd_ci(args: argparse.Namespace) -> int:
     from warp_harness.config import ConfigError
     from warp_harness.daemon.ci import GitError, changed_files, rule_infos, run_ci, summary
-    from warp_harness.daemon.server import harness_version
+    from warp_harness.daemon.requests import harness_version
     from warp_harness.output import render
 
     paths = [Path(p) for p in args.paths]

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.config import MAX_DEBOUNCE_MS, ConfigError, find_pyproject, pyproject_data
+from warp_harness.daemon.pipeline import OPTIONAL
 
 # options that change the binary Warp builds (part of every cache key)
 COMPILE_KEYS = ("mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "enable_backward")
@@ -105,7 +106,8 @@ class RuntimeOptions:
 
 
 _BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
-_BOOL = ("validate", "bench", "shrink", "localize")
+# an optional pipeline step is switched off by the option of its name (pipeline.OPTIONAL)
+_BOOL = (*(step.value for step in OPTIONAL), "shrink", "localize")
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
 _POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
 _NONNEG_INT = ("bench_warmup", "debounce_ms")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon.benchcmd import NotTrusted
+from warp_harness.daemon.pipeline import Step
 
 
 @dataclass
@@ -144,8 +145,8 @@ def run_tune(
     through are compiled (into the project's kernel cache) and validated ``jobs`` at a time, each
     in a worker of its own; the benchmarks then run one at a time, so no two timings overlap."""
     from warp_harness.config import load_settings
+    from warp_harness.daemon.engine import Engine
     from warp_harness.daemon.options import load_runtime_options
-    from warp_harness.daemon.server import Engine
     from warp_harness.engine import check_file
     from warp_harness.record import Severity
 
@@ -271,7 +272,7 @@ def _validate_concurrently(
             with lock:
                 engines.append(engine)
         try:
-            payload = engine.check(tmp, force=True, stages=("validate",))
+            payload = engine.check(tmp, force=True, steps=(Step.VALIDATE,))
         except Exception as exc:
             cand.status = "error"
             cand.reasons = [f"{type(exc).__name__}: {exc}"]

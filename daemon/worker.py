@@ -1,4 +1,4 @@
-"""The worker subprocess: a warm ``import warp`` that runs the stages on request.
+"""The worker subprocess: a warm ``import warp`` that runs the pipeline's steps on request.
 
 Started by the supervisor as ``python -m warp_harness.daemon.worker --fd N``: it talks
 over the inherited socket N (length-prefixed msgpack frames, see protocol.py), never over
@@ -6,7 +6,8 @@ stdout/stderr, which the supervisor points at a pipe (Warp and native code print
 there; the supervisor keeps the last 64 KiB of it and shows its end after a crash).
 
 Messages: worker -> supervisor ``ready``, ``progress`` (before every risky step: which
-kernel, stage, device, size, seed, and the time budget for that step), ``done``.
+kernel, step (the ``stage`` field: a ``pipeline.Step`` value), device, size, seed, and the
+time budget for that step), ``done``.
 Supervisor -> worker ``job`` (kind ``check`` or ``case``), ``ping``, ``shutdown``.
 """
 
@@ -22,12 +23,14 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
 from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.pipeline import PIPELINE, Step, steps_from_wire
 from warp_harness.record import Record, Severity, Stage
 
 _WARM_SOURCE = """import warp as wp
@@ -212,26 +215,39 @@ def _result(job: Any, status: str) -> dict[str, Any]:
     }
 
 
+def _runners() -> dict[Step, Callable[[Any], Any]]:
+    """Each top-level step after ``import`` and the function that runs it on a job."""
+    from warp_harness.daemon.stages import bench, codegen, compile, validate
+
+    return {
+        Step.CODEGEN: codegen.run,
+        Step.COMPILE: compile.run,
+        Step.VALIDATE: validate.run,
+        Step.BENCH: bench.run,
+    }
+
+
 def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
-    from warp_harness.daemon.stages import bench, codegen, compile, load, validate
+    from warp_harness.daemon.stages import load
 
     job = _make_job(msg, progress)
     _configure_warp(job.options)
     t0 = time.perf_counter()
-    progress(stage="import", budget_s=job.options.timeout_s)
+    progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
     ok = load.load(job)
     job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
     if job.stale:
         return _result(job, "stale")
     if not ok:
         return _result(job, "import-error")
-    codegen.run(job)
-    compile.run(job)
-    stages = set(msg.get("stages") or ("validate", "bench"))
-    if job.options.validate and "validate" in stages:
-        validate.run(job)
-    if job.options.bench and "bench" in stages:
-        bench.run(job)
+    requested = steps_from_wire(msg.get("steps"))
+    runners = _runners()
+    for step in PIPELINE:
+        if step is Step.IMPORT:
+            continue
+        if step.optional and (step not in requested or not getattr(job.options, step.value)):
+            continue
+        runners[step](job)
     return _result(job, "ok")
 
 
@@ -327,7 +343,7 @@ def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
     """Make the bounds probe (stages/probe.py) the kernel to run; False when it cannot be built."""
     from warp_harness.daemon.stages import compile, probe
 
-    job.progress(stage="compile", kernel=info.name, device=alias, budget_s=job.options.timeout_s)
+    job.progress(stage=Step.COMPILE.value, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
     try:
         kernel, checked = probe.probe_kernel(info)
         job.notes["probe"] = {"checked": checked}

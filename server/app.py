@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from warp_harness.config import ConfigError
+from warp_harness.daemon.pipeline import job_state
 from warp_harness.record import Record
 from warp_harness.safe_read import read_regular_text
 from warp_harness.server import actions, hover, transport
@@ -39,15 +40,6 @@ START_DAEMON = "warp-harness.startDaemon"
 STOP_DAEMON = "warp-harness.stopDaemon"
 # an edit after this long a pause is analysed at once; edits closer together wait for a pause
 LEADING_EDGE_S = 0.002
-_STAGE_STATE = {
-    "import": "compiling",
-    "codegen": "compiling",
-    "compile": "compiling",
-    "validate": "validating",
-    "shrink": "validating",
-    "debug": "validating",
-    "bench": "benchmarking",
-}
 
 
 def _version() -> str:
@@ -248,8 +240,8 @@ class WarpHarnessServer(LanguageServer):
         elif kind == "state":
             self._on_job_state(message)
         elif kind == "progress":
-            stage = str(message.get("stage") or "")
-            state = _STAGE_STATE.get(stage, self.daemon_state if self.daemon_state != "idle" else "compiling")
+            stage = str(message.get("stage") or "")  # the pipeline step (daemon/pipeline.py)
+            state = job_state(stage) or (self.daemon_state if self.daemon_state != "idle" else "compiling")
             detail = " ".join(str(message[k]) for k in ("kernel", "device") if message.get(k))
             self.set_daemon_state(state, f"{stage} {detail}".strip(), message.get("path"))
             for token in self.job_progress.values():

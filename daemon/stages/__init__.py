@@ -1,7 +1,10 @@
-"""The stages a worker runs on a saved module, in order: load, codegen, compile, validate, bench.
+"""The pipeline's steps as the worker runs them on a saved module, in order: load (step
+``import``), codegen, compile, validate, bench. Which steps there are, in which order, and
+what each means to the supervisor, the cache and the editor is ``daemon/pipeline.py``; the
+worker maps each step to its module's ``run`` (``worker._runners``).
 
-Every stage module imports Warp, so only the worker subprocess imports this package's
-submodules. ``Job`` carries the state between stages.
+Every step module imports Warp, so only the worker subprocess imports this package's
+submodules. ``Job`` carries the state between steps.
 """
 
 from __future__ import annotations

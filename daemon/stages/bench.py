@@ -1,4 +1,4 @@
-"""Stage 4: time kernels that passed validation, the same way every time.
+"""Step ``bench``: time kernels that passed validation, the same way every time.
 
 Warm-up launches are excluded; every timed launch is synchronised (CUDA: a pair of timing
 events around the launch; CPU, where launches are synchronous and events do not exist:
@@ -19,6 +19,7 @@ import numpy as np
 import warp as _warp
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.launching import block_dim_of, launch
 from warp_harness.daemon.stages.validate import (
@@ -141,7 +142,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         # its budget covers that interval too, so every launch still gets its full budget.
         nonlocal last_progress
         job.progress(
-            stage="bench",
+            stage=Step.BENCH.value,
             kernel=info.name,
             device=alias,
             size=size,

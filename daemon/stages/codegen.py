@@ -1,4 +1,4 @@
-"""Stage 1: Warp's own code generator, kernel by kernel.
+"""Step ``codegen``: Warp's own code generator, kernel by kernel.
 
 ``Module.load`` stops at the first failing kernel (not in source order) and then fails every
 kernel of the module. ``kernel.adj.build(None, opts)`` with the module's resolved options

@@ -1,4 +1,4 @@
-"""Stage 2: compile for every configured device into the project-local kernel cache.
+"""Step ``compile``: compile for every configured device into the project-local kernel cache.
 
 A module whose codegen failed for one kernel cannot be built by Warp at all; each of its
 good kernels is then compiled alone in an isolated Warp module (same function, same
@@ -15,6 +15,7 @@ from typing import Any
 import warp as _warp
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
+from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.codegen import error_record
 from warp_harness.daemon.stages.launching import block_dim_of
@@ -195,7 +196,9 @@ def run(job: Job) -> None:
         for module, infos in units:
             if not infos:
                 continue
-            job.progress(stage="compile", device=alias, kernel=infos[0].name, budget_s=job.options.timeout_s)
+            job.progress(
+                stage=Step.COMPILE.value, device=alias, kernel=infos[0].name, budget_s=job.options.timeout_s
+            )
             try:
                 compiled, ms, key = load_into_cache(job, module, device, block_dim=unit_block_dim(infos))
             except Exception as exc:

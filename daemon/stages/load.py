@@ -1,5 +1,5 @@
-"""Stage 0: import the saved module (fresh, with its workspace dependencies) and find its
-kernels and contracts."""
+"""Step ``import``: import the saved module (fresh, with its workspace dependencies) and find
+its kernels and contracts."""
 
 from __future__ import annotations
 

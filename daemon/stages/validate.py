@@ -1,4 +1,4 @@
-"""Stage 3: run contracted kernels on fresh random inputs and compare with the reference.
+"""Step ``validate``: run contracted kernels on fresh random inputs, compare with the reference.
 
 Every case: inputs from the contract's generator with a recorded seed, outputs poisoned
 with a NaN of a known bit pattern (so unwritten elements are told apart from computed
@@ -22,6 +22,7 @@ import warp as _warp
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.hints import choose_hint
+from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.launching import block_dim_of, launch
 from warp_harness.record import Record, Severity, Stage
@@ -351,7 +352,7 @@ def run_case(
             launch_args.append(value)
     dim = _dim(contract, size, inputs, out_arrays[contract.outputs[0]])
     job.progress(
-        stage="validate",
+        stage=Step.VALIDATE.value,
         kernel=info.name,
         device=alias,
         size=size,
@@ -368,7 +369,7 @@ def run_case(
         block_dim=block_dim_of(contract, size, inputs),
     )
     wp.synchronize_device(device)
-    job.progress(stage="validate-done", kernel=info.name, device=alias, budget_s=job.options.timeout_s)
+    job.progress(stage=Step.VALIDATE.done, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
 
     for name, before in originals.items():
         if name in contract.inplace:

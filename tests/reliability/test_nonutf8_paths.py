@@ -23,7 +23,7 @@ import jsonschema
 import pytest
 from reliability_helpers import Procs, alive, spawn_daemon, wait_ready
 from warp_harness.daemon import protocol as P
-from warp_harness.daemon import server
+from warp_harness.daemon.connection import Connection
 
 REPO = Path(__file__).resolve().parents[2]
 RACE = (REPO / "examples" / "buggy" / "race.py").read_text(encoding="utf-8")  # findings: WH errors
@@ -131,14 +131,14 @@ def test_the_daemon_answers_results_for_a_non_utf8_file_name(tmp_path: Path, pro
 
 @pytest.mark.parametrize("bad", [object(), "\ud800", 2**70])
 def test_a_reply_that_cannot_be_encoded_becomes_an_error(bad: object) -> None:
-    """``_Conn.send`` on a real socket: the unencodable reply is replaced by an ``internal``
+    """``Connection.send`` on a real socket: the unencodable reply is replaced by an ``internal``
     error with its id, and the next message still goes out."""
     ours, theirs = socket.socketpair()
     theirs.settimeout(10)
 
     async def send_two() -> None:
         _, writer = await asyncio.open_unix_connection(sock=ours)
-        conn = server._Conn(writer, P.MAX_FRAME)
+        conn = Connection(writer, P.MAX_FRAME)
         await conn.send(P.message("result", id=3, value=bad))
         await conn.send(P.message("pong", id=4))
         writer.close()

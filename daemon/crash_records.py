@@ -1,0 +1,272 @@
+"""What a worker's death means: the record of a call that ended without a result.
+
+The worker process (``worker_process``) reports how a call ended (``CallOutcome``: its last
+``progress`` message, the end of its output, its exit status); this module turns that into
+a record placed on the kernel, or on the array access a native assertion names, and into the
+failing case to store. The supervisor decides what to do next (skip the kernel, re-run it in
+debug mode: ``localized_record`` reads that re-run's outcome).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.codegen_errors import NativeAssertion, parse_native_assertion
+from warp_harness.daemon.discovery import read_text
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.pipeline import Step
+from warp_harness.daemon.worker_process import CallOutcome, output_tail, signal_name
+from warp_harness.record import Location, Record, Related, Severity, Stage
+
+BOUNDS_HINT = "an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the launch dim"
+# how a worker dies of an out-of-bounds access: release builds (segfault, or glibc aborting
+# on a corrupted heap), debug builds (Warp's assert traps: SIGILL)
+BOUNDS_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL")
+_SIGNAL_TEXT = {
+    "SIGSEGV": "segmentation fault",
+    "SIGILL": "illegal instruction",
+    "SIGABRT": "abort",
+    "SIGBUS": "bus error",
+    "SIGFPE": "floating-point exception",
+    "SIGKILL": "killed",
+}
+
+
+def crash_record(
+    outcome: CallOutcome,
+    display: str,
+    positions: dict[str, tuple[int, int, int]],
+    opts: RuntimeOptions,
+    path: Path | None = None,
+) -> tuple[Record, dict[str, Any] | None]:
+    """The record of a call that ended without a result (timeout, memory, crash), and the
+    failing case to store and localise when the worker died running one kernel on one input."""
+    p = outcome.progress
+    kernel = p.get("kernel")
+    stage = p.get("stage") or "?"  # the step it died in, as the worker named it
+    step = Step.parse(stage)
+    line, col, end_col = positions.get(str(kernel), (1, 0, 0)) if kernel else (1, 0, 0)
+    where = f"kernel `{kernel}`" if kernel else "the module"
+    details = [f"stage {stage}"]
+    for key in ("device", "size", "seed", "edge_case"):
+        if p.get(key) is not None:
+            details.append(f"{key.replace('_', ' ')} {p[key]}")
+    context = ", ".join(details)
+    assertion = parse_native_assertion(outcome.output)
+    tail = output_tail(outcome.output, outcome.output_bytes, 1500) or None
+    if outcome.kind == "timeout":
+        budget = p.get("budget_s") or opts.timeout_s
+        record = F.make_record(
+            Stage.TIMEOUT,
+            F.TIMEOUT,
+            Severity.ERROR,
+            display,
+            line,
+            f"{where} ran past its {float(budget):g} s limit ({context}); the worker was killed",
+            col=col,
+            end_col=end_col,
+            kernel=kernel,
+            hint="look for a loop whose exit condition never holds "
+            "(a `while` over a value no thread changes)",
+        )
+        kind = "timeout"
+    elif outcome.kind == "memory":
+        record = F.make_record(
+            Stage.CRASH,
+            F.MEMORY,
+            Severity.ERROR,
+            display,
+            line,
+            f"{where} went past the {opts.memory_mb} MB memory limit ({context}); the worker was killed",
+            col=col,
+            end_col=end_col,
+            kernel=kernel,
+            hint="lower the contract's sizes or raise memory_mb in [tool.warp-harness.runtime]",
+        )
+        kind = "memory"
+    else:
+        sig = signal_name(outcome.returncode)
+        text = _SIGNAL_TEXT.get(sig, sig)
+        access = python_access(assertion, path) if assertion is not None and path else None
+        if access is not None:
+            a_line, a_col, a_end, text = access
+            name = text.split("[", 1)[0]
+            record = F.make_record(
+                Stage.CRASH,
+                F.BOUNDS,
+                Severity.ERROR,
+                display,
+                a_line,
+                f"{where} indexes `{name}` out of bounds at line {a_line}: `{text}` ({context})",
+                col=a_col,
+                end_col=a_end,
+                kernel=kernel,
+                hint=BOUNDS_HINT,
+                related=(
+                    Related(
+                        Location(display, line, col, line, end_col, kernel=kernel),
+                        f"in kernel `{kernel}`",
+                    ),
+                ),
+            )
+        elif assertion is not None and assertion.is_bounds_check:
+            record = F.make_record(
+                Stage.CRASH,
+                F.BOUNDS,
+                Severity.ERROR,
+                display,
+                line,
+                f"{where} accessed an array out of bounds ({context}): Assertion failed: "
+                f"'{assertion.condition}'; the worker died with {sig}",
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
+                hint=BOUNDS_HINT,
+            )
+        else:
+            message = f"the worker died with {sig} ({text}) while running {where} ({context})"
+            if assertion is not None:
+                message += f": Assertion failed: '{assertion.condition}'"
+            record = F.make_record(
+                Stage.CRASH,
+                F.CRASH,
+                Severity.ERROR,
+                display,
+                line,
+                message,
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
+                hint=(
+                    "the compiler died (a full disk, or a cache folder removed while it wrote?); "
+                    "the result is not cached, save again to retry"
+                    if step is Step.COMPILE
+                    else "a segfault in a kernel is usually an out-of-bounds index"
+                )
+                + "; the worker output ended with:\n"
+                + (tail or "(nothing)"),
+            )
+        kind = "crash"
+    failure = None
+    if kernel and p.get("size") is not None and step is not None and step.runs_cases:
+        failure = {
+            "kind": kind,
+            "kernel": kernel,
+            "device": p.get("device", "cpu"),
+            "size": p.get("size"),
+            "seed": p.get("seed"),
+            "edge_case": p.get("edge_case"),
+            "rule": record.rule,
+            "message": record.message,
+            "signal": signal_name(outcome.returncode) if kind == "crash" else None,
+            # a crash, or Warp's own assertion (placed at the header): the probe may place it
+            "bounds_suspect": kind == "crash" and not record.related,
+            "inputs": None,
+        }
+    return record, failure
+
+
+def localized_record(
+    path: Path,
+    display: str,
+    failure: dict[str, Any],
+    status: str,
+    records: list[Record],
+    positions: dict[str, tuple[int, int, int]],
+) -> Record | None:
+    """The record of a bounds suspect's debug re-run (``status``, ``records``: its outcome)
+    with the bounds probe: the access's line when the probe placed it; sets
+    ``failure["localized"]``."""
+    kernel = str(failure["kernel"])
+    line, col, end_col = positions.get(kernel, (1, 0, 0))
+    bounds = next((r for r in records if r.rule == F.BOUNDS), None)
+    where = f"size {failure.get('size')}, seed {failure.get('seed')}"
+    if bounds is not None and bounds.related:  # placed on the access itself
+        failure["localized"] = "line"
+        loc = bounds.location
+        lines = (read_text(path) or "").splitlines()
+        src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
+        text = src[loc.col : loc.end_col] if loc.end_col else src.strip()
+        name = text.split("[", 1)[0]
+        return F.make_record(
+            Stage.CRASH,
+            F.BOUNDS,
+            Severity.ERROR,
+            display,
+            loc.line,
+            f"debug re-run: kernel `{kernel}` indexes `{name}` out of bounds at line {loc.line}: "
+            f"`{text}` ({where})",
+            col=loc.col,
+            end_col=loc.end_col,
+            kernel=kernel,
+            hint=BOUNDS_HINT,
+            related=bounds.related,
+        )
+    if bounds is not None:  # Warp's own assertion: an access the probe does not cover
+        failure["localized"] = "bounds"
+        return F.make_record(
+            Stage.CRASH,
+            F.BOUNDS,
+            Severity.ERROR,
+            display,
+            line,
+            f"debug re-run: kernel `{kernel}` indexes an array out of bounds ({where}); "
+            + bounds.message.split("): ", 1)[-1],
+            col=col,
+            end_col=end_col,
+            kernel=kernel,
+            hint=BOUNDS_HINT + " (the access is not in the kernel's own statements: look at the "
+            "@wp.func helpers it calls, or at an index that calls a function)",
+        )
+    if status in ("pass", "fail"):
+        failure["localized"] = "no-bounds-error"
+        return F.make_record(
+            Stage.CRASH,
+            F.BOUNDS,
+            Severity.INFO,
+            display,
+            line,
+            f"debug re-run of kernel `{kernel}` (size {failure.get('size')}) found no out-of-bounds access",
+            col=col,
+            end_col=end_col,
+            kernel=kernel,
+        )
+    return None
+
+
+def is_transient(outcome: CallOutcome) -> bool:
+    """Whether the worker's death says more about the machine than the code: SIGKILL from
+    outside (the OOM killer, a user), or a death while importing/compiling (the compiler
+    failing to write its output when the cache folder vanished: ``LLVM ERROR: IO failure``)."""
+    if outcome.kind != "crash":
+        return False
+    return signal_name(outcome.returncode) == "SIGKILL" or crashed_building(outcome)
+
+
+def crashed_building(outcome: CallOutcome) -> bool:
+    """Whether the worker died in a step that builds the module (import, compile)."""
+    step = Step.parse(outcome.progress.get("stage"))
+    return step is not None and step.builds
+
+
+def python_access(assertion: NativeAssertion, path: Path) -> tuple[int, int, int, str] | None:
+    """(line, col, end col, source text) of the array access a bounds probe assertion names,
+    when it points into ``path``; None for any other assertion."""
+    where = assertion.python_location
+    text = assertion.python_source
+    if where is None or text is None or "[" not in text or text.lstrip().startswith("assert"):
+        return None
+    file, line = where
+    try:
+        if Path(file).resolve() != path.resolve():
+            return None
+    except OSError:
+        return None
+    lines = (read_text(path) or "").splitlines()
+    source = lines[line - 1] if 0 < line <= len(lines) else ""
+    col = source.find(text)
+    if col < 0:
+        return line, 0, 0, text
+    return line, col, col + len(text), text

@@ -1,0 +1,90 @@
+"""The daemon's pipeline as data: the steps a worker runs on a saved module, in order.
+
+One table, used by the worker (what to run, in which order), the supervisor (what a crash in
+a step means), the result cache (which requested steps make up a verdict's key), the options
+(the switch that turns a step off), the daemon (the steps a save runs) and the language server
+(the job state a ``progress`` push shows). To add a step: add a member here, a module under
+``daemon/stages/`` with a ``run(job)`` function, its entry in ``worker._runners()``, and (when it
+can be turned off) a boolean option of the same name in ``daemon/options.py``.
+
+"Step" is the pipeline's word; a record's ``stage`` (``record.Stage``: constraint, compile,
+crash, numeric, performance) is what kind of finding a record is, a different thing. On the
+wire the steps keep their old spelling: a ``progress`` push's ``stage`` field holds a step's
+value (docs/protocol.md), and so does the worker's progress pipe.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Step(str, Enum):
+    """A pipeline step; the value is its name on the wire (``progress``'s ``stage`` field)."""
+
+    # value, job state, top-level (the worker runs it; else a part of another step that only
+    # shows in progress), optional (a request may leave it out; an option of the same name turns
+    # it off), builds (a crash in it fails the whole module and may be the machine's fault),
+    # runs cases (a crash in it names one kernel, size and seed: a failing case to store)
+    IMPORT = ("import", "compiling", True, False, True, False)
+    CODEGEN = ("codegen", "compiling", True, False, False, False)
+    COMPILE = ("compile", "compiling", True, False, True, False)
+    VALIDATE = ("validate", "validating", True, True, False, True)
+    SHRINK = ("shrink", "validating", False, False, False, False)
+    DEBUG = ("debug", "validating", False, False, False, False)
+    BENCH = ("bench", "benchmarking", True, True, False, True)
+
+    job_state: str
+    top_level: bool
+    optional: bool
+    builds: bool
+    runs_cases: bool
+
+    def __new__(
+        cls, value: str, job_state: str, top_level: bool, optional: bool, builds: bool, runs_cases: bool
+    ) -> Step:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.job_state = job_state
+        member.top_level = top_level
+        member.optional = optional
+        member.builds = builds
+        member.runs_cases = runs_cases
+        return member
+
+    def __str__(self) -> str:  # the wire value, in f-strings and messages alike
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    @property
+    def done(self) -> str:
+        """The progress value sent when this step finished for one kernel on one device."""
+        return f"{self.value}-done"
+
+    @classmethod
+    def parse(cls, value: object) -> Step | None:
+        """The step a wire value names; None for anything else (``validate-done``, garbage)."""
+        return _BY_VALUE.get(value) if isinstance(value, str) else None
+
+
+_BY_VALUE: dict[str, Step] = {step.value: step for step in Step}
+# the steps the worker runs, in order
+PIPELINE: tuple[Step, ...] = tuple(s for s in Step if s.top_level)
+# the steps a request may select; a save runs all of them
+OPTIONAL: tuple[Step, ...] = tuple(s for s in Step if s.optional)
+DEFAULT_STEPS: tuple[Step, ...] = OPTIONAL
+
+
+def steps_from_wire(values: object) -> tuple[Step, ...]:
+    """The optional steps a worker message asks for (all of them when it names none)."""
+    if not isinstance(values, list | tuple) or not values:
+        return DEFAULT_STEPS
+    parsed = (Step.parse(v) for v in values)
+    return tuple(s for s in parsed if s is not None and s.optional)
+
+
+def job_state(value: object) -> str | None:
+    """The job state a ``progress`` push's ``stage`` shows; None: keep the current one."""
+    step = Step.parse(value)
+    return step.job_state if step is not None else None
