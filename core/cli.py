@@ -125,7 +125,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if not results and args.output_format == "text":
         output = ""
     if args.output_file:
-        Path(args.output_file).write_text(output, encoding="utf-8")
+        Path(args.output_file).write_text(output, encoding="utf-8", errors="surrogateescape")
     else:
         sys.stdout.write(output)
     return _exit_code(args, results)
@@ -306,7 +306,7 @@ def _check_stdin(args: argparse.Namespace, overrides: dict[str, Any], table: Any
         sys.stdout.write(new_text)
         sys.stderr.write(report)
     elif args.output_file:
-        Path(args.output_file).write_text(report, encoding="utf-8")
+        Path(args.output_file).write_text(report, encoding="utf-8", errors="surrogateescape")
     else:
         sys.stdout.write(report)
     return _exit_code(args, [result])

@@ -264,7 +264,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
 
 
 def _write(path: str, text: str) -> None:
-    Path(path).write_text(text, encoding="utf-8")
+    Path(path).write_text(text, encoding="utf-8", errors="surrogateescape")
 
 
 def cmd_ci(args: argparse.Namespace) -> int:

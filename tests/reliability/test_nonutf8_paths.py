@@ -150,3 +150,14 @@ def test_a_reply_that_cannot_be_encoded_becomes_an_error(bad: object) -> None:
     assert first["type"] == "error" and first["code"] == P.E_INTERNAL and first["id"] == 3, first
     assert "could not be encoded" in first["message"]
     assert second == P.message("pong", id=4)
+
+
+@pytest.mark.parametrize("command", ["check", "ci"])
+def test_text_output_to_a_file_names_the_file_as_the_file_system_does(tmp_path: Path, command: str) -> None:
+    folder = folder_with_bad_name(tmp_path)
+    target = tmp_path / "report.txt"
+    extra = ["--static-only"] if command == "ci" else []
+    done = run_cli(command, ".", *extra, "--output-file", str(target), cwd=folder)
+    assert done.returncode == 1, done.stderr.decode(errors="replace")  # findings, not a crash
+    assert b"Traceback" not in done.stderr
+    assert os.fsencode(NAME) in target.read_bytes()  # the raw bytes, as stdout writes them
