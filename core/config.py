@@ -88,7 +88,7 @@ def _extended(settings: Settings) -> Settings:
 MAX_DEBOUNCE_MS = 60_000
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     """``repr(value)`` cut to one short line (a hostile table can hold huge or deep values)."""
     try:
         text = repr(value)
@@ -101,7 +101,7 @@ def _str_list(value: Any, key: str, where: str) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {_show(value)}")
+        raise ConfigError(f"{where}: `{key}` must be a list of strings, got {show_value(value)}")
     return tuple(value)
 
 
@@ -116,13 +116,17 @@ def _exclude_list(value: Any, where: str) -> tuple[str, ...]:
 def _per_file_ignores(value: Any, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, Mapping):
         raise ConfigError(
-            f"{where}: `per-file-ignores` must be a table of glob = [rule ids], got {_show(value)}"
+            f"{where}: `per-file-ignores` must be a table of glob = [rule ids], got {show_value(value)}"
         )
     table: dict[str, tuple[str, ...]] = {}
     for glob, codes in value.items():
         if not isinstance(glob, str) or not glob.strip().rstrip("/"):
-            raise ConfigError(f"{where}: `per-file-ignores` holds an empty pattern {_show(glob)}; remove it")
-        table[glob] = tuple(c.upper() for c in _str_list(codes, f"per-file-ignores.{_show(glob)}", where))
+            raise ConfigError(
+                f"{where}: `per-file-ignores` holds an empty pattern {show_value(glob)}; remove it"
+            )
+        table[glob] = tuple(
+            c.upper() for c in _str_list(codes, f"per-file-ignores.{show_value(glob)}", where)
+        )
     return table
 
 
@@ -150,7 +154,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
         elif key == "target":
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(
-                    f"{where}: `target` must be a profile name or a .toml path, got {_show(value)}"
+                    f"{where}: `target` must be a profile name or a .toml path, got {show_value(value)}"
                 )
             out[key] = value
         elif key == "severity":
@@ -162,7 +166,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
                     severities[str(rule_id).upper()] = Severity(str(level))
                 except ValueError:
                     raise ConfigError(
-                        f"{where}: `severity.{_show(rule_id)}` is {_show(level)}; use one of "
+                        f"{where}: `severity.{show_value(rule_id)}` is {show_value(level)}; use one of "
                         f"{', '.join(s.value for s in Severity)}"
                     ) from None
             out[key] = severities
@@ -170,12 +174,12 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_DEBOUNCE_MS:
                 raise ConfigError(
                     f"{where}: `debounce_ms` must be an integer from 0 to {MAX_DEBOUNCE_MS}, "
-                    f"got {_show(value)}"
+                    f"got {show_value(value)}"
                 )
             out[key] = value
         elif key in ("daemon", "trust"):
             if not isinstance(value, bool):
-                raise ConfigError(f"{where}: `{key}` must be true or false, got {_show(value)}")
+                raise ConfigError(f"{where}: `{key}` must be true or false, got {show_value(value)}")
             out[key] = value
         # unknown keys are ignored so newer configs keep working with older versions
     return out

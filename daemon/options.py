@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from warp_harness.config import MAX_DEBOUNCE_MS, ConfigError, find_pyproject, pyproject_data
+from warp_harness.config import MAX_DEBOUNCE_MS, ConfigError, find_pyproject, pyproject_data, show_value
 from warp_harness.daemon.pipeline import OPTIONAL
 
 # options that change the binary Warp builds (part of every cache key)
@@ -118,14 +118,6 @@ MAX_INT = 2**62
 MAX_SECONDS = 1e7
 
 
-def _show(value: Any) -> str:
-    try:
-        text = repr(value)
-    except (RecursionError, ValueError):
-        return f"a {type(value).__name__}"
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def _number_ok(value: Any, key: str) -> bool:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return False
@@ -148,11 +140,11 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
                 raise ConfigError(f"{where}: `devices` must be a non-empty list of device names")
             for v in value:
                 if v != "cpu" and v != "cuda" and not (v.startswith("cuda:") and v[5:].isdigit()):
-                    raise ConfigError(f"{where}: unknown device {_show(v)}; use cpu, cuda or cuda:N")
+                    raise ConfigError(f"{where}: unknown device {show_value(v)}; use cpu, cuda or cuda:N")
             out[key] = tuple(dict.fromkeys(value))
         elif key == "mode":
             if value not in ("release", "debug"):
-                raise ConfigError(f'{where}: `mode` must be "release" or "debug", got {_show(value)}')
+                raise ConfigError(f'{where}: `mode` must be "release" or "debug", got {show_value(value)}')
             out[key] = value
         elif key == "perf_severity":
             if value not in ("error", "warning", "info"):
@@ -161,35 +153,37 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
         elif key == "profile":
             if value is not None and (not isinstance(value, str) or not value.strip()):
                 raise ConfigError(
-                    f"{where}: `profile` must be a profile name or a .toml path, got {_show(value)}"
+                    f"{where}: `profile` must be a profile name or a .toml path, got {show_value(value)}"
                 )
             out[key] = value
         elif key in _BOOL_OR_NONE or key in _BOOL:
             if not isinstance(value, bool) and not (value is None and key in _BOOL_OR_NONE):
-                raise ConfigError(f"{where}: `{key}` must be true or false, got {_show(value)}")
+                raise ConfigError(f"{where}: `{key}` must be true or false, got {show_value(value)}")
             out[key] = value
         elif key in _INT_OR_NONE or key in _POS_INT or key in _NONNEG_INT:
             if value is None and key in _INT_OR_NONE:
                 out[key] = None
                 continue
             if not isinstance(value, int) or not _number_ok(value, key):
-                raise ConfigError(f"{where}: `{key}` must be an integer up to 2**62, got {_show(value)}")
+                raise ConfigError(f"{where}: `{key}` must be an integer up to 2**62, got {show_value(value)}")
             if (key in _POS_INT and value < 1) or (key in _NONNEG_INT and value < 0):
                 raise ConfigError(f"{where}: `{key}` must be positive, got {value!r}")
             if key == "debounce_ms" and value > MAX_DEBOUNCE_MS:
                 raise ConfigError(
-                    f"{where}: `debounce_ms` must be at most {MAX_DEBOUNCE_MS}, got {_show(value)}"
+                    f"{where}: `debounce_ms` must be at most {MAX_DEBOUNCE_MS}, got {show_value(value)}"
                 )
             out[key] = value
         elif key in _POS_FLOAT:
             if not _number_ok(value, key) or value <= 0:
                 raise ConfigError(
-                    f"{where}: `{key}` must be a positive number of seconds, got {_show(value)}"
+                    f"{where}: `{key}` must be a positive number of seconds, got {show_value(value)}"
                 )
             out[key] = float(value)
         elif key in _NONNEG_FLOAT:
             if not _number_ok(value, key) or value < 0:
-                raise ConfigError(f"{where}: `{key}` must be a number of seconds >= 0, got {_show(value)}")
+                raise ConfigError(
+                    f"{where}: `{key}` must be a number of seconds >= 0, got {show_value(value)}"
+                )
             out[key] = float(value)
         elif key in ("peak_bandwidth_gbs", "peak_gflops"):
             if not isinstance(value, Mapping) or not all(

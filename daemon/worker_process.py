@@ -207,15 +207,7 @@ class WorkerProcess:
         return 0.0
 
     def kill(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
+        self.kill_only(drain=False)
         self.sock.close()
         self.output.wait_closed(_DRAIN_WAIT_S)
 
@@ -242,23 +234,9 @@ class WorkerProcess:
         while True:
             now = time.monotonic()
             if now >= min(deadline, job_deadline):
-                self.kill_only()
-                return CallOutcome(
-                    "timeout",
-                    progress=last,
-                    output=self.output_since(offset),
-                    elapsed_s=now - started,
-                    output_bytes=self.bytes_since(offset),
-                )
+                return self._killed("timeout", last, offset, now - started)
             if self.options.memory_mb and self.rss_mb() > self.options.memory_mb:
-                self.kill_only()
-                return CallOutcome(
-                    "memory",
-                    progress=last,
-                    output=self.output_since(offset),
-                    elapsed_s=now - started,
-                    output_bytes=self.bytes_since(offset),
-                )
+                return self._killed("memory", last, offset, now - started)
             try:
                 reply = protocol.recv_message(
                     self.sock, timeout=min(0.25, max(min(deadline, job_deadline) - now, 0.01))
@@ -279,6 +257,17 @@ class WorkerProcess:
                 return CallOutcome(
                     "done", result=reply.get("result") or {}, elapsed_s=time.monotonic() - started
                 )
+
+    def _killed(self, outcome: str, last: dict[str, Any], offset: int, elapsed_s: float) -> CallOutcome:
+        """Kill the worker for running past a limit (``timeout``, ``memory``); its output so far."""
+        self.kill_only()
+        return CallOutcome(
+            outcome,
+            progress=last,
+            output=self.output_since(offset),
+            elapsed_s=elapsed_s,
+            output_bytes=self.bytes_since(offset),
+        )
 
     def kill_only(self, *, drain: bool = True) -> None:
         """Kill the worker's process group; ``drain``: also wait for the rest of its output."""
