@@ -56,6 +56,7 @@ BENCH_OVERRIDES: dict[str, float | int] = {}  # RuntimeOptions fields set from t
 def harness_bench(kernel: Any, contract: Any, device: str, profile: str | None, seed: int) -> dict[str, Any]:
     """The benchmark stage itself (stages.bench.bench_kernel) on one kernel, in this process."""
     import warp as wp
+
     from warp_harness.daemon.options import RuntimeOptions
     from warp_harness.daemon.stages import Job, KernelInfo
     from warp_harness.daemon.stages import bench as bench_stage
@@ -341,7 +342,7 @@ def main() -> int:
         cal = calibrate.calibrate(a.device, gemm=not a.no_gemm, reference=not a.no_gemm)
         calibrate.write_profile(cal, profile_path)
         print(calibrate.summary(cal), flush=True)
-        from warp_harness.rules.hardware import load_profile
+        from warp_harness.hardware import load_profile
 
         prof = load_profile(str(profile_path))  # it must load
         return {

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "server"))
 
 from corpus import generated_module
 from stdio_client import StdioClient
+
 from warp_harness.launch import module_command
 
 # Servers run as installed ones do: with their bytecode cached. (Where PYTHONDONTWRITEBYTECODE is

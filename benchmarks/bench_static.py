@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from corpus import generated_module, with_kernel_factories
+
 from warp_harness.builtins import load_table
 from warp_harness.config import Settings
 from warp_harness.engine import analyse_source, check_paths, iter_python_files

@@ -28,6 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 from corpus import generated_module
+
 from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
 from warp_harness.engine import analyse_source

@@ -62,6 +62,7 @@ from test_daemon_faults import (  # noqa: E402
     storm_line,
     storm_source,
 )
+
 from warp_harness.daemon import protocol as P  # noqa: E402
 from warp_harness.daemon import repros  # noqa: E402
 
@@ -116,6 +117,7 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 
 def engine_fuzz(n: int) -> None:
     from test_engine_fuzz import _SOURCES, _mutate
+
     from warp_harness.engine import analyse_source
 
     rng = random.Random(1)

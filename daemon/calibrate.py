@@ -6,7 +6,7 @@ tiled GEMM; on CUDA also torch's, when torch is there, as a reference), shared m
 block and the SM count (``wp.get_device(...)`` attributes; cupy's device properties when
 present). Fields that cannot be measured come from the bundled profile of the same
 architecture (else from the nearest one). The result is a TOML file that
-``warp_harness.rules.hardware.load_profile`` accepts, so ``--target FILE.toml`` (the static
+``warp_harness.hardware.load_profile`` accepts, so ``--target FILE.toml`` (the static
 rules) and ``profile = "FILE.toml"`` of ``[tool.warp-harness.runtime]`` (the benchmark's
 roofline figures) both use it.
 
@@ -271,7 +271,7 @@ def _cupy_properties(device: Any) -> dict[str, int]:
 
 
 def _template_name(arch: int | None) -> str:
-    from warp_harness.rules.hardware import bundled_profiles
+    from warp_harness.hardware import bundled_profiles
 
     names = bundled_profiles()
     if arch is None:
@@ -317,7 +317,7 @@ def profile_fields(cal: Calibration, name: str | None = None) -> dict[str, Any]:
     """Every HardwareProfile field: measured where measured, else the template profile's."""
     from dataclasses import asdict
 
-    from warp_harness.rules.hardware import load_profile
+    from warp_harness.hardware import load_profile
 
     base = asdict(load_profile(cal.template))
     out: dict[str, Any] = dict(base)

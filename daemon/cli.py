@@ -332,7 +332,7 @@ def cmd_ci(args: argparse.Namespace) -> int:
 def _rule_overrides(args: argparse.Namespace) -> tuple[dict[str, Any], str | None]:
     """--select/--extend-select/--ignore/--target as `check` takes them, and a usage problem (or None)."""
     from warp_harness.cli import _overrides, _unknown_selectors
-    from warp_harness.rules.hardware import UnknownProfileError, load_profile
+    from warp_harness.hardware import UnknownProfileError, load_profile
 
     overrides = _overrides(args)
     problem = _unknown_selectors(overrides)
@@ -448,7 +448,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if value is not None:
             overrides[key] = value
     if args.profile:
-        from warp_harness.rules.hardware import UnknownProfileError, load_profile
+        from warp_harness.hardware import UnknownProfileError, load_profile
 
         try:
             load_profile(args.profile)

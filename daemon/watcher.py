@@ -33,10 +33,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon.discovery import is_candidate_name, is_ignored
-from warp_harness.workspace import IGNORED_DIRS
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
+
+from warp_harness.daemon.discovery import is_candidate_name, is_ignored
+from warp_harness.workspace import IGNORED_DIRS
 
 Callback = Callable[[Path, str], None]
 SETTLE_S = 0.005

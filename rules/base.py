@@ -10,12 +10,12 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from warp_harness.config import Settings
+from warp_harness.hardware import HardwareProfile
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
-from warp_harness.rules.hardware import HardwareProfile
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable

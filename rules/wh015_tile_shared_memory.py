@@ -53,6 +53,7 @@ import ast
 import math
 from collections.abc import Iterator
 
+from warp_harness.hardware import HardwareProfile
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.shared_memory import (
@@ -71,7 +72,6 @@ from warp_harness.model.tiles import TILE_CREATORS, call_arg
 from warp_harness.model.types import byte_size
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.hardware import HardwareProfile
 
 
 def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Constant | None:

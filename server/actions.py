@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 from lsprotocol import types
+
 from warp_harness.fixes import compatible_fix_edits
 from warp_harness.record import Record, TextEdit
 from warp_harness.server.convert import PositionMapper

@@ -19,6 +19,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+
 from warp_harness.config import ConfigError
 from warp_harness.daemon.pipeline import job_state
 from warp_harness.record import Record

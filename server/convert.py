@@ -13,6 +13,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.uris import from_fs_path
+
 from warp_harness.record import Record, Severity, TextEdit
 
 STATIC_SOURCE = "warp-harness"

@@ -52,7 +52,7 @@ def client_overrides(payload: Any) -> dict[str, Any]:
 def check_target(target: str | None) -> None:
     if target is None:
         return
-    from warp_harness.rules.hardware import load_profile
+    from warp_harness.hardware import load_profile
 
     try:
         load_profile(target)

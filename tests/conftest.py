@@ -14,6 +14,7 @@ from hypothesis import settings
 sys.path.insert(0, str(Path(__file__).parent))
 
 from checker_helpers import Analyse, rules_of
+
 from warp_harness.engine import analyse_source
 from warp_harness.record import Record
 

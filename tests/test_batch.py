@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import warp
+
 from warp_harness.batch import MIN_PARALLEL_FILES, check_files, lines_for_format
 from warp_harness.cli import _LAZY_COMMANDS, _LAZY_MODULES, build_parser
 from warp_harness.engine import check_paths

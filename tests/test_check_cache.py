@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 import warp_harness
 from warp_harness.batch import check_files
 from warp_harness.check_cache import MAX_ENTRY_BYTES, CheckCache, decode_records, encode_records

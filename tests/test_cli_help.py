@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+
 from warp_harness.cli import build_parser
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from warp_harness.output import FORMATS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from warp_harness.cli import main
 
 KERNEL = """\

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from warp_harness.config import ConfigError, Settings, find_pyproject, is_excluded, load_settings
 from warp_harness.engine import check_file, check_paths
 from warp_harness.record import Severity

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from warp_harness.fixes import apply_edits
 from warp_harness.tunables import constant_edits, current_values
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import warp as _warp
+
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.pipeline import Step
@@ -49,7 +50,7 @@ WINDOW_WARMUP_S = 0.02  # warm-up before each window after the first (the clock 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
     """(peak GB/s, peak FP32 GFLOP/s) of a bundled hardware profile, when it exists."""
     try:
-        from warp_harness.rules.hardware import load_profile
+        from warp_harness.hardware import load_profile
     except ImportError:
         return None, None
     try:

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import warp as _warp
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.codegen_errors import exception_text, kernel_return_error, parse_codegen_error
 from warp_harness.daemon.stages import Job, KernelInfo

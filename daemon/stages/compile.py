@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import warp as _warp
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.pipeline import Step

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import warp as _warp
+
 from warp_harness.contract import Contract
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 import warp as _warp
+
 from warp_harness import contract as contract_api
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
@@ -27,10 +28,10 @@ wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 def _harness_roots() -> tuple[str, ...]:
     """The folders the harness's own modules really live in. Each *file* is resolved before
-    taking its folder: in a tree of per-file links (warp_harness/contract.py -> core/contract.py)
+    taking its folder: in a tree of per-file links (warp_harness/contract.py -> warp_harness/contract.py)
     the link's folder is not where the code is, and the harness's modules inside a workspace
     (its own repository) would be purged and re-imported, giving a second Contract class."""
-    files = [contract_api.__file__, F.__file__]  # core/, daemon/
+    files = [contract_api.__file__, F.__file__]  # warp_harness/, daemon/
     spec = importlib.util.find_spec("warp_harness.rules")
     if spec is not None and spec.origin:
         files.append(spec.origin)  # rules/

@@ -32,6 +32,7 @@ import importlib
 from typing import Any
 
 import warp as _warp
+
 from warp_harness.daemon.stages import KernelInfo
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import warp as _warp
+
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.hints import choose_hint

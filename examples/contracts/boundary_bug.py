@@ -7,6 +7,7 @@ it in .warp-harness/repros/.
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract
 
 

@@ -3,6 +3,7 @@ after `launch_timeout_s` and records a timeout with the kernel."""
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract
 
 

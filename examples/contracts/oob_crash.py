@@ -5,6 +5,7 @@ the case in Warp's debug mode, where the bounds assertion
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract
 
 

@@ -9,6 +9,7 @@ lost. The validation stage reports it on cuda:N (WHD020) and passes it on the CP
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract, EdgeCase, Tolerance
 
 

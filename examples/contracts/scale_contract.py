@@ -2,6 +2,7 @@
 
 import numpy as np
 from scale import scale
+
 from warp_harness import contract
 
 

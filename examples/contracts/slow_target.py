@@ -3,6 +3,7 @@ serially (a poor access pattern), and the contract asks for an impossible latenc
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract, Tolerance
 
 

@@ -6,6 +6,7 @@ that size on every configured device, the CPU included).
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract, Tolerance
 
 # float32 elements per array: 1 GiB where a GPU is present; 4 MiB on a CPU-only machine

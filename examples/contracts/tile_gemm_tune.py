@@ -12,6 +12,7 @@ import os
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract, Tolerance
 
 TILE_M = wp.constant(32)

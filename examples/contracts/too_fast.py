@@ -3,12 +3,13 @@
 The contract says each thread reads a row of ROW floats (the `bytes` it moves), and its
 input generator only produces zeros, so a kernel that reads nothing and writes zeros still
 matches the reference. The benchmark then measures a bandwidth far beyond the CPU profile's
-peak (50 GB/s in rules/hardware/cpu.toml) and the daemon reports WHD032: a measurement the
+peak (50 GB/s in warp_harness/hardware/cpu.toml) and the daemon reports WHD032: a measurement the
 hardware cannot produce means the kernel, or the contract's `bytes`, is wrong.
 """
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract
 
 ROW = 4096

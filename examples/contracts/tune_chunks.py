@@ -6,6 +6,7 @@ checks, validates and benchmarks every candidate and prints the Pareto front.
 
 import numpy as np
 import warp as wp
+
 from warp_harness.contract import Contract
 
 ITEMS = wp.constant(4)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from builtins_oracle import Build, warp_build
+
 from warp_harness.builtins import BuiltinTable, clear_memo, load_table, loader
 
 

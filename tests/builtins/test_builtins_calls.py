@@ -6,6 +6,7 @@ import random
 
 import pytest
 from builtins_oracle import MODEL_TYPES, Build, warp_to_model
+
 from warp_harness.builtins import BuiltinTable, CallStatus, describe_arity
 from warp_harness.model.types import (
     FLOAT32,

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
+
 from warp_harness.builtins import (
     BuiltinTable,
     TableFormatError,

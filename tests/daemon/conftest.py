@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from daemon_helpers import FAST
+
 from warp_harness.daemon.supervisor import Supervisor
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from daemon_helpers import EXAMPLES
+
 from warp_harness.config import ConfigError
 from warp_harness.daemon.benchcmd import BenchOutcome, rows_of, table
 from warp_harness.daemon.cli import build_parser
@@ -74,10 +75,10 @@ def test_bench_prints_a_table_and_checks_targets(ws: Path) -> None:
 
 @pytest.mark.slow
 def test_bench_json_with_a_calibrated_profile(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
-    from warp_harness.rules.hardware import load_profile
+    from warp_harness.hardware import load_profile
 
     prof = tmp_path_factory.mktemp("prof") / "mine.toml"
-    text = (Path(__file__).resolve().parents[2] / "rules" / "hardware" / "cpu.toml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "warp_harness" / "hardware" / "cpu.toml").read_text()
     prof.write_text(text.replace("peak_bandwidth_gbs = 50.0", "peak_bandwidth_gbs = 2.5"), encoding="utf-8")
     assert load_profile(str(prof)).peak_bandwidth_gbs == 2.5
     out = ws / "bench.json"
@@ -185,6 +186,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     least bench_warmup_s, and inputs too big for host-made rotation are re-uploaded into
     fresh allocations: with Warp's launch and arrays stubbed out."""
     import numpy as np
+
     from warp_harness.contract import Contract
     from warp_harness.daemon.stages import Job, KernelInfo
     from warp_harness.daemon.stages import bench as B

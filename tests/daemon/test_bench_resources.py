@@ -6,6 +6,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
 from warp_harness.daemon.stages import bench
 from warp_harness.daemon.stages.compile import unit_block_dim
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES
+
 from warp_harness.daemon import calibrate as C
-from warp_harness.rules.hardware import HardwareProfile, load_profile
+from warp_harness.hardware import HardwareProfile, load_profile
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = ["--repeats", "3", "--max-time", "0.05", "--seed", "1"]
@@ -118,14 +119,14 @@ def test_contracts_found_through_a_tree_of_per_file_links(tmp_path: Path) -> Non
     GPU machine runs it): the harness's own modules are not taken for workspace code (which
     would re-import them and give the example a second Contract class)."""
     repo = tmp_path / "repo"
-    for sub in ("core", "daemon", "rules"):
+    for sub in ("warp_harness", "daemon", "rules"):
         shutil.copytree(REPO / sub, repo / sub, ignore=shutil.ignore_patterns("__pycache__"))
     (repo / "pyproject.toml").write_text("[tool.warp-harness]\n")
     (repo / "examples").mkdir()
     shutil.copy(EXAMPLES / "saxpy.py", repo / "examples" / "saxpy.py")
     shim = tmp_path / "shim" / "warp_harness"
     shim.mkdir(parents=True)
-    for f in (repo / "core").iterdir():
+    for f in (repo / "warp_harness").iterdir():
         (shim / f.name).symlink_to(f)
     for sub in ("daemon", "rules"):
         (shim / sub).symlink_to(repo / sub)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES
+
 from warp_harness.daemon.cache import state_path
 
 KERNEL = """\

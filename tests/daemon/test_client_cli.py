@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import write
+
 from warp_harness.daemon import protocol as P
 
 MIXED = """

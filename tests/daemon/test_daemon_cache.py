@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from warp_harness.daemon.cache import ResultCache, atomic_write_bytes, file_sha, result_key
 from warp_harness.daemon.options import RuntimeOptions
 

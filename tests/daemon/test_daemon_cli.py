@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES, def_line
+
 from warp_harness.daemon.cli import build_parser, main
 
 ARGS = ["--launch-timeout", "2"]

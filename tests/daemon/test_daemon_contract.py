@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+
 from warp_harness import contract
 from warp_harness.contract import Contract, EdgeCase, Target, Tolerance, define, discover
 

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from daemon_helpers import FAST
+
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.options import RuntimeOptions

@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from warp_harness.config import ConfigError
 from warp_harness.daemon.discovery import contract_siblings, has_kernels, kernel_module_for, relevant, walk
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options

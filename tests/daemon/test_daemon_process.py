@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES, spawn_daemon, wait_ready
+
 from warp_harness.daemon import protocol as P
 
 pytestmark = pytest.mark.slow

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from warp_harness.daemon import protocol as P
 
 json_like = st.recursive(

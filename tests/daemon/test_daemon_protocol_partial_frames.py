@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+
 from warp_harness.daemon import protocol
 
 

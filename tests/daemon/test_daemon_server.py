@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES, FAST, by_rule, write
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.server import Daemon, DaemonAlreadyRunning, DaemonThread

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from warp_harness.daemon.watcher import Watcher
 
 

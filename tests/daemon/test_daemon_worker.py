@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES, FAST, access_span, by_rule, def_line, rules_of, write
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.supervisor import Supervisor
 

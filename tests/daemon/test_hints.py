@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from warp_harness.contract import Tolerance
 from warp_harness.daemon.hints import choose_hint
 from warp_harness.daemon.stages import KernelInfo

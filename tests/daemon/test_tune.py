@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from daemon_helpers import EXAMPLES
+
 from warp_harness.contract import Contract
 from warp_harness.daemon.tune import Candidate, candidates, pareto, read_tunables, rewrite, run_tune
 

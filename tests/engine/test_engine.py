@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from checker_helpers import Analyse, rules_of
+
 from warp_harness.engine import analyse_source, check_bytes, check_paths
 from warp_harness.record import Severity, Stage
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from warp_harness.engine import analyse_source
 
 _SPEC = find_spec("warp")

@@ -7,6 +7,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
+
 from warp_harness.engine import check_paths
 from warp_harness.model.module import build_model
 from warp_harness.record import Severity

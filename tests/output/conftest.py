@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from output_samples import make_results, make_rules
+
 from warp_harness.output.model import FileResult, RuleInfo
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 
 from output_samples import make_results
+
 from warp_harness.output import render
 from warp_harness.output.github import escape_data, escape_property, render_github
 from warp_harness.output.model import FileResult, RuleInfo

@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 from output_samples import COMPILE, DOC_URL, make_results
+
 from warp_harness.output import render
 from warp_harness.output.json import render_json
 from warp_harness.output.model import FileResult, RuleInfo

@@ -3,6 +3,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from output_samples import ANNOTATION, make_results
+
 from warp_harness.output import render
 from warp_harness.output.junit import render_junit
 from warp_harness.output.model import FileResult, RuleInfo

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 import warp_harness.output as output
 from warp_harness.output import FORMATS, render
 from warp_harness.output.model import FileResult, RuleInfo, count, jsonable, rule_title

@@ -8,6 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 from output_samples import ANNOTATION, DOC_URL, KERNEL_SOURCE, SHARED_MEMORY
+
 from warp_harness.output import render
 from warp_harness.output.model import FileResult, RuleInfo
 from warp_harness.output.sarif import artifact_location, region, render_sarif

@@ -4,6 +4,7 @@ import re
 
 import pytest
 from output_samples import ANNOTATION, KERNEL_SOURCE, SHARED_MEMORY
+
 from warp_harness.output import render
 from warp_harness.output.model import FileResult, RuleInfo
 from warp_harness.output.text import render_text, summary, underline

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon_helpers import spawn_daemon, wait_ready
+
 from warp_harness.daemon import protocol as P
 
 __all__ = ["spawn_daemon", "wait_ready"]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from daemon_helpers import EXAMPLES, rules_of
 from reliability_helpers import FAST_PYPROJECT, Procs, spawn_daemon, wait_for, wait_ready
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon import protocol as P

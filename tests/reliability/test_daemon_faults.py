@@ -33,6 +33,7 @@ from reliability_helpers import (
     wait_for,
     wait_ready,
 )
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon import repros

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import write
 from reliability_helpers import Procs, alive, spawn_daemon, wait_ready
+
 from warp_harness.daemon import discovery
 from warp_harness.daemon import protocol as P
 

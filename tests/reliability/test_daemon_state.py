@@ -31,6 +31,7 @@ from reliability_helpers import (
     start_lsp_stdio,
     wait_ready,
 )
+
 from warp_harness.daemon import protocol as P
 from warp_harness.server.daemon_link import DaemonLink, daemon_socket
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import EXAMPLES, write
 from reliability_helpers import MARKER_IMPORT, NOBODY, write_as
+
 from warp_harness.daemon import protocol as P
 
 BUGGY = (Path(__file__).parents[2] / "examples" / "buggy" / "mixed_precision.py").read_text()

@@ -2,7 +2,7 @@
 
 `cd WS && python -m warp_harness serve` imports a workspace `warp_harness/` package, and on an
 installation whose site start-up has not imported them yet `contextlib.py`, `functools.py`,
-`types.py`, while runpy starts: before `core/__main__.py` can drop the current folder. Each test
+`types.py`, while runpy starts: before `warp_harness/__main__.py` can drop the current folder. Each test
 starts a real process the way the product does it, from a folder with such files, each of which
 leaves a marker file when imported, and checks that no marker appears:
 
@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from reliability_helpers import wait_for
+
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.supervisor import Supervisor

@@ -22,6 +22,7 @@ from typing import Any
 import jsonschema
 import pytest
 from reliability_helpers import Procs, alive, spawn_daemon, wait_ready
+
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.connection import Connection
 

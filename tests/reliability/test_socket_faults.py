@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import write
 from reliability_helpers import NOBODY, Procs, alive, connect_as, ping, rss_mb, spawn_daemon, wait_ready
+
 from warp_harness.daemon import protocol as P
 
 KERNEL = """

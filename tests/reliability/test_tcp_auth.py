@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from reliability_helpers import NOBODY, Procs, lsp_frame, lsp_over_socket, wait_for
+
 from warp_harness.daemon import protocol as P
 
 INVALID_REQUEST = -32600

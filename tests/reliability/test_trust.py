@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import EXAMPLES, FAST, by_rule, write
 from reliability_helpers import MARKER_IMPORT, Procs, files_under, spawn_daemon, wait_ready
+
 from warp_harness.daemon import cache as result_cache
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache, repros

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import EXAMPLES, by_rule, write
 from reliability_helpers import FAST_PYPROJECT, Procs, rss_mb, spawn_daemon, wait_ready
+
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol as P
 

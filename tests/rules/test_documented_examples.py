@@ -12,10 +12,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from warp_oracle import warp_error
+
 from warp_harness.engine import analyse_source
 from warp_harness.rules import rule_classes
 from warp_harness.rules.base import Rule
-from warp_oracle import warp_error
 
 _RULES = {cls.id: cls for cls in rule_classes()}
 _PRELUDE = "import warp as wp\n\n"

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from warp_harness.builtins import load_table
 from warp_harness.config import Settings
+from warp_harness.hardware import load_profile
 from warp_harness.model.module import build_model
 from warp_harness.rules.base import RuleContext
-from warp_harness.rules.hardware import load_profile
 from warp_harness.rules.queries import launch_kernel, name_is_rebound
 
 SOURCE = """

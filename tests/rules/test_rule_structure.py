@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from warp_harness.rules import rule_classes
 from warp_harness.rules.base import Fact, Rule, Scope
 

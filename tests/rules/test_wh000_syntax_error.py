@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from checker_helpers import Analyse, rules_of
+
 from warp_harness.engine import check_bytes
 from warp_harness.rules import rule_by_id
 from warp_harness.rules.base import Scope

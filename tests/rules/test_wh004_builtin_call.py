@@ -4,9 +4,10 @@ import re
 
 import pytest
 from checker_helpers import Analyse
+from warp_oracle import warp_error
+
 from warp_harness.fixes import apply_edits
 from warp_harness.record import Record
-from warp_oracle import warp_error
 
 HEADER = """import warp as wp
 

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from checker_helpers import Analyse
-from warp_harness.fixes import apply_fixes
 from warp_oracle import warp_error
+
+from warp_harness.fixes import apply_fixes
 
 BAD = """
 import warp as wp

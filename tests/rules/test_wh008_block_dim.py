@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from checker_helpers import Analyse
+from warp_oracle import warp_error
+
 from warp_harness.fixes import apply_fixes
 from warp_harness.record import Severity
-from warp_oracle import warp_error
 
 KERNEL = """
 import warp as wp

@@ -4,8 +4,9 @@ import re
 
 import pytest
 from checker_helpers import Analyse
-from warp_harness.record import Record
 from warp_oracle import warp_error
+
+from warp_harness.record import Record
 
 HEADER = """import warp as wp
 

@@ -7,9 +7,10 @@ import tempfile
 from pathlib import Path
 
 from checker_helpers import Analyse
+from warp_oracle import warp_error
+
 from warp_harness.fixes import apply_fixes
 from warp_harness.record import Severity
-from warp_oracle import warp_error
 
 BAD = """
 import warp as wp

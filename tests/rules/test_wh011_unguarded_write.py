@@ -6,8 +6,9 @@ import textwrap
 from pathlib import Path
 
 from checker_helpers import Analyse
-from warp_harness.fixes import apply_fixes
 from warp_oracle import warp_error
+
+from warp_harness.fixes import apply_fixes
 
 BAD = """
 import warp as wp

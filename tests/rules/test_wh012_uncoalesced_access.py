@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 import warp
 from checker_helpers import Analyse
-from warp_harness.record import Severity
 from warp_oracle import warp_error
+
+from warp_harness.record import Severity
 
 BAD = """
 import warp as wp

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 from checker_helpers import Analyse
-from warp_harness.record import Severity
 from warp_oracle import warp_error
+
+from warp_harness.record import Severity
 
 BAD = """
 import math

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 from checker_helpers import Analyse
+from warp_oracle import warp_error
+
 from warp_harness.builtins import load_table
 from warp_harness.fixes import apply_edits
+from warp_harness.hardware import load_profile
 from warp_harness.model.module import build_model
 from warp_harness.model.shared_memory import CPU_TILE_ARENA, SharedMemoryEstimator, max_unroll_of
 from warp_harness.record import Record, Severity
-from warp_harness.rules.hardware import load_profile
-from warp_oracle import warp_error
 
 CUDA_TARGETS = ["sm_80", "sm_86", "sm_89", "sm_90"]
 _counter = itertools.count()

@@ -10,6 +10,7 @@ from typing import Any
 
 from lsprotocol import types
 from pytest_lsp import LanguageClient
+
 from warp_harness.fixes import apply_edits
 from warp_harness.record import TextEdit
 

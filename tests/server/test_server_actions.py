@@ -8,6 +8,7 @@ from lsp_helpers import Document
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_server_documents import copy_example
+
 from warp_harness.engine import analyse_source
 from warp_harness.fixes import apply_fixes
 

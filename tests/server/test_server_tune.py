@@ -9,6 +9,7 @@ from lsp_helpers import Document, wait_published
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_server_documents import EXAMPLES
+
 from warp_harness.daemon.tune import Candidate, store_result
 
 

@@ -130,9 +130,9 @@ def analyse_parsed(
     parsed: ParsedSource, path: str, settings: Settings, table: BuiltinTable, model: ModuleModel | None = None
 ) -> Analysis:
     """`analyse_source` from the parse on (``model``: already built from ``parsed``)."""
+    from warp_harness.hardware import load_profile
     from warp_harness.rules import all_rules
     from warp_harness.rules.base import RuleContext
-    from warp_harness.rules.hardware import load_profile
 
     records: list[Record] = []
     if parsed.syntax_error is not None:

@@ -71,7 +71,7 @@ def _check_usage(args: argparse.Namespace) -> str | None:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from warp_harness.engine import missing_paths
-    from warp_harness.rules.hardware import UnknownProfileError, load_profile
+    from warp_harness.hardware import UnknownProfileError, load_profile
 
     problem = _check_usage(args)
     if problem:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+
 from warp_harness.config import Settings
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
 
@@ -222,7 +223,7 @@ class CheckCache:
     def _profile(self, target: str) -> str:
         """The resolved hardware profile (a .toml target's contents count, not just its name)."""
         if target not in self._profiles:
-            from warp_harness.rules.hardware import load_profile
+            from warp_harness.hardware import load_profile
 
             try:
                 self._profiles[target] = repr(load_profile(target))

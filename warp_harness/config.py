@@ -186,7 +186,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def _check_target(target: str, where: str) -> None:
-    from warp_harness.rules.hardware import load_profile
+    from warp_harness.hardware import load_profile
 
     try:
         load_profile(target)

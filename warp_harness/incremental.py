@@ -46,6 +46,7 @@ from warp_harness.engine import (
     scoped_records,
     syntax_record,
 )
+from warp_harness.hardware import HardwareProfile, load_profile
 from warp_harness.model.chunks import Chunk, ChunkParser
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, body_index
@@ -54,7 +55,6 @@ from warp_harness.model.module import ModuleModel, build_model
 from warp_harness.record import Location, Record
 from warp_harness.rules import all_rules
 from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
-from warp_harness.rules.hardware import HardwareProfile, load_profile
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
