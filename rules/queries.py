@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from warp_harness.model.index import NodeIndex, around_body, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
+from warp_harness.model.module import ModuleModel
 from warp_harness.record import Location
 from warp_harness.rules.base import RuleContext, walk_body
 
@@ -106,6 +107,13 @@ def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
     if kernel is None or name is None or name_is_rebound(site, ctx, name):
         return None
     return kernel
+
+
+def kernel_model(ctx: RuleContext, kernel: KernelDef) -> ModuleModel:
+    """The model of the module that defines ``kernel``: ``ctx.model`` for this file's kernels; for a kernel
+    a launch resolved into another module (the workspace model), that module's model. Use it for the
+    kernel's types and constants (``kernel_model(ctx, k).types(k)``), never ``ctx.model`` directly."""
+    return ctx.model
 
 
 def launch_arguments(site: LaunchSite) -> list[ast.expr] | None:
