@@ -28,37 +28,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
-NEWTON = "newton==1.8.0"
-CORPUS_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "warp-harness-bench"
+sys.path.insert(0, str(Path(__file__).parent))
+from real_trees import NEWTON, fetch, warp_lang
 
 
 def fetch_newton() -> Path:
-    """newton's source tree, from the wheel on the package index (pip download, then unzip)."""
-    root = CORPUS_CACHE / "newton-1.8.0"
-    if (root / "newton").is_dir():
-        return root / "newton"
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", NEWTON, "--no-deps", "-d", tmp, "-q"], check=True
-        )
-        wheel = next(Path(tmp).glob("newton-*.whl"))
-        root.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(wheel) as zf:
-            zf.extractall(root)
-    return root / "newton"
+    return fetch(NEWTON)
 
 
 def warp_trees() -> list[Path]:
-    # in a child: importing Warp here would raise every row's peak RSS (a child starts at its parent's)
-    code = "import os, warp; print(os.path.dirname(warp.__file__))"
-    base = Path(
-        subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    )
+    base = warp_lang()
     return [base / "examples", base / "tests"]
 
 
