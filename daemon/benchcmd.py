@@ -20,6 +20,8 @@ from warp_harness.config import load_settings
 from warp_harness.daemon import discovery
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
+from warp_harness.daemon.results import CheckReport
+from warp_harness.record import Severity
 
 
 class NotTrusted(RuntimeError):
@@ -77,12 +79,12 @@ class BenchOutcome:
         return bool(self.rows) and all(r.ok for r in self.rows) and not self.problems
 
 
-def rows_of(payload: dict[str, Any]) -> list[BenchRow]:
+def rows_of(report: CheckReport) -> list[BenchRow]:
     """One row per (contracted kernel, device) of a check result."""
     rows: list[BenchRow] = []
-    path = str(payload.get("path"))
-    devices = list(payload.get("devices") or [])
-    for name, summary in sorted((payload.get("kernels") or {}).items()):
+    path = report.path
+    devices = list(report.devices)
+    for name, summary in sorted(report.kernels.items()):
         if not summary.get("contract"):
             continue
         bench = summary.get("bench") or {}
@@ -144,17 +146,17 @@ def run_bench(
     notes: list[str] = []
     try:
         for target in targets:
-            payload = engine.check(target, force=True)
-            files.append(str(payload.get("path")))
-            rows.extend(rows_of(payload))
+            report = engine.check(target, force=True)
+            files.append(report.path)
+            rows.extend(rows_of(report))
             problems.extend(
-                r
-                for r in payload.get("records") or []
-                if r.get("tier") == "dynamic" and r.get("severity") == "error" and r.get("rule") not in _PERF
+                r.to_dict()
+                for r in report.records
+                if r.tier == "dynamic" and r.record.severity is Severity.ERROR and r.record.rule not in _PERF
             )
-            for r in payload.get("records") or []:
-                if r.get("rule") == F.DEVICE_SKIPPED and r.get("message") not in notes:
-                    notes.append(str(r.get("message")))
+            for r in report.dynamic():
+                if r.rule == F.DEVICE_SKIPPED and r.message not in notes:
+                    notes.append(r.message)
     finally:
         engine.close()
     return BenchOutcome(rows, files, problems, options, notes)

@@ -16,6 +16,7 @@ from warp_harness.config import load_settings
 from warp_harness.daemon import discovery
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
+from warp_harness.daemon.results import CheckReport
 from warp_harness.record import Record, Related, Severity
 
 
@@ -170,7 +171,7 @@ def run_ci(
     dynamic_targets: list[Path] = [] if static_only else list(discovery.walk(paths))
     outcome = CiOutcome(results=[], trusted=trusted, static_only=static_only)
     merged: dict[Path, list[Record]] = {p: list(r.records) for p, r in static.items()}
-    dynamic_payloads: dict[Path, dict[str, Any]] = {}
+    dynamic_payloads: dict[Path, CheckReport] = {}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:
         from warp_harness.daemon.engine import Engine
@@ -189,14 +190,14 @@ def run_ci(
             for target in dynamic_targets:
                 if on_progress is not None:
                     on_progress({"kind": "file", "path": shown.get(target.resolve()) or _display(target)})
-                payload = engine.check(target, force=True)
-                dynamic_payloads[target.resolve()] = payload
-                dyn = [Record.from_dict(r) for r in payload["records"] if r.get("tier") == "dynamic"]
+                report = engine.check(target, force=True)
+                dynamic_payloads[target.resolve()] = report
+                dyn = report.dynamic()
                 key = target.resolve()
                 dyn = _shown_at(dyn, engine.display(target), shown.setdefault(key, _display(target)))
                 merged[key] = _confirm(merged.get(key, []), dyn)
                 outcome.dynamic_files.append(engine.display(target))
-                outcome.repros.extend(payload.get("repros") or [])
+                outcome.repros.extend(report.repros)
         finally:
             engine.close()
     # untrusted: the summary line says the dynamic tier was skipped; one note per file would only
@@ -213,7 +214,7 @@ def run_ci(
 
 
 def _file_entry(
-    shown: str, records: Sequence[Record], payload: dict[str, Any] | None, outcome: CiOutcome
+    shown: str, records: Sequence[Record], report: CheckReport | None, outcome: CiOutcome
 ) -> dict[str, Any]:
     """What the ci JSON says of one file: its dynamic-tier status (``ok``, ``import-error``,
     ``crash``, ``error``, ``stale``; ``static-only``, ``untrusted``, or ``no-kernels`` when the tier
@@ -224,20 +225,20 @@ def _file_entry(
         "errors": sum(1 for r in records if r.severity is Severity.ERROR),
         "warnings": sum(1 for r in records if r.severity is Severity.WARNING),
     }
-    if payload is None:
+    if report is None:
         status = (
             "static-only" if outcome.static_only else "untrusted" if not outcome.trusted else "no-kernels"
         )
         return {**entry, "status": status}
     return {
         **entry,
-        "status": payload.get("status"),
-        "seed": payload.get("seed"),
-        "devices": payload.get("devices", []),
-        "repros": payload.get("repros") or [],
-        "kernels": payload.get("kernels") or {},
-        "timings": {k: round(v, 2) for k, v in (payload.get("timings") or {}).items() if v is not None},
-        "elapsed_ms": round(payload.get("elapsed_ms") or 0.0, 2),
+        "status": report.status,
+        "seed": report.seed,
+        "devices": report.devices,
+        "repros": report.repros,
+        "kernels": report.kernels,
+        "timings": {k: round(v, 2) for k, v in report.timings.items() if v is not None},
+        "elapsed_ms": round(report.elapsed_ms or 0.0, 2),
     }
 
 

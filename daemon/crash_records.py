@@ -10,13 +10,13 @@ debug mode: ``localized_record`` reads that re-run's outcome).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.codegen_errors import NativeAssertion, parse_native_assertion
 from warp_harness.daemon.discovery import read_text
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import Step
+from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.worker_process import CallOutcome, output_tail, signal_name
 from warp_harness.record import Location, Record, Related, Severity, Stage
 
@@ -40,7 +40,7 @@ def crash_record(
     positions: dict[str, tuple[int, int, int]],
     opts: RuntimeOptions,
     path: Path | None = None,
-) -> tuple[Record, dict[str, Any] | None]:
+) -> tuple[Record, FailingCase | None]:
     """The record of a call that ended without a result (timeout, memory, crash), and the
     failing case to store and localise when the worker died running one kernel on one input."""
     p = outcome.progress
@@ -149,42 +149,41 @@ def crash_record(
                 + (tail or "(nothing)"),
             )
         kind = "crash"
-    failure = None
+    failure: FailingCase | None = None
     if kernel and p.get("size") is not None and step is not None and step.runs_cases:
-        failure = {
-            "kind": kind,
-            "kernel": kernel,
-            "device": p.get("device", "cpu"),
-            "size": p.get("size"),
-            "seed": p.get("seed"),
-            "edge_case": p.get("edge_case"),
-            "rule": record.rule,
-            "message": record.message,
-            "signal": signal_name(outcome.returncode) if kind == "crash" else None,
+        failure = FailingCase(
+            kind=kind,
+            kernel=kernel,
+            device=p.get("device", "cpu"),
+            size=p.get("size"),
+            seed=p.get("seed"),
+            edge_case=p.get("edge_case"),
+            rule=record.rule,
+            message=record.message,
+            signal=signal_name(outcome.returncode) if kind == "crash" else None,
             # a crash, or Warp's own assertion (placed at the header): the probe may place it
-            "bounds_suspect": kind == "crash" and not record.related,
-            "inputs": None,
-        }
+            bounds_suspect=kind == "crash" and not record.related,
+        )
     return record, failure
 
 
 def localized_record(
     path: Path,
     display: str,
-    failure: dict[str, Any],
+    failure: FailingCase,
     status: str,
     records: list[Record],
     positions: dict[str, tuple[int, int, int]],
 ) -> Record | None:
     """The record of a bounds suspect's debug re-run (``status``, ``records``: its outcome)
     with the bounds probe: the access's line when the probe placed it; sets
-    ``failure["localized"]``."""
-    kernel = str(failure["kernel"])
+    ``failure.localized``."""
+    kernel = failure.kernel
     line, col, end_col = positions.get(kernel, (1, 0, 0))
     bounds = next((r for r in records if r.rule == F.BOUNDS), None)
-    where = f"size {failure.get('size')}, seed {failure.get('seed')}"
+    where = f"size {failure.size}, seed {failure.seed}"
     if bounds is not None and bounds.related:  # placed on the access itself
-        failure["localized"] = "line"
+        failure.localized = "line"
         loc = bounds.location
         lines = (read_text(path) or "").splitlines()
         src = lines[loc.line - 1] if 0 < loc.line <= len(lines) else ""
@@ -205,7 +204,7 @@ def localized_record(
             related=bounds.related,
         )
     if bounds is not None:  # Warp's own assertion: an access the probe does not cover
-        failure["localized"] = "bounds"
+        failure.localized = "bounds"
         return F.make_record(
             Stage.CRASH,
             F.BOUNDS,
@@ -221,14 +220,14 @@ def localized_record(
             "@wp.func helpers it calls, or at an index that calls a function)",
         )
     if status in ("pass", "fail"):
-        failure["localized"] = "no-bounds-error"
+        failure.localized = "no-bounds-error"
         return F.make_record(
             Stage.CRASH,
             F.BOUNDS,
             Severity.INFO,
             display,
             line,
-            f"debug re-run of kernel `{kernel}` (size {failure.get('size')}) found no out-of-bounds access",
+            f"debug re-run of kernel `{kernel}` (size {failure.size}) found no out-of-bounds access",
             col=col,
             end_col=end_col,
             kernel=kernel,

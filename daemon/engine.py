@@ -24,6 +24,7 @@ from warp_harness.daemon import discovery, feedback, kernel_cache, repros
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
+from warp_harness.daemon.results import CheckReport, WorkerResult
 from warp_harness.daemon.supervisor import Supervisor
 from warp_harness.record import Record, Severity, Stage
 
@@ -148,46 +149,42 @@ class Engine:
 
     def check(
         self, path: Path, *, force: bool = False, steps: tuple[Step, ...] = DEFAULT_STEPS
-    ) -> dict[str, Any]:
+    ) -> CheckReport:
         t0 = time.perf_counter()
         path = path.resolve()
         display = self.display(path)
         self.checks += 1
-        timings: dict[str, float] = {}
-        payload: dict[str, Any] = {"path": display, "trusted": self.trusted, "cached": False, "repros": []}
+        timings: dict[str, float | None] = {}
+        report = CheckReport(path=display, trusted=self.trusted)
         dynamic: list[Record] = []
         static: list[Record] = []
         if not self.trusted:
             static, timings["static_ms"] = _timed_static(path, display, self.overrides)
             dynamic.append(untrusted_record(display))
-            payload.update(status="untrusted", kernels={})
+            report.status = "untrusted"
         else:
             key = result_cache.result_key(self.options.to_dict(), steps)
-            result, static = self._one_text(path, display, key, force, steps, timings, payload)
-            dynamic = [Record.from_dict(r) for r in result.get("records", [])]
-            payload.update(
-                status=result.get("status"),
-                kernels=result.get("kernels", {}),
-                seed=result.get("seed"),
-                timings={**result.get("timings", {}), **timings, "worker_ms": result.get("worker_ms")},
-                module_hash=result.get("module_hash"),
-                devices=result.get("devices", []),
-            )
-            if payload["cached"]:
-                payload["repros"] = result.get("repros", [])
-        payload.setdefault("timings", timings)
+            result, static = self._one_text(path, display, key, force, steps, timings, report)
+            dynamic = result.records
+            report.status = result.status
+            report.kernels = result.kernels
+            report.seed = result.seed
+            report.module_hash = result.module_hash
+            report.devices = result.devices
+            if report.cached:
+                report.repros = result.repros
+            timings = {**result.timings, **timings, "worker_ms": result.worker_ms}
+        report.timings = timings
         ordered_static = feedback.order(static)
         ordered_dynamic = feedback.order(dynamic)
         everything = feedback.order([*static, *dynamic])
         t = time.perf_counter()
         streaks = self.history.update(display, everything) if self.record_history else {}
-        payload["timings"]["history_ms"] = (time.perf_counter() - t) * 1e3
+        report.timings["history_ms"] = (time.perf_counter() - t) * 1e3
         tiers = {id(r): "static" for r in ordered_static} | {id(r): "dynamic" for r in ordered_dynamic}
-        payload["records"] = [
-            feedback.annotate([r], streaks, tier=tiers.get(id(r), "dynamic"))[0] for r in everything
-        ]
-        payload["elapsed_ms"] = (time.perf_counter() - t0) * 1e3
-        return payload
+        report.records = [feedback.reported(r, streaks, tiers.get(id(r), "dynamic")) for r in everything]
+        report.elapsed_ms = (time.perf_counter() - t0) * 1e3
+        return report
 
     def _one_text(
         self,
@@ -196,9 +193,9 @@ class Engine:
         key: str,
         force: bool,
         steps: tuple[Step, ...],
-        timings: dict[str, float],
-        payload: dict[str, Any],
-    ) -> tuple[dict[str, Any], list[Record]]:
+        timings: dict[str, float | None],
+        report: CheckReport,
+    ) -> tuple[WorkerResult, list[Record]]:
         """(worker result, static records) that both describe one text of the file.
 
         The file is hashed before the tiers run; the worker refuses a file whose text has
@@ -207,12 +204,12 @@ class Engine:
         one. A stale attempt is done again with the new text, ``STALE_ATTEMPTS`` times at most."""
         for _attempt in range(self.STALE_ATTEMPTS):
             sha = self.source_sha256(path)
-            payload["cached"] = False
-            result, static = self._both_tiers(path, display, key, sha, force, steps, timings, payload)
-            if result.get("status") != "stale" and self.source_sha256(path) == sha:
-                payload["source_sha256"] = sha
+            report.cached = False
+            result, static = self._both_tiers(path, display, key, sha, force, steps, timings, report)
+            if result.status != "stale" and self.source_sha256(path) == sha:
+                report.source_sha256 = sha
                 return result, static
-        payload["source_sha256"] = None
+        report.source_sha256 = None
         record = F.make_record(
             Stage.INTERNAL,
             F.INTERNAL,
@@ -222,7 +219,7 @@ class Engine:
             f"the file changed while it was being checked ({self.STALE_ATTEMPTS} times): "
             "the dynamic tier's result was dropped; save again to check it",
         )
-        return {"status": "stale", "records": [record.to_dict()], "kernels": {}}, static
+        return WorkerResult(status="stale", path=display, records=[record]), static
 
     def _both_tiers(
         self,
@@ -232,18 +229,19 @@ class Engine:
         sha: str | None,
         force: bool,
         steps: tuple[Step, ...],
-        timings: dict[str, float],
-        payload: dict[str, Any],
-    ) -> tuple[dict[str, Any], list[Record]]:
+        timings: dict[str, float | None],
+        report: CheckReport,
+    ) -> tuple[WorkerResult, list[Record]]:
         """Both tiers once on the text whose hash is ``sha`` (None: unknown, not verified)."""
         assert self.supervisor is not None
         t = time.perf_counter()
-        result = None if force else self.cache.lookup(path, key)
+        stored = None if force else self.cache.lookup(path, key)
+        result = WorkerResult.from_dict(stored) if stored is not None else None
         if result is not None and sha is not None and self._dep_sha(result, path) not in (sha, None):
             result = None  # stored for another text than the one just read
         timings["cache_ms"] = (time.perf_counter() - t) * 1e3
         if result is not None:
-            payload["cached"] = True
+            report.cached = True
             static, timings["static_ms"] = _timed_static(path, display, self.overrides)
             return result, static
         # the static tier (pure Python, ~3 ms) runs while the worker works
@@ -254,12 +252,11 @@ class Engine:
         )
         timings["check_ms"] = (time.perf_counter() - t) * 1e3
         t = time.perf_counter()
-        stored = self._store_repros(path, result) if result.get("status") != "stale" else []
-        payload["repros"] = stored
-        result["repros"] = stored
+        result.repros = self._store_repros(path, result) if result.status != "stale" else []
+        report.repros = result.repros
         if self.cacheable(result):
             try:
-                self.cache.store(path, key, result)
+                self.cache.store(path, key, result.to_dict())
             except OSError:
                 pass
         timings["store_ms"] = (time.perf_counter() - t) * 1e3
@@ -291,15 +288,15 @@ class Engine:
         return hashlib.sha256(data).hexdigest()
 
     @staticmethod
-    def _dep_sha(result: Mapping[str, Any], path: Path) -> str | None:
+    def _dep_sha(result: WorkerResult, path: Path) -> str | None:
         """The hash a stored result recorded for ``path`` itself."""
-        for dep in result.get("deps") or []:
+        for dep in result.deps:
             if isinstance(dep, list | tuple) and len(dep) == 2 and dep[0] == str(path):
                 return str(dep[1])
         return None
 
     @staticmethod
-    def cacheable(result: Mapping[str, Any]) -> bool:
+    def cacheable(result: WorkerResult) -> bool:
         """Whether a worker's result is the code's verdict, to be stored in the result cache.
 
         Not when the machine or the harness had a part in it: a transient crash (the worker
@@ -307,26 +304,26 @@ class Engine:
         (``notes.transient``: an OSError such as a full disk or EIO), a build in the kernel
         cache that could not be loaded and was rebuilt (``notes.rebuilt``), or any record of
         an internal error."""
-        notes = result.get("notes") or {}
-        if result.get("cacheable", True) is False or not isinstance(notes, Mapping):
+        notes = result.notes
+        if not result.cacheable or not isinstance(notes, Mapping):
             return False
-        if result.get("status") == "stale":  # describes no text the file still holds
+        if result.status == "stale":  # describes no text the file still holds
             return False
         if notes.get("transient") or notes.get("rebuilt"):
             return False
-        return not any(r.get("rule") == F.INTERNAL for r in result.get("records", []))
+        return not any(r.rule == F.INTERNAL for r in result.records)
 
     def _progress(self, msg: dict[str, Any]) -> None:
         if self.on_progress is not None:
             self.on_progress(msg)
 
-    def _store_repros(self, path: Path, result: dict[str, Any]) -> list[str]:
+    def _store_repros(self, path: Path, result: WorkerResult) -> list[str]:
         stored: list[str] = []
-        for failure in result.get("failures") or []:
+        for failure in result.failures:
             try:
                 file = repros.store(self.workspace, path, failure, self.options.compile_options())
             except (repros.OutsideWorkspaceError, OSError) as exc:
-                result.setdefault("records", []).append(
+                result.records.append(
                     F.make_record(
                         Stage.INTERNAL,
                         F.INTERNAL,
@@ -334,7 +331,7 @@ class Engine:
                         self.display(path),
                         1,
                         f"failing case not stored: {exc}",
-                    ).to_dict()
+                    )
                 )
                 continue
             stored.append(file.relative_to(self.workspace).as_posix())

@@ -15,6 +15,7 @@ from typing import Any
 
 from warp_harness.daemon import protocol
 from warp_harness.daemon.cache import OutsideWorkspaceError, atomic_write_bytes, read_msgpack_map, state_path
+from warp_harness.daemon.results import ReportedRecord
 from warp_harness.record import Record, Severity
 
 HISTORY_SCHEMA = 1
@@ -80,17 +81,9 @@ class History:
             self.save_error = None
 
 
-def annotate(
-    records: Sequence[Record], streaks: dict[str, int], tier: str = "dynamic"
-) -> list[dict[str, Any]]:
-    """Record dicts for the protocol, each with ``streak`` (saves in a row it fired) and ``tier``."""
-    out = []
-    for r in records:
-        d = r.to_dict()
-        d["streak"] = streaks.get(_streak_key(r), 0)
-        d["tier"] = tier
-        out.append(d)
-    return out
+def reported(record: Record, streaks: dict[str, int], tier: str = "dynamic") -> ReportedRecord:
+    """``record`` with its tier and ``streak`` (saves in a row it fired)."""
+    return ReportedRecord(record, tier, streaks.get(_streak_key(record), 0))
 
 
 def render_text(path: str, records: Sequence[dict[str, Any]]) -> str:

@@ -30,6 +30,7 @@ from warp_harness.daemon.cache import (
     warp_version,
 )
 from warp_harness.daemon.cache import inside as _inside
+from warp_harness.daemon.results import FailingCase
 
 SCHEMA = 1
 __all__ = [
@@ -76,7 +77,7 @@ class StoredCase:
         return f"{c.get('path')}::{c.get('kernel')} on {c.get('device')} size {c.get('size')}{edge}"
 
 
-def store(workspace: Path, module: Path, failure: Mapping[str, Any], options: Mapping[str, Any]) -> Path:
+def store(workspace: Path, module: Path, failure: FailingCase, options: Mapping[str, Any]) -> Path:
     """Write one case; returns its file. Raises OutsideWorkspaceError when it would leave the workspace."""
     workspace = workspace.resolve()
     module = module.resolve()
@@ -88,30 +89,30 @@ def store(workspace: Path, module: Path, failure: Mapping[str, Any], options: Ma
         str(x)
         for x in (
             rel,
-            failure.get("kernel"),
-            failure.get("device"),
-            failure.get("edge_case"),
-            failure.get("rule"),
+            failure.kernel,
+            failure.device,
+            failure.edge_case,
+            failure.rule,
         )
     )
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:12]
-    file = folder / f"{_slug(module.stem)}__{_slug(str(failure.get('kernel')))}__{digest}.msgpack"
+    file = folder / f"{_slug(module.stem)}__{_slug(failure.kernel)}__{digest}.msgpack"
     if not _inside(file.parent, workspace):  # pragma: no cover
         raise OutsideWorkspaceError(f"{file} resolves outside the workspace")
     case = {
         "schema": SCHEMA,
         "path": rel,
-        "kernel": failure.get("kernel"),
-        "contract": failure.get("contract"),
-        "device": failure.get("device", "cpu"),
-        "size": failure.get("size"),
-        "original_size": failure.get("original_size"),
-        "seed": failure.get("seed"),
-        "edge_case": failure.get("edge_case"),
-        "kind": failure.get("kind"),
-        "rule": failure.get("rule"),
-        "message": failure.get("message"),
-        "inputs": failure.get("inputs"),
+        "kernel": failure.kernel,
+        "contract": failure.contract,
+        "device": failure.device,
+        "size": failure.size,
+        "original_size": failure.original_size,
+        "seed": failure.seed,
+        "edge_case": failure.edge_case,
+        "kind": failure.kind,
+        "rule": failure.rule,
+        "message": failure.message,
+        "inputs": failure.inputs,
         "options": dict(options),
         "warp_version": warp_version(),
         "created": time.time(),

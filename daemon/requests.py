@@ -115,16 +115,16 @@ async def cmd_check(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Re
     fut = daemon.enqueue(path, force=force)
     if msg.get("wait", True) is False:
         return protocol.message("queued", path=daemon.engine.display(path))
-    payload = await asyncio.shield(fut)
-    return protocol.message("result", **payload)
+    report = await asyncio.shield(fut)
+    return protocol.message("result", **report.to_dict())
 
 
 async def cmd_results(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
     if msg.get("path") is None:
-        return protocol.message("results", results=list(daemon.results.values()))
+        return protocol.message("results", results=[r.to_dict() for r in daemon.results.values()])
     display = daemon.engine.display(daemon.path_field(msg))
     found = daemon.results.get(display)
-    return protocol.message("results", results=[found] if found else [])
+    return protocol.message("results", results=[found.to_dict()] if found else [])
 
 
 async def cmd_shutdown(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:

@@ -38,6 +38,7 @@ from warp_harness.daemon.connection import MAX_QUEUED_SENDS, Connection
 from warp_harness.daemon.engine import Engine, static_records, untrusted_record, warm_static_tier
 from warp_harness.daemon.options import load_runtime_options
 from warp_harness.daemon.requests import SERVER_NAME, harness_version
+from warp_harness.daemon.results import CheckReport, ReportedRecord
 from warp_harness.record import Severity, Stage
 
 __all__ = [  # re-exported: they lived here before the split
@@ -92,7 +93,7 @@ class Daemon:
             warmup=warmup,
             on_progress=self._progress_from_thread,
         )
-        self.results: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, CheckReport] = {}
         self.clients: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()
@@ -101,7 +102,7 @@ class Daemon:
         )
         self._server: asyncio.AbstractServer | None = None
         self._watcher: Any = None
-        self._pending: dict[Path, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[Path, asyncio.Future[CheckReport]] = {}
         self._started: set[Path] = set()  # jobs the job thread has begun (read their file)
         self._rerun: set[Path] = set()  # saved again while their job ran: run once more after it
         self.clients_dropped = 0
@@ -304,7 +305,7 @@ class Daemon:
 
     def enqueue(
         self, path: Path, *, force: bool = False, event_at: float | None = None, saved: bool = False
-    ) -> asyncio.Future[dict[str, Any]]:
+    ) -> asyncio.Future[CheckReport]:
         """Queue a job for ``path``, or join the one queued for it. ``saved``: the file was just
         saved; if its job is already running (it may have read the old text) one more job runs
         after it, so the last result always comes from the last save."""
@@ -315,49 +316,46 @@ class Daemon:
             if saved and path in self._started:
                 self._rerun.add(path)
             return pending
-        fut: asyncio.Future[dict[str, Any]] = self.loop.create_future()
+        fut: asyncio.Future[CheckReport] = self.loop.create_future()
         self._pending[path] = fut
         self._broadcast(protocol.message("state", push=True, path=self.engine.display(path), state="queued"))
         self.loop.create_task(self._run_job(path, fut, force, event_at or time.perf_counter()))
         return fut
 
-    def _check_job(self, path: Path, force: bool, queued_at: float) -> dict[str, Any]:
+    def _check_job(self, path: Path, force: bool, queued_at: float) -> CheckReport:
         self._started.add(path)  # from here on the file's text may already have been read
         queue_ms = (time.perf_counter() - queued_at) * 1e3
-        payload = self.engine.check(path, force=force)
-        payload.setdefault("timings", {})["queue_ms"] = queue_ms
-        return payload
+        report = self.engine.check(path, force=force)
+        report.timings["queue_ms"] = queue_ms
+        return report
 
     async def _run_job(
-        self, path: Path, fut: asyncio.Future[dict[str, Any]], force: bool, queued_at: float
+        self, path: Path, fut: asyncio.Future[CheckReport], force: bool, queued_at: float
     ) -> None:
         assert self.loop is not None
         display = self.engine.display(path)
         self._broadcast(protocol.message("state", push=True, path=display, state="running"))
         try:
-            payload = await self.loop.run_in_executor(self._executor, self._check_job, path, force, queued_at)
+            report = await self.loop.run_in_executor(self._executor, self._check_job, path, force, queued_at)
         except Exception as exc:  # keep serving whatever happened
             record = F.make_record(
                 Stage.INTERNAL, F.INTERNAL, Severity.ERROR, display, 1, f"daemon error: {exc!r}"
             )
             record = replace(record, hint=traceback.format_exc()[-2000:])
-            payload = {
-                "path": display,
-                "status": "error",
-                "records": [record.to_dict()],
-                "trusted": self.trusted,
-                "cached": False,
-                "kernels": {},
-                "repros": [],
-            }
+            report = CheckReport(
+                path=display,
+                trusted=self.trusted,
+                status="error",
+                records=[ReportedRecord(record, "dynamic")],
+            )
         self.jobs_done += 1
-        self.results[display] = payload
+        self.results[display] = report
         if self._pending.get(path) is fut:
             del self._pending[path]
             self._started.discard(path)
         if not fut.done():
-            fut.set_result(payload)
-        self._broadcast(protocol.message("result", push=True, **payload))
+            fut.set_result(report)
+        self._broadcast(protocol.message("result", push=True, **report.to_dict()))
         self._broadcast(protocol.message("state", push=True, path=display, state="done"))
         if path in self._rerun and (self._stop_event is None or not self._stop_event.is_set()):
             self._rerun.discard(path)

@@ -45,6 +45,7 @@ from warp_harness.daemon.crash_records import (
 from warp_harness.daemon.discovery import kernel_positions, read_text
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
+from warp_harness.daemon.results import FailingCase, WorkerResult
 from warp_harness.daemon.worker_process import (
     OUTPUT_TAIL_BYTES,
     START_TIMEOUT_S,
@@ -187,9 +188,9 @@ class Supervisor:
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         options: RuntimeOptions | None = None,
         source_sha256: str | None = None,
-    ) -> dict[str, Any]:
-        """Run the pipeline's steps (``steps``: the optional ones to run) on one module; the result
-        dict of the worker, with crash records merged in.
+    ) -> WorkerResult:
+        """Run the pipeline's steps (``steps``: the optional ones to run) on one module; the
+        worker's result, with crash records merged in.
 
         ``source_sha256``: the text the caller analysed; a worker that finds another text in the
         file returns status ``stale`` and no records (the file was saved again meanwhile)."""
@@ -198,7 +199,7 @@ class Supervisor:
             display = display_path or str(path)
             skip: dict[str, str] = {}
             extra: list[Record] = []
-            failures: list[dict[str, Any]] = []
+            failures: list[FailingCase] = []
             positions = kernel_positions(read_text(path) or "")
             t0 = time.monotonic()
             seed = opts.seed
@@ -212,7 +213,7 @@ class Supervisor:
                     msg["seed"] = seed
                 outcome = self._call(msg, on_progress)
                 if outcome.kind == "done":
-                    result = outcome.result or {}
+                    result = WorkerResult.from_dict(outcome.result or {})
                     break
                 record, failure = crash_record(outcome, display, positions, opts, path)
                 kernel = outcome.progress.get("kernel")
@@ -224,35 +225,33 @@ class Supervisor:
                     loc = self._localize(path, display, failure, outcome, opts, positions)
                     if loc is not None and record.rule == F.BOUNDS and loc.severity is Severity.ERROR:
                         # a debug build's assertion, now placed on the access: one record
-                        died = f"; the worker died with {failure['signal']}"
+                        died = f"; the worker died with {failure.signal}"
                         record = replace(loc, message=loc.message + died)
                     elif loc is not None:
                         extra.append(loc)
                 extra.append(record)
                 if not kernel or kernel in skip or crashed_building(outcome):
-                    result = {"status": outcome.kind, "path": display, "records": [], "kernels": {}}
+                    result = WorkerResult(status=outcome.kind, path=display)
                     break
                 skip[str(kernel)] = outcome.kind
             else:  # pragma: no cover - every kernel crashed in turn
-                result = {"status": "crash", "path": display, "records": [], "kernels": {}}
-            for failure in result.get("failures") or []:
-                if opts.localize and failure.get("bounds_suspect") and opts.mode != "debug":
+                result = WorkerResult(status="crash", path=display)
+            for failure in result.failures:
+                if opts.localize and failure.bounds_suspect and opts.mode != "debug":
                     loc = self._localize(path, display, failure, None, opts, positions)
                     if loc is not None:
                         extra.append(loc)
-            records = [Record.from_dict(r) for r in result.get("records") or []] + extra
-            records.sort(key=lambda r: r.sort_key())
-            result["records"] = [r.to_dict() for r in records]
-            result["failures"] = failures + list(result.get("failures") or [])
+            result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
+            result.failures = [*failures, *result.failures]
             for name, why in skip.items():
-                summary = (result.get("kernels") or {}).get(name)
+                summary = result.kernels.get(name)
                 if isinstance(summary, dict):
                     for device in opts.devices:
                         summary.setdefault("validate", {})[device] = why
-            result["crashed_kernels"] = skip
+            result.crashed_kernels = skip
             # a verdict that says more about the machine than about the code is not cached
-            result["cacheable"] = not transient and not (result.get("notes") or {}).get("transient")
-            result["elapsed_ms"] = (time.monotonic() - t0) * 1e3
+            result.cacheable = not transient and not result.notes.get("transient")
+            result.elapsed_ms = (time.monotonic() - t0) * 1e3
             return result
 
     def run_case(
@@ -281,10 +280,8 @@ class Supervisor:
                 msg["probe"] = True
             outcome = self._call(msg)
             if outcome.kind == "done":
-                result = outcome.result or {}
-                return str(result.get("status", "error")), [
-                    Record.from_dict(r) for r in result.get("records", [])
-                ]
+                done = WorkerResult.from_dict(outcome.result or {"status": "error"})
+                return done.status, done.records
             positions = kernel_positions(read_text(path) or "")
             record, _ = crash_record(outcome, str(case.get("path")), positions, opts, path)
             return outcome.kind, [record]
@@ -294,17 +291,17 @@ class Supervisor:
         self,
         path: Path,
         display: str,
-        failure: dict[str, Any],
+        failure: FailingCase,
         crash: CallOutcome | None,
         opts: RuntimeOptions,
         positions: dict[str, tuple[int, int, int]],
     ) -> Record | None:
         """Re-run a bounds suspect in debug mode with the bounds probe (stages/probe.py): an
         out-of-bounds access then stops at the Python line of the access."""
-        if not opts.localize or not failure.get("bounds_suspect"):
+        if not opts.localize or not failure.bounds_suspect:
             return None
         if crash is not None and signal_name(crash.returncode) not in BOUNDS_SIGNALS:
             return None
-        case = dict(failure, path=str(path.resolve().relative_to(self.workspace)))
+        case = {**failure.to_dict(), "path": str(path.resolve().relative_to(self.workspace))}
         status, records = self.run_case(case, mode="debug", probe=True)
         return localized_record(path, display, failure, status, records, positions)

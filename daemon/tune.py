@@ -27,6 +27,8 @@ from typing import Any
 
 from warp_harness.daemon.benchcmd import NotTrusted
 from warp_harness.daemon.pipeline import Step
+from warp_harness.daemon.results import CheckReport
+from warp_harness.record import Severity
 
 
 @dataclass
@@ -224,18 +226,14 @@ def run_tune(
     return kernel, rows
 
 
-def _take(cand: Candidate, payload: dict[str, Any], kernel: str, *, validate_only: bool) -> bool:
+def _take(cand: Candidate, report: CheckReport, kernel: str, *, validate_only: bool) -> bool:
     """Fill ``cand`` from a check result; whether it goes on (validate_only: it validated)."""
     from warp_harness.daemon.benchcmd import rows_of
 
-    mine = [r for r in rows_of(payload) if r.kernel == kernel]
+    mine = [r for r in rows_of(report) if r.kernel == kernel]
     if not mine:
         cand.status = "error"
-        cand.reasons = [
-            str(r.get("message"))
-            for r in payload.get("records") or []
-            if r.get("severity") == "error" and r.get("tier") == "dynamic"
-        ][:2]
+        cand.reasons = [r.message for r in report.dynamic() if r.severity is Severity.ERROR][:2]
         return False
     row = mine[0]
     if validate_only:
@@ -272,12 +270,12 @@ def _validate_concurrently(
             with lock:
                 engines.append(engine)
         try:
-            payload = engine.check(tmp, force=True, steps=(Step.VALIDATE,))
+            report = engine.check(tmp, force=True, steps=(Step.VALIDATE,))
         except Exception as exc:
             cand.status = "error"
             cand.reasons = [f"{type(exc).__name__}: {exc}"]
             return False
-        return _take(cand, payload, kernel, validate_only=True)
+        return _take(cand, report, kernel, validate_only=True)
 
     try:
         with concurrent.futures.ThreadPoolExecutor(

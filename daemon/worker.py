@@ -31,7 +31,8 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import PIPELINE, Step, steps_from_wire
-from warp_harness.record import Record, Severity, Stage
+from warp_harness.daemon.results import WorkerResult
+from warp_harness.record import Severity, Stage
 
 _WARM_SOURCE = """import warp as wp
 
@@ -155,7 +156,7 @@ def _failure_result(
 ) -> dict[str, Any]:
     display = str(msg.get("display_path") or msg.get("path") or "?")
     record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
-    return {"path": display, "records": [record.to_dict()], "kernels": {}, "status": "error"}
+    return WorkerResult(status="error", path=display, records=[record]).to_dict()
 
 
 def _make_job(msg: dict[str, Any], progress: Any) -> Any:
@@ -196,23 +197,23 @@ def _configure_warp(options: RuntimeOptions) -> None:
 
 
 def _result(job: Any, status: str) -> dict[str, Any]:
-    records: list[Record] = sorted(job.records, key=lambda r: r.sort_key())
-    return {
-        "status": status,
-        "path": job.display_path,
-        "records": [r.to_dict() for r in records],
-        "kernels": {name: info.summary() for name, info in job.kernels.items()},
-        "timings": job.timings,
-        "module_hash": job.module_hash,
-        "deps": [list(d) for d in job.deps],
-        "failures": job.failures,
-        "seed": job.seed,
-        "devices": [alias for alias, _ in job.devices],
-        "build_keys": job.build_keys,
-        "contract_files": [str(p) for p in job.contract_files],
-        "notes": job.notes,
-        "source_sha256": job.source_sha256,
-    }
+    """The job's `WorkerResult`, as the dict that crosses the pipe."""
+    extra = {"build_keys": job.build_keys, "contract_files": [str(p) for p in job.contract_files]}
+    return WorkerResult(
+        status=status,
+        path=job.display_path,
+        records=sorted(job.records, key=lambda r: r.sort_key()),
+        kernels={name: info.summary() for name, info in job.kernels.items()},
+        timings=job.timings,
+        module_hash=job.module_hash,
+        deps=[list(d) for d in job.deps],
+        failures=job.failures,
+        seed=job.seed,
+        devices=[alias for alias, _ in job.devices],
+        notes=job.notes,
+        source_sha256=job.source_sha256,
+        extra=extra,
+    ).to_dict()
 
 
 def _runners() -> dict[Step, Callable[[Any], Any]]:

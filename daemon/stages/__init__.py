@@ -16,6 +16,7 @@ from typing import Any
 
 from warp_harness.contract import Contract
 from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.results import FailingCase
 from warp_harness.record import Record
 
 Progress = Callable[..., None]
@@ -59,7 +60,7 @@ class Job:
     kernels: dict[str, KernelInfo] = field(default_factory=dict)
     contracts: list[Contract] = field(default_factory=list)
     contract_files: list[Path] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)  # cases for the failure library
+    failures: list[FailingCase] = field(default_factory=list)  # cases for the failure library
     timings: dict[str, float] = field(default_factory=dict)
     module: Any = None  # the imported Python module
     module_hash: str | None = None

@@ -24,6 +24,7 @@ from warp_harness.contract import Contract, EdgeCase, Tolerance
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.hints import choose_hint
 from warp_harness.daemon.pipeline import Step
+from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.stages import Job, KernelInfo
 from warp_harness.daemon.stages.launching import block_dim_of, launch
 from warp_harness.record import Record, Severity, Stage
@@ -753,21 +754,21 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             or (not first.mutated and choose_hint(evidence).bounds_suspect)
         )
         job.failures.append(
-            {
-                "kind": "numeric",
-                "kernel": info.name,
-                "contract": contract.label,
-                "device": alias,
-                "size": smallest.size,
-                "original_size": first.size,
-                "seed": smallest.seed,
-                "edge_case": smallest.edge_case,
-                "rule": rule,
-                "message": message,
-                "bounds_suspect": bool(bounds_suspect),
-                "evidence": evidence,
-                "inputs": encode_inputs(smallest.inputs or {}),
-            }
+            FailingCase(
+                kind="numeric",
+                kernel=info.name,
+                contract=contract.label,
+                device=alias,
+                size=smallest.size,
+                original_size=first.size,
+                seed=smallest.seed,
+                edge_case=smallest.edge_case,
+                rule=rule,
+                message=message,
+                bounds_suspect=bool(bounds_suspect),
+                evidence=evidence,
+                inputs=encode_inputs(smallest.inputs or {}),
+            )
         )
 
 

@@ -18,6 +18,7 @@ from warp_harness.config import ConfigError
 from warp_harness.daemon.benchcmd import BenchOutcome, rows_of, table
 from warp_harness.daemon.cli import build_parser
 from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.results import CheckReport
 
 FAST_ARGS = ["--repeats", "5", "--max-time", "0.05", "--launch-timeout", "5", "--seed", "3"]
 
@@ -111,11 +112,12 @@ def test_bench_on_a_missing_cuda_device_says_so(ws: Path) -> None:
     assert "note: device cuda:0 skipped" in p.stdout
 
 
-def _payload(**bench: Any) -> dict[str, Any]:
-    return {
-        "path": "k.py",
-        "devices": ["cpu", "cuda:0"],
-        "kernels": {
+def _payload(**bench: Any) -> CheckReport:
+    return CheckReport(
+        path="k.py",
+        trusted=True,
+        devices=["cpu", "cuda:0"],
+        kernels={
             "k": {
                 "contract": "k",
                 "validate": {"cpu": "pass", "cuda:0": "fail"},
@@ -123,7 +125,7 @@ def _payload(**bench: Any) -> dict[str, Any]:
             },
             "helper": {"contract": None, "validate": {}, "bench": {}},
         },
-    }
+    )
 
 
 def test_rows_and_table_from_a_result() -> None:

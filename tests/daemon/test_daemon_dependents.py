@@ -123,7 +123,7 @@ def test_a_stale_pyc_of_the_same_size_and_second_is_not_run(tmp_path: Path) -> N
     sup = Supervisor(ws, FAST.merged({"bench": False}), warmup=False)
     sup.start()
     try:
-        result = sup.check(kern)
+        result = sup.check(kern).to_dict()
     finally:
         sup.close()
     assert result["kernels"]["affine"]["validate"] == {"cpu": "pass"}, result["records"]

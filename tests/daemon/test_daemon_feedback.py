@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from warp_harness.daemon import findings as F
-from warp_harness.daemon.feedback import History, annotate, order, render_text
+from warp_harness.daemon.feedback import History, order, render_text, reported
 from warp_harness.record import Severity, Stage
 
 
@@ -39,7 +39,7 @@ def test_history_counts_consecutive_saves_and_persists(tmp_path: Path) -> None:
     assert h2.update("k.py", [miss])["k\x00WHD020"] == 3
     assert h2.update("k.py", []) == {}  # a clean save resets
     assert h2.update("k.py", [miss])["k\x00WHD020"] == 1
-    d = annotate([miss], {"k\x00WHD020": 4})[0]
+    d = reported(miss, {"k\x00WHD020": 4}).to_dict()
     assert d["streak"] == 4 and d["tier"] == "dynamic"
     assert "fired 4 saves in a row" in render_text("k.py", [d])
 

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from warp_harness.daemon import repros
+from warp_harness.daemon.results import FailingCase
 
-FAILURE = {
+FAILURE_DICT = {
     "kernel": "k",
     "device": "cpu",
     "size": 3,
@@ -16,6 +17,7 @@ FAILURE = {
     "message": "m",
     "inputs": None,
 }
+FAILURE = FailingCase.from_dict(FAILURE_DICT)
 
 
 def test_store_and_load(tmp_path: Path) -> None:
@@ -23,7 +25,7 @@ def test_store_and_load(tmp_path: Path) -> None:
     mod.parent.mkdir()
     mod.write_text("")
     f1 = repros.store(tmp_path, mod, FAILURE, {"mode": "release"})
-    f2 = repros.store(tmp_path, mod, dict(FAILURE, size=2), {"mode": "release"})
+    f2 = repros.store(tmp_path, mod, FailingCase.from_dict(dict(FAILURE_DICT, size=2)), {"mode": "release"})
     assert f1 == f2  # same kernel/device/rule: replaced, the library does not grow per save
     assert f1.parent == tmp_path / ".warp-harness" / "repros"
     cases, corrupt = repros.load_all(tmp_path)

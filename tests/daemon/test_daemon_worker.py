@@ -66,7 +66,7 @@ def test_warp_internal_hooks_exist() -> None:
 
 def test_every_kernel_gets_its_own_codegen_verdict(supervisor: Supervisor, workspace: Path) -> None:
     path = write(workspace, "broken.py", BROKEN)
-    r = supervisor.check(path)
+    r = supervisor.check(path).to_dict()
     k = r["kernels"]
     assert (k["good"]["codegen"], k["bad"]["codegen"], k["bad2"]["codegen"]) == ("ok", "error", "error")
     errors = {rec["location"]["kernel"]: rec for rec in by_rule(r, F.CODEGEN_ERROR)}
@@ -95,18 +95,18 @@ def test_import_error_is_located(supervisor: Supervisor, workspace: Path) -> Non
             pass
     """,
     )
-    r = supervisor.check(path)
+    r = supervisor.check(path).to_dict()
     (rec,) = by_rule(r, F.IMPORT_ERROR)
     assert r["status"] == "import-error" and "Incomplete argument annotations" in rec["message"]
     assert rec["location"]["line"] in (4, 5)
-    syntax = supervisor.check(write(workspace, "syntax.py", "import warp as wp\ndef f(:\n"))
+    syntax = supervisor.check(write(workspace, "syntax.py", "import warp as wp\ndef f(:\n")).to_dict()
     assert by_rule(syntax, F.IMPORT_ERROR)[0]["stage"] == "syntax"
     assert by_rule(syntax, F.IMPORT_ERROR)[0]["location"]["line"] == 2
 
 
 def test_passing_contract_validates_and_benchmarks(supervisor: Supervisor, workspace: Path) -> None:
     shutil.copy(EXAMPLES / "saxpy.py", workspace / "saxpy.py")
-    r = supervisor.check(workspace / "saxpy.py")
+    r = supervisor.check(workspace / "saxpy.py").to_dict()
     assert r["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
     (ok,) = by_rule(r, F.VALIDATED)
     assert "1 edge case" in ok["message"] and str(r["seed"]) in ok["message"]
@@ -119,14 +119,14 @@ def test_passing_contract_validates_and_benchmarks(supervisor: Supervisor, works
 def test_sibling_contract_is_discovered(supervisor: Supervisor, workspace: Path) -> None:
     for name in ("scale.py", "scale_contract.py"):
         shutil.copy(EXAMPLES / name, workspace / name)
-    r = supervisor.check(workspace / "scale.py")
+    r = supervisor.check(workspace / "scale.py").to_dict()
     assert r["kernels"]["scale"]["validate"] == {"cpu": "pass"}
     assert any(d[0].endswith("scale_contract.py") for d in r["deps"])
 
 
 def test_boundary_failure_is_reported_shrunk_and_recorded(supervisor: Supervisor, workspace: Path) -> None:
     shutil.copy(EXAMPLES / "boundary_bug.py", workspace / "boundary_bug.py")
-    r = supervisor.check(workspace / "boundary_bug.py")
+    r = supervisor.check(workspace / "boundary_bug.py").to_dict()
     (rec,) = by_rule(r, F.UNWRITTEN)
     assert rec["severity"] == "error" and rec["location"]["kernel"] == "shift_add"
     assert "boundary" in rec["hint"]
@@ -161,7 +161,7 @@ def test_wrong_values_report_count_error_and_index(supervisor: Supervisor, works
                             inputs=lambda n, rng: {"x": np.ones(n, np.float32), "y": np.empty(n, np.float32)})
     """,
     )
-    r = supervisor.check(path)
+    r = supervisor.check(path).to_dict()
     (rec,) = by_rule(r, F.MISMATCH)
     assert "1 of 6 elements" in rec["message"] and "first bad index 5" in rec["message"]
     assert "shrunk from size 64" in rec["message"]
@@ -170,7 +170,7 @@ def test_wrong_values_report_count_error_and_index(supervisor: Supervisor, works
 
 def test_missed_performance_target(supervisor: Supervisor, workspace: Path) -> None:
     shutil.copy(EXAMPLES / "slow_target.py", workspace / "slow_target.py")
-    r = supervisor.check(workspace / "slow_target.py")
+    r = supervisor.check(workspace / "slow_target.py").to_dict()
     missed = by_rule(r, F.TARGET_MISSED)
     assert {m["expected"] for m in missed} == {0.5, 0.8}
     assert r["kernels"]["row_sum"]["validate"] == {"cpu": "pass"}
@@ -179,7 +179,7 @@ def test_missed_performance_target(supervisor: Supervisor, workspace: Path) -> N
 def test_segfault_kills_only_the_worker(supervisor: Supervisor, workspace: Path) -> None:
     shutil.copy(EXAMPLES / "oob_crash.py", workspace / "oob_crash.py")
     before = supervisor.restarts
-    r = supervisor.check(workspace / "oob_crash.py")
+    r = supervisor.check(workspace / "oob_crash.py").to_dict()
     (crash,) = by_rule(r, F.CRASH)
     assert "SIGSEGV" in crash["message"] and crash["location"]["kernel"] == "scatter"
     assert crash["location"]["line"] == def_line(workspace / "oob_crash.py", "scatter")
@@ -216,7 +216,7 @@ def test_debug_bounds_assertion_crash(supervisor: Supervisor, workspace: Path) -
                             inputs=lambda n, rng: {"x": np.ones(n, np.float32), "y": np.empty(n, np.float32)})
     """,
     )
-    r = supervisor.check(path, options=FAST.merged({"mode": "debug"}))
+    r = supervisor.check(path, options=FAST.merged({"mode": "debug"})).to_dict()
     (rec,) = by_rule(r, F.BOUNDS)
     assert "SIGILL" in rec["message"] and rec["location"]["kernel"] == "shift"
     assert any(f["kind"] == "crash" and f["size"] == 8 for f in r["failures"])
@@ -230,10 +230,10 @@ def test_debug_bounds_assertion_crash(supervisor: Supervisor, workspace: Path) -
 
 def test_hang_times_out_and_the_worker_keeps_serving(supervisor: Supervisor, workspace: Path) -> None:
     shutil.copy(EXAMPLES / "hang.py", workspace / "hang.py")
-    r = supervisor.check(workspace / "hang.py")
+    r = supervisor.check(workspace / "hang.py").to_dict()
     (rec,) = by_rule(r, F.TIMEOUT)
     assert rec["location"]["kernel"] == "spin" and "2 s limit" in rec["message"]
-    again = supervisor.check(workspace / "saxpy.py")
+    again = supervisor.check(workspace / "saxpy.py").to_dict()
     assert again["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
 
 
@@ -257,7 +257,7 @@ def test_changing_fast_math_or_mode_really_recompiles(supervisor: Supervisor, wo
         ("debug", FAST.merged({"mode": "debug"})),
         ("default again", FAST),
     ]:
-        r = supervisor.check(path, options=opts)
+        r = supervisor.check(path, options=opts).to_dict()
         results[name] = (r["kernels"]["k"]["compile"]["cpu"], r["build_keys"]["k@cpu"])
     keys = {name: key for name, (_, key) in results.items()}
     assert len({keys["default"], keys["fast_math"], keys["debug"]}) == 3
@@ -273,7 +273,9 @@ def test_missing_gpu_skips_cleanly(supervisor: Supervisor, workspace: Path) -> N
 
     if wp.get_cuda_device_count() > 0:
         pytest.skip("a CUDA device is present")
-    r = supervisor.check(workspace / "saxpy.py", options=FAST.merged({"devices": ["cpu", "cuda:0"]}))
+    r = supervisor.check(
+        workspace / "saxpy.py", options=FAST.merged({"devices": ["cpu", "cuda:0"]})
+    ).to_dict()
     (skip,) = by_rule(r, F.DEVICE_SKIPPED)
     assert skip["severity"] == "info" and "cuda:0" in skip["message"]
     assert r["devices"] == ["cpu"] and r["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
@@ -288,7 +290,7 @@ def test_cuda_device_validates() -> None:  # pragma: no cover - needs a GPU
         pytest.skip("no CUDA device")
     ws = EXAMPLES
     with Supervisor(ws, FAST.merged({"devices": ["cuda:0"]})) as sup:
-        r = sup.check(ws / "saxpy.py")
+        r = sup.check(ws / "saxpy.py").to_dict()
     assert r["kernels"]["saxpy"]["validate"] == {"cuda:0": "pass"}
     assert r["kernels"]["saxpy"]["bench"]["cuda:0"]["timer"] == "cuda events"
 
@@ -310,7 +312,7 @@ def test_memory_limit(workspace: Path) -> None:
     """,
     )
     with Supervisor(workspace, FAST.merged({"memory_mb": 2048}), warmup=False) as sup:
-        r = sup.check(path)
+        r = sup.check(path).to_dict()
     assert F.MEMORY in rules_of(r)
 
 
@@ -325,19 +327,19 @@ def test_module_options_do_not_leak_between_saves(supervisor: Supervisor, worksp
             x[wp.tid()] = 1.0
     """
     path = write(workspace, "sticky.py", src.format(line='wp.set_module_options({"fast_math": True})'))
-    with_fm = supervisor.check(path)["build_keys"]["k@cpu"]
+    with_fm = supervisor.check(path).to_dict()["build_keys"]["k@cpu"]
     write(workspace, "sticky.py", src.format(line=""))
-    without = supervisor.check(path)["build_keys"]["k@cpu"]
+    without = supervisor.check(path).to_dict()["build_keys"]["k@cpu"]
     write(workspace, "sticky.py", src.format(line='wp.set_module_options({"fast_math": True})'))
     assert with_fm != without
-    assert supervisor.check(path)["build_keys"]["k@cpu"] == with_fm
+    assert supervisor.check(path).to_dict()["build_keys"]["k@cpu"] == with_fm
 
 
 def test_implausible_speed_is_flagged(supervisor: Supervisor, workspace: Path) -> None:
     """Validation passes (the reference is all zeros), but the kernel skips the work its contract
     declares: the bandwidth it would need is far above the CPU profile's peak."""
     shutil.copy(EXAMPLES / "too_fast.py", workspace / "too_fast.py")
-    r = supervisor.check(workspace / "too_fast.py")
+    r = supervisor.check(workspace / "too_fast.py").to_dict()
     assert r["kernels"]["row_means"]["validate"] == {"cpu": "pass"}
     (flag,) = by_rule(r, F.IMPLAUSIBLE)
     metrics = r["kernels"]["row_means"]["bench"]["cpu"]["metrics"]
@@ -346,7 +348,7 @@ def test_implausible_speed_is_flagged(supervisor: Supervisor, workspace: Path) -
     assert metrics["bandwidth_util"] > 1.5 and metrics["bandwidth_gbs"] > 1.5 * 50.0  # cpu.toml: 50 GB/s
     # an honest kernel with honest bytes is not flagged (same profile, same timer)
     shutil.copy(EXAMPLES / "saxpy.py", workspace / "saxpy.py")
-    honest = supervisor.check(workspace / "saxpy.py")
+    honest = supervisor.check(workspace / "saxpy.py").to_dict()
     assert honest["kernels"]["saxpy"]["bench"]["cpu"]["metrics"]["bandwidth_util"] < 1.5
     assert F.IMPLAUSIBLE not in rules_of(honest)
 
@@ -378,7 +380,7 @@ def test_silent_read_past_the_end_is_placed_on_its_line(supervisor: Supervisor, 
     float (a mismatch), sometimes the NaN poison of the next buffer (seen in CI), so any numeric
     verdict is right; the bounds record is what must be there and placed exactly."""
     path = write(workspace, "rotate.py", ROTATE)
-    r = supervisor.check(path)
+    r = supervisor.check(path).to_dict()
     assert r["kernels"]["rotate"]["validate"] == {"cpu": "fail"}
     assert {F.MISMATCH, F.UNWRITTEN, F.NONFINITE} & set(rules_of(r))
     (rec,) = by_rule(r, F.BOUNDS)
@@ -404,13 +406,13 @@ def test_rebuilds_do_not_accumulate_old_kernel_versions(supervisor: Supervisor, 
             x[wp.tid()] = {value}
     """
     path = write(workspace, "versions.py", src.format(value="1.0"))
-    first = supervisor.check(path)["build_keys"]["k@cpu"]
+    first = supervisor.check(path).to_dict()["build_keys"]["k@cpu"]
     for value in ("2.0", "3.0", "4.0"):
         write(workspace, "versions.py", src.format(value=value))
-        key = supervisor.check(path)["build_keys"]["k@cpu"]
+        key = supervisor.check(path).to_dict()["build_keys"]["k@cpu"]
     folder = workspace / ".warp-harness" / "kernels" / key
     (cpp,) = folder.rglob("*.cpp")
     assert cpp.read_text().count("_cpu_kernel_forward(") == 1  # only the current `k`
     write(workspace, "versions.py", src.format(value="1.0"))
-    back = supervisor.check(path)
+    back = supervisor.check(path).to_dict()
     assert back["build_keys"]["k@cpu"] == first and back["kernels"]["k"]["compile"]["cpu"] == "cached"

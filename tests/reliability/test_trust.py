@@ -27,6 +27,7 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache, repros
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.feedback import History
+from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.server import Daemon, DaemonThread
 
 # modules the daemon itself imports after start-up: a workspace copy must not shadow them
@@ -253,11 +254,11 @@ def test_repro_names_cannot_climb_out_of_the_library(tmp_path: Path) -> None:
     library = repros.library_dir(ws)
     for kernel in ("../../../../escape", "/etc/passwd", "..", "a/../../b", "\x00x", "k" * 500):
         failure = {"kernel": kernel, "device": "../cpu", "edge_case": "../../e", "rule": "WHD020"}
-        file = repros.store(ws, module, failure, {})
+        file = repros.store(ws, module, FailingCase.from_dict(failure), {})
         assert file.parent == library and file.resolve().parent == library.resolve(), file
     assert {p.parent for p in files_under(tmp_path)} <= {library, module.parent}
     with pytest.raises(repros.OutsideWorkspaceError):  # a module outside, reached through `..`
-        repros.store(ws, ws / ".." / "k.py", {"kernel": "k"}, {})
+        repros.store(ws, ws / ".." / "k.py", FailingCase(kind="numeric", kernel="k"), {})
 
 
 def test_check_requests_and_saves_do_not_follow_symlinks_out(tmp_path: Path) -> None:
