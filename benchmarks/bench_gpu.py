@@ -58,8 +58,8 @@ def harness_bench(kernel: Any, contract: Any, device: str, profile: str | None, 
     import warp as wp
 
     from warp_harness.daemon.options import RuntimeOptions
-    from warp_harness.daemon.stages import Job, KernelInfo
-    from warp_harness.daemon.stages import bench as bench_stage
+    from warp_harness.daemon.steps import Job, KernelInfo
+    from warp_harness.daemon.steps import bench as bench_stage
 
     opts = RuntimeOptions(
         devices=(device,),

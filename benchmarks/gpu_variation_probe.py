@@ -98,7 +98,7 @@ def main() -> int:
         results[key] = ms
         lines.append(f"{key}: {', '.join(f'{m * 1e3:.4f}' for m in ms)} ms, spread {spread(ms) * 100:.2f}%")
 
-    from warp_harness.daemon.stages import bench as bench_stage
+    from warp_harness.daemon.steps import bench as bench_stage
 
     for label, pool, n_sets in (("nopool_8sets", False, 8), ("pool_5sets", True, 5)):
         bench_stage.DEVICE_ROTATE_SETS = n_sets

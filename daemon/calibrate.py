@@ -113,7 +113,7 @@ def time_launches(
     return times
 
 
-# the benchmark stage's own defaults: a GPU has slow spells (stages/bench.py)
+# the benchmark stage's own defaults: a GPU has slow spells (steps/bench.py)
 COPY_WINDOWS = RuntimeOptions.bench_windows
 COPY_WINDOW_GAP_S = RuntimeOptions.bench_window_gap_s
 

@@ -110,7 +110,7 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "device-skipped",
         Stage.COMPILE,
         _I,
-        "a configured device is not present; its stages were skipped",
+        "a configured device is not present; its steps were skipped",
         "A device listed in `devices` (e.g. cuda:0 on a CPU-only machine) cannot run anything: "
         "results hold for the other devices only.",
         "Drop the device from `[tool.warp-harness.runtime] devices`, or run where it exists.",

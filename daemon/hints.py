@@ -1,6 +1,6 @@
 """The hint of a failed validation, chosen from the evidence the validator collected.
 
-The validator (stages/validate.py) hands over one ``evidence`` dict per failure (it is also
+The validator (steps/validate.py) hands over one ``evidence`` dict per failure (it is also
 in the failure's entry of ``job.failures``)::
 
     {"rule": "WHD020", "output": "out", "shape": [1000], "n_total": 1000, "n_bad": 2,

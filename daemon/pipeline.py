@@ -4,7 +4,7 @@ One table, used by the worker (what to run, in which order), the supervisor (wha
 a step means), the result cache (which requested steps make up a verdict's key), the options
 (the switch that turns a step off), the daemon (the steps a save runs) and the language server
 (the job state a ``progress`` push shows). To add a step: add a member here, a module under
-``daemon/stages/`` with a ``run(job)`` function, its entry in ``worker._runners()``, and (when it
+``daemon/steps/`` with a ``run(job)`` function, its entry in ``worker._runners()``, and (when it
 can be turned off) a boolean option of the same name in ``daemon/options.py``.
 
 "Step" is the pipeline's word; a record's ``stage`` (``record.Stage``: constraint, compile,

@@ -259,7 +259,7 @@ class Supervisor:
     ) -> tuple[str, list[Record]]:
         """Re-run one stored case: (pass | fail | crash | timeout | error, records).
 
-        ``probe``: run the kernel's bounds probe (stages/probe.py) in debug mode instead.
+        ``probe``: run the kernel's bounds probe (steps/probe.py) in debug mode instead.
         """
         with self._lock:
             path = self.workspace / str(case["path"])
@@ -296,7 +296,7 @@ class Supervisor:
         opts: RuntimeOptions,
         positions: dict[str, tuple[int, int, int]],
     ) -> Record | None:
-        """Re-run a bounds suspect in debug mode with the bounds probe (stages/probe.py): an
+        """Re-run a bounds suspect in debug mode with the bounds probe (steps/probe.py): an
         out-of-bounds access then stops at the Python line of the access."""
         if not opts.localize or not failure.bounds_suspect:
             return None

@@ -160,7 +160,7 @@ def _failure_result(
 
 
 def _make_job(msg: dict[str, Any], progress: Any) -> Any:
-    from warp_harness.daemon.stages import Job
+    from warp_harness.daemon.steps import Job
 
     options = RuntimeOptions.from_dict(msg.get("options") or {})
     if msg.get("mode"):
@@ -218,7 +218,7 @@ def _result(job: Any, status: str) -> dict[str, Any]:
 
 def _runners() -> dict[Step, Callable[[Any], Any]]:
     """Each top-level step after ``import`` and the function that runs it on a job."""
-    from warp_harness.daemon.stages import bench, codegen, compile, validate
+    from warp_harness.daemon.steps import bench, codegen, compile, validate
 
     return {
         Step.CODEGEN: codegen.run,
@@ -229,7 +229,7 @@ def _runners() -> dict[Step, Callable[[Any], Any]]:
 
 
 def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
-    from warp_harness.daemon.stages import load
+    from warp_harness.daemon.steps import load
 
     job = _make_job(msg, progress)
     _configure_warp(job.options)
@@ -254,7 +254,7 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
 
 def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     """Re-run one stored case (replay, or a debug-mode re-run to localise a bounds failure)."""
-    from warp_harness.daemon.stages import codegen, compile, load, validate
+    from warp_harness.daemon.steps import codegen, compile, load, validate
 
     job = _make_job(msg, progress)
     device_name = str(msg.get("device") or "cpu")
@@ -341,8 +341,8 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
 
 
 def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
-    """Make the bounds probe (stages/probe.py) the kernel to run; False when it cannot be built."""
-    from warp_harness.daemon.stages import compile, probe
+    """Make the bounds probe (steps/probe.py) the kernel to run; False when it cannot be built."""
+    from warp_harness.daemon.steps import compile, probe
 
     job.progress(stage=Step.COMPILE.value, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
     try:

@@ -190,9 +190,9 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     import numpy as np
 
     from warp_harness.contract import Contract
-    from warp_harness.daemon.stages import Job, KernelInfo
-    from warp_harness.daemon.stages import bench as B
-    from warp_harness.daemon.stages import launching as L
+    from warp_harness.daemon.steps import Job, KernelInfo
+    from warp_harness.daemon.steps import bench as B
+    from warp_harness.daemon.steps import launching as L
 
     class Arg:
         def __init__(self, label: str, type_: Any) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from warp_harness.daemon.stages import bench
-from warp_harness.daemon.stages.compile import unit_block_dim
+from warp_harness.daemon.steps import bench
+from warp_harness.daemon.steps.compile import unit_block_dim
 
 
 def info(contract: Any) -> Any:

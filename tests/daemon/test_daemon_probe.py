@@ -11,7 +11,7 @@ import ast
 import textwrap
 
 from warp_harness.daemon.codegen_errors import parse_native_assertion
-from warp_harness.daemon.stages.probe import BoundsProbe
+from warp_harness.daemon.steps.probe import BoundsProbe
 
 
 def _probe(src: str, arrays: dict[str, int]) -> tuple[list[str], list[tuple[int, int]], BoundsProbe]:

@@ -21,8 +21,8 @@ import pytest
 
 from warp_harness.contract import Tolerance
 from warp_harness.daemon.hints import choose_hint
-from warp_harness.daemon.stages import KernelInfo
-from warp_harness.daemon.stages import validate as V
+from warp_harness.daemon.steps import KernelInfo
+from warp_harness.daemon.steps import validate as V
 
 TOL = Tolerance(rtol=1e-4, atol=1e-5)
 

@@ -25,8 +25,8 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon.hints import choose_hint
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import FailingCase
-from warp_harness.daemon.stages import Job, KernelInfo
-from warp_harness.daemon.stages.launching import block_dim_of, launch
+from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps.launching import block_dim_of, launch
 from warp_harness.record import Record, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped

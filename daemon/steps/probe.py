@@ -33,7 +33,7 @@ from typing import Any
 
 import warp as _warp
 
-from warp_harness.daemon.stages import KernelInfo
+from warp_harness.daemon.steps import KernelInfo
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 

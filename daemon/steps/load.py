@@ -20,7 +20,7 @@ import warp as _warp
 from warp_harness import contract as contract_api
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
-from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.daemon.steps import Job, KernelInfo
 from warp_harness.record import Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped

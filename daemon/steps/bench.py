@@ -21,9 +21,9 @@ import warp as _warp
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.stages import Job, KernelInfo
-from warp_harness.daemon.stages.launching import block_dim_of, launch
-from warp_harness.daemon.stages.validate import (
+from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps.launching import block_dim_of, launch
+from warp_harness.daemon.steps.validate import (
     ContractProblem,
     _dim,
     _numpy_dtype,

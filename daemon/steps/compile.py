@@ -17,9 +17,9 @@ import warp as _warp
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.stages import Job, KernelInfo
-from warp_harness.daemon.stages.codegen import error_record
-from warp_harness.daemon.stages.launching import block_dim_of
+from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps.codegen import error_record
+from warp_harness.daemon.steps.launching import block_dim_of
 from warp_harness.record import Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped

@@ -16,7 +16,7 @@ import warp as _warp
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.codegen_errors import exception_text, kernel_return_error, parse_codegen_error
-from warp_harness.daemon.stages import Job, KernelInfo
+from warp_harness.daemon.steps import Job, KernelInfo
 from warp_harness.record import Location, Related, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
