@@ -11,7 +11,7 @@ kernel failed validation or missed a target; 2 a usage/configuration problem (un
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,10 @@ def run_bench(
     runtime_overrides: dict[str, Any] | None = None,
     workspace: Path | None = None,
     warmup: bool = False,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> BenchOutcome:
+    """Validate and benchmark every contracted kernel under ``paths``; ``on_progress`` receives
+    ``{"kind": "file", "path": ...}`` per file and the worker's step messages (kernel, device)."""
     from warp_harness.daemon.ci import _common_root
     from warp_harness.daemon.engine import Engine
 
@@ -139,13 +142,17 @@ def run_bench(
         overrides["profile"] = str(Path(profile).resolve())  # the worker runs in the workspace
     options = load_runtime_options(root, overrides).merged({"validate": True, "bench": True})
     targets = list(discovery.walk(paths))
-    engine = Engine(root, settings, options, True, None, warmup=warmup, record_history=False)
+    engine = Engine(
+        root, settings, options, True, None, warmup=warmup, record_history=False, on_progress=on_progress
+    )
     rows: list[BenchRow] = []
     files: list[str] = []
     problems: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
         for target in targets:
+            if on_progress is not None:
+                on_progress({"kind": "file", "path": engine.display(target)})
             report = engine.check(target, force=True)
             files.append(report.path)
             rows.extend(rows_of(report))

@@ -282,7 +282,20 @@ def _template_name(arch: int | None) -> str:
     return f"sm_{cuda[0]}" if cuda else "cpu"
 
 
-def calibrate(device_name: str = "cpu", *, gemm: bool = True, reference: bool = True) -> Calibration:
+def calibrate(
+    device_name: str = "cpu",
+    *,
+    gemm: bool = True,
+    reference: bool = True,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> Calibration:
+    """Measure ``device_name``; ``on_progress`` gets ``{"label": ...}`` before each measurement."""
+
+    def say(label: str) -> None:
+        if on_progress is not None:
+            on_progress({"label": f"calibrate {device_name}: {label}"})
+
+    say("starting Warp")
     wp = _wp()
     wp.config.log_level = wp.LOG_WARNING
     wp.init()
@@ -299,11 +312,14 @@ def calibrate(device_name: str = "cpu", *, gemm: bool = True, reference: bool = 
     )
     if device.is_cuda:
         cal.properties = _cupy_properties(device)
+    say("copy bandwidth")
     cal.measurements.append(measure_copy(device))
     if gemm:
+        say("tile GEMM (compiles a kernel)")
         cal.measurements.append(measure_tile_gemm(device))
     if reference:
         for dtype in ("float32", "float16", "float64") if device.is_cuda else ("float32", "float64"):
+            say(f"reference GEMM {dtype}")
             try:
                 m = measure_reference_gemm(device, dtype=dtype)
             except Exception:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,18 +51,31 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 class _ProgressLine:
-    """One status line on a terminal, rewritten in place (``\\r``, then erase to the end of the line):
-    the time since the command started, the file, the stage (import, compile, validate, bench) with
-    its kernel and device. A ticker redraws it twice a second, so a long compile still shows time
-    passing. Plain ANSI rather than a library (rich, tqdm): one line needs no layout engine, and the
-    command line stays free of a dependency and of its import time."""
+    """One status line on a terminal: the time since the command started, the file, the step
+    (import, compile, validate, bench) with its kernel and device. Drawn by tqdm (a bar with no
+    total: only the elapsed time and the description; ``leave=False`` erases it at the end),
+    chosen over rich for its size and import time (a few ms; rich's layout engine is not needed for
+    one line). A ticker refreshes it twice a second, so a long compile still shows time passing."""
 
     def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.started = time.monotonic()
+        from tqdm import tqdm
+
         self.path = ""
         self.what = ""
-        self.shown = False
+        try:
+            width = os.get_terminal_size(stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            width = 0
+        # a terminal that reports no width (a bare pseudo-terminal) would get an empty line
+        self._bar = tqdm(
+            file=stream,
+            bar_format="[{elapsed}] {desc}",
+            leave=False,
+            dynamic_ncols=width > 0,
+            ncols=None if width > 0 else 100,
+            nrows=None if width > 0 else 24,
+            mininterval=0.1,
+        )
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._ticker = threading.Thread(target=self._tick, name="warp-harness-progress", daemon=True)
@@ -81,26 +94,21 @@ class _ProgressLine:
         self._draw()
 
     def _draw(self) -> None:
-        elapsed = time.monotonic() - self.started
         text = " ".join(part for part in (self.path, self.what) if part)
         with self._lock:
-            if self._stop.is_set():
-                return
-            self.stream.write(f"\r\x1b[K[{elapsed:5.1f}s] {text}"[:200])
-            self.stream.flush()
-            self.shown = True
+            if not self._stop.is_set():
+                self._bar.set_description_str(text[:180], refresh=True)
 
     def _tick(self) -> None:
         while not self._stop.wait(0.5):
-            if self.path or self.what:
-                self._draw()
+            with self._lock:
+                if not self._stop.is_set():
+                    self._bar.refresh()
 
     def clear(self) -> None:
         with self._lock:
             self._stop.set()
-            if self.shown:
-                self.stream.write("\r\x1b[K")
-                self.stream.flush()
+            self._bar.close()
 
 
 @contextmanager
@@ -130,6 +138,9 @@ def add_subcommands(subparsers: Any) -> None:
     d.add_argument("--socket", metavar="FILE", help="Unix socket path (default: private runtime folder)")
     d.add_argument("--no-watch", action="store_true", help="serve requests only, do not watch files")
     d.add_argument("--debounce-ms", type=int, metavar="MS")
+    d.add_argument(
+        "-v", "--verbose", action="store_true", help="log one line per job (file, verdicts, times) on stderr"
+    )
     d.add_argument("--no-bench", action="store_true", help="skip the benchmark stage")
     d.set_defaults(func=cmd_daemon)
 
@@ -239,6 +250,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             socket_path=Path(args.socket) if args.socket else None,
             watch=not args.no_watch,
             debounce_ms=args.debounce_ms,
+            verbose=args.verbose,
         )
     except ConfigError as exc:
         _err(f"configuration error: {exc}")
@@ -393,9 +405,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         options = load_runtime_options(workspace, _runtime_overrides(args))
         with Supervisor(workspace, options, warmup=False) as sup, progress_reporter(sys.stderr) as show:
             for number, stored in enumerate(cases, start=1):
-                if show is not None:  # Supervisor.run_case takes no progress callback: one line per case
-                    show({"label": f"replay {number}/{len(cases)} {stored.label}"})
-                status, records = sup.run_case(stored.case)
+                if show is not None:
+                    show({"kind": "file", "path": f"replay {number}/{len(cases)} {stored.label}"})
+                status, records = sup.run_case(stored.case, on_progress=show)
                 rows.append(
                     {
                         "case": stored.label,
@@ -457,9 +469,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             return 2
     try:
         with progress_reporter(sys.stderr) as show:
-            if show is not None:  # run_bench takes no progress callback: the elapsed time only
-                show({"label": f"bench: {' '.join(map(str, paths))}"})
-            outcome = run_bench(paths, trust=args.trust, runtime_overrides=overrides)
+            outcome = run_bench(paths, trust=args.trust, runtime_overrides=overrides, on_progress=show)
     except NotTrusted as exc:
         _err(str(exc))
         return 2
@@ -507,9 +517,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         device = "cuda:0"
     try:
         with progress_reporter(sys.stderr) as show:
-            if show is not None:  # calibrate takes no progress callback: the elapsed time only
-                show({"label": f"calibrate: measuring {device}"})
-            cal = calibrate.calibrate(device, gemm=not args.no_gemm, reference=not args.no_gemm)
+            gemm = not args.no_gemm
+            cal = calibrate.calibrate(device, gemm=gemm, reference=gemm, on_progress=show)
     except (RuntimeError, ValueError) as exc:
         _err(f"calibration on {device} failed: {exc}")
         return 1
@@ -555,7 +564,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return 2
     try:
         with progress_reporter(sys.stderr) as show:
-            if show is not None:  # run_tune takes no progress callback: the elapsed time only
+            if show is not None:
                 show({"label": f"tune: {path}" + (f" {args.kernel}" if args.kernel else "")})
             kernel, rows = run_tune(
                 path,
@@ -564,6 +573,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 runtime_overrides=overrides,
                 target=args.target,
                 jobs=args.jobs,
+                on_progress=show,
             )
     except TuneSyntaxError as exc:
         print(exc.render(args.path), file=sys.stderr)

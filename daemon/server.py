@@ -56,6 +56,33 @@ __all__ = [  # re-exported: they lived here before the split
 ]
 
 
+def job_line(report: CheckReport) -> str:
+    """One log line per job (``daemon --verbose``): the file, its status, the verdicts of its
+    kernels, its findings and where the time went."""
+    counts = {"error": 0, "warning": 0}
+    for r in report.records:
+        if r.record.severity.value in counts:
+            counts[r.record.severity.value] += 1
+    verdicts = []
+    for name, summary in sorted(report.kernels.items()):
+        validate = summary.get("validate") if isinstance(summary, dict) else None
+        if isinstance(validate, dict) and validate:
+            verdicts.append(f"{name} " + "/".join(f"{dev}:{v}" for dev, v in sorted(validate.items())))
+    times = [
+        f"{label} {report.timings[key]:.0f} ms"
+        for key, label in (("queue_ms", "queued"), ("worker_ms", "worker"), ("static_ms", "static"))
+        if isinstance(report.timings.get(key), int | float)
+    ]
+    parts = [
+        f"{report.path}: {report.status}{' (cached)' if report.cached else ''}",
+        f"{counts['error']} errors, {counts['warning']} warnings",
+    ]
+    if verdicts:
+        parts.append("; ".join(verdicts))
+    parts.append(f"{report.elapsed_ms or 0:.0f} ms" + (f" ({', '.join(times)})" if times else ""))
+    return "warp-harness daemon: " + " | ".join(parts)
+
+
 class DaemonAlreadyRunning(RuntimeError):
     pass
 
@@ -74,8 +101,10 @@ class Daemon:
         debounce_ms: int | None = None,
         max_frame: int = protocol.MAX_FRAME,
         log: Callable[[str], None] | None = None,
+        verbose: bool = False,
     ) -> None:
         self.workspace = workspace.resolve()
+        self.verbose = verbose
         self.settings = load_settings(self.workspace, overrides)
         self.trusted = self.settings.trust if trust is None else trust
         self.options = load_runtime_options(self.workspace, runtime_overrides)
@@ -350,6 +379,8 @@ class Daemon:
             )
         self.jobs_done += 1
         self.results[display] = report
+        if self.verbose:
+            self.log(job_line(report))
         if self._pending.get(path) is fut:
             del self._pending[path]
             self._started.discard(path)

@@ -154,6 +154,9 @@ class Supervisor:
     def _call(
         self, msg: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None
     ) -> CallOutcome:
+        if on_progress is not None and (self.worker is None or not self.worker.alive()):
+            # a fresh worker imports Warp (seconds; 7-11 s after a crash was measured): say so
+            on_progress({"stage": "worker-restart" if self.restarts or self.crashes else "worker-start"})
         worker = self.start()
         if worker.jobs >= MAX_JOBS_PER_WORKER:  # bound the growth of re-imported modules
             worker.shutdown()
@@ -255,7 +258,12 @@ class Supervisor:
             return result
 
     def run_case(
-        self, case: dict[str, Any], *, mode: str | None = None, probe: bool = False
+        self,
+        case: dict[str, Any],
+        *,
+        mode: str | None = None,
+        probe: bool = False,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
     ) -> tuple[str, list[Record]]:
         """Re-run one stored case: (pass | fail | crash | timeout | error, records).
 
@@ -278,7 +286,7 @@ class Supervisor:
                 msg["mode"] = mode
             if probe:
                 msg["probe"] = True
-            outcome = self._call(msg)
+            outcome = self._call(msg, on_progress)
             if outcome.kind == "done":
                 done = WorkerResult.from_dict(outcome.result or {"status": "error"})
                 return done.status, done.records

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,10 +142,12 @@ def run_tune(
     runtime_overrides: dict[str, Any] | None = None,
     target: str | None = None,
     jobs: int = 1,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> tuple[str, list[Candidate]]:
     """Tune ``kernel``'s tunables in ``path``. ``jobs`` > 1: the candidates the static tier lets
     through are compiled (into the project's kernel cache) and validated ``jobs`` at a time, each
-    in a worker of its own; the benchmarks then run one at a time, so no two timings overlap."""
+    in a worker of its own; the benchmarks then run one at a time, so no two timings overlap.
+    ``on_progress``: ``{"label": "candidate i/n ..."}`` per candidate and the worker's step messages."""
     from warp_harness.config import load_settings
     from warp_harness.daemon.engine import Engine
     from warp_harness.daemon.options import load_runtime_options
@@ -182,7 +184,24 @@ def run_tune(
         rows.insert(0, Candidate(now, current=True))  # the source's own values are always measured
 
     def make_engine() -> Any:
-        return Engine(root, settings, options, True, overrides, warmup=False, record_history=False)
+        return Engine(
+            root,
+            settings,
+            options,
+            True,
+            overrides,
+            warmup=False,
+            record_history=False,
+            on_progress=step_progress,
+        )
+
+    def say(label: str) -> None:
+        if on_progress is not None:
+            on_progress({"label": label})
+
+    def step_progress(msg: dict[str, Any]) -> None:
+        if on_progress is not None and jobs == 1:  # several workers at once: the labels say enough
+            on_progress(msg)
 
     tmps: list[Path] = []
     survivors: list[tuple[Candidate, Path]] = []
@@ -208,9 +227,11 @@ def run_tune(
                 continue
             survivors.append((cand, tmp))
         if jobs > 1 and len(survivors) > 1:
+            say(f"{kernel}: validating {len(survivors)} candidates, {jobs} at a time")
             survivors = _validate_concurrently(survivors, kernel, jobs, make_engine)
         # the benchmarks one at a time through one worker (the builds are cache hits by now)
-        for cand, tmp in survivors:
+        for number, (cand, tmp) in enumerate(survivors, start=1):
+            say(f"{kernel}: candidate {number}/{len(survivors)} {cand.config}")
             try:
                 if engine is None:
                     engine = make_engine()

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 from daemon_helpers import EXAMPLES
@@ -79,6 +80,16 @@ def test_calibrate_on_the_cpu_and_check_against_it(tmp_path: Path) -> None:
     from warp_harness.cli import main
 
     assert main(["check", "--target", str(out), str(REPO / "examples" / "saxpy.py")]) == 0
+
+
+@pytest.mark.slow
+def test_calibrate_announces_each_measurement() -> None:
+    said: list[dict[str, Any]] = []
+    cal = C.calibrate("cpu", gemm=False, reference=True, on_progress=said.append)
+    labels = [m["label"] for m in said]
+    assert labels[0] == "calibrate cpu: starting Warp" and "calibrate cpu: copy bandwidth" in labels
+    assert "calibrate cpu: reference GEMM float32" in labels
+    assert {m.name for m in cal.measurements} >= {"copy"}
 
 
 def test_the_fastest_window_counts_and_windows_are_spaced() -> None:

@@ -125,3 +125,21 @@ def test_sigint_stops_the_daemon_while_a_kernel_hangs(
     assert "stopping (SIGINT)" in err and "Traceback" not in err, err
     assert not sock.exists() and not (ws / ".warp-harness" / "daemon.json").exists()
     assert not _alive(worker_pid)
+
+
+def test_verbose_daemon_logs_one_line_per_job(
+    ws: Path, tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    shutil.copy(EXAMPLES / "saxpy.py", ws / "saxpy.py")
+    sock = tmp_path / "run" / "d.sock"
+    daemon = spawn_daemon(ws, sock, "--verbose")
+    procs.append(daemon)
+    wait_ready(daemon, sock)
+    with P.Client(sock, timeout=120) as c:
+        c.request("hello", client="test")
+        c.request("check", path=str(ws / "saxpy.py"))
+    daemon.send_signal(signal.SIGTERM)
+    _out, err = daemon.communicate(timeout=60)
+    (line,) = [x for x in err.splitlines() if x.startswith("warp-harness daemon: saxpy.py:")]
+    assert "saxpy cpu:pass" in line and "0 errors" in line and " ms" in line, line
+    assert "worker " in line and "queued " in line, line

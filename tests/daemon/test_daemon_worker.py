@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from daemon_helpers import EXAMPLES, FAST, access_span, by_rule, def_line, rules_of, write
@@ -179,7 +180,10 @@ def test_missed_performance_target(supervisor: Supervisor, workspace: Path) -> N
 def test_segfault_kills_only_the_worker(supervisor: Supervisor, workspace: Path) -> None:
     shutil.copy(EXAMPLES / "oob_crash.py", workspace / "oob_crash.py")
     before = supervisor.restarts
-    r = supervisor.check(workspace / "oob_crash.py").to_dict()
+    steps: list[dict[str, Any]] = []
+    r = supervisor.check(workspace / "oob_crash.py", on_progress=steps.append).to_dict()
+    # the seconds a fresh worker takes to import Warp after the crash are announced, not silent
+    assert {"stage": "worker-restart"} in steps, steps
     (crash,) = by_rule(r, F.CRASH)
     assert "SIGSEGV" in crash["message"] and crash["location"]["kernel"] == "scatter"
     assert crash["location"]["line"] == def_line(workspace / "oob_crash.py", "scatter")
