@@ -483,12 +483,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 _CORE_COMMANDS = frozenset({"check", "rule", "rules"})
-_LAZY_MODULES = ("warp_harness.daemon.cli", "warp_harness.daemon.client_cli", "warp_harness.server.cli")
+_LAZY_MODULES = (
+    "warp_harness.daemon.cli",
+    "warp_harness.daemon.client_cli",
+    "warp_harness.server.cli",
+    "warp_harness.agents.cli",
+)
 # command -> the module that registers it (tests/test_cli.py checks this against every module)
 _LAZY_COMMANDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("daemon", "ci", "replay", "bench", "calibrate", "tune"), ("warp_harness.daemon.cli",)),
     **dict.fromkeys(("status", "results", "watch", "stop"), ("warp_harness.daemon.client_cli",)),
     "serve": ("warp_harness.server.cli",),
+    "mcp": ("warp_harness.agents.cli",),
 }
 
 

@@ -1,0 +1,209 @@
+"""`warp-harness mcp`, driven through the MCP SDK's own stdio client: a real server process."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+MIXED = """\
+import warp as wp
+
+
+@wp.kernel
+def scale(x: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    x[i] = x[i] * 2
+"""
+
+
+@asynccontextmanager
+async def serving(root: Path, *flags: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-I", "-m", "warp_harness", "mcp", str(root), *flags], cwd=str(root)
+    )
+    async with Client(params) as client:
+        yield client
+
+
+def _records(result: Any) -> list[dict[str, Any]]:
+    content = result.structured_content or {}
+    if "files" in content:
+        return [r for f in content["files"] for r in f["records"]]
+    return list(content.get("records") or [])
+
+
+def _workers(root: Path) -> list[int]:
+    """Worker processes (warp_harness.daemon.worker) whose folder is ``root``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+            cwd = (proc / "cwd").resolve()
+        except OSError:
+            continue
+        if b"warp_harness.daemon.worker" in cmdline and cwd == root.resolve():
+            found.append(int(proc.name))
+    return found
+
+
+async def test_tools_declare_the_record_schema_and_check_returns_hints(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MIXED, encoding="utf-8")
+    async with serving(tmp_path) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(listed) >= {
+            "check",
+            "fix",
+            "explain_rule",
+            "validate",
+            "bench",
+            "replay",
+            "tune",
+            "results",
+        }
+        schema = listed["check"].output_schema or {}
+        record = schema["$defs"]["RecordModel"]["properties"]
+        assert {
+            "stage",
+            "rule",
+            "severity",
+            "location",
+            "message",
+            "expected",
+            "actual",
+            "hint",
+            "fix",
+        } <= set(record)
+        assert listed["validate"].output_schema is not None
+        result = await client.call_tool("check", {"path": "kern.py"})
+        assert not result.is_error
+        (wh003,) = [r for r in _records(result) if r["rule"] == "WH003"]
+        assert wh003["location"]["path"] == "kern.py" and wh003["location"]["line"] == 7
+        assert wh003["hint"] and wh003["fix"]["edits"]
+        # source text instead of a file
+        text = await client.call_tool("check", {"source": MIXED, "name": "scratch.py"})
+        assert [r["rule"] for r in _records(text)] == [r["rule"] for r in _records(result)]
+
+
+async def test_fix_makes_the_diagnostic_go_away(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MIXED, encoding="utf-8")
+    async with serving(tmp_path) as client:
+        dry = await client.call_tool("fix", {"path": "kern.py"})
+        content = dry.structured_content or {}
+        assert content["applied"] >= 1 and "WH003" in content["fixed_rules"]
+        assert "-    x[i] = x[i] * 2" in content["diff"] and not content["written"]
+        assert (tmp_path / "kern.py").read_text() == MIXED  # a dry run writes nothing
+        written = await client.call_tool("fix", {"path": "kern.py", "write": True})
+        assert (written.structured_content or {})["written"] is True
+        again = await client.call_tool("check", {"path": "kern.py"})
+        assert "WH003" not in [r["rule"] for r in _records(again)]
+
+
+async def test_malformed_arguments_get_an_error_and_the_server_keeps_serving(tmp_path: Path) -> None:
+    (tmp_path / "kern.py").write_text(MIXED, encoding="utf-8")
+    async with serving(tmp_path) as client:
+        bad = await client.call_tool("check", {"path": 5})
+        assert bad.is_error
+        outside = await client.call_tool("check", {"path": "../../etc"})
+        assert outside.is_error and "outside the workspace" in bad_text(outside)
+        unknown = await client.call_tool("explain_rule", {"rule": "WH999"})
+        assert unknown.is_error and "unknown rule" in bad_text(unknown)
+        fine = await client.call_tool("explain_rule", {"rule": "WHD020"})
+        assert not fine.is_error and (fine.structured_content or {})["tier"] == "dynamic"
+        docs = await client.read_resource("warp-harness://rules")
+        assert "WH003" in docs.contents[0].text  # type: ignore[union-attr]
+
+
+def bad_text(result: Any) -> str:
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+async def test_execution_is_refused_without_trust(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "contracts" / "boundary_bug.py", tmp_path / "boundary_bug.py")
+    # the workspace trusting itself does not count: only the server's --trust flag does
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")
+    async with serving(tmp_path) as client:
+        for tool in ("validate", "bench"):
+            result = await client.call_tool(tool, {"path": "boundary_bug.py"})
+            content = result.structured_content or {}
+            assert content["status"] == "untrusted", content
+            assert "--trust" in content["records"][0]["message"]
+        assert not (tmp_path / ".warp-harness" / "repros").exists()
+        assert _workers(tmp_path) == []
+
+
+@pytest.mark.slow
+async def test_validate_reports_the_boundary_bugs_first_bad_index(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "contracts" / "boundary_bug.py", tmp_path / "boundary_bug.py")
+    steps: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        steps.append(message or "")
+
+    async with serving(tmp_path, "--trust") as client:
+        result = await client.call_tool("validate", {"path": "boundary_bug.py"}, progress_callback=progress)
+        content = result.structured_content or {}
+        assert content["kernels"]["shift_add"]["validate"] == {"cpu": "fail"}, content
+        unwritten = [r for r in content["records"] if r["location"]["kernel"] == "shift_add" and r["hint"]]
+        assert unwritten and unwritten[0]["severity"] == "error", content["records"]
+        # size 16 fails at its last element: the guard's off-by-one
+        assert "where the first bad index was 15" in unwritten[0]["message"], unwritten[0]
+        assert "boundary" in unwritten[0]["hint"]
+        assert content["repros"] and (tmp_path / content["repros"][0]).is_file()
+        assert any("validate" in s for s in steps), steps
+
+
+@pytest.mark.slow
+async def test_cancelling_a_long_bench_kills_its_worker(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "contracts" / "hang.py", tmp_path / "hang.py")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.warp-harness]\n[tool.warp-harness.runtime]\nlaunch_timeout_s = 600\ntimeout_s = 600\n"
+    )
+    started = anyio.Event()
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        if message and "validate" in message:
+            started.set()
+
+    async with serving(tmp_path, "--trust") as client:
+        with anyio.move_on_after(120) as scope:
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    await client.call_tool("bench", {"path": "hang.py"}, progress_callback=progress)
+
+                group.start_soon(call)
+                await started.wait()
+                assert _workers(tmp_path), "the worker runs the spinning kernel"
+                group.cancel_scope.cancel()
+        assert not scope.cancelled_caught, "no validate progress within 120 s"
+        assert await _eventually(lambda: not _workers(tmp_path)), _workers(tmp_path)
+        # the server keeps serving
+        after = await client.call_tool("explain_rule", {"rule": "WH001"})
+        assert not after.is_error
+
+
+async def _eventually(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        await anyio.sleep(0.2)
+    return condition()

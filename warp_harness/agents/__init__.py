@@ -1,0 +1,1 @@
+"""The harness for agents: an MCP server (``warp-harness mcp``) whose tools are in `tools`."""
