@@ -1,29 +1,66 @@
 """## WH010 nonatomic-update
 
 A kernel reads an array element, computes with it and stores the result back into the same
-element, `s[k] = s[k] + x[i]`, where the index `k` is the same for every thread (it does not
-depend on `wp.tid()`) and the statement is reached by many threads. Threads interleave between
-the read and the write and overwrite each other's updates: a data race.
+element while other threads may do the same to that element: threads interleave between the
+read and the write and overwrite each other's updates, a data race. Three ways threads come to
+share the element:
 
-Also reported: an augmented assignment Warp does not lower to an atomic, `s[k] *= 2.0` (only
-`+=`, `-=`, `&=`, `|=`, `^=` are atomic), and any augmented assignment on an `int8`, `uint8`,
-`int16` or `uint16` array (Warp has no atomics for those types), and the two-statement form
-`t = s[k]` ... `s[k] = t + x[i]`.
+- **One element for every thread**: `s[k] = s[k] + x[i]` where the index `k` does not depend on
+  the thread (`s[0]`, a parameter, a thread-independent local).
+- **An index loaded from memory** (a scatter): a histogram `b = values[i]; bins[b] = bins[b] + 1`
+  or `bins[int(x[i] * scale)] = bins[int(x[i] * scale)] + 1.0`, spring or finite-element assembly
+  through a connectivity array `j = edges[i, 1]; f[j] = f[j] + force` (the vertices of a mesh are
+  shared between its edges, triangles and tetrahedra).
+- **A thread-dependent condition** in front of a shared element: a CFL time step
+  `if speed > eps: dt[0] = wp.min(dt[0], h / speed)`.
 
-Not reported: `s[k] += x[i]` (Warp compiles it to `wp.atomic_add`), `y[i] = y[i] + x[i]` with
-`i` from `wp.tid()` (each thread updates its own element), updates guarded so that a single
-thread reaches them (`if i == 0:`), kernels that never call `wp.tid()` or whose every launch in
-the file has one thread, kernels that take a lock (`wp.atomic_cas` / `wp.atomic_exch`), and
-idempotent updates with a thread-independent operand (`s[0] = wp.max(s[0], 1.0)`). An index
-or condition the checker cannot prove thread-independent is never reported.
+Besides `s[k] = s[k] op e` (and the two-statement form `t = s[k]` ... `s[k] = t + x[i]`), also
+reported: a compare-and-store of a shared element, `if d < best[0]: best[0] = d` (two threads pass
+the test against the same old value and the later store wins: use `wp.atomic_min(best, 0, d)`),
+an augmented assignment Warp does not lower to an atomic, `s[k] *= 2.0` (only `+=`, `-=`, `&=`,
+`|=`, `^=` are), and any augmented assignment on an `int8`, `uint8`, `int16` or `uint16` array
+(Warp has no atomics for those types).
 
-Severity: error on CUDA targets; a warning on `cpu`, where Warp runs a launch's threads one
-after another and the result happens to be right.
+Not reported:
+- `s[k] += x[i]`, `f[j] += force`, `f[j] -= force` on any array Warp has atomics for (scalars,
+  vectors, matrices of 32/64-bit types): Warp 1.19 compiles them to `wp.atomic_add` /
+  `wp.atomic_sub` (checked against its code generator in the tests), so they are correct.
+- `y[i] = y[i] + x[i]` with `i` from `wp.tid()`, and any element one of whose indices is the
+  thread's own: `out[bins[i], i]`, `offsets[w] + i`, `start + k` for a loop counter `k` (the
+  thread's own segment of a CSR array).
+- Plain stores through a loaded index, `out[perm[i]] = x[i]`: no read-modify-write.
+- A read-modify-write through an index gathered from a 1-D index array with a per-thread operand,
+  `j = perm[i]; out[j] = out[j] + x[i]`: correct when the index array is a permutation or an
+  ownership map (each shape has one body, each dof one actuator), which real code relies on.
+  Reported only with evidence that threads share the index: the update counts (a
+  thread-independent operand, `bins[b] = bins[b] + 1`: counting per key means keys repeat), the
+  index is a fixed column of a connectivity row (`edges[i, 1]`, `tris[i][2]`, `e = edges[i]` then
+  `e[0]`), or a loaded float rounded to an integer (`int(x[i] * scale)`, `wp.floor`). Integer
+  arithmetic on a loaded key (`key // FAMILIES`, `key % n`) keeps the key's standing: real code
+  decodes packed keys that way. A helper `@wp.func` that computes a bin is seen only through its
+  arguments. A local assigned several times has the weakest origin of its values.
+- Updates reached by a single thread (`if i == 0:`), and updates under a condition that may let a
+  single thread through: an equality on something thread-dependent (`if owner[j] == i:`,
+  `if ids[i] == target:`), a comparison of the thread index (`if i >= n - 1:`), a claim through an
+  atomic (`if wp.atomic_add(flag, 0, 1) == 0:`).
+- Kernels that never call `wp.tid()` or whose every launch in the file has one thread, kernels
+  that take a lock (`wp.atomic_cas` / `wp.atomic_exch`), idempotent updates with a
+  thread-independent operand (`s[0] = wp.max(s[0], 1.0)`, `flags[j] = flags[j] | 4`), and
+  compare-and-stores of a thread-independent value. An index or condition the checker cannot
+  place is never reported.
+
+Severity: an element every thread updates, reached by every thread, is an error on CUDA targets (a
+warning on `cpu`, where Warp runs a launch's threads one after another and the result happens to
+be right). A race that depends on the data (an index loaded from memory: the keys may all differ;
+a thread-dependent condition: one thread may pass it) is a warning.
 
 ### Why it matters
 The race is silent. On the CPU the threads run in sequence and the result looks right; on a GPU
 thousands of threads read the same old value: measured on an H200, 2^20 threads adding 1.0 this
-way gave 7.0 instead of 1,048,576.
+way gave 7.0 instead of 1,048,576. A scatter loses less, and more quietly: a mesh vertex shared by six
+triangles keeps some of their forces, so the simulation runs, just wrong. The tests run each shape
+on the CPU with real Warp (racy and atomic agree with the serial result there) and, marked `gpu`,
+on CUDA with 2^20 colliding threads (the racy kernels lose updates, the atomic fixes do not).
 
 ### Bad
 ```python
@@ -48,6 +85,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from warp_harness.model.index_flow import IndexFlow, Origin
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import (
@@ -59,7 +97,7 @@ from warp_harness.model.types import (
     Transform,
     Vector,
 )
-from warp_harness.model.uniformity import Uniformity, names_stored
+from warp_harness.model.uniformity import Reach, Uniformity, names_stored
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import OPERATOR_TEXT, deferred_launch, iter_statements, uses_warp_builtin
@@ -109,20 +147,49 @@ def _indices(node: ast.Subscript) -> list[ast.expr]:
 
 
 @dataclass
+class _Location:
+    """An array element many threads may update: the array (its source text and type) and, for an index
+    loaded from memory, where it comes from (`Origin.NONE`: the same element in every thread)."""
+
+    array: str
+    array_type: Array
+    origin: Origin
+
+
+@dataclass
 class _Finding:
     stmt: ast.stmt
-    array: str
     message: str
     hint: str
     fix: Fix | None
     related: list[Related]
     actual: str
+    severity: Severity
+
+
+_ATOMIC_NAMES = {
+    "+": "atomic_add",
+    "-": "atomic_sub",
+    "min": "atomic_min",
+    "max": "atomic_max",
+    "&": "atomic_and",
+    "|": "atomic_or",
+    "^": "atomic_xor",
+}
+_WHY = {
+    Origin.GATHERED: "threads that load the same index (a repeated key) overwrite each other's updates",
+    Origin.CONNECTIVITY: (
+        "elements that share a node (a vertex of several edges, triangles or tetrahedra) overwrite "
+        "each other's updates"
+    ),
+    Origin.BINNED: "threads whose values fall into the same bin overwrite each other's updates",
+}
 
 
 class NonAtomicUpdate(Rule):
     id = "WH010"
     name = "nonatomic-update"
-    summary = "non-atomic read-modify-write of an array element that many threads update"
+    summary = "non-atomic read-modify-write of an array element that several threads update"
     severity = Severity.ERROR
     priority = 60
     fixable = True
@@ -141,38 +208,73 @@ class NonAtomicUpdate(Rule):
         if uses_warp_builtin(ctx, kernel, _LOCKS):
             return  # a critical section protected by a lock: not something to judge statically
         uniformity = Uniformity(ctx.model, kernel, types)
-        severity = Severity.ERROR if ctx.profile.is_cuda else Severity.WARNING
-        for finding in self._visit(ctx, kernel, types, uniformity, kernel.node.body, True, False):
+        flow = IndexFlow(kernel, types, uniformity)
+        certain = Severity.ERROR if ctx.profile.is_cuda else Severity.WARNING
+        state = _State(ctx, kernel, types, uniformity, flow, certain)
+        for finding in self._visit(state, kernel.node.body, Reach.MANY, False):
             yield self.report(
                 ctx,
                 finding.stmt,
                 finding.message,
                 kernel=kernel.name,
-                expected="an atomic update (`+=`, `wp.atomic_add`, ...)",
+                expected="an atomic update (`+=`, `wp.atomic_add`, `wp.atomic_min`, ...)",
                 actual=finding.actual,
                 hint=finding.hint,
                 fix=finding.fix,
                 related=finding.related,
-                severity=severity,
+                severity=finding.severity,
             )
 
     def _has_candidates(self, kernel: KernelDef, types: KernelTypes) -> bool:
-        """A cheap first look: a store into an array parameter whose index does not name a thread index."""
-        arrays = {p.name for p in kernel.params if isinstance(p.type, Array)}
+        """A cheap first look, by shape only: a store into an array (a parameter or a field of one) at an
+        index that is not only thread indices, which reads the same element (directly or through a
+        local), is an augmented assignment Warp may not make atomic, or is a compare-and-store."""
+        params = {p.name for p in kernel.params}
         tids = set(types.tid_vars)
-        for node in iter_statements(kernel.node.body):
-            target: ast.expr | None = None
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target = node.targets[0]
-            elif isinstance(node, ast.AugAssign):
-                target = node.target
+
+        def element(node: ast.expr) -> tuple[str, str] | None:
+            if not isinstance(node, ast.Subscript) or _root_name(node.value) not in params:
+                return None
+            names = {n.id for n in ast.walk(node.slice) if isinstance(n, ast.Name)}
+            loads = any(isinstance(n, ast.Subscript | ast.Call) for n in ast.walk(node.slice))
+            if names and names <= tids and not loads:
+                return None  # the thread's own element
+            return ast.dump(node.value), ast.dump(node.slice)
+
+        statements = list(iter_statements(kernel.node.body))
+        read_into: dict[str, tuple[str, str]] = {}  # t = s[k]: t -> the element
+        for node in statements:
             if (
-                isinstance(target, ast.Subscript)
-                and isinstance(target.value, ast.Name)
-                and target.value.id in arrays
-                and not any(isinstance(n, ast.Name) and n.id in tids for n in ast.walk(target.slice))
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
             ):
-                return True
+                read = element(node.value)
+                if read is not None:
+                    read_into[node.targets[0].id] = read
+        for node in statements:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                stored = element(node.targets[0])
+                if stored is None:
+                    continue
+                for n in ast.walk(node.value):
+                    if isinstance(n, ast.Subscript) and element(n) == stored:
+                        return True
+                    if isinstance(n, ast.Name) and read_into.get(n.id) == stored:
+                        return True
+            elif isinstance(node, ast.AugAssign) and element(node.target) is not None:
+                if type(node.op) not in _ATOMIC_AUG:
+                    return True
+                array = types.of(node.target.value) if isinstance(node.target, ast.Subscript) else None
+                if not isinstance(array, Array) or _scalar_name(array) in NON_ATOMIC_DTYPES:
+                    return True
+            elif isinstance(node, ast.If) and isinstance(node.test, ast.Compare):
+                compared = {element(side) for side in (node.test.left, *node.test.comparators)}
+                for store in node.body:
+                    if isinstance(store, ast.Assign) and len(store.targets) == 1:
+                        stored = element(store.targets[0])
+                        if stored is not None and stored in compared:
+                            return True
         return False
 
     def _single_thread(self, ctx: RuleContext, kernel: KernelDef) -> bool:
@@ -200,110 +302,137 @@ class NonAtomicUpdate(Rule):
                 return False
         return True
 
-    def _visit(
-        self,
-        ctx: RuleContext,
-        kernel: KernelDef,
-        types: KernelTypes,
-        u: Uniformity,
-        body: list[ast.stmt],
-        many: bool,
-        in_loop: bool,
-    ) -> Iterator[_Finding]:
+    def _visit(self, st: _State, body: list[ast.stmt], reach: Reach, in_loop: bool) -> Iterator[_Finding]:
+        u = st.u
         for stmt in body:
-            if many:
+            if reach > Reach.ONE:
+                finding: _Finding | None = None
                 if isinstance(stmt, ast.Assign):
-                    finding = self._assign(ctx, kernel, types, u, stmt)
-                    if finding is not None:
-                        yield finding
+                    finding = self._assign(st, stmt, reach)
                 elif isinstance(stmt, ast.AugAssign):
-                    finding = self._augassign(ctx, types, u, stmt)
-                    if finding is not None:
-                        yield finding
+                    finding = self._augassign(st, stmt, reach)
+                elif isinstance(stmt, ast.If):
+                    finding = self._check_then_store(st, stmt, reach)
+                if finding is not None:
+                    yield finding
             if isinstance(stmt, ast.If):
-                yield from self._visit(
-                    ctx, kernel, types, u, stmt.body, many and u.reaches_many(stmt.test, True), in_loop
-                )
-                yield from self._visit(
-                    ctx, kernel, types, u, stmt.orelse, many and u.reaches_many(stmt.test, False), in_loop
-                )
+                yield from self._visit(st, stmt.body, min(reach, u.reach(stmt.test, True)), in_loop)
+                yield from self._visit(st, stmt.orelse, min(reach, u.reach(stmt.test, False)), in_loop)
             elif isinstance(stmt, ast.While):
-                yield from self._visit(
-                    ctx, kernel, types, u, stmt.body, many and u.reaches_many(stmt.test, True), True
-                )
-                yield from self._visit(ctx, kernel, types, u, stmt.orelse, many, in_loop)
+                yield from self._visit(st, stmt.body, min(reach, u.reach(stmt.test, True)), True)
+                yield from self._visit(st, stmt.orelse, reach, in_loop)
             elif isinstance(stmt, ast.For):
-                yield from self._visit(ctx, kernel, types, u, stmt.body, many, True)
-                yield from self._visit(ctx, kernel, types, u, stmt.orelse, many, in_loop)
-            if many and _exits(stmt, in_loop):
-                many = self._still_many_after(u, stmt)
+                yield from self._visit(st, stmt.body, reach, True)
+                yield from self._visit(st, stmt.orelse, reach, in_loop)
+            if reach > Reach.ONE and _exits(stmt, in_loop):
+                reach = min(reach, self._reach_after(u, stmt))
 
-    def _still_many_after(self, u: Uniformity, stmt: ast.stmt) -> bool:
-        """Whether many threads still run the statements after an early exit in ``stmt``."""
+    def _reach_after(self, u: Uniformity, stmt: ast.stmt) -> Reach:
+        """How many threads still run the statements after an early exit in ``stmt``."""
         if isinstance(stmt, ast.Return | ast.Break | ast.Continue):
-            return False
+            return Reach.ONE
         if isinstance(stmt, ast.If):
             body_exits = any(_exits(s, True) for s in stmt.body)
             else_exits = any(_exits(s, True) for s in stmt.orelse)
             if _ends_with_exit(stmt.body) and not else_exits:
-                return u.reaches_many(stmt.test, False)
+                return u.reach(stmt.test, False)
             if _ends_with_exit(stmt.orelse) and not body_exits:
-                return u.reaches_many(stmt.test, True)
+                return u.reach(stmt.test, True)
         # some other shape of conditional exit: fine only when every condition in it is thread-independent
         for node in ast.walk(stmt):
             if isinstance(node, ast.If | ast.While) and not u.uniform(node.test):
-                return False
+                return Reach.ONE
             if isinstance(node, ast.For) and not u.uniform(node.iter):
-                return False
-        return True
+                return Reach.ONE
+        return Reach.MANY
 
-    # --- s[k] = s[k] op e ------------------------------------------------------------------
-    def _target(self, types: KernelTypes, u: Uniformity, target: ast.expr) -> tuple[str, Array] | None:
-        """(array name, type) for a full-index store into a kernel array parameter at a uniform index."""
-        if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+    # --- which element, and how sure ------------------------------------------------------------
+    def _target(self, st: _State, target: ast.expr) -> _Location | None:
+        """The element a full-index store into a kernel array writes, when several threads may share it:
+        a thread-independent index, or one loaded from memory."""
+        if not isinstance(target, ast.Subscript):
             return None
-        name = target.value.id
-        if name not in u.params or name in u.locals:
+        root = _root_name(target.value)
+        u = st.u
+        if root is None or root not in u.params or root in u.locals:
             return None
-        array = types.of(target.value)
+        array = st.types.of(target.value)
         if not isinstance(array, Array):
-            param = u.kernel.param(name)
+            param = u.kernel.param(root) if isinstance(target.value, ast.Name) else None
             if param is None or not isinstance(param.type, Array):
                 return None
             array = param.type
         indices = _indices(target)
         if any(isinstance(i, ast.Slice) for i in indices) or len(indices) != array.ndim:
             return None
-        if not u.uniform(target.slice):
-            return None
-        return name, array
+        text = st.ctx.source_of(target.value)
+        if u.uniform(target.slice):
+            return _Location(text, array, Origin.NONE)
+        if any(st.flow.own(i) for i in indices):
+            return None  # one index is the thread's own (`out[bins[i], i]`): so is the element
+        origin = st.flow.origin(target.slice)
+        if origin is Origin.NONE:
+            return None  # the thread's own element, or an index the checker cannot place
+        return _Location(text, array, origin)
 
-    def _assign(
-        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, u: Uniformity, stmt: ast.Assign
-    ) -> _Finding | None:
+    def _severity(self, st: _State, loc: _Location, reach: Reach, counting: bool) -> Severity | None:
+        """None when the update is not reported (see the module docstring)."""
+        if reach is Reach.ONE:
+            return None
+        if loc.origin is Origin.NONE:
+            return st.certain if reach is Reach.MANY else Severity.WARNING
+        if loc.origin >= Origin.CONNECTIVITY or counting:
+            return Severity.WARNING
+        return None  # an index gathered from an array may be a permutation
+
+    def _who(self, st: _State, loc: _Location, target: ast.Subscript, reach: Reach) -> str:
+        """How threads come to share the element, for the message."""
+        element = st.ctx.source_of(target)
+        if loc.origin is Origin.NONE:
+            if reach is Reach.MANY:
+                return "every thread uses the same element"
+            return f"every thread that gets here uses the same `{element}`"
+        return f"the index is loaded from memory: {_WHY[loc.origin]}"
+
+    def _related(self, st: _State, target: ast.Subscript, loc: _Location) -> list[Related]:
+        """Where a data-dependent index was loaded (``b = values[i]``)."""
+        if loc.origin is Origin.NONE:
+            return []
+        names = {n.id for n in ast.walk(target.slice) if isinstance(n, ast.Name)} & st.u.locals
+        for node in walk_body(st.kernel.node):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in names
+                and st.flow.origin(node.value) is not Origin.NONE
+            ):
+                name = node.targets[0].id
+                return [Related(st.ctx.location(node, st.kernel.name), f"`{name}` is loaded here")]
+        return []
+
+    # --- s[k] = s[k] op e ------------------------------------------------------------------
+    def _assign(self, st: _State, stmt: ast.Assign, reach: Reach) -> _Finding | None:
         if len(stmt.targets) != 1:
             return None
         target = stmt.targets[0]
-        found = self._target(types, u, target)
-        if found is None:
+        loc = self._target(st, target)
+        if loc is None:
             return None
         assert isinstance(target, ast.Subscript)
-        name, array = found
+        ctx, u = st.ctx, st.u
         value = stmt.value
         reads = [
             n
             for n in ast.walk(value)
-            if isinstance(n, ast.Subscript)
-            and isinstance(n.value, ast.Name)
-            and n.value.id == name
-            and _same(n.slice, target.slice)
+            if isinstance(n, ast.Subscript) and _same(n.value, target.value) and _same(n.slice, target.slice)
         ]
         via_local: ast.Assign | None = None
         read: ast.expr
         if reads:
             read = reads[0]
         else:
-            via_local = self._read_through_local(kernel, u, value, target, stmt)
+            via_local = self._read_through_local(st, value, target, stmt)
             if via_local is None:
                 return None
             local = names_stored(via_local.targets[0])[0]
@@ -311,22 +440,17 @@ class NonAtomicUpdate(Rule):
         operation, operand = self._decompose(value, read)
         if not self._races(u, value, read, operation, operand):
             return None
+        counting = operation in ("+", "-") and operand is not None and u.uniform(operand)
+        severity = self._severity(st, loc, reach, counting)
+        if severity is None:
+            return None
+        array = loc.array_type
         element = ctx.source_of(target)
-        fix = (
-            None if via_local is not None else self._fix(ctx, types, stmt, target, array, operation, operand)
-        )
-        atomic = {
-            "+": "atomic_add",
-            "-": "atomic_sub",
-            "min": "atomic_min",
-            "max": "atomic_max",
-            "&": "atomic_and",
-            "|": "atomic_or",
-            "^": "atomic_xor",
-        }.get(operation or "")
-        related: list[Related] = []
+        fix = None if via_local is not None else self._fix(st, stmt, target, array, operation, operand)
+        atomic = _ATOMIC_NAMES.get(operation or "")
+        related = self._related(st, target, loc)
         if via_local is not None:
-            related.append(Related(ctx.location(via_local, kernel.name), f"`{element}` is read here"))
+            related.insert(0, Related(ctx.location(via_local, st.kernel.name), f"`{element}` is read here"))
             what = f"`{element}` is read into `{ctx.source_of(read)}` and written back"
         else:
             what = f"`{ctx.source_of(stmt)}` reads and writes `{element}`"
@@ -339,7 +463,8 @@ class NonAtomicUpdate(Rule):
                 "atomic_xor": f"`{element} ^= ...`",
             }.get(atomic)
             where = ", ".join(ctx.source_of(i) for i in _indices(target))
-            hint = f"update it atomically: `wp.{atomic}({name}, {where}, ...)`" + (
+            operand_text = "..." if operand is None else _text(ctx, operand)
+            hint = f"update it atomically: `wp.{atomic}({loc.array}, {where}, {operand_text})`" + (
                 f" or {short}" if short else ""
             )
         elif atomic is not None:
@@ -354,21 +479,25 @@ class NonAtomicUpdate(Rule):
             )
         return _Finding(
             stmt,
-            name,
-            f"{what}, and every thread uses the same element: a data race on the GPU "
-            f"(threads overwrite each other's updates)",
+            f"{what}, and {self._who(st, loc, target, reach)}: a data race on the GPU"
+            + (" (threads overwrite each other's updates)" if loc.origin is Origin.NONE else ""),
             hint,
             fix,
             related,
-            actual=ctx.source_of(stmt),
+            ctx.source_of(stmt),
+            severity,
         )
 
     def _read_through_local(
-        self, kernel: KernelDef, u: Uniformity, value: ast.expr, target: ast.Subscript, stmt: ast.Assign
+        self, st: _State, value: ast.expr, target: ast.Subscript, stmt: ast.Assign
     ) -> ast.Assign | None:
         """``t = s[k]`` earlier, ``s[k] = f(t)`` now: the assignment of ``t``."""
+        u = st.u
         used = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        for node in walk_body(kernel.node):
+        index_names = {n.id for n in ast.walk(target.slice) if isinstance(n, ast.Name)}
+        if any(u.assign_counts.get(n, 0) > 1 for n in index_names):
+            return None  # the index may change between the read and the write
+        for node in walk_body(st.kernel.node):
             if (
                 not isinstance(node, ast.Assign)
                 or len(node.targets) != 1
@@ -379,8 +508,10 @@ class NonAtomicUpdate(Rule):
             if local not in used or u.assign_counts.get(local) != 1 or node.lineno >= stmt.lineno:
                 continue
             read = node.value
-            if isinstance(read, ast.Subscript) and _same(
-                read, ast.Subscript(target.value, target.slice, ast.Load())
+            if (
+                isinstance(read, ast.Subscript)
+                and _same(read.value, target.value)
+                and _same(read.slice, target.slice)
             ):
                 return node
         return None
@@ -457,10 +588,24 @@ class NonAtomicUpdate(Rule):
             return isinstance(dtype, Scalar) and scalar.name != "float16"
         return True
 
+    def _atomic_call(
+        self, st: _State, target: ast.Subscript, operation: str, operand_text: str
+    ) -> str | None:
+        """``wp.atomic_min(array, i, j, value)`` text, when every index is an int32 (Warp's overloads)."""
+        alias = next(
+            (local for local, module in st.ctx.model.imports.modules.items() if module == "warp"), None
+        )
+        indices = _indices(target)
+        if alias is None or not all(st.types.of(i) == INT32 for i in indices):
+            return None
+        args = ", ".join(
+            [st.ctx.source_of(target.value), *(st.ctx.source_of(i) for i in indices), operand_text]
+        )
+        return f"{alias}.{_ATOMIC_NAMES[operation]}({args})"
+
     def _fix(
         self,
-        ctx: RuleContext,
-        types: KernelTypes,
+        st: _State,
         stmt: ast.Assign,
         target: ast.Subscript,
         array: Array,
@@ -469,35 +614,110 @@ class NonAtomicUpdate(Rule):
     ) -> Fix | None:
         if operation is None or operand is None or not self._atomic_dtype(array, operation):
             return None
-        operand_text = ctx.source_of(operand) if hasattr(operand, "lineno") else ast.unparse(operand)
+        ctx = st.ctx
+        operand_text = _text(ctx, operand)
         element = ctx.source_of(target)
         if operation in ("+", "-", "&", "|", "^"):
             new = f"{element} {operation}= {operand_text}"
             return Fix(f"Make it atomic: `{element} {operation}= ...`", (ctx.replace(stmt, new),))
         if operation in ("min", "max"):
-            alias = next(
-                (local for local, module in ctx.model.imports.modules.items() if module == "warp"), None
-            )
-            indices = _indices(target)
-            if alias is None or not all(types.of(i) == INT32 for i in indices):
+            call = self._atomic_call(st, target, operation, operand_text)
+            if call is None:
                 return None
-            array_name = ctx.source_of(target.value)
-            args = ", ".join([array_name, *(ctx.source_of(i) for i in indices), operand_text])
-            new = f"{alias}.atomic_{operation}({args})"
-            return Fix(f"Make it atomic: `{alias}.atomic_{operation}(...)`", (ctx.replace(stmt, new),))
+            return Fix(f"Make it atomic: `{call.split('(')[0]}(...)`", (ctx.replace(stmt, call),))
         return None
 
-    # --- s[k] op= e where Warp emits no atomic -------------------------------------------------
-    def _augassign(
-        self, ctx: RuleContext, types: KernelTypes, u: Uniformity, stmt: ast.AugAssign
-    ) -> _Finding | None:
-        found = self._target(types, u, stmt.target)
-        if found is None:
+    # --- if v < s[k]: s[k] = v ----------------------------------------------------------------
+    def _check_then_store(self, st: _State, stmt: ast.If, reach: Reach) -> _Finding | None:
+        """A compare-and-store of a shared element: ``if d < best[0]: best[0] = d`` (a minimum, racy:
+        two threads pass the test against the same old value and the later store wins)."""
+        test = stmt.test
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
             return None
-        name, array = found
+        op = test.ops[0]
+        if not isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+            return None
+        less = isinstance(op, ast.Lt | ast.LtE)
+        left, right = test.left, test.comparators[0]
+        for store in stmt.body:
+            if not isinstance(store, ast.Assign) or len(store.targets) != 1:
+                continue
+            target = store.targets[0]
+            if not isinstance(target, ast.Subscript):
+                continue
+            for element, other, smaller in ((right, left, less), (left, right, not less)):
+                if (
+                    isinstance(element, ast.Subscript)
+                    and _same(element.value, target.value)
+                    and _same(element.slice, target.slice)
+                    and _same(store.value, other)
+                ):
+                    return self._compare_store(
+                        st, stmt, store, target, other, "min" if smaller else "max", reach
+                    )
+        return None
+
+    def _compare_store(
+        self,
+        st: _State,
+        stmt: ast.If,
+        store: ast.Assign,
+        target: ast.Subscript,
+        value: ast.expr,
+        operation: str,
+        reach: Reach,
+    ) -> _Finding | None:
+        u, ctx = st.u, st.ctx
+        if u.uniform(value):
+            return None  # every thread stores the same value
+        loc = self._target(st, target)
+        if loc is None:
+            return None
+        severity = self._severity(st, loc, reach, counting=False)
+        if severity is None:
+            return None
+        element = ctx.source_of(target)
+        value_text = ctx.source_of(value)
+        atomic = f"wp.{_ATOMIC_NAMES[operation]}"
+        fix: Fix | None = None
+        call = None
+        if self._atomic_dtype(loc.array_type, operation):
+            call = self._atomic_call(st, target, operation, value_text)
+        if call is not None and stmt.body == [store] and not stmt.orelse:
+            fix = Fix(f"Make it atomic: `{call.split('(')[0]}(...)`", (ctx.replace(stmt, call),))
+        if stmt.body == [store]:
+            hint = f"update it atomically: `{call or atomic + '(...)'}`"
+        else:
+            hint = (
+                f"the other stores under the test (an arg-{operation}) race too: `{atomic}` the value, "
+                f"then in a second pass let the thread whose value equals the result store the rest "
+                f"(or pack value and index into one integer and `{atomic}` that)"
+            )
+        test_text = ctx.source_of(stmt.test)
+        return _Finding(
+            stmt,
+            f"`if {test_text}: {element} = {value_text}` reads `{element}`, compares and writes it, and "
+            f"{self._who(st, loc, target, reach)}: a data race on the GPU (two threads pass the test "
+            f"against the same old value and the later store wins, losing the {operation}imum)",
+            hint,
+            fix,
+            self._related(st, target, loc),
+            f"if {test_text}: {ctx.source_of(store)}",
+            severity,
+        )
+
+    # --- s[k] op= e where Warp emits no atomic -------------------------------------------------
+    def _augassign(self, st: _State, stmt: ast.AugAssign, reach: Reach) -> _Finding | None:
+        loc = self._target(st, stmt.target)
+        if loc is None:
+            return None
+        assert isinstance(stmt.target, ast.Subscript)
+        ctx = st.ctx
+        array = loc.array_type
         op = type(stmt.op)
         text = OPERATOR_TEXT.get(op, "?")
         element = ctx.source_of(stmt.target)
+        who = self._who(st, loc, stmt.target, reach)
         if op in _ATOMIC_AUG:
             dtype = array.dtype
             scalar = (
@@ -509,26 +729,63 @@ class NonAtomicUpdate(Rule):
             )
             if scalar is None or scalar.name not in NON_ATOMIC_DTYPES:
                 return None  # Warp emits an atomic (or the element type is unknown)
+            severity = self._severity(st, loc, reach, counting=st.u.uniform(stmt.value))
+            if severity is None:
+                return None
             return _Finding(
                 stmt,
-                name,
                 f"`{element} {text}= ...` is not atomic for {dtype} arrays (Warp has no atomics for 8- and "
-                f"16-bit integers) and every thread updates the same element: a data race on the GPU",
+                f"16-bit integers), and {who}: a data race on the GPU",
                 f"store the counts in an int32 array (`dtype=wp.int32`) so that `{text}=` becomes an atomic",
                 None,
-                [],
-                actual=ctx.source_of(stmt),
+                self._related(st, stmt.target, loc),
+                ctx.source_of(stmt),
+                severity,
             )
         if op is ast.Pow or op is ast.MatMult:
             return None
+        severity = self._severity(st, loc, reach, counting=False)
+        if severity is None:
+            return None
         return _Finding(
             stmt,
-            name,
-            f"`{element} {text}= ...` is not atomic in Warp (only `+=`, `-=`, `&=`, `|=`, `^=` are) and "
-            f"every thread updates the same element: a data race on the GPU",
+            f"`{element} {text}= ...` is not atomic in Warp (only `+=`, `-=`, `&=`, `|=`, `^=` are), and "
+            f"{who}: a data race on the GPU",
             "there is no atomic form of this update: compute per-thread results into an array indexed by the "
             "thread and combine them afterwards (or guard it so one thread runs it)",
             None,
-            [],
-            actual=ctx.source_of(stmt),
+            self._related(st, stmt.target, loc),
+            ctx.source_of(stmt),
+            severity,
         )
+
+
+@dataclass
+class _State:
+    """What the checks of one kernel share."""
+
+    ctx: RuleContext
+    kernel: KernelDef
+    types: KernelTypes
+    u: Uniformity
+    flow: IndexFlow
+    certain: Severity  # the severity of a race every thread certainly runs
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """``state`` for ``state.particle_f`` / ``state``; None for anything else."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _scalar_name(array: Array) -> str | None:
+    """The scalar type of an array's elements (of a vector's components), when known."""
+    dtype = array.dtype
+    if isinstance(dtype, Vector | Matrix | Quaternion | Transform):
+        dtype = dtype.dtype
+    return dtype.name if isinstance(dtype, Scalar) else None
+
+
+def _text(ctx: RuleContext, node: ast.expr) -> str:
+    return ctx.source_of(node) if hasattr(node, "lineno") else ast.unparse(node)

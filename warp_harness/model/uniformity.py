@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from warp_harness.model.constants import fold
@@ -46,6 +47,14 @@ _RELATION_NEGATE = {
     ast.Eq: ast.NotEq,
     ast.NotEq: ast.Eq,
 }
+
+
+class Reach(IntEnum):
+    """How many threads of a launch certainly or possibly run a statement, as far as conditions go."""
+
+    ONE = 0  # a condition may let a single thread through (`i == 0`, `ids[i] == k`, a claim by atomic)
+    SOME = 1  # a thread-dependent condition lets some through: maybe many (`if speed[i] > eps:`)
+    MANY = 2  # every thread (thread-independent conditions, `i < n`)
 
 
 def names_stored(node: ast.AST) -> list[str]:
@@ -246,6 +255,56 @@ class Uniformity:
             return value is None or value >= 1
         # i > c / i >= c keeps the threads above c: many only when c is a known small constant
         return value is not None and value <= 1
+
+    def reach(self, test: ast.expr, positive: bool) -> Reach:
+        """How many of the threads that get here pass ``test`` (``positive``) or fail it."""
+        if self.reaches_many(test, positive):
+            return Reach.MANY
+        if self.may_select_one(test, positive):
+            return Reach.ONE
+        return Reach.SOME
+
+    def may_select_one(self, test: ast.expr, positive: bool, _seen: frozenset[str] = frozenset()) -> bool:
+        """Whether ``test`` (``positive``) may let only one thread through: an equality on something
+        thread-dependent (`i == k`, `ids[i] == target`), a comparison of a thread index (`i >= n - 1`), a
+        claim through an atomic (`wp.atomic_add(flag, 0, 1) == 0`). Conservative: True when unsure."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.may_select_one(test.operand, not positive, _seen)
+        if isinstance(test, ast.BoolOp):
+            parts = [self.may_select_one(v, positive, _seen) for v in test.values]
+            if isinstance(test.op, ast.And) == positive:
+                return any(parts)  # `a and b` holds, or `a or b` fails: every part restricts
+            return all(parts)
+        if any(self._atomic_call(n) for n in ast.walk(test)):
+            return True
+        if isinstance(test, ast.Compare):
+            equal = (ast.Eq, ast.Is) if positive else (ast.NotEq, ast.IsNot)
+            if any(isinstance(op, equal) for op in test.ops):
+                return True
+            if len(test.ops) > 1:
+                return True
+            # a comparison of a thread index (`i >= n - 1`) may keep one thread
+            return any(self._mentions_tid(side) for side in (test.left, *test.comparators))
+        if isinstance(test, ast.Name) and test.id in self.locals:
+            if test.id in _seen:
+                return True
+            values = [a.value for a in self.assignments if test.id in a.names]
+            return any(v is None or self.may_select_one(v, positive, _seen | {test.id}) for v in values)
+        return False
+
+    def _mentions_tid(self, node: ast.AST) -> bool:
+        """A thread index in ``node`` outside the indices of a load (`i + 1`, not `ids[i]`)."""
+        if isinstance(node, ast.Name):
+            return node.id in self.types.tid_vars
+        if isinstance(node, ast.Subscript):
+            return self._mentions_tid(node.value)
+        return any(self._mentions_tid(child) for child in ast.iter_child_nodes(node))
+
+    def _atomic_call(self, node: ast.AST) -> bool:
+        if not isinstance(node, ast.Call):
+            return False
+        name = self.model.imports.warp_name(node.func)
+        return name is not None and name.startswith("atomic_")
 
     def _fold(self, node: ast.expr) -> float | None:
         value = fold(node, self.model.constants.values, self.model.imports)
