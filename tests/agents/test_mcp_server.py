@@ -207,3 +207,37 @@ async def _eventually(condition: Callable[[], bool], timeout: float = 20.0) -> b
             return True
         await anyio.sleep(0.2)
     return condition()
+
+
+@pytest.mark.slow
+async def test_validate_and_results_go_through_a_running_daemon(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    sys.path.insert(0, str(REPO / "tests" / "daemon"))
+    from daemon_helpers import spawn_daemon, wait_ready
+
+    from warp_harness.daemon import protocol
+
+    shutil.copy(EXAMPLES / "contracts" / "boundary_bug.py", tmp_path / "boundary_bug.py")
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.warp-harness]\n[tool.warp-harness.runtime]\nbench = false\n"
+    )
+    sock = protocol.daemon_socket(tmp_path)
+    daemon = spawn_daemon(tmp_path, sock, "--no-watch")
+    try:
+        wait_ready(daemon, sock)
+        async with serving(tmp_path, "--trust") as client:
+            first = (await client.call_tool("validate", {"path": "boundary_bug.py"})).structured_content or {}
+            assert first["via"] == "daemon" and first["kernels"]["shift_add"]["validate"] == {"cpu": "fail"}
+            await client.call_tool("validate", {"path": "boundary_bug.py"})  # a second save's worth
+            found = (await client.call_tool("results", {})).structured_content or {}
+            (entry,) = found["files"]
+            assert (
+                entry["path"] == "boundary_bug.py"
+                and entry["kernels"]["shift_add"]["validate"]["cpu"] == "fail"
+            )
+            assert any(r["kernel"] == "shift_add" and r["streak"] >= 2 for r in entry["repeated"]), entry
+    finally:
+        os.killpg(daemon.pid, signal.SIGTERM)
+        daemon.communicate(timeout=60)
