@@ -12,7 +12,11 @@ cost before any analysis.
 Edits are single-character changes typed inside one kernel body, one every `--pause-ms`
 (default 150 ms, a brisk typist), each waited for before the next.
 
-    pip install ".[bench]"; python benchmarks/bench_lsp.py [--edits 60]
+``--newton``: also (c) newton 1.8.0's ``_src/solvers/steel/kernels.py`` (10,445 lines, 212 kernels,
+kernel factories), opened in place in its package (the workspace model indexes the package), with
+``ruff server`` as a second peer when ruff is installed (issue 15 measured 247 ms against ruff's 28.5).
+
+    pip install ".[bench]"; python benchmarks/bench_lsp.py [--edits 60] [--newton]
 """
 
 from __future__ import annotations
@@ -74,16 +78,23 @@ def edit_position(text: str) -> tuple[int, int]:
 
 
 def run(
-    name: str, command: list[str], settings: Any, path: Path, edits: int, pause_s: float
+    name: str,
+    command: list[str],
+    settings: Any,
+    path: Path,
+    edits: int,
+    pause_s: float,
+    root: Path | None = None,
 ) -> dict[str, Any]:
     text = path.read_text()
     uri = path.as_uri()
-    client = StdioClient(command, path.parent, env=SERVER_ENV)
+    root = root or path.parent
+    client = StdioClient(command, root, env=SERVER_ENV)
     client.request(
         "initialize",
         {
             "processId": os.getpid(),
-            "rootUri": path.parent.as_uri(),
+            "rootUri": root.as_uri(),
             "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}},
             "initializationOptions": settings.get("init"),
         },
@@ -139,6 +150,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--edits", type=int, default=60)
     parser.add_argument("--pause-ms", type=float, default=150.0)
+    parser.add_argument("--newton", action="store_true", help="also newton's steel kernels.py, in place")
     args = parser.parse_args()
     pause = args.pause_ms / 1000
 
@@ -189,6 +201,22 @@ def main() -> None:
         for f in files
         for name, command, settings in servers
     ]
+    if args.newton:
+        import shutil
+
+        from real_trees import NEWTON, fetch
+
+        package = fetch(NEWTON)
+        steel = package / "_src" / "solvers" / "steel" / "kernels.py"
+        files.append(steel)
+        peers = [s for s in servers if s[0] != "pygls floor"]
+        ruff = shutil.which("ruff")
+        if ruff is not None:
+            peers.append(("ruff server", [ruff, "server"], {}))
+        rows += [
+            run(name, command, settings, steel, args.edits, pause, root=package.parent)
+            for name, command, settings in peers
+        ]
     header = (
         f"{'file':<26} {'server':<16} {'p50 ms':>8} {'p95 ms':>8} {'first diag ms':>14} {'peak RSS MB':>12}"
     )
@@ -199,12 +227,13 @@ def main() -> None:
         print(f"{r['file']:<26} {r['server']:<16} {cells}")
     for f in files:
         mine = next(r for r in rows if r["file"] == f.name and r["server"] == "warp-harness")
-        peer = next((r for r in rows if r["file"] == f.name and r["server"] == "pylsp+pyflakes"), None)
-        if peer is not None:
-            print(
-                f"{f.name}: warp-harness p50 / peer p50 = {mine['p50'] / peer['p50']:.2f}, "
-                f"p95 ratio {mine['p95'] / peer['p95']:.2f}"
-            )
+        for peer_name in ("pylsp+pyflakes", "ruff server"):
+            peer = next((r for r in rows if r["file"] == f.name and r["server"] == peer_name), None)
+            if peer is not None:
+                print(
+                    f"{f.name}: warp-harness p50 / {peer_name} p50 = {mine['p50'] / peer['p50']:.2f}, "
+                    f"p95 ratio {mine['p95'] / peer['p95']:.2f}"
+                )
     print(
         f"({args.edits} edits per run, {args.pause_ms:.0f} ms apart; targets on {generated.name}: "
         "p50 <= 15 ms, p95 <= 40 ms, first diagnostics <= 500 ms, RSS < 150 MB)"
