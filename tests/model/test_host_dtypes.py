@@ -1,0 +1,213 @@
+"""What `host_dtypes` is certain of, checked against what NumPy and Warp really make."""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import pytest
+
+from warp_harness.model.host_dtypes import HostArrayType, HostDtypes, type_text
+from warp_harness.model.module import build_model
+from warp_harness.model.types import FLOAT32, Matrix, Scalar, Vector
+
+HEADER = """
+import numpy as np
+import warp as wp
+from numpy.random import rand
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+def host(data, n, mesh):
+    verts = np.zeros((n, 3))
+    typed = np.zeros(n, dtype=np.float32)
+    twice = np.zeros(n)
+    twice = twice.astype(np.float32)
+    wp.launch(k, dim=n, inputs=[{expr}])
+"""
+
+
+def _type(expr: str) -> HostArrayType | None:
+    model = build_model(HEADER.format(expr=expr))
+    (site,) = model.launches
+    inputs = site.argument_list("inputs")
+    assert inputs is not None
+    host = HostDtypes(model.tree, model.imports, model.resolver)
+    return host.array_type(inputs[0], site.scope, site.local_aliases)
+
+
+# (expression, interop (NumPy), scalar, exact Warp element type)
+CERTAIN = [
+    ("np.zeros(n)", True, "float64", None),
+    ("np.ones((n, 3))", True, "float64", None),
+    ("np.empty(n, dtype=np.float32)", True, "float32", None),
+    ("np.zeros(n, np.float16)", True, "float16", None),
+    ("np.zeros(n, dtype='f4')", True, "float32", None),
+    ("np.zeros(n, dtype=float)", True, "float64", None),
+    ("np.zeros(n, dtype=np.dtype('int32'))", True, "int32", None),
+    ("np.full(n, 0.5)", True, "float64", None),
+    ("np.linspace(0.0, 1.0, n)", True, "float64", None),
+    ("np.linspace(0, 1, n)", True, "float64", None),
+    ("np.arange(0.0, 1.0, 0.25)", True, "float64", None),
+    ("np.array([0.0, 1.0, 2.0])", True, "float64", None),
+    ("np.array([[0.0, 1, 2], [3, 4, 5]])", True, "float64", None),
+    ("np.asarray([1.5, -2.0])", True, "float64", None),
+    ("np.eye(3)", True, "float64", None),
+    ("np.random.rand(n, 3)", True, "float64", None),
+    ("rand(n)", True, "float64", None),
+    ("np.random.uniform(-1.0, 1.0, size=n)", True, "float64", None),
+    ("np.zeros_like(typed)", True, "float32", None),
+    ("np.concatenate([verts, np.ones((1, 3))])", True, "float64", None),
+    ("verts.reshape(-1)", True, "float64", None),
+    ("verts.T", True, "float64", None),
+    ("data.astype(np.float32)", True, "float32", None),
+    ("wp.zeros(n)", False, "float32", FLOAT32),
+    ("wp.zeros(n, dtype=wp.float64)", False, "float64", Scalar("float64")),
+    ("wp.empty(n, wp.vec3)", False, "float32", Vector(3, FLOAT32)),
+    ("wp.ones(n, dtype=wp.mat33d)", False, "float64", Matrix(3, 3, Scalar("float64"))),
+    ("wp.zeros(n, dtype=int)", False, "int32", Scalar("int32")),
+    ("wp.full(n, 1.0)", False, "float32", FLOAT32),
+    ("wp.full(n, 1)", False, "int32", Scalar("int32")),
+    ("wp.array(verts)", False, "float64", Scalar("float64")),
+    ("wp.array(typed)", False, "float32", FLOAT32),
+    ("wp.array([0.5, 1.5])", False, "float64", Scalar("float64")),
+    ("wp.array(verts, dtype=wp.vec3)", False, "float32", Vector(3, FLOAT32)),
+    ("wp.array(data, dtype=float)", False, "float32", FLOAT32),
+    ("wp.from_numpy(verts)", False, "float64", None),
+    ("wp.from_numpy(data, dtype=wp.vec3)", False, "float32", Vector(3, FLOAT32)),
+    ("wp.zeros_like(wp.zeros(n, dtype=wp.float16))", False, "float16", Scalar("float16")),
+    ("wp.clone(wp.array(verts))", False, "float64", Scalar("float64")),
+    ("wp.zeros(n).numpy()", True, "float32", None),
+    ("wp.zeros(n, dtype=wp.vec3).to('cpu')", False, "float32", Vector(3, FLOAT32)),
+]
+
+
+@pytest.mark.parametrize(("expr", "interop", "scalar", "exact"), CERTAIN, ids=[c[0] for c in CERTAIN])
+def test_certain_types(expr: str, interop: bool, scalar: str, exact: object) -> None:
+    found = _type(expr)
+    assert found is not None
+    assert (found.interop, found.scalar.name, found.dtype) == (interop, scalar, exact)
+
+
+UNCERTAIN = [
+    "data",  # a parameter
+    "mesh.vertices",  # another object's attribute
+    "twice",  # assigned twice
+    "np.arange(n)",  # int32 or int64 by platform
+    "np.array([1, 2, 3])",  # the same
+    "np.zeros(n, dtype=int)",  # the same
+    "np.full(n, 1)",  # the same
+    "np.array([np.float32(1.0)])",  # NumPy scalars keep their own type
+    "np.linspace(np.float32(0.0), np.float32(1.0), n)",  # float32 under NumPy 2
+    "np.zeros(n) * 2.0",  # arithmetic
+    "np.zeros(n, dtype=data.dtype)",
+    "wp.zeros(n, dtype=np.float32)",  # Warp refuses this dtype when allocating
+    "wp.array(data)",
+    "wp.zeros(n, dtype=data.dtype)",
+    "wp.full(n, data)",
+    "np.linspace(0.0, 1.0, n, retstep=True)",  # a tuple
+    "wp.zeros(n).view(wp.int32)",
+]
+
+
+@pytest.mark.parametrize("expr", UNCERTAIN)
+def test_uncertain_types_are_none(expr: str) -> None:
+    assert _type(expr) is None
+
+
+def test_what_numpy_and_warp_really_make() -> None:
+    """The defaults the module relies on, as the installed NumPy and Warp make them."""
+    import warp as wp
+
+    wp.config.log_level = wp.LOG_WARNING
+    n = 4
+    assert np.zeros(n).dtype == np.float64 and np.linspace(0, 1, n).dtype == np.float64
+    assert np.array([[0.0, 1, 2]]).dtype == np.float64 and np.random.rand(n).dtype == np.float64
+    assert np.full(n, 0.5).dtype == np.float64 and np.eye(3).dtype == np.float64
+    assert np.arange(0.0, 1.0, 0.25).dtype == np.float64 and np.zeros(n, dtype=float).dtype == np.float64
+    assert np.linspace(np.float32(0.0), np.float32(1.0), n).dtype == np.float32
+    assert wp.zeros(n, device="cpu").dtype is wp.float32
+    assert wp.full(n, 1.0, device="cpu").dtype is wp.float32 and wp.full(n, 1, device="cpu").dtype is wp.int32
+    assert wp.array(np.zeros((n, 3)), device="cpu").dtype is wp.float64
+    assert wp.array(np.zeros((n, 3), dtype=np.float32), device="cpu").dtype is wp.float32
+    assert wp.array([0.5, 1.5], device="cpu").dtype is wp.float64
+    from warp._src.types import types_equal
+
+    # vectors of the trailing axis: the scalar is certain, the exact type depends on the shape
+    assert types_equal(wp.from_numpy(np.zeros((n, 3)), device="cpu").dtype, wp.vec3d)
+    assert wp.zeros(n, device="cpu").numpy().dtype == np.float32
+
+
+CLASSES = """
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+class Base:
+    def __init__(self, n):
+        self.x = wp.zeros(n, dtype=wp.float64)
+        self.y = wp.zeros(n, dtype=wp.float64)
+        self.z = np.zeros(n)
+        self.w, self.u = np.zeros(n), np.zeros(n)
+
+    def grow(self, n):
+        self.y = wp.zeros(n, dtype=wp.vec3)
+
+
+class Child(Base):
+    def step(self, n):
+        wp.launch(k, dim=n, inputs=[self.x, self.y, self.z, self.w, self.q])
+
+    @staticmethod
+    def other(self):
+        wp.launch(k, dim=1, inputs=[self.x])
+
+
+class Unrelated:
+    def __init__(self, n):
+        self.x = wp.zeros(n, dtype=wp.vec3)
+        self.q = wp.zeros(n)
+
+
+class Editor:
+    def clear(self, sim):
+        sim.z = None
+"""
+
+
+def test_self_attributes() -> None:
+    model = build_model(CLASSES)
+    host = HostDtypes(model.tree, model.imports, model.resolver)
+    step, static = model.launches
+    inputs = step.argument_list("inputs")
+    assert inputs is not None
+    found = [host.array_type(arg, step.scope, step.local_aliases) for arg in inputs]
+    # x: the base class's; y: two types; z: stored from outside; w: unpacked; q: only another class's
+    assert [f.scalar.name if f else None for f in found] == ["float64", None, None, None, None]
+    first = found[0]
+    assert first is not None and isinstance(first.origin, ast.Call)
+    assert (
+        first.origin.lineno
+        == CLASSES.splitlines().index("        self.x = wp.zeros(n, dtype=wp.float64)") + 1
+    )
+    static_inputs = static.argument_list("inputs")
+    assert static_inputs is not None
+    assert host.array_type(static_inputs[0], static.scope, static.local_aliases) is None
+
+
+def test_type_text() -> None:
+    assert [type_text(t) for t in (FLOAT32, Vector(3, FLOAT32), Matrix(3, 3, Scalar("float64")))] == [
+        "float32",
+        "vec3",
+        "mat33d",
+    ]
+    assert type_text(Vector(5, FLOAT32)) == "vector(length=5, dtype=float32)"
