@@ -82,3 +82,35 @@ def test_child_nodes_are_iter_child_nodes_without_contexts_and_operators() -> No
     for node in ast.walk(tree):
         expected = [c for c in ast.iter_child_nodes(node) if not isinstance(c, _LEAVES)]
         assert child_nodes(node) == expected
+
+
+def test_a_compiled_view_leaves_out_hidden_subtrees_and_the_module_index_keeps_them() -> None:
+    from warp_harness.model.index import full_body_index, hidden_nodes, set_compiled
+
+    tree = ast.parse(
+        "@wp.kernel\ndef k(x: wp.array(dtype=float)):\n"
+        "    if wp.static(False):\n        x[0] = wp.sin(x[0])\n    else:\n        x[0] = wp.cos(x[0])\n"
+    )
+    function = tree.body[0]
+    assert isinstance(function, ast.FunctionDef)
+    static_if = function.body[0]
+    assert isinstance(static_if, ast.If)
+    whole = [ast.unparse(c) for c in body_index(function).of(ast.Call)]
+    try:
+        set_compiled(function, frozenset({id(static_if.body[0])}))
+        assert [ast.unparse(c) for c in body_index(function).of(ast.Call)] == [
+            "wp.static(False)",
+            "wp.cos(x[0])",
+        ]
+        assert static_if.body[0] not in body_index(function).nodes and static_if in body_index(function).nodes
+        assert hidden_nodes(function) == {id(static_if.body[0])}
+        # what the rules see changes; the whole body and the module's index do not
+        assert [ast.unparse(c) for c in full_body_index(function).of(ast.Call)] == whole
+        assert "wp.sin(x[0])" in [ast.unparse(c) for c in NodeIndex([tree]).of(ast.Call)]
+        view = body_index(function)
+        set_compiled(function, frozenset({id(static_if.body[0])}))
+        assert body_index(function) is view  # the same hidden nodes: the view is kept
+    finally:
+        set_compiled(function, None)
+    assert [ast.unparse(c) for c in body_index(function).of(ast.Call)] == whole
+    assert hidden_nodes(function) == frozenset()

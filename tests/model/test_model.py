@@ -75,6 +75,32 @@ def test_constants_are_folded_and_reassigned_names_dropped() -> None:
     assert "TWICE" not in model.constants.values
 
 
+def test_constants_rebound_in_a_block_or_by_a_function_are_dropped() -> None:
+    """Warp reads a global's value when it compiles: a name some block or `global` statement may rebind has no
+    value the checker can trust (it would pick the wrong branch of `if wp.static(FLAG):`)."""
+    source = """
+import os
+import warp as wp
+
+FIXED = wp.constant(3)
+USE_TILES = True
+if os.environ.get("NO_TILES"):
+    USE_TILES = False
+DEBUG = False
+FALLBACK = 1
+try:
+    import scipy
+except ImportError:
+    FALLBACK = 2
+
+
+def enable_debug():
+    global DEBUG
+    DEBUG = True
+"""
+    assert build_model(source, "m.py").constants.values == {"FIXED": 3}
+
+
 def test_inference_over_the_body() -> None:
     model = build_model(SOURCE, "m.py")
     variables = model.types(model.kernels[0]).variables

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ast
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from warp_harness.model.imports import ImportMap
 
@@ -123,6 +124,78 @@ def _fold(node: ast.expr, env: Mapping[str, Value], imports: ImportMap | None, d
     return None
 
 
+_COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], object]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: operator.contains(b, a),
+    ast.NotIn: lambda a, b: not operator.contains(b, a),
+}
+
+
+def fold_static(node: ast.expr, env: Mapping[str, Value], imports: ImportMap | None = None) -> Value | None:
+    """What Python computes for ``node`` as Warp evaluates a ``wp.static(...)`` argument: `fold`, plus
+    comparisons, ``and`` / ``or`` / ``not`` and conditional expressions (a flag such as
+    ``wp.static(N_DOFS > 3 and not USE_FD)``). None when any name it needs has no known value.
+
+    Not part of `fold`: Warp itself folds none of these outside ``wp.static`` (``if N > 3:`` compiles both
+    branches), so the analyses of runtime code must not see them as constants."""
+    try:
+        return _fold_static(node, env, imports, 0)
+    except (ArithmeticError, ValueError, TypeError, OverflowError, RecursionError):
+        return None
+
+
+def _fold_static(
+    node: ast.expr, env: Mapping[str, Value], imports: ImportMap | None, depth: int
+) -> Value | None:
+    if depth > 50:
+        return None
+    if isinstance(node, ast.Compare):
+        left = _fold_static(node.left, env, imports, depth + 1)
+        if left is None:
+            return None
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            compare = _COMPARISONS.get(type(op))
+            right = _fold_static(comparator, env, imports, depth + 1)
+            if compare is None or right is None:
+                return None
+            if not compare(left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BoolOp):
+        # Python's own short-circuit: the first operand that decides is the value
+        value: Value | None = None
+        for part in node.values:
+            value = _fold_static(part, env, imports, depth + 1)
+            if value is None:
+                return None
+            if bool(value) is isinstance(node.op, ast.Or):
+                return value
+        return value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        operand = _fold_static(node.operand, env, imports, depth + 1)
+        return None if operand is None else not operand
+    if isinstance(node, ast.IfExp):
+        test = _fold_static(node.test, env, imports, depth + 1)
+        if test is None:
+            return None
+        return _fold_static(node.body if test else node.orelse, env, imports, depth + 1)
+    if (
+        isinstance(node, ast.Call)
+        and imports is not None
+        and imports.warp_name(node.func) == "static"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return _fold_static(node.args[0], env, imports, depth + 1)
+    return _fold(node, env, imports, depth + 1)
+
+
 @dataclass
 class ModuleConstants:
     """Module-level names with a foldable value. A name assigned twice with different values is dropped."""
@@ -134,9 +207,12 @@ class ModuleConstants:
     definitions: dict[str, ast.Assign | ast.AnnAssign] = field(default_factory=dict)
 
     @classmethod
-    def from_tree(cls, tree: ast.Module, imports: ImportMap) -> ModuleConstants:
+    def from_tree(
+        cls, tree: ast.Module, imports: ImportMap, globals_declared: Iterable[ast.Global] = ()
+    ) -> ModuleConstants:
+        """``globals_declared``: the file's ``global`` statements (a function may rebind those names)."""
         result = cls()
-        conflicting: set[str] = set()
+        conflicting: set[str] = {name for declaration in globals_declared for name in declaration.names}
         for stmt in tree.body:
             target: ast.expr | None = None
             value: ast.expr | None = None
@@ -170,18 +246,24 @@ class ModuleConstants:
 
 
 def _assigned_names(stmt: ast.stmt) -> list[str]:
+    """The module-level names ``stmt`` (not a plain ``name = value``) may bind: its targets, and for a block
+    (``if`` / ``try`` / ``with`` / ``for`` / ``while`` / ``match``) every name stored anywhere in it outside
+    nested functions and classes (``if os.environ.get(...): FLAG = False`` makes ``FLAG`` unknown)."""
     names: list[str] = []
-    targets: list[ast.expr] = []
-    if isinstance(stmt, ast.Assign):
-        targets = list(stmt.targets)
-    elif isinstance(stmt, ast.AugAssign | ast.AnnAssign):
-        targets = [stmt.target]
-    elif isinstance(stmt, ast.For):
-        targets = [stmt.target]
-    for t in targets:
-        for n in ast.walk(t):
-            if isinstance(n, ast.Name):
-                names.append(n.id)
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.append(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names.extend((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.append(node.id)
+        stack.extend(ast.iter_child_nodes(node))
     return names
 
 

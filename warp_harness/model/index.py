@@ -10,6 +10,7 @@ import ast
 import re
 import weakref
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 N = TypeVar("N", bound=ast.AST)
@@ -107,12 +108,13 @@ def child_nodes(node: ast.AST) -> list[ast.AST]:
 class NodeIndex:
     __slots__ = ("_by_type", "nodes")
 
-    def __init__(self, roots: Sequence[ast.AST]) -> None:
+    def __init__(self, roots: Sequence[ast.AST], hidden: AbstractSet[int] = frozenset()) -> None:
+        """The preorder of ``roots``, without the nodes whose id is in ``hidden`` and what is below them."""
         self.nodes: list[ast.AST] = []
         self._by_type: dict[type[ast.AST], list[ast.AST]] = {}
-        self._collect(roots)
+        self._collect(roots, hidden)
 
-    def _collect(self, roots: Sequence[ast.AST]) -> None:
+    def _collect(self, roots: Sequence[ast.AST], hidden: AbstractSet[int] = frozenset()) -> None:
         """Append the preorder of ``roots``. A function's body is indexed on its own (see `body_index`) and
         spliced in, so the rules' per-kernel indexes cost no second walk."""
         nodes = self.nodes
@@ -126,6 +128,8 @@ class NodeIndex:
         while stack:
             node = pop()
             if node is None:  # an empty slot of a list field
+                continue
+            if hidden and id(node) in hidden:
                 continue
             append(node)
             kind: type[ast.AST] = type(node)
@@ -157,7 +161,7 @@ class NodeIndex:
         """The children of ``node`` in field order, its body from the shared `body_index`."""
         before, after = around_body(node)
         self._collect(before)
-        self._extend(body_index(node))
+        self._extend(full_body_index(node))
         self._collect(after)
 
     def _extend(self, part: NodeIndex) -> None:
@@ -195,11 +199,86 @@ class NodeIndex:
 _BODIES: weakref.WeakKeyDictionary[ast.AST, NodeIndex] = weakref.WeakKeyDictionary()
 
 
-def body_index(node: ast.AST) -> NodeIndex:
-    """The index of a function's body (decorators and annotations excluded), or of any node."""
+class _View:
+    """What `set_compiled` said of one function: the roots left out of `body_index` (``hidden``) and of
+    `possible_body_index` (``dropped``), each index built on first use. Holds the body, never the function
+    node (the key of `_VIEWS`, which must stay collectable)."""
+
+    __slots__ = ("_certain", "_possible", "body", "dropped", "hidden")
+
+    def __init__(self, body: list[ast.stmt], hidden: frozenset[int], dropped: frozenset[int]) -> None:
+        self.body = body
+        self.hidden = hidden
+        self.dropped = dropped
+        self._certain: NodeIndex | None = None
+        self._possible: NodeIndex | None = None
+
+    @property
+    def certain(self) -> NodeIndex:
+        if self._certain is None:
+            self._certain = NodeIndex(self.body, self.hidden)
+        return self._certain
+
+    @property
+    def possible(self) -> NodeIndex:
+        if self._possible is None:
+            self._possible = NodeIndex(self.body, self.dropped)
+        return self._possible
+
+
+_VIEWS: weakref.WeakKeyDictionary[ast.AST, _View] = weakref.WeakKeyDictionary()
+
+
+def full_body_index(node: ast.AST) -> NodeIndex:
+    """The index of a function's whole body (decorators and annotations excluded), or of any node."""
     index = _BODIES.get(node)
     if index is None:
         roots: Sequence[ast.AST] = node.body if isinstance(node, ast.FunctionDef) else [node]
         index = NodeIndex(roots)
         _BODIES[node] = index
     return index
+
+
+def body_index(node: ast.AST) -> NodeIndex:
+    """The index of a function's body as Warp compiles it for certain: for a kernel or Warp function, without
+    the branches Warp drops or may drop (`static_branches`: the untaken branch of ``if wp.static(...)``, both
+    when the checker cannot tell which is taken, an abstract function's body), once the model has said which
+    (`set_compiled`); else the whole body (`full_body_index`). What the rules walk, and what a rule claiming
+    Warp rejects some code must walk."""
+    view = _VIEWS.get(node)
+    if view is not None:
+        return view.certain
+    return full_body_index(node)
+
+
+def possible_body_index(node: ast.AST) -> NodeIndex:
+    """The index of what Warp may compile of a function's body: without the branches it certainly drops, with
+    those the checker cannot decide (either may run). For rules about silent bugs or performance, which may
+    look at code that runs in some specialisation of a kernel."""
+    view = _VIEWS.get(node)
+    if view is not None and view.dropped:
+        return view.possible
+    return full_body_index(node)
+
+
+def set_compiled(
+    node: ast.FunctionDef, hidden: frozenset[int] | None, dropped: frozenset[int] | None = None
+) -> None:
+    """Make `body_index` of ``node`` leave out the nodes whose id is in ``hidden`` and `possible_body_index`
+    those in ``dropped`` (a subset: the parts Warp certainly drops), each with what is below them (None or
+    empty: nothing). Set by `model.module.build_model` for every Warp function of the file, each time it
+    models it (a constant's value may have changed)."""
+    if not hidden:
+        _VIEWS.pop(node, None)
+        return
+    dropped = dropped or frozenset()
+    current = _VIEWS.get(node)
+    if current is not None and current.hidden == hidden and current.dropped == dropped:
+        return
+    _VIEWS[node] = _View(node.body, hidden, dropped)
+
+
+def hidden_nodes(node: ast.AST) -> frozenset[int]:
+    """The ids of the roots of what `body_index` leaves out of ``node``'s body."""
+    view = _VIEWS.get(node)
+    return view.hidden if view is not None else frozenset()

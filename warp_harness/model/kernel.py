@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex
+from warp_harness.model.index import NodeIndex, hidden_nodes
+from warp_harness.model.static_branches import StaticBranch
 from warp_harness.model.types import WarpType
 
 KernelKind = Literal["kernel", "func", "func_native", "func_grad", "func_replay"]
@@ -38,10 +39,24 @@ class KernelDef:
     # keyword options of the decorator, e.g. enable_backward=False, module="unique"
     options: dict[str, ast.expr] = field(default_factory=dict)
     return_annotation: ast.expr | None = None
+    # a `@wp.func` whose body is only `raise NotImplementedError` (or `...` / `pass`): a base method that
+    # subclasses override; Warp never builds it, and its body is hidden from the rules (`static_branches`)
+    abstract: bool = False
+    # the `if`s Warp resolves when it compiles (`if wp.static(FLAG):`), each with the branch taken if known
+    static_branches: tuple[StaticBranch, ...] = ()
 
     @property
     def is_kernel(self) -> bool:
         return self.kind == "kernel"
+
+    def live(self, block: list[ast.stmt]) -> list[ast.stmt]:
+        """The statements of ``block`` (the body, or a block nested in it) Warp compiles for certain: without
+        an untaken or undecided branch of a static ``if`` or an abstract body (the view `index.body_index`
+        gives the rules), for analyses that walk statements themselves."""
+        hidden = hidden_nodes(self.node)
+        if not hidden:
+            return block
+        return [stmt for stmt in block if id(stmt) not in hidden]
 
     @property
     def has_python_body(self) -> bool:

@@ -7,13 +7,14 @@ import weakref
 from dataclasses import dataclass, field, replace
 
 from warp_harness.model.annotations import AnnotationResolver
-from warp_harness.model.constants import ModuleConstants
+from warp_harness.model.constants import ModuleConstants, Value
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex
+from warp_harness.model.index import NodeIndex, full_body_index, set_compiled
 from warp_harness.model.inference import Inference, KernelTypes, NoReturnTypes, ReturnTypes
 from warp_harness.model.kernel import KernelDef, Param, StructDef, find_kernel_nodes, find_structs
 from warp_harness.model.launches import LaunchSite, find_launches
 from warp_harness.model.source import ParsedSource, parse_source
+from warp_harness.model.static_branches import closure_values, compiled_view, is_abstract_body
 from warp_harness.model.types import UNKNOWN, UnknownType, WarpType
 
 
@@ -83,6 +84,17 @@ class ModuleModel:
             self._funcs = {k.name: k for k in self.all_kernels if k.kind == "func"}
         return self._funcs
 
+    @property
+    def overloaded_funcs(self) -> frozenset[str]:
+        """Names of the @wp.func defined more than once in the file (`funcs` keeps the last): overloads Warp
+        picks among by argument types, or variants made by different factories."""
+        seen: set[str] = set()
+        twice: set[str] = set()
+        for k in self.all_kernels:
+            if k.kind == "func":
+                (twice if k.name in seen else seen).add(k.name)
+        return frozenset(twice)
+
     def kernel_named(self, name: str | None) -> KernelDef | None:
         """The single @wp.kernel of that name in this file (None when absent or ambiguous)."""
         if name is None:
@@ -117,6 +129,7 @@ class ModuleModel:
                 self.structs,
                 self.builtins,
                 self.funcs,
+                self.overloaded_funcs,
             ).run()
         return self._types[key]
 
@@ -148,6 +161,37 @@ def _params(node: ast.FunctionDef, resolver: AnnotationResolver, key: object) ->
     return list(params)
 
 
+def _mark_compiled(
+    kernel: KernelDef,
+    enclosing: list[ast.FunctionDef],
+    constants: dict[str, Value],
+    imports: ImportMap,
+) -> None:
+    """Say what of ``kernel``'s body Warp compiles (`static_branches`): its flags, and the view the rules'
+    `body_index` gives of it (set for this model each time, since a constant's value may have changed)."""
+    abstract = kernel.kind == "func" and is_abstract_body(kernel.node)
+    env = closure_values(enclosing, constants, imports) if enclosing else constants
+    view = compiled_view(kernel.node, env, imports, abstract)
+    set_compiled(
+        kernel.node, view.hidden if view is not None else None, view.dropped if view is not None else None
+    )
+    if view is not None:
+        kernel.abstract = view.abstract
+        kernel.static_branches = view.branches
+
+
+def _enclosing_functions(index: NodeIndex, wanted: set[int]) -> dict[int, list[ast.FunctionDef]]:
+    """For each function whose id is in ``wanted`` (nested ones), the functions around it, outermost first."""
+    found: dict[int, list[ast.FunctionDef]] = {}
+    if not wanted:
+        return found
+    for outer in index.of(ast.FunctionDef):  # in source order: the outer ones first
+        for inner in full_body_index(outer).of(ast.FunctionDef):
+            if id(inner) in wanted:
+                found.setdefault(id(inner), []).append(outer)
+    return found
+
+
 def build_model(
     text: str,
     path: str = "<memory>",
@@ -160,7 +204,7 @@ def build_model(
     tree = source.tree
     index = index or NodeIndex([tree])
     imports = ImportMap.from_tree(tree, index)
-    constants = ModuleConstants.from_tree(tree, imports)
+    constants = ModuleConstants.from_tree(tree, imports, index.of(ast.Global))
     structs = find_structs(tree, imports, index)
     resolver = AnnotationResolver(imports, set(structs), {}, constants.values)
     aliases = _type_aliases(tree, resolver)
@@ -174,8 +218,13 @@ def build_model(
         tuple(constants.values.items()),
     )
     kernels: list[KernelDef] = []
-    for node, kind, options in find_kernel_nodes(tree, imports, index):
-        kernels.append(KernelDef(node.name, kind, node, _params(node, resolver, key), options, node.returns))
+    found = find_kernel_nodes(tree, imports, index)
+    top = {id(stmt) for stmt in tree.body}
+    enclosing = _enclosing_functions(index, {id(n) for n, _, _ in found if id(n) not in top})
+    for node, kind, options in found:
+        kernel = KernelDef(node.name, kind, node, _params(node, resolver, key), options, node.returns)
+        _mark_compiled(kernel, enclosing.get(id(node), []), constants.values, imports)
+        kernels.append(kernel)
     launches = find_launches(tree, imports, constants.values, index, key)
     return ModuleModel(
         path,
