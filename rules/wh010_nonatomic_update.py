@@ -85,6 +85,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from warp_harness.model.index import dropped_nodes
 from warp_harness.model.index_flow import IndexFlow, Origin
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
@@ -241,7 +242,7 @@ class NonAtomicUpdate(Rule):
                 return None  # the thread's own element
             return ast.dump(node.value), ast.dump(node.slice)
 
-        statements = list(iter_statements(kernel.node.body))
+        statements = list(iter_statements(kernel.node.body, dropped_nodes(kernel.node)))
         read_into: dict[str, tuple[str, str]] = {}  # t = s[k]: t -> the element
         for node in statements:
             if (
@@ -304,7 +305,10 @@ class NonAtomicUpdate(Rule):
 
     def _visit(self, st: _State, body: list[ast.stmt], reach: Reach, in_loop: bool) -> Iterator[_Finding]:
         u = st.u
+        dropped = dropped_nodes(st.kernel.node)  # branches Warp never compiles (`if wp.static(False):`)
         for stmt in body:
+            if id(stmt) in dropped:
+                continue
             if reach > Reach.ONE:
                 finding: _Finding | None = None
                 if isinstance(stmt, ast.Assign):

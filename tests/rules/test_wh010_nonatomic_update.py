@@ -627,3 +627,22 @@ def gravity_pairs(pairs: wp.array(dtype=wp.vec2i), g: wp.vec3, state: State):
     assert records[1].fix is None and records[1].related[0].location.line == 17  # read into `c` there
     fixed, _ = apply_fixes(source, records)
     assert warp_error(fixed) is None and warp_error(source) is None
+
+
+def test_a_branch_warp_never_compiles_is_not_reported(analyse: Analyse) -> None:
+    """`if wp.static(USE_HIST):` with USE_HIST = False: Warp drops the branch, so its race never runs."""
+    source = """
+import warp as wp
+
+USE_HIST = {flag}
+
+
+@wp.kernel
+def count(values: wp.array(dtype=int), bins: wp.array(dtype=int)):
+    i = wp.tid()
+    if wp.static(USE_HIST):
+        b = values[i]
+        bins[b] = bins[b] + 1
+"""
+    assert analyse(source.format(flag="False"), select=["WH010"]) == []
+    assert [r.location.line for r in analyse(source.format(flag="True"), select=["WH010"])] == [12]

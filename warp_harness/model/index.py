@@ -282,3 +282,10 @@ def hidden_nodes(node: ast.AST) -> frozenset[int]:
     """The ids of the roots of what `body_index` leaves out of ``node``'s body."""
     view = _VIEWS.get(node)
     return view.hidden if view is not None else frozenset()
+
+
+def dropped_nodes(node: ast.AST) -> frozenset[int]:
+    """The ids of the roots of what `possible_body_index` leaves out: the parts Warp certainly drops (what a
+    silent-bug rule that walks statements itself must skip; it may still look into undecided branches)."""
+    view = _VIEWS.get(node)
+    return view.dropped if view is not None else frozenset()
