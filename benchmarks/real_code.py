@@ -8,6 +8,8 @@ in ``real_code_triage.toml`` (beside this script) with its verdict and Warp's ev
 - ``warp-rejects``: Warp raises on this code (in warp-lang's tests, the test asserts it does)
 - ``true-bug``: Warp compiles and runs it, wrongly; the evidence says how it goes wrong
 - ``newer-warp``: the code calls an API that warp-lang 1.19 does not have (the package needs a newer one)
+- ``deliberate``: the code does what the finding says on purpose (a test of exactly that behaviour
+  asserts it); the evidence quotes the assertion
 - ``false-alarm``: the checker is wrong (the benchmark fails while any is listed)
 
 Printed: per tree, files, seconds, errors and warnings by rule, how many are triaged, new (no entry)
@@ -38,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from real_trees import trees
 
 TRIAGE = Path(__file__).with_name("real_code_triage.toml")
-VERDICTS = ("warp-rejects", "true-bug", "newer-warp", "false-alarm")
+VERDICTS = ("warp-rejects", "true-bug", "newer-warp", "deliberate", "false-alarm")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,14 @@ _RULE_MODULES = [
     "wh014_tile_array_rank",
     "wh015_tile_shared_memory",
     "wh016_unused_suppression",
+    "wh019_func_call",
+    "wh020_launch_dim_float",
+    "wh021_launch_array_dtype",
+    "wh022_array_index_count",
+    "wh023_scalar_param_store",
+    "wh024_tid_shadowed",
+    "wh025_int_division",
+    "wh026_int32_hash_overflow",
 ]
 
 

@@ -8,10 +8,15 @@ element of another type (compiled as an atomic add / subtract).
 
 Literals have fixed types in Warp: `2` is int32 and `2.0` is float32, with no promotion. So
 `h * 2.0` fails when `h` is float16, `x * 2` fails when `x` is float32; `i / 2` on ints is fine.
-Comparisons (`x < 1`) are not affected. Only values whose types are known are checked.
+Comparisons (`x < 1`) are not affected. Only values whose types are known are checked; types
+follow values through calls, from Warp's own builtin registry and the file's `@wp.func` helpers:
+`flags[i] = wp.where(c, 1.0, 0.0)` stores a float32 (`wp.where` has the type of its values) into an
+int32 array, `wp.length(v)`, `wp.dot(a, b)` are float32 for vec3 arguments, `wp.vec3(...)`,
+`wp.vector(..., dtype=wp.float64)`, `wp.identity(n=3, dtype=float)` have the type they construct,
+`wp.atomic_add(a, i, v)` returns the array's element type.
 
-The fix is an explicit conversion: a literal of the right type (`2.0` instead of `2`), or a cast
-such as `wp.float16(2.0)`, `float(i)` or `wp.float32(h)`.
+The fix is an explicit conversion: a literal of the right type (`2.0` instead of `2`, both values of
+a `wp.where` of literals), or a cast such as `wp.float16(2.0)`, `float(i)` or `wp.float32(h)`.
 
 ### Why it matters
 Warp refuses the module at code generation with `Input types must be the same, got ['float16',
@@ -58,6 +63,7 @@ from warp_harness.model.types import (
     Transform,
     Vector,
     WarpType,
+    warp_type_name,
 )
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
@@ -82,21 +88,6 @@ _SAME_TYPE_SCALAR = {"min", "max", "clamp"}
 # ... or over float types only (an int argument makes Warp find no overload at all)
 _SAME_TYPE_FLOAT = {"atan2", "pow", "copysign", "lerp", "smoothstep"}
 _PY_SAME_TYPE = {"min": "min", "max": "max", "pow": "pow"}
-
-
-def warp_type_name(t: WarpType) -> str:
-    """The name Warp prints for a type (``float16``, ``vec3f``, ``mat22h``)."""
-    if isinstance(t, Scalar):
-        return t.name
-    if isinstance(t, Vector):
-        return f"vec{t.length}{_SUFFIX.get(t.dtype.name, '')}"
-    if isinstance(t, Matrix):
-        return f"mat{t.rows}{t.cols}{_SUFFIX.get(t.dtype.name, '')}"
-    if isinstance(t, Quaternion):
-        return f"quat{_SUFFIX.get(t.dtype.name, '')}"
-    if isinstance(t, Transform):
-        return f"transform{_SUFFIX.get(t.dtype.name, '')}"
-    return str(t)
 
 
 def _constructor_name(t: WarpType) -> str | None:
@@ -174,7 +165,7 @@ class MixedScalarTypes(Rule):
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
             return
         facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
-        types = RefinedTypes(kernel, ctx.model.types(kernel), facts)
+        types = RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
         for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
             record: Record | None = None
             if isinstance(node, ast.BinOp):
@@ -383,9 +374,10 @@ class MixedScalarTypes(Rule):
         if (isinstance(value_t, Scalar) and value_t == BOOL) or (isinstance(dtype, Scalar) and dtype == BOOL):
             return None
         vn, dn = warp_type_name(value_t), warp_type_name(dtype)
+        edits = self._where_literals(ctx, value, dtype)
         edit = (
             self._cast(ctx, value, dtype)
-            if isinstance(dtype, Scalar) == isinstance(value_t, Scalar)
+            if edits is None and isinstance(dtype, Scalar) == isinstance(value_t, Scalar)
             else None
         )
         what, preposition = {"array_store": ("stores", "into"), "atomic_add": ("adds", "to")}.get(
@@ -399,8 +391,41 @@ class MixedScalarTypes(Rule):
             kernel=kernel.name,
             expected=dn,
             actual=vn,
-            hint=(f"convert the value: `{edit.text}`" if edit else f"give the value the array's type, {dn}"),
-            fix=self._fix(ctx, edit),
+            hint=(
+                f"convert the value: `{edit.text}`"
+                if edit
+                else "write the values as " + " and ".join(f"`{e.text}`" for e in edits)
+                if edits
+                else f"give the value the array's type, {dn}"
+            ),
+            fix=self._fix(ctx, edit) if edits is None else self._fix_all(ctx, edits, dn),
+        )
+
+    def _where_literals(self, ctx: RuleContext, value: ast.expr, dtype: WarpType) -> list[_Edit] | None:
+        """``wp.where(c, 1.0, 0.0)`` stored into an int32 array: both values as int32 literals."""
+        if not (
+            isinstance(value, ast.Call)
+            and ctx.model.imports.warp_name(value.func) == "where"
+            and len(value.args) == 3
+            and not value.keywords
+            and isinstance(dtype, Scalar)
+        ):
+            return None
+        edits = []
+        for branch in value.args[1:]:
+            if _literal(branch) is None:
+                return None
+            edit = self._cast(ctx, branch, dtype)
+            if edit is None or not edit.safe:
+                return None
+            edits.append(edit)
+        return edits
+
+    def _fix_all(self, ctx: RuleContext, edits: list[_Edit], type_name: str) -> Fix:
+        return Fix(
+            f"Write the values as {type_name}: " + ", ".join(f"`{e.text}`" for e in edits),
+            tuple(ctx.replace(e.node, e.text) for e in edits),
+            safe=all(e.safe for e in edits),
         )
 
     def _store(

@@ -4,12 +4,20 @@ A `wp.<name>` used inside a kernel or function that the installed Warp does not 
 such as `wp.sqroot`), a host-side Warp function called inside a kernel (`wp.launch`,
 `wp.synchronize`), or a call of a Warp builtin whose arguments no overload accepts: the wrong
 number of arguments, an unknown keyword, or argument types no signature takes (`wp.sqrt(2)`:
-`sqrt` takes floats only). Calls of the `math` module count too: Warp compiles `math.sqrt(x)`
-as `wp.sqrt(x)` and refuses `math.hypot`, which has no builtin. Signatures come from the
-installed Warp's own builtin registry; a call is reported only when every overload rejects it,
-and arguments of unknown type are never held against a call. Outside kernels, every
+`sqrt` takes floats only). Also the checks Warp makes in code once an overload matched: the two
+values of `wp.where` must have one type (`wp.where(c, 1, 0.0)` does not build), the value of
+`wp.atomic_add` / `atomic_sub` / `atomic_min` / `atomic_max` / `atomic_cas` / `atomic_exch` must
+have the array's element type; and builtins Warp has removed but still lists, so that a call raises
+(`wp.select`, removed in Warp 1.10: the fix rewrites it as `wp.where` with the two values
+swapped). Calls of the `math` module count too: Warp compiles `math.sqrt(x)` as `wp.sqrt(x)`
+and refuses `math.hypot`, which has no builtin. Signatures come from the installed Warp's own
+builtin registry; a call is reported only when every overload rejects it, and arguments of
+unknown type are never held against a call. Outside kernels, every
 `wp.<name>` that exists in the `warp` module is fine, and so are names the file itself adds to
 `warp` (`import warp.sub.module`, `wp.build_experimental.add_builtin("name", ...)`).
+
+Argument types follow values through calls: `wp.where(c, 1, 2)` is an `int32`, `wp.length(v)` a
+`float32`, a module constant declared `wp.constant(wp.uint32(7))` a `uint32`.
 
 The fix for an unknown name replaces it with the closest existing one.
 
@@ -44,9 +52,10 @@ import ast
 import math
 from collections.abc import Iterator
 
+from warp_harness.builtins import CallStatus
 from warp_harness.model.index import body_index
-from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.refined_types import ModuleTypeFacts, RefinedTypes
 from warp_harness.model.types import WarpType
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
@@ -154,7 +163,13 @@ class BuiltinCall(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.REGISTRATIONS})
+    reads = frozenset({Fact.IMPORTS, Fact.REGISTRATIONS, Fact.CONSTANTS, Fact.STRUCTS})
+
+    def _types(self, ctx: RuleContext, kernel: KernelDef) -> RefinedTypes:
+        """The kernel's expression types, with module constants of a declared Warp type
+        (``wp.constant(wp.uint32(7))``) taken as that type."""
+        facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
+        return RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         imports = ctx.model.imports
@@ -163,7 +178,7 @@ class BuiltinCall(Rule):
         registered, dynamic = ctx.once((self.id, "registered"), lambda: _registrations(ctx, warp_modules))
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
             return
-        types: KernelTypes | None = None
+        types: RefinedTypes | None = None
         body = body_index(kernel.node)
         called = {id(node.func) for node in body.of(ast.Call) if isinstance(node.func, ast.Attribute)}
         params = {p.name for p in kernel.params}
@@ -191,7 +206,7 @@ class BuiltinCall(Rule):
                 if table.warp_attribute_kind(name) is None and name not in _KERNEL_ONLY:
                     continue  # reported as an unknown name
                 if types is None:
-                    types = ctx.model.types(kernel)
+                    types = self._types(ctx, kernel)
                 record = self._call(ctx, kernel, types, node, name)
                 if record is not None:
                     yield record
@@ -202,13 +217,13 @@ class BuiltinCall(Rule):
                 if node.func.value.id in params:
                     continue
                 if types is None:
-                    types = ctx.model.types(kernel)
+                    types = self._types(ctx, kernel)
                 record = self._math_call(ctx, kernel, types, node, math_name)
                 if record is not None:
                     yield record
 
     def _math_call(
-        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
+        self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.Call, name: str
     ) -> Record | None:
         """Warp compiles ``math.<name>(...)`` as its builtin of that name, when it has one."""
         if ctx.builtins.has_builtin(name):
@@ -272,7 +287,7 @@ class BuiltinCall(Rule):
         return ctx.source_of(node.func.value) if isinstance(node.func, ast.Attribute) else "wp"
 
     def _call(
-        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, node: ast.Call, name: str
+        self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.Call, name: str
     ) -> Record | None:
         table = ctx.builtins
         target = table.kernel_call_target(name)
@@ -306,11 +321,22 @@ class BuiltinCall(Rule):
         signatures = list(check.signatures[:4])
         shown_args = ", ".join([*map(str, args), *(f"{k}={v}" for k, v in kwargs.items())])
         shown = "; ".join(f"`{s}`" for s in signatures)
-        if check.status.value == "bad_arity":
-            message = f"`{ctx.source_of(node)}`: {check.message}"
+        message = f"`{ctx.source_of(node)}`: {check.message}"
+        fix: Fix | None = None
+        if check.status is CallStatus.BAD_ARITY:
             hint = f"`{prefix}.{name}` takes {check.expected_arity}" + (f": {shown}" if shown else "")
+        elif check.status is CallStatus.REMOVED:
+            hint = f"`{prefix}.{name}` always raises in Warp {table.warp_version}"
+            fix = self._select_fix(ctx, node, prefix) if target == "select" else None
+        elif check.status is CallStatus.BAD_VALUES:
+            message = f'`{ctx.source_of(node)}`: Warp: "{check.message}"'
+            hint = (
+                "give both values the same type (a literal of the other's type, or a conversion such as "
+                "`float(x)` / `int(x)`)"
+                if target == "where"
+                else "give the value the array's element type (a literal of that type, or a conversion)"
+            )
         else:
-            message = f"`{ctx.source_of(node)}`: {check.message}"
             hint = "convert the arguments to a type a signature accepts" + (f": {shown}" if shown else "")
         return self.report(
             ctx,
@@ -320,4 +346,14 @@ class BuiltinCall(Rule):
             expected=list(check.signatures) or check.expected_arity,
             actual=f"{prefix}.{name}({shown_args})",
             hint=hint,
+            fix=fix,
         )
+
+    def _select_fix(self, ctx: RuleContext, node: ast.Call, prefix: str) -> Fix | None:
+        """``wp.select(c, a, b)`` -> ``wp.where(c, b, a)``: the same result (``select`` took the false
+        value first)."""
+        if len(node.args) != 3 or node.keywords:
+            return None
+        cond, when_false, when_true = (ctx.source_of(a) for a in node.args)
+        text = f"{prefix}.where({cond}, {when_true}, {when_false})"
+        return Fix(f"Replace with `{text}`", (ctx.replace(node, text),), safe=True)

@@ -9,7 +9,12 @@ certainly cannot match its parameter:
   a string or `None` where it expects a (non-bool) scalar;
 - a float literal where it expects an integer scalar;
 - a single number where it expects a vector, matrix, quaternion or transform (Warp wants
-  `wp.vec3(...)`), a number or `None` where it expects a struct.
+  `wp.vec3(...)`), a number or `None` where it expects a struct;
+- a name the launching function says is one of those: a literal it assigns once (`n = 2.5`,
+  an error like the literal itself), or one of its parameters, never rebound, annotated
+  `n: float` or defaulting to `2.5` (passed for an integer scalar), annotated as an array
+  (for a scalar) or as a number (for an array or a vector). Those are warnings: Python does not
+  enforce annotations, and a `float` annotation admits ints, which Warp accepts.
 
 Only kernels defined in the same file and literal `inputs` / `outputs` lists are checked; a
 launch whose `dim` is certainly empty (`dim=0`) is skipped, since Warp returns before checking.
@@ -44,10 +49,17 @@ from collections.abc import Iterator
 
 from warp_harness.model.kernel import KernelDef, Param
 from warp_harness.model.launches import LaunchSite
+from warp_harness.model.module import ModuleModel
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Struct, Transform, Vector
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import definition_location, empty_launch, launch_arguments, launch_kernel
+from warp_harness.rules.queries import (
+    definition_location,
+    empty_launch,
+    kernel_model,
+    launch_arguments,
+    launch_kernel,
+)
 
 # host calls that certainly return a Warp array
 _ARRAY_FACTORIES = {
@@ -115,7 +127,12 @@ class LaunchArguments(Rule):
             yield self._count(ctx, site, kernel, args, related)
             return
         for arg, param in zip(args, kernel.params, strict=True):
-            problem = self._kind_problem(ctx, site, arg, param)
+            problem = self._kind_problem(ctx, site, arg, param, kernel_model(ctx, kernel))
+            severity: Severity | None = None
+            if problem is None:
+                declared = self._declared_problem(ctx, site, arg, param)
+                if declared is not None:
+                    problem, severity = declared[:2], declared[2]
             if problem is not None:
                 yield self.report(
                     ctx,
@@ -128,6 +145,7 @@ class LaunchArguments(Rule):
                     hint=f"pass {problem[0]} for `{param.name}` (arguments match parameters by position: "
                     f"inputs first, then outputs)",
                     related=related,
+                    severity=severity,
                 )
 
     def _count(
@@ -175,7 +193,7 @@ class LaunchArguments(Rule):
         )
 
     def _kind_problem(
-        self, ctx: RuleContext, site: LaunchSite, arg: ast.expr, param: Param
+        self, ctx: RuleContext, site: LaunchSite, arg: ast.expr, param: Param, defining: ModuleModel
     ) -> tuple[str, str] | None:
         """(what the parameter is, what the argument certainly is) for a certain mismatch."""
         t = param.type
@@ -207,12 +225,40 @@ class LaunchArguments(Rule):
             if number is not None and not isinstance(number, bool):
                 return f"a {type(t).__name__.lower()} ({t})", f"a single {type(number).__name__}"
             return None
-        if isinstance(t, Struct) and t.name in ctx.model.structs:
+        if isinstance(t, Struct) and t.name in defining.structs:
             if is_none:
                 return f"a struct ({t})", "None"
             if number is not None:
                 return f"a struct ({t})", f"a {type(number).__name__} literal"
         return None
+
+    def _declared_problem(
+        self, ctx: RuleContext, site: LaunchSite, arg: ast.expr, param: Param
+    ) -> tuple[str, str, Severity] | None:
+        """A mismatch shown by what the launching function says of a name: a literal it assigns once (an
+        error, as the literal itself), or the annotation or default of its parameter (a warning: Python
+        does not enforce annotations, and a ``float`` one admits ints)."""
+        if not isinstance(arg, ast.Name):
+            return None
+        declared = _declared(ctx, site, arg.id)
+        if declared is None:
+            return None
+        host, origin, severity = declared
+        t = param.type
+        problem: str | None = None
+        if isinstance(t, Scalar) and t.name != "bool":
+            if isinstance(host, Array):
+                problem = f"a scalar ({t})"
+            elif t.is_int and isinstance(host, Scalar) and host.is_float:
+                problem = f"an integer scalar ({t})"
+        elif isinstance(t, Array) and isinstance(host, Scalar):
+            problem = f"an array ({t})"
+        elif isinstance(t, Vector | Matrix | Quaternion | Transform) and isinstance(host, Scalar):
+            problem = f"a {type(t).__name__.lower()} ({t})"
+        if problem is None:
+            return None
+        what = "a Warp array" if isinstance(host, Array) else f"a {'float' if host.is_float else 'int'}"
+        return problem, f"{what} ({origin})", severity
 
     def _host_array(self, ctx: RuleContext, site: LaunchSite, arg: ast.expr) -> bool:
         node: ast.expr = arg
@@ -226,3 +272,61 @@ class LaunchArguments(Rule):
         if isinstance(node, ast.Call):
             return ctx.model.imports.warp_name(node.func) in _ARRAY_FACTORIES
         return False
+
+
+def _declared(ctx: RuleContext, site: LaunchSite, name: str) -> tuple[Array | Scalar, str, Severity] | None:
+    """What the function around a launch says the value of ``name`` is: (its type, where that is said,
+    how sure it is). A literal assigned once there; else, for a parameter the function never rebinds, its
+    annotation, or the literal default of an unannotated one. Bools (accepted by any scalar) are left out."""
+    scope = site.scope
+    alias = site.local_aliases.get(name)
+    number = _literal_number(alias) if alias is not None else None
+    if alias is not None:
+        if isinstance(number, bool) or number is None or _declared_global(scope, name):
+            return None
+        return (
+            Scalar("float32" if isinstance(number, float) else "int32"),
+            (f"`{name} = {ctx.source_of(alias)}`"),
+            Severity.ERROR,
+        )
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    args = scope.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: dict[str, ast.expr] = dict(
+        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults, strict=True)
+    )
+    keyword_defaults = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    defaults.update({a.arg: d for a, d in keyword_defaults if d is not None})
+    param = next((a for a in [*positional, *args.kwonlyargs] if a.arg == name), None)
+    if param is None or _rebound_in(scope, name):
+        return None
+    if param.annotation is not None:
+        declared = ctx.model.resolver.resolve(param.annotation)
+        if (isinstance(declared, Scalar) and declared.name != "bool") or isinstance(declared, Array):
+            origin = f"`{name}: {ctx.source_of(param.annotation)}` in `{scope.name}`"
+            return declared, origin, Severity.WARNING
+        return None
+    default = defaults.get(name)
+    value = _literal_number(default) if default is not None else None
+    if value is None or isinstance(value, bool) or default is None:
+        return None
+    kind = Scalar("float32" if isinstance(value, float) else "int32")
+    return kind, f"`{name}={ctx.source_of(default)}` in `{scope.name}`", Severity.WARNING
+
+
+def _declared_global(scope: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Global | ast.Nonlocal) and name in n.names for n in ast.walk(scope))
+
+
+def _rebound_in(scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether the function (or a function nested in it) stores, deletes or declares ``name`` anywhere."""
+    for statement in scope.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store | ast.Del):
+                return True
+            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+                return True
+            if isinstance(node, ast.arg) and node.arg == name:
+                return True  # a nested function's or lambda's parameter: another variable of that name
+    return False

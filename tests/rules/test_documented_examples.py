@@ -22,18 +22,29 @@ _RULES = {cls.id: cls for cls in rule_classes()}
 _PRELUDE = "import warp as wp\n\n"
 
 # records the Bad example gets (one otherwise)
-_COUNT = {"WH002": 2, "WH003": 2, "WH004": 2, "WH006": 2}
+_COUNT = {"WH002": 2, "WH003": 2, "WH004": 2, "WH006": 2, "WH022": 3}
 # the target a rule's example is about (the default profile otherwise)
 _TARGET = {"WH013": "sm_86", "WH015": "sm_86"}
 # Warp refuses the Bad example when it builds the module (import or code generation)
-_REJECTED_AT_BUILD = {"WH000", "WH001", "WH002", "WH003", "WH004", "WH005", "WH009", "WH014"}
+_REJECTED_AT_BUILD = {
+    "WH000",
+    "WH001",
+    "WH002",
+    "WH003",
+    "WH004",
+    "WH005",
+    "WH009",
+    "WH014",
+    "WH019",
+    "WH022",
+}
 # Warp refuses the Bad example when the launch runs (on the CPU), given the host code below
-_REJECTED_AT_LAUNCH = {"WH006", "WH008"}
+_REJECTED_AT_LAUNCH = {"WH006", "WH008", "WH020", "WH021"}
 # Warp builds both examples: what the rule reports is a race, an out-of-bounds write, a slow pattern
 # or a launch error Warp reports only on a GPU (WH007, WH010-WH013); WH015's example aborts the process
 # on the CPU, and its shared memory is measured against Warp's codegen in test_wh015_tile_shared_memory;
 # WH016's examples differ only by a comment
-_ACCEPTED_BY_WARP = {"WH013", "WH016"}
+_ACCEPTED_BY_WARP = {"WH013", "WH016", "WH023", "WH024", "WH025", "WH026"}  # WH023-WH026: silent bugs
 
 
 def _blocks(cls: type[Rule]) -> tuple[str, str]:
@@ -58,6 +69,8 @@ def _examples(rule_id: str) -> tuple[str, str]:
 
 _RUNNABLE = {
     # the kernel of the example, and host arrays for its launches, inside `run()`
+    "WH020": ("", "    a = wp.zeros(8, dtype=float)\n"),
+    "WH021": ("", ""),
     "WH006": (
         "",
         "    n = 4\n    x = wp.zeros(n, dtype=float)\n    y = wp.zeros(n, dtype=float)\n",

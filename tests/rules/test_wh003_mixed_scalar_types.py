@@ -389,6 +389,15 @@ _OPERANDS = [
     "CH",
     "SCALE",
     "K",
+    # values of builtin calls, typed from Warp's registry
+    "wp.where(f[0] > 0.0, 1.0, 0.0)",
+    "wp.where(a[0] > 0, 1, 0)",
+    "wp.length(v3[0])",
+    "wp.normalize(v3[0])",
+    "wp.vec3(1.0, 2.0, 3.0)",
+    "wp.max(h[0], CH)",
+    "wp.float64(f[0])",
+    "wp.atomic_add(a, 0, 1)",
 ]
 _OPERATORS = ["+", "-", "*", "/", "//", "%", "**"]
 
@@ -430,3 +439,169 @@ def test_rule_and_compiler_agree_on_random_expressions(analyse: Analyse) -> None
             assert fired, (body, error)
 
     check()
+
+
+# values typed through builtin calls: (case, body, Warp's error, the rule's message, fix text or None)
+THROUGH_CALLS = [
+    (
+        "where of floats into an int array",
+        "a[0] = wp.where(f[0] > 0.0, 1.0, 0.0)",
+        "array_store() value argument type (float32) must be of the same type as the array (int32)",
+        "stores a float32 into an element of an int32 array",
+        "1",
+    ),
+    (
+        "where of ints times a float",
+        "y = f[0] * wp.where(a[0] > 0, 1, 0)",
+        "Input types must be the same, got ['float32', 'int32']",
+        "mixes float32 and int32",
+        None,
+    ),
+    (
+        "length into an int array",
+        "a[0] = wp.length(v3[0])",
+        "array_store() value argument type (float32) must be of the same type as the array (int32)",
+        "stores a float32",
+        "int(wp.length(v3[0]))",
+    ),
+    (
+        "dot into a float64 array",
+        "d[0] = wp.dot(v3[0], v3[0])",
+        "array_store() value argument type (float32) must be of the same type as the array (float64)",
+        "stores a float32 into an element of a float64 array",
+        "wp.float64(wp.dot(v3[0], v3[0]))",
+    ),
+    (
+        "vector constructor with a dtype into a vec3 array",
+        "v3[0] = wp.vector(1.0, 2.0, 3.0, dtype=wp.float64)",
+        "array_store() value argument type (vec3d) must be of the same type as the array (vec3f)",
+        "stores a vec3d",
+        "wp.vec3(wp.vector(1.0, 2.0, 3.0, dtype=wp.float64))",
+    ),
+    (
+        "identity scaled by a half",
+        "m = wp.identity(n=3, dtype=float)\nq = m * h[0]",
+        "Object and coefficient must have the same scalar type",
+        "scales a mat33f by a float16",
+        None,
+    ),
+    (
+        "old value of an atomic",
+        "old = wp.atomic_add(a, 0, 1)\nf[0] = old",
+        "array_store() value argument type (int32) must be of the same type as the array (float32)",
+        "stores an int32 into an element of a float32 array",
+        "float(old)",
+    ),
+    (
+        "cast to float stored into an int array",
+        "a[0] = wp.float32(a[0])",
+        "array_store() value argument type (float32) must be of the same type as the array (int32)",
+        "stores a float32",
+        "int(wp.float32(a[0]))",
+    ),
+    (
+        "matrix from columns into a float64 matrix",
+        "m = wp.matrix_from_cols(v3[0], v3[0], v3[0])\nmd = wp.mat33d(wp.float64(0.0))\nq = m + md",
+        "Input types must be the same, got ['mat33f', 'mat33d']",
+        "mixes mat33f and mat33d",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "warp_says", "rule_says", "fix_text"),
+    [c[1:] for c in THROUGH_CALLS],
+    ids=[c[0] for c in THROUGH_CALLS],
+)
+def test_types_through_builtin_calls_are_checked_and_warp_agrees(
+    analyse: Analyse, body: str, warp_says: str, rule_says: str, fix_text: str | None
+) -> None:
+    source = kernel(body)
+    record = _only(analyse(source, select=["WH003"]))
+    assert rule_says in record.message, record.message
+    error = warp_error(source)
+    assert error is not None and warp_says in error, error
+    match = re.search(r"wh_oracle_\d+\.py:(\d+)", error)
+    assert match is not None and int(match.group(1)) == record.location.line
+    if fix_text is None:
+        assert record.fix is None or not record.fix.safe
+        return
+    assert record.fix is not None and record.fix.edits[0].new_text == fix_text
+    fixed = _fixed(source, record)
+    assert analyse(fixed, select=["WH003"]) == []
+    assert warp_error(fixed) is None, fixed
+
+
+def test_a_where_of_literals_is_fixed_in_its_literals(analyse: Analyse) -> None:
+    source = kernel("a[0] = wp.where(f[0] > 0.0, 1.0, 0.0)")
+    record = _only(analyse(source, select=["WH003"]))
+    assert record.fix is not None and record.fix.safe
+    assert [e.new_text for e in record.fix.edits] == ["1", "0"]
+    fixed = _fixed(source, record)
+    assert "wp.where(f[0] > 0.0, 1, 0)" in fixed
+    assert analyse(fixed, select=["WH003"]) == [] and warp_error(fixed) is None
+
+
+THROUGH_CALLS_GOOD = [
+    "a[0] = wp.where(f[0] > 0.0, 1, 0)",
+    "f[0] = wp.where(a[0] > 0, 1.0, 0.0) * f[0]",
+    "f[0] = wp.length(v3[0]) + wp.dot(v3[0], v3[0])",
+    "v3[0] = wp.normalize(wp.cross(v3[0], wp.vec3(0.0, 1.0, 0.0)))",
+    "d[0] = wp.float64(wp.length(v3[0]))",
+    "m = wp.identity(n=3, dtype=float)\nv3[0] = m * v3[0]",
+    "v3[0] = wp.vector(1.0, 2.0, 3.0) + wp.vector(length=3, dtype=float)",
+    "old = wp.atomic_add(a, 0, 1)\na[1] = old + 1",
+    "h[0] = wp.max(h[0], CH) * wp.float16(2.0)",
+    "v3[0] = wp.where(f[0] > 0.0, v3[0], wp.vec3(0.0))",
+]
+
+
+@pytest.mark.parametrize("body", THROUGH_CALLS_GOOD)
+def test_matching_types_through_calls_pass_and_warp_agrees(analyse: Analyse, body: str) -> None:
+    source = kernel(body)
+    assert analyse(source, select=["WH003"]) == []
+    assert warp_error(source) is None
+
+
+def test_a_helper_returning_a_typed_constant_is_not_guessed_at(analyse: Analyse) -> None:
+    """A module constant's Warp type can differ from its Python value's: not followed through a call."""
+    source = """
+import warp as wp
+
+INACTIVE = wp.constant(wp.uint32(0xFFFFFFFF))
+
+
+@wp.func
+def inactive():
+    return INACTIVE
+
+
+@wp.kernel
+def k(out: wp.array(dtype=wp.uint32)):
+    out[0] = inactive()
+    out[1] = wp.where(out[0] > wp.uint32(0), out[0], INACTIVE)
+"""
+    assert analyse(source, select=["WH003"]) == []
+    assert warp_error(source) is None
+
+
+def test_the_return_type_of_a_helper_comes_from_its_body(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+
+@wp.func
+def kinetic_energy(m: float, v: wp.vec3):
+    return 0.5 * m * wp.dot(v, v)
+
+
+@wp.kernel
+def k(mass: wp.array(dtype=float), vel: wp.array(dtype=wp.vec3), energy: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    energy[i] = kinetic_energy(mass[i], vel[i])
+"""
+    record = _only(analyse(source, select=["WH003"]))
+    assert "stores a float32 into an element of a float64 array" in record.message
+    error = warp_error(source)
+    assert error is not None and "(float32) must be of the same type as the array (float64)" in error

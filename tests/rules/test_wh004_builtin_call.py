@@ -250,3 +250,100 @@ def test_math_functions_are_warp_builtins(
         header="import math\n" + HEADER,
     )
     assert analyse(good, select=["WH004"]) == [] and warp_error(good) is None
+
+
+# Warp's own checks of a call that overload matching accepts (its value_funcs), and removed builtins
+VALUE_CHECKS = [
+    (
+        "where with branches of two types",
+        "n[i] = wp.where(x[i] > 0.0, 1, 0.0)",
+        "where() true value type",
+        'where() true value type (int32) must be of the same type as the false type (float32)"',
+    ),
+    (
+        "where with a vector and a float",
+        "v[i] = wp.where(x[i] > 0.0, v[i], 0.0)",
+        "where() true value type",
+        "(vec3f) must be of the same type as the false type (float32)",
+    ),
+    (
+        "atomic_add of a float into an int array",
+        "wp.atomic_add(n, i, 1.0)",
+        "atomic_add() value argument type (float32) must be of the same type as the array (int32)",
+        "atomic_add() value argument type (float32) must be of the same type as the array (int32)",
+    ),
+    (
+        "atomic_max of an int into a float array",
+        "wp.atomic_max(x, i, 1)",
+        "atomic_max() value argument type (int32)",
+        "atomic_max() value argument type (int32) must be of the same type as the array (float32)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "warp_says", "rule_says"), [c[1:] for c in VALUE_CHECKS], ids=[c[0] for c in VALUE_CHECKS]
+)
+def test_warps_own_argument_checks_are_applied(
+    analyse: Analyse, body: str, warp_says: str, rule_says: str
+) -> None:
+    source = kernel(body)
+    record = _only(analyse(source, select=["WH004"]))
+    assert rule_says in record.message, record.message
+    error = warp_error(source)
+    assert error is not None and warp_says in error, error
+    match = re.search(r"wh_oracle_\d+\.py:(\d+)", error)
+    assert match is not None and int(match.group(1)) == record.location.line
+
+
+def test_select_was_removed_and_the_fix_swaps_to_where(analyse: Analyse) -> None:
+    source = kernel("x[i] = wp.select(x[i] > 0.0, 0.0, x[i])")
+    record = _only(analyse(source, select=["WH004"]))
+    assert "wp.select() has been removed (Warp 1.10)" in record.message
+    error = warp_error(source)
+    assert error is not None and "wp.select() has been removed" in error
+    assert record.fix is not None and record.fix.safe
+    fixed, _ = apply_edits(source, record.fix.edits)
+    # select(c, if_false, if_true) is where(c, if_true, if_false)
+    assert "x[i] = wp.where(x[i] > 0.0, x[i], 0.0)" in fixed
+    assert analyse(fixed, select=["WH004"]) == [] and warp_error(fixed) is None
+
+
+def test_the_removed_matrix_overload_is_reported(analyse: Analyse) -> None:
+    source = kernel("m = wp.matrix(v[i], wp.quat_identity(), v[i])")
+    record = _only(analyse(source, select=["WH004"]))
+    assert "wp.matrix() has been removed" in record.message and "transform_compose" in record.message
+    error = warp_error(source)
+    assert error is not None
+    good = kernel("m = wp.transform_compose(v[i], wp.quat_identity(), v[i])")
+    assert analyse(good, select=["WH004"]) == [] and warp_error(good) is None
+
+
+def test_types_through_calls_reach_the_signatures(analyse: Analyse) -> None:
+    # the where of two ints is an int, which sqrt does not take; the vector of the where is a vec3
+    source = kernel("x[i] = wp.sqrt(wp.where(x[i] > 0.0, 1, 2))")
+    record = _only(analyse(source, select=["WH004"]))
+    assert "no overload of wp.sqrt accepts arguments (int32)" in record.message
+    error = warp_error(source)
+    assert error is not None and "Couldn't find function overload for 'sqrt'" in error
+    good = kernel("x[i] = wp.length(wp.where(x[i] > 0.0, v[i], wp.vec3(0.0)))")
+    assert analyse(good, select=["WH004"]) == [] and warp_error(good) is None
+
+
+def test_constants_of_a_declared_type_are_taken_as_that_type(analyse: Analyse) -> None:
+    """As in newton's BVH code: ``wp.uint32`` constant against a ``uint32`` value (a Python int would say
+    int32)."""
+    source = """
+import warp as wp
+
+INACTIVE = wp.constant(wp.uint32(0xFFFFFFFF))
+
+
+@wp.kernel
+def k(leaves: wp.array(dtype=wp.uint32), keep: wp.array(dtype=bool), out: wp.array(dtype=wp.uint32)):
+    i = wp.tid()
+    out[i] = wp.where(keep[i], leaves[i], INACTIVE)
+    wp.atomic_min(out, 0, INACTIVE)
+"""
+    assert analyse(source, select=["WH004"]) == []
+    assert warp_error(source) is None

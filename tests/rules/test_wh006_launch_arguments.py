@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from checker_helpers import Analyse
 from warp_oracle import warp_error
 
@@ -164,3 +165,117 @@ def run():
 def test_none_for_an_array_is_accepted(analyse: Analyse) -> None:
     source = KERNELS + "\n\ndef run(y):\n    wp.launch(axpy, dim=4, inputs=[1.0, None, y])\n"
     assert analyse(source, select=["WH006"]) == []
+
+
+# values whose kind the launching function declares: its parameters' annotations and defaults, a
+# literal it assigns once. Each `step_*` is called from run() with values of the declared kinds.
+DECLARED = (
+    KERNELS
+    + """
+
+def step_annotated(count: float, y: wp.array(dtype=float)):
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y], device="cpu")
+
+
+def step_default(y, count=2.0):
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y], device="cpu")
+
+
+def step_array(y: wp.array(dtype=float)):
+    wp.launch(axpy, dim=4, inputs=[y, y, y], device="cpu")
+
+
+def step_vector(gravity: float, y: wp.array(dtype=float)):
+    wp.launch(offset, dim=4, inputs=[1, gravity, y], device="cpu")
+
+
+def step_local(y):
+    count = 2.5
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y], device="cpu")
+
+
+def run():
+    y = wp.zeros(4, dtype=float, device="cpu")
+    errors = []
+    for call in (
+        lambda: step_annotated(2.0, y),
+        lambda: step_default(y),
+        lambda: step_array(y),
+        lambda: step_vector(9.8, y),
+        lambda: step_local(y),
+    ):
+        try:
+            call()
+        except Exception as exc:
+            errors.append(str(exc))
+    raise RuntimeError(f"{len(errors)} launches failed: " + " | ".join(errors))
+"""
+)
+
+
+@pytest.mark.slow
+def test_kinds_the_launching_function_declares_are_checked(analyse: Analyse) -> None:
+    records = analyse(DECLARED, select=["WH006"])
+    lines = DECLARED.splitlines()
+
+    def line_of(text: str) -> int:
+        return next(n for n, line in enumerate(lines, 1) if text in line)
+
+    found = sorted((r.location.line, r.severity.value, r.message) for r in records)
+    launches = [n for n, line in enumerate(lines, 1) if "wp.launch(" in line]
+    assert [line for line, _, _ in found] == launches
+    by_line = {line: (severity, message) for line, severity, message in found}
+    assert by_line[launches[0]] == (
+        "warning",
+        "argument `count` for parameter `n` of `offset` is a float (`count: float` in `step_annotated`), "
+        "but the parameter is an integer scalar (int32)",
+    )
+    assert (
+        by_line[launches[1]][0] == "warning" and "(`count=2.0` in `step_default`)" in by_line[launches[1]][1]
+    )
+    assert by_line[launches[2]][0] == "warning" and "is a Warp array" in by_line[launches[2]][1]
+    assert by_line[launches[3]][0] == "warning" and "but the parameter is a vector" in by_line[launches[3]][1]
+    # a literal the function itself assigns once is as certain as the literal
+    assert by_line[launches[4]] == (
+        "error",
+        "argument `count` for parameter `n` of `offset` is a float (`count = 2.5`), "
+        "but the parameter is an integer scalar (int32)",
+    )
+    assert line_of("count = 2.5") < launches[4]
+    error = warp_error(DECLARED, launch=True)
+    assert error is not None and "5 launches failed" in error, error
+    assert error.count("unable to pack kernel parameter type <class 'float'> for param n") == 3
+    assert "unable to pack kernel parameter type <class 'warp._src.types.array'> for param a" in error
+    assert "expects vec3f but got a single value of type float" in error
+
+
+DECLARED_GOOD = (
+    KERNELS
+    + """
+
+def step(count: int, rate: float, flag: bool, y: wp.array(dtype=float), scale=2):
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y], device="cpu")
+    wp.launch(axpy, dim=4, inputs=[rate, y, y], device="cpu")
+    wp.launch(axpy, dim=4, inputs=[count, y, y], device="cpu")
+    wp.launch(offset, dim=4, inputs=[flag, wp.vec3(), y], device="cpu")
+    wp.launch(offset, dim=4, inputs=[scale, wp.vec3(), y], device="cpu")
+
+
+def step_converted(count: float, y):
+    count = int(count)
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y], device="cpu")
+
+
+def run():
+    y = wp.zeros(4, dtype=float, device="cpu")
+    step(3, 0.5, True, y)
+    step_converted(3.0, y)
+"""
+)
+
+
+@pytest.mark.slow
+def test_declared_kinds_that_warp_accepts_pass(analyse: Analyse) -> None:
+    """An int for a float parameter, a bool for an int, a converted value: Warp launches them all."""
+    assert analyse(DECLARED_GOOD, select=["WH006"]) == []
+    assert warp_error(DECLARED_GOOD, launch=True) is None

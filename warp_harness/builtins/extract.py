@@ -26,6 +26,8 @@ Data layout (``FORMAT`` below; the parent validates it and discards anything els
     1 ``*args``, 2 keyword-only, 3 ``**kwargs``, and ``default_matches`` is False when Warp's own
     default value does not match the parameter type (such an overload only matches when the
     argument is passed). ``r`` is the return type index, or None when a ``value_func`` computes it.
+    ``rm``, when present: the Warp version that removed the overload (``.. versionremoved::`` in its
+    documentation; calling it raises).
 ``pyi``
     the builtin stubs of ``warp/__init__.pyi`` (read with ``ast``), annotation trees for the
     parameters and the return type: ``["n", name]``, ``["s", base, [args]]``, ``["u", [alts]]``,
@@ -246,7 +248,22 @@ def _overload_record(o: Any, ser: _Serialiser, user: bool, template: bool = Fals
                 ret = ser.intern(arg_types["return"])
     elif _is_trivial_value_func(o.value_func) and o.value_type is not typing.Any:
         ret = ser.intern(o.value_type)
-    return {"p": params, "r": ret, "v": bool(o.variadic), "h": bool(o.hidden), "ra": None}
+    record: dict[str, Any] = {"p": params, "r": ret, "v": bool(o.variadic), "h": bool(o.hidden), "ra": None}
+    removed = _removed_in(getattr(o, "doc", "") or "")
+    if removed is not None:
+        record["rm"] = removed
+    return record
+
+
+def _removed_in(doc: str) -> str | None:
+    """The version in a ``.. versionremoved:: X`` directive of an overload's documentation: Warp keeps
+    such overloads registered so that calling one raises a message saying what replaced it."""
+    marker = ".. versionremoved::"
+    at = doc.find(marker)
+    if at < 0:
+        return None
+    words = doc[at + len(marker) :].split()
+    return words[0] if words else ""
 
 
 def _attribute_kind(name: str, value: Any, builtin_names: set[str], param_classes: set[int]) -> str:

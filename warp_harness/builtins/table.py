@@ -11,12 +11,13 @@ argument that would otherwise fail: all *maybe*.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from ..model.types import (
+    FLOAT32,
     FLOAT_SCALARS,
     INT_SCALARS,
     SCALAR_ALIASES,
@@ -33,6 +34,8 @@ from ..model.types import (
     UnknownType,
     Vector,
     WarpType,
+    named_warp_type,
+    warp_type_name,
 )
 
 TypeDict = dict[str, Any]
@@ -71,6 +74,10 @@ class CallStatus(str, Enum):
     UNKNOWN = "unknown"  # cannot decide (unknown argument types, types the table cannot model)
     BAD_ARITY = "bad_arity"  # no overload accepts this number (or these names) of arguments
     BAD_TYPES = "bad_types"  # some overload accepts the arguments' count, none their types
+    # an overload matches, but Warp's own check of the arguments (its value_func) refuses them:
+    # ``wp.where(c, 1, 0.0)`` (branches of two types), ``wp.atomic_add(ints, i, 1.0)``
+    BAD_VALUES = "bad_values"
+    REMOVED = "removed"  # the overload Warp picks has been removed (``wp.select``): it always raises
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,9 @@ class Overload:
     return_annotation: str | None
     variadic: bool
     hidden: bool
+    # the Warp version that removed this overload (its documentation says ``versionremoved``): calling
+    # it always raises; None for a live overload
+    removed: str | None = None
 
     def arity(self) -> tuple[int, int | None]:
         """(required, maximum) argument count; maximum None with ``*args``/``**kwargs``."""
@@ -164,7 +174,12 @@ class CallCheck:
 
     @property
     def is_error(self) -> bool:
-        return self.status in (CallStatus.BAD_ARITY, CallStatus.BAD_TYPES)
+        return self.status in (
+            CallStatus.BAD_ARITY,
+            CallStatus.BAD_TYPES,
+            CallStatus.BAD_VALUES,
+            CallStatus.REMOVED,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,7 +614,10 @@ class _StubEvaluator:
                 v = self.bindings.get(name)
                 if isinstance(v, _WARP_TYPE_CLASSES):
                     return v
-            return UNKNOWN
+                return UNKNOWN
+            # a concrete type the stub names (``quatf``, ``transformf``, ``mat33f``, ``vec3f``)
+            named = named_warp_type(name)
+            return named if isinstance(named, Vector | Matrix | Quaternion | Transform) else UNKNOWN
         if tag == "u":
             values = [self.evaluate(alt) for alt in tree[1]]
             return values[0] if values and all(v == values[0] for v in values) else UNKNOWN
@@ -833,6 +851,7 @@ class BuiltinTable:
                     return_annotation=ra if isinstance(ra, str) else None,
                     variadic=bool(o.get("v")),
                     hidden=bool(o.get("h")),
+                    removed=str(o["rm"]) if isinstance(o.get("rm"), str) else None,
                 )
             )
         return Builtin(
@@ -965,6 +984,19 @@ class BuiltinTable:
         outcomes = [r for _, r, _ in results]
         if YES in outcomes:
             chosen = tuple(o for o, r, _ in results if r != NO and r != _NO_ARITY)
+            removed = {o.removed for o in chosen}
+            if None not in removed:
+                return CallCheck(
+                    CallStatus.REMOVED,
+                    f"wp.{name}() has been removed (Warp {min(v for v in removed if v)})"
+                    + (f"; {_REMOVED_ADVICE[name]}" if name in _REMOVED_ADVICE else ""),
+                    signatures=b.signatures(),
+                )
+            refused = _value_check(name, args, kwargs)
+            if refused is not None:
+                return CallCheck(
+                    CallStatus.BAD_VALUES, refused, expected_arity=None, signatures=b.signatures()
+                )
             return CallCheck(CallStatus.OK, matched=chosen)
         if MAYBE in outcomes:
             return CallCheck(CallStatus.UNKNOWN, "argument types too uncertain to decide")
@@ -1016,6 +1048,11 @@ class BuiltinTable:
         b = self.get(name)
         if b is None:
             return UNKNOWN
+        special = _SPECIAL_RETURNS.get(name)
+        if special is not None:
+            # Warp computes these in code (a value_func) that neither the registry's data nor the stubs
+            # express; only for a call Warp accepts
+            return special(args, kwargs) if self.check_call(name, args, kwargs).ok else UNKNOWN
         candidates = [o for o, r, _ in self._resolve(b, args, kwargs) if r in (YES, MAYBE)]
         if not candidates:
             return UNKNOWN
@@ -1086,6 +1123,144 @@ class BuiltinTable:
         if any(p[0] == "storage" for p in stub.params) and "storage" in bind.bound:
             return UNKNOWN
         return t
+
+
+# --------------------------------------------------------------------------------------------
+# What Warp's value_funcs compute and check, for the builtins whose registry data and stubs say
+# only ``Any`` (mirrors warp/_src/builtins.py; every rule here answers UNKNOWN when unsure)
+# --------------------------------------------------------------------------------------------
+
+_REMOVED_ADVICE = {
+    "select": "use wp.where(cond, value_if_true, value_if_false), which takes the two values in the "
+    "other order",
+    "matrix": "use wp.transform_compose(pos, rot, scale)",
+}
+_ATOMICS = frozenset(f"atomic_{op}" for op in ("add", "sub", "min", "max", "cas", "exch", "and", "or", "xor"))
+_VALUE_TYPES = (Scalar, Vector, Matrix, Quaternion, Transform)
+
+
+def _argument(
+    args: Sequence[WarpType], kwargs: Mapping[str, WarpType], position: int, name: str
+) -> WarpType | None:
+    if name in kwargs:
+        return kwargs[name]
+    return args[position] if position < len(args) else None
+
+
+def _plain(t: WarpType | None) -> bool:
+    """A value of a fully known plain type (a scalar, vector, matrix, quaternion or transform)."""
+    return isinstance(t, _VALUE_TYPES) and not isinstance(getattr(t, "dtype", None), UnknownType)
+
+
+def _atomic_parts(
+    name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]
+) -> tuple[Array, WarpType] | None:
+    """(the array, the value) of ``wp.atomic_<op>(arr, i[, j, ...], value)`` when every index is given
+    (``atomic_cas`` has two values: the last one is compared here)."""
+    if kwargs or len(args) < 3:
+        return None
+    array = args[0]
+    if not isinstance(array, Array) or isinstance(array.dtype, UnknownType):
+        return None
+    values = 2 if name == "atomic_cas" else 1
+    if len(args) - 1 - values != array.ndim:
+        return None
+    return array, args[-1]
+
+
+def _value_check(name: str, args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> str | None:
+    """Warp's error text when its value_func refuses arguments that overload matching accepted."""
+    if name == "where":
+        when_true = _argument(args, kwargs, 1, "value_if_true")
+        when_false = _argument(args, kwargs, 2, "value_if_false")
+        if _plain(when_true) and _plain(when_false) and when_true != when_false:
+            assert when_true is not None and when_false is not None
+            return (
+                f"where() true value type ({warp_type_name(when_true)}) must be of the same type as the "
+                f"false type ({warp_type_name(when_false)})"
+            )
+    elif name in _ATOMICS and name not in ("atomic_and", "atomic_or", "atomic_xor"):
+        parts = _atomic_parts(name, args, kwargs)
+        if parts is not None:
+            array, value = parts
+            if _plain(value) and _plain(array.dtype) and value != array.dtype:
+                return (
+                    f"{name}() value argument type ({warp_type_name(value)}) must be of the same type as "
+                    f"the array ({warp_type_name(array.dtype)})"
+                )
+    return None
+
+
+def _where_return(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+    when_true = _argument(args, kwargs, 1, "value_if_true")
+    when_false = _argument(args, kwargs, 2, "value_if_false")
+    if (
+        when_true is not None
+        and when_true == when_false
+        and (_plain(when_true) or isinstance(when_true, Struct))
+    ):
+        return when_true
+    return UNKNOWN
+
+
+def _atomic_return(name: str) -> Callable[[Sequence[WarpType], Mapping[str, WarpType]], WarpType]:
+    def value(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+        # the value_func returns the array's dtype (the element's old value)
+        parts = _atomic_parts(name, args, kwargs)
+        if parts is None or not _plain(parts[0].dtype):
+            return UNKNOWN
+        return parts[0].dtype
+
+    return value
+
+
+def _matrix_from_vectors(columns: bool) -> Callable[[Sequence[WarpType], Mapping[str, WarpType]], WarpType]:
+    def value(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+        if kwargs or not args or not all(isinstance(a, Vector) for a in args):
+            return UNKNOWN
+        first = args[0]
+        assert isinstance(first, Vector)
+        if any(a != first for a in args):
+            return UNKNOWN
+        count = len(args)
+        return (
+            Matrix(first.length, count, first.dtype) if columns else Matrix(count, first.length, first.dtype)
+        )
+
+    return value
+
+
+def _vector_norm(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+    """``norm_l1`` / ``norm_l2`` / ``norm_huber`` / ``norm_pseudo_huber``: Warp's own @wp.funcs over a
+    float32 vector (their ``delta`` is a float32), returning a float32."""
+    v = _argument(args, kwargs, 0, "v")
+    return FLOAT32 if isinstance(v, Vector) and v.dtype == FLOAT32 else UNKNOWN
+
+
+def _same_vector(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+    """``smooth_normalize(v)``: a float32 vector of the same length."""
+    v = _argument(args, kwargs, 0, "v")
+    return v if isinstance(v, Vector) and v.dtype == FLOAT32 else UNKNOWN
+
+
+def _transpose(args: Sequence[WarpType], kwargs: Mapping[str, WarpType]) -> WarpType:
+    """``transpose(m)`` of any shape (the registry's concrete overloads stop at 4x4)."""
+    m = _argument(args, kwargs, 0, "a")
+    return Matrix(m.cols, m.rows, m.dtype) if isinstance(m, Matrix) and _plain(m) else UNKNOWN
+
+
+_SPECIAL_RETURNS: dict[str, Callable[[Sequence[WarpType], Mapping[str, WarpType]], WarpType]] = {
+    "transpose": _transpose,
+    "where": _where_return,
+    **{name: _atomic_return(name) for name in _ATOMICS},
+    "matrix_from_cols": _matrix_from_vectors(columns=True),
+    "matrix_from_rows": _matrix_from_vectors(columns=False),
+    "norm_l1": _vector_norm,
+    "norm_l2": _vector_norm,
+    "norm_huber": _vector_norm,
+    "norm_pseudo_huber": _vector_norm,
+    "smooth_normalize": _same_vector,
+}
 
 
 def _mentions(tree: Any, name: str) -> bool:

@@ -8,7 +8,8 @@ dtype, ``wp.tid()`` gives int32s. Whenever it is unsure it answers ``UNKNOWN``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
+import weakref
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -49,6 +50,11 @@ class NoReturnTypes:
         return UNKNOWN
 
 
+# per file (its resolver) and @wp.func node: the type the function returns, inferred from its body
+_FUNC_RETURNS: weakref.WeakKeyDictionary[AnnotationResolver, dict[int, tuple[ast.FunctionDef, WarpType]]] = (
+    weakref.WeakKeyDictionary()
+)
+
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
 _TILE_CREATORS = {"tile_zeros", "tile_ones", "tile_full", "tile_empty", "tile_load", "tile_arange"}
 _PY_BUILTIN_TO_WARP = {"min": "min", "max": "max", "abs": "abs", "round": "round", "pow": "pow"}
@@ -80,6 +86,7 @@ class Inference:
         structs: Mapping[str, StructDef],
         builtins: ReturnTypes,
         funcs: Mapping[str, KernelDef],
+        overloaded: Collection[str] = (),
     ) -> None:
         self.kernel = kernel
         self.imports = imports
@@ -88,6 +95,8 @@ class Inference:
         self.structs = structs
         self.builtins = builtins
         self.funcs = funcs
+        # names of the @wp.func defined more than once in the file: Warp picks among them by argument types
+        self.overloaded = overloaded
         self.result = KernelTypes(kernel)
         self.env: dict[str, WarpType] = {p.name: p.type for p in kernel.params}
         self._conflicts: set[str] = set()
@@ -326,12 +335,17 @@ class Inference:
         if warp is None:
             warp = self.imports.math_name(func)
         if warp is None and isinstance(func, ast.Name):
+            if func.id in self.env:
+                return UNKNOWN  # a local or a parameter: nothing the model can call
             if func.id in self.funcs:
-                return self.resolver.resolve(self.funcs[func.id].return_annotation)
-            if func.id in ("float", "int", "bool") and func.id not in self.env:
+                return self._func_return(func.id)
+            if func.id in ("float", "int", "bool"):
                 return Scalar(SCALAR_ALIASES[func.id])
             if func.id in self.structs:
                 return Struct(func.id)
+            alias = self.resolver.aliases.get(func.id)
+            if isinstance(alias, Scalar | Vector | Matrix | Quaternion | Transform):
+                return alias  # `vec6f = wp.types.vector(length=6, dtype=float)`: `vec6f(...)` makes one
             warp = _PY_BUILTIN_TO_WARP.get(func.id)
         if warp is None:
             if isinstance(func, ast.Attribute):
@@ -346,7 +360,136 @@ class Inference:
             return self._tile(node, warp, args, kwargs)
         if warp in ("static", "constant"):
             return UNKNOWN
+        if warp in ("vector", "matrix", "identity") and not any(
+            isinstance(a, ast.Starred) for a in node.args
+        ):
+            if any(kw.arg is None for kw in node.keywords):
+                return UNKNOWN
+            built = self._constructed(node, warp, args)
+            if built is not UNKNOWN or warp == "identity":
+                return built
         return self.builtins.return_type(warp, args, kwargs)
+
+    # generic constructors: Warp's value_funcs read the constant `length`, `shape`, `n` and `dtype` ------
+    def _keyword(self, node: ast.Call, name: str) -> ast.expr | None:
+        return next((kw.value for kw in node.keywords if kw.arg == name), None)
+
+    def _folded(self, node: ast.expr | None) -> Value | None:
+        """``node``'s constant value, when it names no local (a local may shadow a module constant)."""
+        if node is None or any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(node)):
+            return None
+        return fold(node, self.constants, self.imports)
+
+    def _folded_int(self, node: ast.expr | None) -> int | None:
+        value = self._folded(node)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def _dtype(self, node: ast.expr | None) -> Scalar | None:
+        resolved = self.resolver.resolve(node) if node is not None else UNKNOWN
+        return resolved if isinstance(resolved, Scalar) else None
+
+    def _constructed(self, node: ast.Call, name: str, args: list[WarpType]) -> WarpType:
+        """``wp.vector(...)``, ``wp.matrix(...)``, ``wp.identity(...)`` (UNKNOWN when unsure)."""
+        if name == "identity":
+            size = self._folded_int(self._keyword(node, "n") or (node.args[0] if node.args else None))
+            dtype_node = self._keyword(node, "dtype") or (node.args[1] if len(node.args) > 1 else None)
+            dtype = self._dtype(dtype_node)
+            return (
+                Matrix(size, size, dtype) if size is not None and size > 0 and dtype is not None else UNKNOWN
+            )
+        extent_node = self._keyword(node, "length" if name == "vector" else "shape")
+        dtype_node = self._keyword(node, "dtype")
+        if set(kw.arg for kw in node.keywords) - {"length", "shape", "dtype"}:
+            return UNKNOWN
+        dtype = self._dtype(dtype_node) if dtype_node is not None else None
+        if dtype_node is not None and dtype is None:
+            return UNKNOWN
+        copied = args[0] if len(args) == 1 and isinstance(args[0], Vector | Matrix) else None
+        if dtype is None:
+            if not args:
+                dtype = FLOAT32
+            elif copied is not None:
+                dtype = copied.dtype
+            elif all(isinstance(a, Scalar) and a == args[0] for a in args):
+                first = args[0]
+                assert isinstance(first, Scalar)
+                dtype = first
+            else:
+                return UNKNOWN
+        if name == "vector":
+            length = self._folded_int(extent_node) if extent_node is not None else None
+            if extent_node is not None and length is None:
+                return UNKNOWN
+            if length is None:
+                if isinstance(copied, Vector):
+                    length = copied.length
+                elif len(args) > 1:
+                    length = len(args)
+            if length is None or length <= 0 or (len(args) > 1 and length != len(args)):
+                return UNKNOWN
+            return Vector(length, dtype)
+        shape = self._folded(extent_node)
+        if extent_node is None and isinstance(copied, Matrix):
+            shape = (copied.rows, copied.cols)
+        if not (
+            isinstance(shape, tuple)
+            and len(shape) == 2
+            and all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in shape)
+        ):
+            return UNKNOWN
+        rows, cols = shape
+        assert isinstance(rows, int) and isinstance(cols, int)
+        if len(args) > 1 and rows * cols != len(args):
+            return UNKNOWN
+        return Matrix(rows, cols, dtype)
+
+    # user functions ---------------------------------------------------------------------------
+    def _func_return(self, name: str) -> WarpType:
+        """The type a call of the file's ``@wp.func`` ``name`` returns: its return annotation, else what
+        every ``return`` of its body gives (Warp infers it so); UNKNOWN for an overloaded name."""
+        if name in self.overloaded:
+            return UNKNOWN
+        func = self.funcs[name]
+        if func.return_annotation is not None:
+            return self.resolver.resolve(func.return_annotation)
+        memo = _FUNC_RETURNS.setdefault(self.resolver, {})
+        key = id(func.node)
+        cached = memo.get(key)
+        if cached is not None and cached[0] is func.node:
+            return cached[1]
+        memo[key] = (func.node, UNKNOWN)  # a recursive call sees UNKNOWN
+        body = Inference(
+            func,
+            self.imports,
+            self.constants,
+            self.resolver,
+            self.structs,
+            self.builtins,
+            self.funcs,
+            self.overloaded,
+        ).run()
+        found: WarpType | None = None
+        local = set(body.variables)
+        for node in ast.walk(func.node):
+            if isinstance(node, ast.Name) and node.id in self.constants and node.id not in local:
+                # a module constant may have a Warp type its Python value does not show
+                # (`wp.constant(wp.uint32(7))`, see `refined_types`): not followed through a call
+                memo[key] = (func.node, UNKNOWN)
+                return UNKNOWN
+        for stmt in ast.walk(func.node):
+            if (
+                isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+                and stmt is not func.node
+            ):
+                found = UNKNOWN  # a nested function's returns are not this function's
+                break
+            if not isinstance(stmt, ast.Return):
+                continue
+            returned = body.of(stmt.value) if stmt.value is not None else UNKNOWN
+            found = returned if found is None or found == returned else UNKNOWN
+        result = found if found is not None else UNKNOWN
+        memo[key] = (func.node, result)
+        return result
 
     def _tile(self, node: ast.Call, name: str, args: list[WarpType], kwargs: dict[str, WarpType]) -> WarpType:
         shape_node = next((kw.value for kw in node.keywords if kw.arg == "shape"), None)

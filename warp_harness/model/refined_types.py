@@ -9,7 +9,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from warp_harness.model.index import body_index
-from warp_harness.model.inference import KernelTypes, binop_result
+from warp_harness.model.inference import KernelTypes, ReturnTypes, binop_result
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import (
     BOOL,
@@ -19,6 +19,7 @@ from warp_harness.model.types import (
     Struct,
     UnknownType,
     WarpType,
+    named_warp_type,
     python_value_type,
 )
 
@@ -26,6 +27,10 @@ if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
 
 _SCALAR_CTORS = set(SCALAR_ALIASES) - {"float", "int", "bool", "half"}
+# builtins whose type the inference reads from the call's text (constants, tile shapes), not from types
+_AST_READ = frozenset(
+    {"vector", "matrix", "identity", "tile_zeros", "tile_ones", "tile_full", "tile_empty", "tile_load"}
+)
 
 
 def known(t: WarpType) -> bool:
@@ -91,12 +96,25 @@ class ModuleTypeFacts:
         return self._plain_type(name)
 
 
+def _plain_call(node: ast.Call) -> bool:
+    return not any(isinstance(a, ast.Starred) for a in node.args) and all(kw.arg for kw in node.keywords)
+
+
 class RefinedTypes:
     """Expression types for one kernel: the model's inference, distrusted where it rests on the
     facts above (a typed module constant, a redefined struct)."""
 
-    def __init__(self, kernel: KernelDef, types: KernelTypes, facts: ModuleTypeFacts) -> None:
+    def __init__(
+        self,
+        kernel: KernelDef,
+        types: KernelTypes,
+        facts: ModuleTypeFacts,
+        builtins: ReturnTypes | None = None,
+    ) -> None:
         self.types = types
+        # with the builtin table, a builtin call over corrected arguments gets its type recomputed
+        self.builtins = builtins
+        self.imports = facts.model.imports
         self.local = set(types.variables) | {p.name for p in kernel.params}
         names = {n.id for n in body_index(kernel.node).of(ast.Name)}
         self.constants = {k: v for k, v in facts.constants.items() if k not in self.local and k in names}
@@ -211,6 +229,22 @@ class RefinedTypes:
         if isinstance(node, ast.IfExp):
             body, orelse = self.of(node.body), self.of(node.orelse)
             return body if body == orelse else UNKNOWN
+        if isinstance(node, ast.Call) and self._mentions_tainted(node):
+            return self._call(node)
         if self.suspicious and self._mentions_tainted(node):
             return UNKNOWN
         return self.types.of(node)
+
+    def _call(self, node: ast.Call) -> WarpType:
+        """A call over corrected arguments: a Warp type's constructor keeps its type; a builtin's result
+        is recomputed from the table; anything else is unknown."""
+        name = self.imports.warp_name(node.func)
+        if name is None:
+            return UNKNOWN
+        if named_warp_type(name) is not UNKNOWN:
+            return self.types.of(node)  # `wp.float16(x)` is a float16 whatever x is
+        if self.builtins is None or not _plain_call(node) or name in _AST_READ:
+            return UNKNOWN
+        args = [self.of(a) for a in node.args]
+        kwargs = {kw.arg: self.of(kw.value) for kw in node.keywords if kw.arg}
+        return self.builtins.return_type(name, args, kwargs)

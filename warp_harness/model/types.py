@@ -214,6 +214,53 @@ def scalar_of(t: WarpType) -> Scalar | None:
     return None
 
 
+_NAME_SUFFIX = {
+    "float16": "h",
+    "float32": "f",
+    "float64": "d",
+    "int32": "i",
+    "uint32": "ui",
+    "int8": "b",
+    "uint8": "ub",
+    "int16": "s",
+    "uint16": "us",
+    "int64": "l",
+    "uint64": "ul",
+}
+
+
+def warp_type_name(t: WarpType) -> str:
+    """The name Warp prints for a type in its errors (``float16``, ``vec3f``, ``mat22h``, ``quatd``,
+    ``array(ndim=1, dtype=float32)``)."""
+    if isinstance(t, Scalar):
+        return t.name
+    if isinstance(t, Vector):
+        return f"vec{t.length}{_NAME_SUFFIX.get(t.dtype.name, '')}"
+    if isinstance(t, Matrix):
+        return f"mat{t.rows}{t.cols}{_NAME_SUFFIX.get(t.dtype.name, '')}"
+    if isinstance(t, Quaternion):
+        return f"quat{_NAME_SUFFIX.get(t.dtype.name, '')}"
+    if isinstance(t, Transform):
+        return f"transform{_NAME_SUFFIX.get(t.dtype.name, '')}"
+    if isinstance(t, Array):
+        return f"{t.kind}(ndim={t.ndim}, dtype={warp_type_name(t.dtype)})"
+    return str(t)
+
+
+def is_concrete(t: WarpType) -> bool:
+    """Whether ``t`` is fully known: no ``UNKNOWN`` anywhere in it (a generic annotation such as
+    ``wp.array(dtype=Any)`` or ``typing.Any`` is not)."""
+    if isinstance(t, UnknownType):
+        return False
+    if isinstance(t, Array | Tile):
+        return is_concrete(t.dtype)
+    if isinstance(t, TypeRef):
+        return is_concrete(t.of)
+    if isinstance(t, TupleType):
+        return all(is_concrete(e) for e in t.elements)
+    return True
+
+
 def byte_size(t: WarpType) -> int | None:
     if isinstance(t, Scalar | Vector | Matrix | Quaternion | Transform):
         return t.byte_size

@@ -1,0 +1,43 @@
+# corpus: expect=WH006 warp=rejects
+"""A spring-damper solver class whose `step` declares `substeps: float` and passes it on to the kernel's
+`int` parameter: Warp raises at the launch, "unable to pack kernel parameter type <class 'float'> for param
+num_substeps" (a warning: Python does not enforce the annotation)."""
+
+import warp as wp
+
+
+@wp.kernel
+def integrate_springs(
+    x: wp.array(dtype=wp.vec3),
+    v: wp.array(dtype=wp.vec3),
+    stiffness: float,
+    damping: float,
+    dt: float,
+    num_substeps: int,
+):
+    i = wp.tid()
+    h = dt / float(num_substeps)
+    for _ in range(num_substeps):
+        f = -stiffness * x[i] - damping * v[i]
+        v[i] = v[i] + f * h
+        x[i] = x[i] + v[i] * h
+
+
+class SpringSolver:
+    def __init__(self, stiffness: float = 100.0, damping: float = 1.0):
+        self.stiffness = stiffness
+        self.damping = damping
+
+    def step(self, x: wp.array, v: wp.array, dt: float, substeps: float):
+        wp.launch(
+            integrate_springs,
+            dim=x.shape[0],
+            inputs=[x, v, self.stiffness, self.damping, dt, substeps],
+            device="cpu",
+        )
+
+
+def run():
+    x = wp.zeros(8, dtype=wp.vec3, device="cpu")
+    v = wp.zeros(8, dtype=wp.vec3, device="cpu")
+    SpringSolver().step(x, v, 1.0 / 60.0, 4.0)
