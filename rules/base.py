@@ -19,6 +19,7 @@ from warp_harness.record import Fix, Location, Record, Related, Severity, Stage,
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
+    from warp_harness.model.project import ProjectView
 
 DOCS_URL = "https://github.com/warp-harness/warp-harness/blob/main/docs/rules.md"
 
@@ -105,6 +106,8 @@ class RuleContext:
     )
     # per analysis: what rules computed once for the whole file (see `once`)
     _once: dict[object, object] = field(default_factory=dict, repr=False, compare=False)
+    # the workspace model seen from this file (kernels launched from other modules); None: this file alone
+    project: ProjectView | None = field(default=None, repr=False, compare=False)
 
     def once(self, key: object, compute: Callable[[], _T]) -> _T:
         """``compute()``, computed once per analysis for ``key`` (a rule's module-wide state: its key
@@ -161,6 +164,10 @@ class Rule:
     fixable: ClassVar[bool] = False
     scope: ClassVar[Scope]
     reads: ClassVar[frozenset[Fact]] = frozenset()
+    # scope KERNEL: also called for each launch site of this file whose kernel is defined in another module
+    # or reached indirectly (factory, `self.` attribute), its records filed under the site; the rule then
+    # reads the sites from `queries.launches_of` and places records at the site (`queries.launched_elsewhere`)
+    foreign_launches: ClassVar[bool] = False
 
     @classmethod
     def doc(cls) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 from warp_harness.model.index import NodeIndex, around_body, body_index
 from warp_harness.model.kernel import KernelDef
@@ -32,14 +33,25 @@ OPERATOR_TEXT: dict[type[ast.operator], str] = {
 
 
 def definition_location(ctx: RuleContext, kernel: KernelDef) -> Location:
-    """The `def name(` of a kernel, not its whole body."""
+    """The `def name(` of a kernel, not its whole body (in the file defining it)."""
     node = kernel.node
+    model = kernel_model(ctx, kernel)
     line = node.lineno
-    text = ctx.model.lines[line - 1] if 0 < line <= len(ctx.model.lines) else ""
+    text = model.lines[line - 1] if 0 < line <= len(model.lines) else ""
     col = text.find("def ")
     col = max(col, 0)
     end = col + len("def ") + len(node.name) if text.find(node.name, col) >= 0 else col
-    return Location(ctx.path, line, col, line, end, kernel.name)
+    return Location(model.path, line, col, line, end, kernel.name)
+
+
+def kernel_location(
+    ctx: RuleContext, kernel: KernelDef, node: ast.AST, end_node: ast.AST | None = None
+) -> Location:
+    """Where ``node`` (inside ``kernel``) is, in the file defining the kernel (for `Related` entries)."""
+    model = kernel_model(ctx, kernel)
+    if model is ctx.model:
+        return ctx.location(node, kernel.name, end_node)
+    return replace(ctx, model=model).location(node, kernel.name, end_node)
 
 
 def _rebound_names(ctx: RuleContext, scope: ast.AST) -> frozenset[str]:
@@ -100,8 +112,8 @@ def name_is_rebound(site: LaunchSite, ctx: RuleContext, name: str) -> bool:
     return name in _rebound_names(ctx, site.scope)
 
 
-def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
-    """The kernel a launch certainly refers to, or None."""
+def direct_launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
+    """The kernel of this file a launch names by its plain, not rebound name, or None."""
     name = site.kernel_name
     kernel = ctx.model.kernel_named(name)
     if kernel is None or name is None or name_is_rebound(site, ctx, name):
@@ -109,11 +121,59 @@ def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
     return kernel
 
 
+def launch_kernel(ctx: RuleContext, site: LaunchSite) -> KernelDef | None:
+    """The kernel a launch certainly refers to, or None: this file's kernel named by the launch, or, with
+    the workspace model (``ctx.project``), one reached through imports, module attributes, globals,
+    ``self.`` attributes or a kernel factory, in this file or another module."""
+    kernel = direct_launch_kernel(ctx, site)
+    if kernel is None and ctx.project is not None:
+        return ctx.project.kernel_of(site)
+    return kernel
+
+
 def kernel_model(ctx: RuleContext, kernel: KernelDef) -> ModuleModel:
     """The model of the module that defines ``kernel``: ``ctx.model`` for this file's kernels; for a kernel
     a launch resolved into another module (the workspace model), that module's model. Use it for the
     kernel's types and constants (``kernel_model(ctx, k).types(k)``), never ``ctx.model`` directly."""
+    if ctx.project is not None:
+        model = ctx.project.model_of(kernel)
+        if model is not None:
+            return model
     return ctx.model
+
+
+def launches_of(ctx: RuleContext, kernel: KernelDef) -> list[LaunchSite]:
+    """The launch sites of ``kernel`` a kernel rule judges: in the engine's launch-side pass (see
+    `Rule.foreign_launches`) the sites of this file launching ``kernel``, a kernel of another module or one
+    reached indirectly; otherwise the sites of this file naming ``kernel`` (filter them with
+    `launch_kernel`)."""
+    focus = ctx.project.focus if ctx.project is not None else None
+    if focus is not None:
+        return list(focus)
+    return ctx.model.launches_of(kernel)
+
+
+def launched_elsewhere(ctx: RuleContext) -> bool:
+    """True in the engine's launch-side pass: the kernel judged may live in another file, so records go
+    at the launch site (`launches_of`) and point into the kernel with `kernel_location`, without fixes
+    in the kernel."""
+    return ctx.project is not None and ctx.project.focus is not None
+
+
+def indirect_launches(ctx: RuleContext) -> list[tuple[int, list[LaunchSite], KernelDef]]:
+    """Per kernel, (position in ``ctx.model.launches`` of its first site, its sites, the kernel) of the
+    launches whose kernel the workspace model resolved but that do not name a kernel of this file directly
+    (the engine's launch-side pass)."""
+    if ctx.project is None:
+        return []
+    found: dict[int, tuple[int, list[LaunchSite], KernelDef]] = {}
+    for position, site in enumerate(ctx.model.launches):
+        if direct_launch_kernel(ctx, site) is not None:
+            continue
+        kernel = ctx.project.kernel_of(site)
+        if kernel is not None:
+            found.setdefault(id(kernel), (position, [], kernel))[1].append(site)
+    return list(found.values())
 
 
 def launch_arguments(site: LaunchSite) -> list[ast.expr] | None:
@@ -129,8 +189,9 @@ def launch_arguments(site: LaunchSite) -> list[ast.expr] | None:
 
 
 def uses_warp_builtin(ctx: RuleContext, kernel: KernelDef, names: set[str]) -> bool:
-    """Whether ``kernel`` (or a ``@wp.func`` of this file it calls, transitively) calls one of ``names``."""
-    funcs = ctx.model.funcs
+    """Whether ``kernel`` (or a ``@wp.func`` of its file it calls, transitively) calls one of ``names``."""
+    model = kernel_model(ctx, kernel)
+    funcs = model.funcs
     seen: set[str] = set()
     stack = [kernel]
     while stack:
@@ -138,7 +199,7 @@ def uses_warp_builtin(ctx: RuleContext, kernel: KernelDef, names: set[str]) -> b
         for node in ast.walk(current.node):
             if not isinstance(node, ast.Call):
                 continue
-            warp = ctx.model.imports.warp_name(node.func)
+            warp = model.imports.warp_name(node.func)
             if warp is not None and warp in names:
                 return True
             if isinstance(node.func, ast.Name) and node.func.id in funcs and node.func.id not in seen:
@@ -172,11 +233,15 @@ def empty_launch(ctx: RuleContext, site: LaunchSite) -> bool:
     return False
 
 
-def iter_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement in ``body`` and in the blocks nested in it (cheaper than walking expressions)."""
+def iter_statements(body: list[ast.stmt], skip: frozenset[int] = frozenset()) -> Iterator[ast.stmt]:
+    """Every statement in ``body`` and in the blocks nested in it (cheaper than walking expressions),
+    except those whose id is in ``skip`` and what is below them (``index.dropped_nodes(kernel.node)``:
+    the branches Warp never compiles)."""
     stack = list(reversed(body))
     while stack:
         stmt = stack.pop()
+        if id(stmt) in skip:
+            continue
         yield stmt
         for field in ("orelse", "finalbody", "body"):
             block = getattr(stmt, field, None)

@@ -5,7 +5,13 @@
 `dim=(n, m)`. For `wp.launch_tiled`, which appends the block dimension to `dim`, both
 `len(dim)` and `len(dim) + 1` names are correct.
 
-Only launches in the same file whose number of dimensions is certain are compared; launches
+The number of dimensions is read from the spellings real code uses (`warp_harness.model.shapes`):
+literal tuples and folded constants, `a.shape` (the array's rank from its allocation, a `self.` field
+allocated in the class, or the kernel parameter it is passed to: Warp raises at launch when those
+differ), `a.shape[:2]`, `a.shape[0]`, `len(a)`, products of integers (`nx * ny` with `nx, ny =
+img.shape`, `: int` parameters, shape elements of an allocation, `range()` bounds: one integer, a
+1-D launch), locals and `self.` fields. Only launches whose number of dimensions is certain are
+compared (`dim=p * q` with `p`, `q` of unknown type is not: `(n, m) * 1` is 2-D); launches
 recorded for later (`record_cmd=True`, whose dims `set_dim` may change), empty launches
 (`dim=0`), and extra names that are never read (`i, _j = wp.tid()` on a 1-D launch) are not
 reported.
@@ -44,9 +50,32 @@ import ast
 from collections.abc import Iterator
 
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launches import LaunchSite
+from warp_harness.model.shapes import argument_ranks, param_ranks
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
-from warp_harness.rules.queries import deferred_launch, empty_launch, launch_kernel
+from warp_harness.rules.queries import (
+    deferred_launch,
+    empty_launch,
+    kernel_location,
+    kernel_model,
+    launch_kernel,
+    launched_elsewhere,
+    launches_of,
+)
+
+
+def _dim_note(site: LaunchSite, rank: int) -> str:
+    """Why a dim that is not a literal tuple has ``rank`` dimensions (`` `nx * ny` is one integer``)."""
+    node = site.dim
+    if node is None or isinstance(node, ast.Tuple | ast.List | ast.Constant):
+        return ""
+    text = ast.unparse(node)
+    if len(text) > 60:
+        return ""
+    if rank == 1:
+        return f" (`{text}` is one integer)"
+    return f" (`{text}` has {rank} extents)"
 
 
 def _plural(n: int, word: str) -> str:
@@ -78,21 +107,23 @@ class TidRank(Rule):
 
     scope = Scope.KERNEL
     reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+    foreign_launches = True
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         constants = ctx.model.constants.values
         imports = ctx.model.imports
         if not kernel.is_kernel:
             return
-        sites = ctx.model.launches_of(kernel)
+        sites = launches_of(ctx, kernel)
         if not sites:
             return
-        unpacks = ctx.model.types(kernel).tid_unpacks
+        unpacks = kernel_model(ctx, kernel).types(kernel).tid_unpacks
+        kernel_ranks = param_ranks(kernel)
         used: set[str] | None = None  # names the kernel reads, computed when first needed
         for call, names in unpacks:
             stmt = _tid_statement(kernel, call)
             targets = _target_names(stmt)
-            mismatched: list[tuple[int, bool, ast.Call]] = []
+            mismatched: list[tuple[int, bool, ast.Call, str]] = []
             for site in sites:
                 if launch_kernel(ctx, site) is not kernel or deferred_launch(site) or empty_launch(ctx, site):
                     continue  # another kernel, dims set later (record_cmd), or no thread at all
@@ -100,7 +131,8 @@ class TidRank(Rule):
                     kw.arg is None for kw in site.node.keywords
                 ):
                     continue
-                rank = site.dim_rank(constants, imports)
+                # the arrays passed have their parameters' ranks (Warp raises at launch otherwise)
+                rank = site.dim_rank(constants, imports, argument_ranks(site, kernel_ranks))
                 if rank is None or rank < 1:
                     continue
                 valid = (rank, rank + 1) if site.tiled else (rank,)
@@ -116,12 +148,12 @@ class TidRank(Rule):
                     extra = targets[max(valid) :] if targets is not None else []
                     if targets is None or not any(t in used for t in extra if t is not None):
                         continue  # the names that would always be 0 are never read: harmless
-                mismatched.append((rank, site.tiled, site.node))
+                mismatched.append((rank, site.tiled, site.node, _dim_note(site, rank)))
             if not mismatched:
                 continue
             anchor: ast.AST = stmt if stmt is not None else call
-            rank, tiled, _ = mismatched[0]
-            ranks = sorted({r for r, _, _ in mismatched})
+            rank, tiled, _, _ = mismatched[0]
+            ranks = sorted({r for r, _, _, _ in mismatched})
             launch_word = "wp.launch_tiled" if tiled else "wp.launch"
             valid_text = f"{rank} or {rank + 1}" if tiled else f"{rank}"
             # the dims the kernel actually runs over (launch_tiled appends the block's)
@@ -146,12 +178,16 @@ class TidRank(Rule):
             related = [
                 Related(
                     ctx.location(node, kernel.name),
-                    f"launched here with a {r}-D dim"
+                    f"launched here with a {r}-D dim{note}"
                     + (" (launch_tiled adds the block dimension)" if t else ""),
                 )
-                for r, t, node in mismatched
+                for r, t, node, note in mismatched
             ]
             example = ", ".join(f"i{k}" for k in range(rank)) if rank > 1 else "i"
+            if launched_elsewhere(ctx):  # the kernel may be in another file: report at the launch
+                unpacked = Related(kernel_location(ctx, kernel, anchor), "`wp.tid()` is unpacked here")
+                related = [unpacked, *related[1:]]
+                anchor = mismatched[0][2]
             yield self.report(
                 ctx,
                 anchor,

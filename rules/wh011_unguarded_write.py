@@ -1,20 +1,25 @@
 """## WH011 unguarded-write
 
-A kernel writes `a[i]` (or `a[i, ...]`) with a thread index `i` from `wp.tid()`, has no bounds
-guard on `i`, and is launched (in the same file) with a `dim` that is provably larger than the
-first extent of the host array passed for `a`: for example `a = wp.zeros(n)` and
-`wp.launch(k, dim=n + 1, inputs=[a])`. The difference must be a positive constant (`n + 1`
-against `n`, `64` against `60`); any other relation, any name reassigned on the host between
-allocation and launch, and any `if`/`while` or early `return` in the kernel that looks at `i`
-(or at anything computed from it) keeps the rule quiet, and so do launches recorded for later
-(`record_cmd=True`: `set_dim` may change their size).
+A kernel indexes an array with a thread index from `wp.tid()` — a write `a[i] = ...` or a read
+`x = a[i]` — has no bounds guard on that index, and is launched with a `dim` that is provably larger
+than the array's extent along the indexed axis. The spellings followed (`warp_harness.model.shapes`):
+`a = wp.zeros(n)` (or `wp.zeros((n, m))`, `wp.empty_like(b)`, `wp.array(np_arr)`, a `self.` field
+allocated once in the class) launched with `dim=n + 1`; an array `a` that is a parameter of the
+launching function launched with `dim=a.shape[0] + 1` or `len(a) + 1`; `dim=img.shape` against another
+array's extents; a dim rounded up to whole blocks, `((n + 255) // 256) * 256` or `blocks * 256` with
+`blocks = (n + 255) // 256`, against an array of `n` elements (a warning: it is in bounds only when `n`
+is a multiple of 256). Any other relation, a host name bound more than once (or by a loop) in the
+launching function, and any `if`/`while`, conditional expression or early `return` in the kernel that
+looks at the index (or at anything computed from it) keeps the rule quiet, and so do launches recorded
+for later (`record_cmd=True`: `set_dim` may change their size).
 
 ### Why it matters
-The extra threads write past the end of the array. Warp does not check bounds in release
-builds: on the CPU the heap is corrupted and the process may abort at exit (SIGABRT) or crash
-(SIGSEGV); on a GPU other allocations are silently overwritten. Only debug mode
-(`wp.set_module_options({"mode": "debug"})`) reports it: `Assertion failed: 'i >= -arr.shape[0]
-&& i < arr.shape[0]'`, after which the process dies (SIGILL).
+The extra threads read or write past the end of the array. Warp does not check bounds in release
+builds: on the CPU a write past the end corrupts the heap and the process may abort at exit (SIGABRT)
+or crash (SIGSEGV), a read returns whatever lies behind the array (the next allocation's values), and
+on a GPU other allocations are silently overwritten or read. Only debug mode
+(`wp.config.mode = "debug"`, or `wp.set_module_options({"mode": "debug"})`) reports it:
+`Assertion failed: 'i >= -arr.shape[0] && i < arr.shape[0]'`, after which the process dies (SIGILL).
 
 The fix inserts an early-return guard right after the `wp.tid()` line.
 
@@ -46,19 +51,25 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from warp_harness.model.constants import Linear, linear
+from warp_harness.model.index import dropped_nodes
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
-from warp_harness.model.launches import HostArray, LaunchSite
+from warp_harness.model.launches import LaunchSite
+from warp_harness.model.shapes import Comparison, Cover, Extent, ShapeEnv, compare, launch_env, param_ranks
 from warp_harness.model.types import Array
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import (
     deferred_launch,
     derived_names,
+    empty_launch,
     iter_statements,
+    kernel_location,
+    kernel_model,
     launch_arguments,
     launch_kernel,
+    launched_elsewhere,
+    launches_of,
     mentions,
 )
 
@@ -74,17 +85,19 @@ _ATOMIC_WRITES = {
     "atomic_exch",
     "array_store",
 }
-# calls that give the same value each time they are evaluated on the host (for comparing sizes)
-_STABLE_CALLS = {"len", "int"}
+# builtins choosing between values by a condition: an access in them may be guarded by it
+_SELECTS = {"where", "select"}
 
 
 @dataclass
-class _Write:
+class _Access:
     stmt: ast.stmt
     target: ast.Subscript
     array: str
     tid_var: str
     axis: int  # position of the tid variable in wp.tid()'s unpacking
+    position: int  # which index of the subscript (the array's axis)
+    write: bool
 
 
 def _stored_names(nodes: list[ast.AST]) -> dict[str, int]:
@@ -134,6 +147,50 @@ def _guarded(body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | 
     return None
 
 
+def _own_expressions(stmt: ast.stmt) -> list[ast.AST]:
+    """The expressions of ``stmt`` itself (not those of the statements nested in its blocks)."""
+    found: list[ast.AST] = []
+    for _, value in ast.iter_fields(stmt):
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, ast.expr | ast.withitem | ast.keyword | ast.arguments):
+                found.append(item)
+    return found
+
+
+def _parents(root: ast.AST) -> dict[int, ast.AST]:
+    parents: dict[int, ast.AST] = {}
+    for node in ast.walk(root):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _expression_guarded(
+    ctx: RuleContext, kernel: KernelDef, stmt: ast.stmt, node: ast.AST, names: set[str]
+) -> bool:
+    """An access inside a conditional expression, a short-circuit operand or a ``wp.where``/``wp.select``
+    whose condition looks at ``names`` (read as guarded: no false alarm on ``a[i] if i < n else 0.0``)."""
+    parents = _parents(stmt)
+    child: ast.AST = node
+    current = parents.get(id(node))
+    imports = kernel_model(ctx, kernel).imports
+    while current is not None and current is not stmt:
+        if isinstance(current, ast.IfExp) and child is not current.test and mentions(current.test, names):
+            return True
+        if isinstance(current, ast.BoolOp):
+            for value in current.values:
+                if value is child:
+                    break
+                if mentions(value, names):
+                    return True
+        if isinstance(current, ast.Call) and imports.warp_name(current.func) in _SELECTS:
+            if current.args and current.args[0] is not child and mentions(current.args[0], names):
+                return True
+        child, current = current, parents.get(id(current))
+    return False
+
+
 def _block_after(body: list[ast.stmt], stmt: ast.stmt) -> ast.stmt | None:
     """The statement following ``stmt`` in whichever block of ``body`` holds it."""
     for position, current in enumerate(body):
@@ -148,207 +205,223 @@ def _block_after(body: list[ast.stmt], stmt: ast.stmt) -> ast.stmt | None:
     return None
 
 
+def _indices(target: ast.Subscript) -> list[ast.expr]:
+    return list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+
+
 class UnguardedWrite(Rule):
     id = "WH011"
     name = "unguarded-write"
-    summary = "thread-indexed write past the end of the array: launch dim larger than the array, no guard"
+    summary = (
+        "thread-indexed write or read past the end of an array: launch dim larger than the array, no guard"
+    )
     severity = Severity.ERROR
     priority = 60
     fixable = True
 
     scope = Scope.KERNEL
     reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+    foreign_launches = True
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel or not kernel.has_python_body:
             return
         sites = [
             s
-            for s in ctx.model.launches_of(kernel)
-            if launch_kernel(ctx, s) is kernel and not deferred_launch(s)
+            for s in launches_of(ctx, kernel)
+            if launch_kernel(ctx, s) is kernel and not deferred_launch(s) and not empty_launch(ctx, s)
         ]
-        # parameters some launch passes a host array of known size to: the only writes worth a look
-        sized = {
-            param.name
-            for site in sites
-            for arg, param in zip(launch_arguments(site) or [], kernel.params, strict=False)
-            if isinstance(arg, ast.Name) and arg.id in site.host_arrays
-        }
-        if not sized:
+        if not sites:
             return
-        types = ctx.model.types(kernel)
-        writes = self._unguarded_writes(kernel, types, sized)
-        reported: set[tuple[str, int]] = set()
-        for write in writes:
-            key = (write.array, write.axis)
+        types = kernel_model(ctx, kernel).types(kernel)
+        accesses = self._unguarded_accesses(ctx, kernel, types)
+        if not accesses:
+            return
+        reported: set[tuple[str, int, int]] = set()
+        for access in accesses:
+            key = (access.array, access.position, access.axis)
             if key in reported:
-                continue  # one finding (and one guard) per array and index
+                continue  # one finding (and one guard) per array, axis and index
             records = [
                 r
-                for r in (self._check_site(ctx, kernel, types, write, site, writes) for site in sites)
+                for r in (self._check_site(ctx, kernel, types, access, site, accesses) for site in sites)
                 if r is not None
             ]
             if records:
                 reported.add(key)
+                records.sort(key=lambda r: r.severity != Severity.ERROR)  # a certain excess first
                 first = records[0]
                 more = tuple(rel for r in records[1:] for rel in r.related)
                 yield replace(first, related=first.related + more) if more else first
 
-    def _unguarded_writes(self, kernel: KernelDef, types: KernelTypes, sized: set[str]) -> list[_Write]:
-        params = {p.name: p for p in kernel.params if p.name in sized}
-        candidates: list[tuple[ast.stmt, ast.Subscript, str, ast.Name]] = []
-        for node in iter_statements(kernel.node.body):
-            targets: list[ast.expr] = []
-            if isinstance(node, ast.Assign):
-                targets = list(node.targets)
-            elif isinstance(node, ast.AugAssign):
-                targets = [node.target]
-            for target in targets:
-                if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
-                    continue
-                name = target.value.id
-                param = params.get(name)
-                if param is None or not isinstance(param.type, Array):
-                    continue
-                first = (
-                    target.slice.elts[0]
-                    if isinstance(target.slice, ast.Tuple) and target.slice.elts
-                    else target.slice
+    def _unguarded_accesses(self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes) -> list[_Access]:
+        params = {p.name: p for p in kernel.params if isinstance(p.type, Array)}
+        if not params or not types.tid_vars:
+            return []
+        candidates: list[tuple[ast.stmt, ast.Subscript, str, ast.Name, int, bool]] = []
+        for stmt in iter_statements(kernel.node.body, dropped_nodes(kernel.node)):
+            stores: list[ast.expr] = []
+            if isinstance(stmt, ast.Assign):
+                stores = list(stmt.targets)
+            elif isinstance(stmt, ast.AugAssign):
+                stores = [stmt.target]
+            subscripts: list[tuple[ast.Subscript, bool]] = [
+                (t, True) for t in stores if isinstance(t, ast.Subscript)
+            ]
+            for root in _own_expressions(stmt):
+                subscripts.extend(
+                    (n, False)
+                    for n in ast.walk(root)
+                    if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
                 )
-                if isinstance(first, ast.Name) and first.id in types.tid_vars:
-                    assert isinstance(node, ast.stmt)
-                    candidates.append((node, target, name, first))
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
+                subscripts = [(s, w) for s, w in subscripts if s is not stmt.target or w]
+            for target, write in subscripts:
+                if not isinstance(target.value, ast.Name) or target.value.id not in params:
+                    continue
+                for position, index in enumerate(_indices(target)):
+                    if isinstance(index, ast.Name) and index.id in types.tid_vars:
+                        candidates.append((stmt, target, target.value.id, index, position, write))
         if not candidates:
             return []
         counts: dict[str, int] | None = None
-        found: list[_Write] = []
+        found: list[_Access] = []
         derived: dict[str, set[str]] = {}
-        for stmt, target, name, first in candidates:
+        for stmt, target, name, index, position, write in candidates:
             # a guard on the index itself is the common case; only then follow values computed from it
-            if _guarded(kernel.node.body, stmt, {first.id}) is not False:
+            if _guarded(kernel.node.body, stmt, {index.id}) is not False:
                 continue
             if counts is None:
                 counts = _stored_names([*kernel.node.body, kernel.node.args])
-            if counts.get(name, 0) != 1 or counts.get(first.id) != 1:
+            if counts.get(name, 0) != 1 or counts.get(index.id) != 1:
                 continue  # the array or the index is reassigned in the kernel
-            if first.id not in derived:
-                derived[first.id] = derived_names(kernel, first.id)
-            if _guarded(kernel.node.body, stmt, derived[first.id]) is not False:
+            if index.id not in derived:
+                derived[index.id] = derived_names(kernel, index.id)
+            # a condition on the index, on a value computed from it, or on the array itself
+            # (`if a.shape[0] > 0 and a[i]`: Warp's `and` short-circuits)
+            guards = derived[index.id] | {name}
+            if _guarded(kernel.node.body, stmt, guards) is not False:
                 continue
-            found.append(_Write(stmt, target, name, first.id, types.tid_vars[first.id]))
+            if not write and _expression_guarded(ctx, kernel, stmt, target, guards):
+                continue
+            found.append(_Access(stmt, target, name, index.id, types.tid_vars[index.id], position, write))
+        found.sort(key=lambda a: (a.stmt.lineno, not a.write, a.target.col_offset))
         return found
-
-    def _dim_component(self, site: LaunchSite, axis: int) -> ast.expr | None:
-        node = site.dim
-        if isinstance(node, ast.Name) and node.id in site.local_aliases:
-            node = site.local_aliases[node.id]
-        if isinstance(node, ast.Tuple | ast.List):
-            if any(isinstance(e, ast.Starred) for e in node.elts) or axis >= len(node.elts):
-                return None
-            return node.elts[axis]
-        return node if axis == 0 else None
-
-    def _stable(self, ctx: RuleContext, site: LaunchSite, node: ast.expr, depth: int = 0) -> bool:
-        """Whether ``node`` means the same value at the allocation and at the launch."""
-        if depth > 20:
-            return False
-        assigned = _stored_names([site.scope])
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Call):
-                name = (
-                    sub.func.id if isinstance(sub.func, ast.Name) else ctx.model.imports.warp_name(sub.func)
-                )
-                if name not in _STABLE_CALLS and name not in ("int32", "int64"):
-                    return False
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
-                if sub.id in site.local_aliases:
-                    if not self._stable(ctx, site, site.local_aliases[sub.id], depth + 1):
-                        return False
-                elif sub.id in ctx.model.constants.values and sub.id not in assigned:
-                    continue
-                elif assigned.get(sub.id, 0) > (
-                    1
-                    if isinstance(site.scope, ast.FunctionDef | ast.AsyncFunctionDef)
-                    and self._is_param(site, sub.id)
-                    else 0
-                ):
-                    return False  # reassigned in the launching scope: the two sides may differ
-        return True
-
-    def _is_param(self, site: LaunchSite, name: str) -> bool:
-        scope = site.scope
-        if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-            return False
-        args = scope.args
-        return any(a.arg == name for a in (*args.posonlyargs, *args.args, *args.kwonlyargs))
 
     def _check_site(
         self,
         ctx: RuleContext,
         kernel: KernelDef,
         types: KernelTypes,
-        write: _Write,
+        access: _Access,
         site: LaunchSite,
-        writes: list[_Write],
+        accesses: list[_Access],
     ) -> Record | None:
         args = launch_arguments(site)
         if args is None or len(args) != len(kernel.params):
             return None
+        model = ctx.model  # the launch's file
+        env = launch_env(site, model.constants.values, model.imports, param_ranks(kernel))
         names = max((n for _, n in types.tid_unpacks), default=0)
-        rank = site.dim_rank(ctx.model.constants.values, ctx.model.imports)
-        if rank is None or names not in ((rank, rank + 1) if site.tiled else (rank,)) or write.axis >= rank:
+        rank = env.dim_rank()
+        if rank is None:
+            rank = site.dim_rank(model.constants.values, model.imports)
+        if rank is None or names not in ((rank, rank + 1) if site.tiled else (rank,)) or access.axis >= rank:
             return None
-        position = next(k for k, p in enumerate(kernel.params) if p.name == write.array)
+        position = next(k for k, p in enumerate(kernel.params) if p.name == access.array)
         arg = args[position]
-        if not isinstance(arg, ast.Name) or arg.id not in site.host_arrays:
+        dim = env.dim_value(access.axis)
+        if dim is None:
             return None
-        host: HostArray = site.host_arrays[arg.id]
-        if (host.node.lineno, host.node.col_offset) > (site.node.lineno, site.node.col_offset):
+        verdict: tuple[Comparison, Extent] | None = None
+        for extent in env.extents(arg, access.position):
+            comparison = compare(dim, extent)
+            if comparison.cover in (Cover.EXACT, Cover.WITHIN):
+                return None  # one spelling of the extent proves the launch stays inside
+            if comparison.cover in (Cover.MORE, Cover.MAYBE_MORE) and verdict is None:
+                verdict = (comparison, extent)
+        if verdict is None:
             return None
-        dim = self._dim_component(site, write.axis)
-        if dim is None or not self._stable(ctx, site, dim) or not self._stable(ctx, site, host.extent):
-            return None
-        env = {**ctx.model.constants.values, **site.local_values}
-        dim_form = linear(dim, env, ctx.model.imports, site.local_aliases)
-        extent_form = linear(host.extent, env, ctx.model.imports, site.local_aliases)
-        if dim_form is None or extent_form is None:
-            return None
-        excess: Linear = dim_form - extent_form
-        if not excess.is_constant or excess.const <= 0 or excess.const != int(excess.const):
-            return None
-        extra = int(excess.const)
-        dim_text = ctx.source_of(dim)
-        extent_text = ctx.source_of(host.extent)
-        element = ctx.source_of(write.target)
-        along = "" if write.axis == 0 else f", dimension {write.axis}"
-        passed = f"`{write.array}`" if arg.id == write.array else f"`{write.array}` (`{arg.id}`)"
+        # (names bound twice or by a loop in the launching function have no value in `shapes`: the two
+        # sides then may not be the same number)
+        comparison, extent = verdict
+        return self._record(ctx, kernel, types, access, site, accesses, arg, comparison, extent, env)
+
+    def _record(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        types: KernelTypes,
+        access: _Access,
+        site: LaunchSite,
+        accesses: list[_Access],
+        arg: ast.expr,
+        comparison: Comparison,
+        extent: Extent,
+        env: ShapeEnv,
+    ) -> Record:
+        dim_text = _dim_text(ctx, env, access.axis)
+        extent_text = _extent_text(extent)
+        arg_text = ctx.source_of(arg)
+        element = kernel_model(ctx, kernel).source.node_text(access.target)
+        axis = access.position
+        along = "" if access.axis == 0 else f", dimension {access.axis}"
+        shape = f"{access.array}.shape[{axis}]"
+        passed = f"`{access.array}`" if arg_text == access.array else f"`{access.array}` (`{arg_text}`)"
         plural = "s" if extent_text != "1" else ""
+        verb = "written" if access.write else "read"
+        tid = access.tid_var
+        certain = comparison.cover == Cover.MORE
+        does = "writes" if access.write else "reads"
+        if certain:
+            low, high = comparison.low, comparison.high
+            if low == high == 1:
+                past = f"the last value of `{tid}` {does} out of bounds"
+            else:
+                count = str(low) if low == high else f"{low}..{high}"
+                past = f"the last {count} values of `{tid}` {does[:-1]} out of bounds"
+        else:
+            past = (
+                f"the dim is rounded up past `{extent_text}` (by up to {comparison.high}), so unless "
+                f"`{extent_text}` is a multiple of the block the last threads {does[:-1]} out of bounds"
+            )
         related = [
-            Related(ctx.location(site.node, kernel.name), f"launched here with dim `{dim_text}`{along}"),
-            Related(
-                ctx.location(host.node, kernel.name),
-                f"`{arg.id}` is allocated here with `{extent_text}` element{plural} along axis 0",
-            ),
+            Related(ctx.location(site.node, kernel.name), f"launched here with dim `{dim_text}`{along}")
         ]
-        guard = f"if {write.tid_var} >= {write.array}.shape[0]:"
-        past = (
-            f"the last value of `{write.tid_var}` writes"
-            if extra == 1
-            else f"the last {extra} values of `{write.tid_var}` write"
+        host = site.host_arrays.get(arg.id) if isinstance(arg, ast.Name) else None
+        if host is not None:
+            related.append(
+                Related(
+                    ctx.location(host.node, kernel.name),
+                    f"`{arg_text}` is allocated here with `{extent_text}` element{plural} along axis {axis}",
+                )
+            )
+        guard = f"if {tid} >= {shape}:"
+        message = (
+            f"`{element}` is {verb} for every `{tid}` below `{dim_text}` (the launch dim{along}) but "
+            f"{passed} has `{extent_text}` element{plural} along axis {axis}: {past}, and the kernel has "
+            f"no guard on `{tid}`"
         )
+        fix = None
+        # a read is marked where it is (several may share a statement with a write)
+        anchor: ast.AST = access.stmt if access.write else access.target
+        if launched_elsewhere(ctx):  # the kernel may be in another file: report at the launch
+            related = [Related(kernel_location(ctx, kernel, access.stmt), f"`{element}` is {verb} here")]
+            anchor = site.node
+        else:
+            fix = self._fix(ctx, kernel, types, access, accesses, guard)
         return self.report(
             ctx,
-            write.stmt,
-            f"`{element}` is written for every `{write.tid_var}` below `{dim_text}` (the launch dim{along}) "
-            f"but {passed} has `{extent_text}` element{plural} along axis 0: {past} out of bounds, and the "
-            f"kernel has no guard on `{write.tid_var}`",
+            anchor,
+            message,
             kernel=kernel.name,
-            expected=f"{write.tid_var} < {write.array}.shape[0] ({extent_text})",
-            actual=f"{write.tid_var} < {dim_text}",
+            expected=f"{tid} < {shape} ({extent_text})",
+            actual=f"{tid} < {dim_text}",
             hint=f"return early when the index is past the end (`{guard} return` after the `wp.tid()` line), "
             f"or launch with dim `{extent_text}`",
-            fix=self._fix(ctx, kernel, types, write, writes, guard),
+            fix=fix,
             related=related,
+            severity=None if certain else Severity.WARNING,
         )
 
     def _fix(
@@ -356,8 +429,8 @@ class UnguardedWrite(Rule):
         ctx: RuleContext,
         kernel: KernelDef,
         types: KernelTypes,
-        write: _Write,
-        writes: list[_Write],
+        access: _Access,
+        accesses: list[_Access],
         guard: str,
     ) -> Fix | None:
         tid_stmt = next(
@@ -366,7 +439,7 @@ class UnguardedWrite(Rule):
                 for node in walk_body(kernel.node)
                 if isinstance(node, ast.Assign)
                 and any(node.value is call for call, _ in types.tid_unpacks)
-                and write.tid_var
+                and access.tid_var
                 in {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
             ),
             None,
@@ -388,11 +461,17 @@ class UnguardedWrite(Rule):
             for node in walk_body(kernel.node)
             if isinstance(node, ast.Call) and ctx.model.imports.warp_name(node.func) in _ATOMIC_WRITES
         ]
-        safe = not others and all(w.array == write.array for w in writes) and self._only_writes(kernel, write)
-        return Fix(f"Return early when `{write.tid_var} >= {write.array}.shape[0]`", (edit,), safe=safe)
+        safe = (
+            access.write
+            and not others
+            and all(a.array == access.array for a in accesses)
+            and self._only_writes(kernel, access)
+        )
+        shape = f"{access.array}.shape[{access.position}]"
+        return Fix(f"Return early when `{access.tid_var} >= {shape}`", (edit,), safe=safe)
 
-    def _only_writes(self, kernel: KernelDef, write: _Write) -> bool:
-        """Every store in the kernel goes to ``write.array`` at the same thread index on axis 0."""
+    def _only_writes(self, kernel: KernelDef, access: _Access) -> bool:
+        """Every store in the kernel goes to ``access.array`` at the same thread index on the same axis."""
         for node in walk_body(kernel.node):
             targets: list[ast.expr] = []
             if isinstance(node, ast.Assign):
@@ -405,14 +484,41 @@ class UnguardedWrite(Rule):
                 if (
                     not isinstance(target, ast.Subscript)
                     or not isinstance(target.value, ast.Name)
-                    or target.value.id != write.array
+                    or target.value.id != access.array
                 ):
                     return False
-                first = (
-                    target.slice.elts[0]
-                    if isinstance(target.slice, ast.Tuple) and target.slice.elts
-                    else target.slice
-                )
-                if not (isinstance(first, ast.Name) and first.id == write.tid_var):
+                indices = _indices(target)
+                index = indices[access.position] if access.position < len(indices) else None
+                if not (isinstance(index, ast.Name) and index.id == access.tid_var):
                     return False
         return True
+
+
+def _dim_text(ctx: RuleContext, env: ShapeEnv, axis: int) -> str:
+    """The launch dim's component ``axis`` as written (``n + 2`` of ``(n + 2, 60)``, ``img.shape[1]``)."""
+    parts = env.dim_components()
+    if parts is None or axis >= len(parts):
+        site_dim = env.site.dim if env.site is not None else None
+        return ctx.source_of(site_dim) if site_dim is not None else "?"
+    part = parts[axis]
+    if isinstance(part, tuple):
+        return f"{ctx.source_of(part[0])}.shape[{part[1]}]"
+    return ctx.source_of(part)
+
+
+def _extent_text(extent: Extent) -> str:
+    """``n``, ``a.shape[0]``, ``n + 2``, ``64`` for a message (the low end of the extent)."""
+    parts: list[str] = []
+    for symbol, coeff in extent.low.terms:
+        k = int(coeff) if coeff == int(coeff) else coeff
+        if k == 1:
+            parts.append(symbol)
+        elif k == -1:
+            parts.append(f"-{symbol}")
+        else:
+            parts.append(f"{k} * {symbol}")
+    const = extent.low.const
+    c = int(const) if const == int(const) else const
+    if c or not parts:
+        parts.append(str(c))
+    return " + ".join(parts).replace("+ -", "- ")

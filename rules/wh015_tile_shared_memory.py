@@ -3,22 +3,27 @@
 The tiles of a kernel need more shared memory than one block of the target can have, or a
 register tile is so large that it cannot stay in registers.
 
-Warp gives every tile that lives in shared memory its own allocation for the whole kernel (no
-reuse between tiles whose lifetimes do not overlap). A tile lives in shared memory when it is
-created with `storage="shared"`, when it is the result of `C = wp.tile_matmul(A, B)`, or when an
-operation moves it there: the operands of `tile_matmul`, the input of `tile_transpose`,
-`tile_broadcast`, `tile_reshape`, `tile_view`, `tile_squeeze`, `tile_sort`, `tile_sum`/`tile_reduce`
-over an axis, the Cholesky and triangular solvers, and any tile that is indexed (`t[i, j]`) or
-written element-wise. A `for` loop with a constant trip count of at most `max_unroll` (16 by
-default) is unrolled by Warp, and every copy of its body gets its own tiles: a K loop of 8 steps
-that loads two shared tiles needs 16 of them.
+Warp gives every tile variable that lives in shared memory its own allocation for the whole kernel
+(its bytes rounded up to 16; no reuse between tiles whose lifetimes do not overlap), plus the largest
+scratch of one call (a `@wp.func`'s own tiles, `tile_fft`'s cuFFTDx workspace). A tile lives in shared
+memory when it is created with `storage="shared"`, when it is the result of `C = wp.tile_matmul(A, B)`,
+`tile_cholesky`, a triangular solve or `tile_diag_add`, or when an operation moves it there: the operands
+of `tile_matmul`, the input of `tile_transpose`, `tile_broadcast`, `tile_reshape`, `tile_view`,
+`tile_squeeze`, `tile_extract`, `tile_sort`, `tile_sum`/`tile_reduce` over an axis, the Cholesky and
+triangular solvers, and any tile that is indexed (`t[i, j]`) or written element-wise. A `for` loop with a
+constant trip count of at most `max_unroll` (16 by default) is unrolled by Warp, and every copy of its
+body gets its own tiles: a K loop of 8 steps that loads two shared tiles needs 16 of them. The model
+(`warp_harness.model.shared_memory`) matches the bytes Warp's own sm_90 builds record for every tile
+kernel of Warp's examples.
 
 The request is compared with the target profile: on CUDA, the opt-in shared memory per block
 minus the `4 * block_dim` bytes Warp reserves statically (`block_dim` from the kernel's launch
 sites); on Warp's CPU backend, the fixed 256 KiB tile arena of each block (Warp 1.19's
-`WP_MAX_CPU_SHARED`; larger requests abort the process). The estimate is a lower bound of what
-Warp allocates (it counts only tiles whose size and storage are certain, and unrolls only loops it
-is sure Warp unrolls), so a kernel it reports cannot fit.
+`WP_MAX_CPU_SHARED`; larger requests abort the process). A kernel every launch of which passes
+`device="cpu"` is judged on the CPU arena whatever the target. The rule judges what the kernel surely
+allocates: tiles whose size and storage are certain, loops Warp surely unrolls, the smallest scratch
+cuFFTDx may pick; a kernel built by a factory whose sizes come from the factory's default argument
+is not judged (other calls may pass other values). So a kernel it reports cannot fit.
 
 On CUDA targets a register tile whose share per thread (`size / block_dim` elements) exceeds the
 registers of a thread (255 x 4 bytes) is reported as a warning: it spills to local memory, and
@@ -50,12 +55,14 @@ TILE = wp.constant(64)                # 2 x 16 KiB
 from __future__ import annotations
 
 import ast
+import dataclasses
 import math
 from collections.abc import Iterator
 
 from warp_harness.hardware import HardwareProfile
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shared_memory import (
     CPU_TILE_ARENA,
     DEFAULT_BLOCK_DIM,
@@ -72,6 +79,7 @@ from warp_harness.model.tiles import TILE_CREATORS, call_arg
 from warp_harness.model.types import byte_size
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
+from warp_harness.rules.queries import kernel_model, launched_elsewhere, launches_of
 
 
 def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Constant | None:
@@ -87,6 +95,11 @@ def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Const
     if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
         return value
     return None
+
+
+def _one(block_dims: list[int] | None) -> int | None:
+    """The block_dim every launch uses, None when they differ or one is unknown."""
+    return block_dims[0] if block_dims and len(set(block_dims)) == 1 else None
 
 
 def _limit(profile: HardwareProfile) -> int | None:
@@ -106,11 +119,49 @@ class TileSharedMemory(Rule):
 
     scope = Scope.KERNEL
     reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES, Fact.MODULE_OPTIONS})
+    foreign_launches = True
 
     def applies(self, ctx: RuleContext) -> bool:
         return _limit(ctx.profile) is not None
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if launched_elsewhere(ctx):
+            yield from self._launched_elsewhere(ctx, kernel)
+        else:
+            yield from self._judge(ctx, kernel)
+
+    def _launched_elsewhere(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        """A kernel of another module (or reached indirectly) launched here: judged in its own module with
+        this launch's block_dim, reported at the launch only when its own file (judging it without this
+        launch) reports nothing."""
+        assert ctx.project is not None
+        # the launch asking for the most threads is where the budget is exceeded
+        site = max(launches_of(ctx, kernel), key=lambda s: self._block_dims_of(ctx, s))
+        defining = kernel_model(ctx, kernel)
+        # the kernel's own module as context (once per module and analysis: its facts are computed once)
+        own = ctx.once(
+            (self.id, "module", id(defining)),
+            lambda: dataclasses.replace(ctx, model=defining, rebound={}, _once={}),
+        )
+        with ctx.project.focused(None):
+            if ctx.once(
+                (self.id, "alone", id(kernel.node)), lambda: any(True for _ in self._judge(own, kernel))
+            ):
+                return
+        for record in self._judge(own, kernel):
+            yield dataclasses.replace(
+                record,
+                location=ctx.location(site.block_dim or site.node, kernel.name),
+                fix=None,
+                related=(Related(record.location, "the largest tiles"), *record.related),
+            )
+
+    @staticmethod
+    def _block_dims_of(ctx: RuleContext, site: LaunchSite) -> int:
+        value = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+        return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_BLOCK_DIM
+
+    def _judge(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         profile = ctx.profile
         limit = _limit(profile)
         assert limit is not None  # see `applies`
@@ -119,27 +170,57 @@ class TileSharedMemory(Rule):
         tiles = calls_tile(kernel, ctx.model)
         if not tiles and not ctx.model.funcs:
             return
+        # a kernel every launch of which pins device="cpu" never meets the GPU: judge it on Warp's CPU arena
+        cpu = profile.device == "cpu" or (profile.is_cuda and self._cpu_only(ctx, kernel))
+        if cpu:
+            limit = CPU_TILE_ARENA
         types = ctx.model.types(kernel)
+        block_dims = self._block_dims(ctx, kernel)
         # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
         estimate = (
-            SharedMemoryEstimator(ctx.model, kernel, types, max_unroll=max_unroll).run()
+            SharedMemoryEstimator(
+                ctx.model,
+                kernel,
+                types,
+                max_unroll=max_unroll,
+                block_dim=_one(block_dims),
+                arch=None if cpu else profile.arch,
+                cpu=cpu,
+            ).run()
             if tiles or reaches_tile(kernel, ctx.model, tile_funcs)
             else Estimate()
         )
-        block_dims = self._block_dims(ctx, kernel)
-        record = self._check_shared(ctx, kernel, types, estimate, limit, block_dims, max_unroll)
+        if estimate.assumed:
+            return  # sizes from a kernel factory's default argument: other calls may pass other values
+        record = self._check_shared(ctx, kernel, types, estimate, limit, block_dims, max_unroll, cpu)
         if record is not None:
             yield record
-        elif profile.is_cuda and profile.max_registers_per_thread:
+        elif profile.is_cuda and not cpu and profile.max_registers_per_thread:
             register = self._check_registers(ctx, kernel, estimate, block_dims)
             if register is not None:
                 yield register
+
+    def _cpu_only(self, ctx: RuleContext, kernel: KernelDef) -> bool:
+        """Whether the kernel has launches and every one of them says ``device="cpu"``."""
+        sites = launches_of(ctx, kernel)
+        if not sites:
+            return False
+        for site in sites:
+            device = next((kw.value for kw in site.node.keywords if kw.arg == "device"), None)
+            value: object = None
+            if isinstance(device, ast.Constant):
+                value = device.value
+            elif device is not None:
+                value = site.fold(device, ctx.model.constants.values, ctx.model.imports)
+            if value != "cpu":
+                return False
+        return True
 
     # block_dim -----------------------------------------------------------------------------------
     def _block_dims(self, ctx: RuleContext, kernel: KernelDef) -> list[int] | None:
         """block_dim of every launch of the kernel; None when one of them is unknown (or none is seen)."""
         dims: list[int] = []
-        sites = ctx.model.launches_of(kernel)
+        sites = launches_of(ctx, kernel)
         if not sites:
             return None
         # a module-wide block_dim (wp.set_module_options({"block_dim": 64}) or the decorator) replaces 256
@@ -161,9 +242,11 @@ class TileSharedMemory(Rule):
         return dims
 
     # shared memory --------------------------------------------------------------------------------
-    def _budget(self, ctx: RuleContext, limit: int, block_dims: list[int] | None) -> tuple[int, int | None]:
+    def _budget(
+        self, ctx: RuleContext, limit: int, block_dims: list[int] | None, cpu: bool = False
+    ) -> tuple[int, int | None]:
         """(usable bytes, block_dim used for the static reservation)."""
-        if not ctx.profile.is_cuda:
+        if not ctx.profile.is_cuda or cpu:
             return limit, None
         block_dim = max(block_dims) if block_dims else ctx.profile.warp_size
         return limit - 4 * block_dim, (max(block_dims) if block_dims else None)
@@ -177,9 +260,10 @@ class TileSharedMemory(Rule):
         limit: int,
         block_dims: list[int] | None,
         max_unroll: int,
+        cpu: bool = False,
     ) -> Record | None:
-        budget, block_dim = self._budget(ctx, limit, block_dims)
-        request = estimate.request
+        budget, block_dim = self._budget(ctx, limit, block_dims, cpu)
+        request = estimate.minimum
         if request <= budget:
             return None
         sites = estimate.shared_sites
@@ -192,7 +276,7 @@ class TileSharedMemory(Rule):
         need = fmt_bytes(request)
         if need in (fmt_bytes(limit), fmt_bytes(budget)):
             need = f"{request} bytes"  # rounding would hide the difference
-        if profile.is_cuda:
+        if profile.is_cuda and not cpu:
             allows = f"{profile.name} allows {fmt_bytes(limit)} per block"
             if need.endswith("bytes"):
                 allows = f"{profile.name} allows {limit} bytes per block"
@@ -206,9 +290,10 @@ class TileSharedMemory(Rule):
             )
         else:
             arena = f"{limit}-byte" if need.endswith("bytes") else fmt_bytes(limit)
+            launched = ' (every launch of it says device="cpu")' if profile.is_cuda else ""
             message = (
                 f"tiles of kernel `{kernel.name}` need at least {need} of shared memory; "
-                f"Warp's CPU backend has a {arena} tile arena per block (the process aborts)"
+                f"Warp's CPU backend{launched} has a {arena} tile arena per block (the process aborts)"
             )
         related: list[Related] = []
         for group in groups[:6]:
@@ -218,15 +303,17 @@ class TileSharedMemory(Rule):
             if len(group) > 1:
                 what = f"{len(group)} x {what} (one per unrolled iteration), {fmt_bytes(nbytes)}"
             related.append(Related(ctx.location(first.node, kernel.name), what))
-        if estimate.extra and estimate.extra_call is not None:
+        if estimate.extra_minimum and estimate.extra_call is not None:
+            builtin = ctx.model.imports.warp_name(estimate.extra_call.func)
+            what = f"scratch of `{builtin}`" if builtin else "shared tiles in the called function"
             related.append(
                 Related(
                     ctx.location(estimate.extra_call, kernel.name),
-                    f"{fmt_bytes(estimate.extra)} of shared tiles in the called function",
+                    f"{fmt_bytes(estimate.extra_minimum)} of {what}",
                 )
             )
         anchor: ast.AST = groups[0][0].node if groups else (estimate.extra_call or kernel.node)
-        hint, fix = self._hint(ctx, kernel, types, groups, budget, max_unroll, estimate)
+        hint, fix = self._hint(ctx, kernel, types, groups, budget, max_unroll, block_dims, cpu)
         return self.report(
             ctx,
             anchor,
@@ -247,11 +334,12 @@ class TileSharedMemory(Rule):
         groups: list[list[Site]],
         budget: int,
         max_unroll: int,
-        estimate: Estimate,
+        block_dims: list[int] | None,
+        cpu: bool,
     ) -> tuple[str, Fix | None]:
         parts: list[str] = []
         fix: Fix | None = None
-        best = self._lower_constant(ctx, kernel, types, groups, budget, max_unroll)
+        best = self._lower_constant(ctx, kernel, types, groups, budget, max_unroll, block_dims, cpu)
         if best is not None:
             name, old, new, after = best
             parts.append(f"lower {name} from {old} to {new} ({fmt_bytes(after)})")
@@ -279,7 +367,7 @@ class TileSharedMemory(Rule):
                 )
             else:
                 parts.append("use smaller tiles or keep fewer of them in shared memory")
-        if ctx.profile.is_cuda and (ctx.profile.shared_memory_limit or 0) < 232448:
+        if ctx.profile.is_cuda and not cpu and (ctx.profile.shared_memory_limit or 0) < 232448:
             parts.append("or target a GPU with more shared memory per block (sm_90: 227 KiB)")
         return ", ".join(parts), fix
 
@@ -297,8 +385,11 @@ class TileSharedMemory(Rule):
         groups: list[list[Site]],
         budget: int,
         max_unroll: int,
+        block_dims: list[int] | None,
+        cpu: bool,
     ) -> tuple[str, int, int, int] | None:
         """The module constant in the shared tiles' shapes whose smallest power-of-two division fits."""
+        arch = None if cpu else ctx.profile.arch
         local = set(types.variables) | {p.name for p in kernel.params}
         candidates: list[str] = []
         for group in groups:
@@ -324,7 +415,20 @@ class TileSharedMemory(Rule):
             while factor <= old and old % factor == 0:
                 new = old // factor
                 env = refold_constants(ctx.model, name, new)
-                after = SharedMemoryEstimator(ctx.model, kernel, types, env, max_unroll).run().request
+                after = (
+                    SharedMemoryEstimator(
+                        ctx.model,
+                        kernel,
+                        types,
+                        env,
+                        max_unroll,
+                        block_dim=_one(block_dims),
+                        arch=arch,
+                        cpu=cpu,
+                    )
+                    .run()
+                    .minimum
+                )
                 if after <= budget:
                     if best is None or new / old > best[2] / best[1]:
                         best = (name, old, new, after)

@@ -1,4 +1,7 @@
-"""The static tier as the server runs it: settings per file, one analyser, errors reported once."""
+"""The static tier as the server runs it: settings per file, one analyser, errors reported once, and the
+workspace model (`warp_harness.model.project`): the modules of the workspace folders, kept up to date from
+open documents and file events, so launches of kernels defined in other modules are judged; which open
+documents launch a module's kernels (`StaticTier.dependents`) is known from each one's last analysis."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import Any, Protocol
 from warp_harness.config import ConfigError, Settings, load_settings
 from warp_harness.engine import Analysis
 from warp_harness.incremental import IncrementalAnalyser
+from warp_harness.model.project import ProjectIndex, ProjectView, package_root
 
 
 class Analyser(Protocol):
@@ -26,6 +30,61 @@ class StaticTier:
         self._report = report
         self._reported: set[str] = set()
         self.analyses = 0
+        # the workspace model (None until `open_workspace`), and per analysed path the modules its launches
+        # resolved against (names -> digests)
+        self.project: ProjectIndex | None = None
+        self.deps: dict[str, dict[str, str]] = {}
+
+    # --- the workspace model ----------------------------------------------------------------------
+    def open_workspace(self, roots: list[Path]) -> None:
+        """Index the Python modules of the workspace folders (summaries are built on first use)."""
+        from warp_harness.builtins import load_table
+
+        self.project = ProjectIndex.for_paths(roots, builtins=load_table())
+        self.deps.clear()
+
+    def _indexed(self, path: str) -> str | None:
+        """The module name of ``path`` in the workspace model, indexing its package when it is new."""
+        project = self.project
+        if project is None:
+            return None
+        module = project.module_of(path)
+        if module is None:
+            root = package_root(Path(path))
+            if (root / "__init__.py").is_file():
+                project.add_tree(root)
+            module = project.module_of(path) or project.add_file(Path(path))
+        return module
+
+    def document_changed(self, path: str, text: str | None) -> str | None:
+        """An open document's text (None: closed, the file on disk counts again); its module name."""
+        if self.project is None or self._indexed(path) is None:
+            return None
+        return self.project.set_text(Path(path), text)
+
+    def file_changed(self, path: str, deleted: bool = False) -> str | None:
+        """A file event (created, changed or deleted on disk); the module name concerned."""
+        project = self.project
+        if project is None or not path.endswith(".py"):
+            return None
+        if deleted:
+            module = project.module_of(path)
+            project.remove_file(Path(path))
+            return module
+        known = project.module_of(path)
+        if known is None:
+            return self._indexed(path)
+        return project.changed(Path(path))
+
+    def dependents(self, module: str) -> list[str]:
+        """The analysed paths whose launches resolved against ``module`` (or looked for it)."""
+        return [path for path, deps in self.deps.items() if module in deps]
+
+    def _view(self, path: str, text: str) -> ProjectView | None:
+        if self.project is None or self._indexed(path) is None:
+            return None
+        self.project.set_text(Path(path), text)
+        return self.project.view(path)
 
     def warm_up(self) -> None:
         """Load what the first analysis needs (the rules, Warp's builtin table) ahead of it."""
@@ -53,7 +112,13 @@ class StaticTier:
     def analyse(self, text: str, path: str) -> Analysis:
         settings = self.settings_for(path)
         self.analyses += 1
+        view = self._view(path, text) if isinstance(self.analyser, IncrementalAnalyser) else None
         try:
+            if view is not None:
+                assert isinstance(self.analyser, IncrementalAnalyser)
+                analysis = self.analyser.analyse(text, path, settings, view)
+                self.deps[path] = dict(view.deps)
+                return analysis
             return self.analyser.analyse(text, path, settings)
         except Exception as exc:  # the profile named by a pyproject is unknown, or worse
             self._report_once(f"warp-harness: analysis of {Path(path).name} failed: {exc}")
@@ -65,6 +130,7 @@ class StaticTier:
 
     def forget(self, path: str) -> None:
         self.analyser.forget(path)
+        self.deps.pop(path, None)
 
     def _report_once(self, message: str) -> None:
         if message not in self._reported:

@@ -24,7 +24,7 @@ from warp_harness.config import ConfigError
 from warp_harness.daemon.pipeline import job_state
 from warp_harness.record import Record
 from warp_harness.safe_read import read_regular_text
-from warp_harness.server import actions, hover, transport
+from warp_harness.server import actions, hover, notebooks, pull, transport
 from warp_harness.server.analysis import Analyser, StaticTier
 from warp_harness.server.convert import TUNE_SOURCE, PositionMapper, to_diagnostic
 from warp_harness.server.daemon_link import DaemonLink
@@ -52,7 +52,10 @@ def _version() -> str:
 class WarpHarnessServer(LanguageServer):
     def __init__(self, analyser: Analyser | None = None) -> None:
         super().__init__(
-            "warp-harness", _version(), text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "warp-harness",
+            _version(),
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=notebooks.SYNC,
         )
         self.tier = StaticTier(report=self.show_error, analyser=analyser)
         self.statics: dict[str, StaticState] = {}
@@ -67,6 +70,10 @@ class WarpHarnessServer(LanguageServer):
         self.published_pairs: dict[str, list[tuple[Record, types.Diagnostic, bool]]] = {}
         self.tune = TuneResults()
         self.loop: asyncio.AbstractEventLoop | None = None
+        # per document, the text whose change was last passed on to the documents depending on it
+        self.propagated: dict[str, str] = {}
+        self.notebooks = notebooks.NotebookSupport(self)  # server/notebooks.py
+        self.pull_state = pull.PullState()  # server/pull.py
 
     # ------------------------------------------------------------------ messages to the client
 
@@ -102,7 +109,7 @@ class WarpHarnessServer(LanguageServer):
         if handle is not None:
             handle.cancel()
         document = self.workspace.text_documents.get(uri)
-        if document is None or document.path is None:
+        if document is None or document.path is None or self.notebooks.owns_cell(uri):
             return None
         text = document.source
         current = self.statics.get(uri)
@@ -112,7 +119,23 @@ class WarpHarnessServer(LanguageServer):
         state = StaticState(document.version, text, analysis)
         self.statics[uri] = state
         self.publish(uri)
+        if self.propagated.get(uri) != text:  # a new text: the documents launching its kernels follow
+            self.propagated[uri] = text
+            project = self.tier.project
+            module = project.module_of(document.path) if project is not None else None
+            if module is not None:
+                self.reanalyse_dependents(module, uri)
         return state
+
+    def reanalyse_dependents(self, module: str, changed_uri: str | None = None) -> None:
+        """Re-analyse (and re-publish) the open documents whose launches resolved against ``module``."""
+        paths = set(self.tier.dependents(module))
+        for uri, document in list(self.workspace.text_documents.items()):
+            if uri == changed_uri or document.path is None or document.path not in paths:
+                continue
+            self.statics.pop(uri, None)
+            self.tier.forget(document.path)
+            self.schedule(uri)
 
     def publish(self, uri: str) -> None:
         document = self.workspace.text_documents.get(uri)
@@ -142,9 +165,7 @@ class WarpHarnessServer(LanguageServer):
         self.published_pairs[uri] = pairs
         diagnostics = [d for _, d, _ in pairs]
         self.published += 1
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
-        )
+        pull.deliver(self, uri, diagnostics, version)  # pushed, or kept for a client that pulls
 
     def schedule(self, uri: str) -> None:
         """Analyse after the debounce delay; at once when the edit follows a pause."""
@@ -175,6 +196,7 @@ class WarpHarnessServer(LanguageServer):
             if document.path is not None:
                 self.tier.forget(document.path)
             self._fire(uri)
+        self.notebooks.reanalyse_all()
 
     def forget(self, uri: str) -> None:
         handle = self.pending.pop(uri, None)
@@ -183,9 +205,14 @@ class WarpHarnessServer(LanguageServer):
         self.statics.pop(uri, None)
         self.published_pairs.pop(uri, None)
         self.last_change.pop(uri, None)
+        self.propagated.pop(uri, None)
+        pull.forget(self, uri)
         path = to_fs_path(uri)
         if path is not None:
             self.tier.forget(path)
+            module = self.tier.document_changed(path, None)  # the file on disk counts again
+            if module is not None:
+                self.reanalyse_dependents(module, uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # ------------------------------------------------------------------ configuration
@@ -366,6 +393,8 @@ class WarpHarnessServer(LanguageServer):
 
 def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     server = WarpHarnessServer(analyser)
+    notebooks.register(server)
+    pull.register(server)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: WarpHarnessServer, params: types.InitializeParams) -> None:
@@ -377,6 +406,7 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
             roots = [to_fs_path(params.root_uri)]
         ls.roots = [Path(r).resolve() for r in roots if r]
         ls.apply_client_settings(params.initialization_options)
+        ls.tier.open_workspace(ls.roots)  # the workspace model: kernels launched across modules
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(
@@ -397,7 +427,10 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
         watched = workspace.did_change_watched_files if workspace else None
         if watched and watched.dynamic_registration:
             options = types.DidChangeWatchedFilesRegistrationOptions(
-                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                watchers=[
+                    types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                    types.FileSystemWatcher(glob_pattern="**/*.py"),  # the workspace model
+                ]
             )
             registration = types.Registration(
                 id="warp-harness-pyproject",
@@ -442,6 +475,14 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     def did_change_watched_files(ls: WarpHarnessServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.endswith("pyproject.toml") for change in params.changes):
             ls.reanalyse_all()
+            return
+        for change in params.changes:
+            path = to_fs_path(change.uri)
+            if path is None or not path.endswith(".py"):
+                continue
+            module = ls.tier.file_changed(path, deleted=change.type == types.FileChangeType.Deleted)
+            if module is not None:
+                ls.reanalyse_dependents(module, change.uri)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -451,6 +492,8 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     )
     def code_action(ls: WarpHarnessServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
+        if ls.notebooks.owns_cell(uri):
+            return ls.notebooks.code_actions(params)
         state = ls.analyse_now(uri)  # answer for the text as it is now, not a debounced older version
         document = ls.workspace.text_documents.get(uri)
         if state is None or document is None:

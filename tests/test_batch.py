@@ -140,3 +140,23 @@ def test_a_killed_worker_costs_a_warning_not_the_results(
     results = check_files([EXAMPLES], jobs=2, cache=False)
     assert results == check_paths([EXAMPLES])
     assert "a check process died; checking in one process" in capsys.readouterr().err
+
+
+def test_a_pool_resolves_launches_across_modules_as_one_process_does(tmp_path: Path) -> None:
+    """Workers fork with the workspace index: a kernel of another module is judged the same in each."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(
+        "import warp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    a[i] = 1.0\n"
+    )
+    for n in range(MIN_PARALLEL_FILES + 2):
+        (pkg / f"sim{n}.py").write_text(
+            "import warp as wp\nfrom . import kernels as K\n\n\ndef run(a, n):\n"
+            "    wp.launch(K.k, dim=(n, n), inputs=[a])\n"
+        )
+    one = check_files([pkg], jobs=1, cache=False)
+    two = check_files([pkg], jobs=2, cache=False)
+    assert one == two
+    assert sum(1 for x in two for r in x.records if r.rule == "WH007") == MIN_PARALLEL_FILES + 2

@@ -229,3 +229,69 @@ def test_the_cache_round_trips_every_record_of_the_examples_exactly(tmp_path: Pa
     warm = check_files([REPO / "examples"], jobs=1, cache=cache)
     assert cache.hits == len(warm) and cold == warm
     assert any(r.records for r in warm)
+
+
+PKG_KERNELS = """import warp as wp
+
+
+@wp.kernel
+def scale(a: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    a[i] = a[i] * s
+"""
+PKG_SIM = """import warp as wp
+
+from .kernels import scale
+
+
+def step(a, n):
+    wp.launch(scale, dim=n, inputs=[a, 2.0])
+"""
+
+
+def _package(root: Path) -> Path:
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(PKG_KERNELS)
+    (pkg / "sim.py").write_text(PKG_SIM)
+    return pkg
+
+
+def test_a_change_in_the_module_a_launch_resolved_into_is_checked_again(tmp_path: Path) -> None:
+    """sim.py's bytes do not change, but its launch now passes too few arguments: not a stale hit."""
+    pkg = _package(tmp_path / "ws")
+    cache = CheckCache(tmp_path / "cache")
+    first = check_files([pkg], jobs=1, cache=cache)
+    assert not [r for x in first for r in x.records if r.rule == "WH006"]
+    # a third parameter in the kernel's module
+    (pkg / "kernels.py").write_text(PKG_KERNELS.replace("s: float)", "s: float, t: float)"))
+    second = check_files([pkg], jobs=1, cache=cache)
+    (record,) = [r for x in second for r in x.records if r.rule == "WH006"]
+    assert record.location.path.endswith("sim.py")
+    # unchanged again: sim.py and the others come from the cache, with the same records
+    hits = cache.hits
+    third = check_files([pkg], jobs=1, cache=cache)
+    assert third == second and cache.hits == hits + 3
+
+
+def test_a_module_appearing_makes_an_unresolved_launch_checked_again(tmp_path: Path) -> None:
+    pkg = _package(tmp_path / "ws")
+    (pkg / "kernels.py").unlink()
+    (pkg / "sim.py").write_text(PKG_SIM.replace("inputs=[a, 2.0]", "inputs=[a]"))
+    cache = CheckCache(tmp_path / "cache")
+    assert not [r for x in check_files([pkg], jobs=1, cache=cache) for r in x.records if r.rule == "WH006"]
+    (pkg / "kernels.py").write_text(PKG_KERNELS)
+    found = [r for x in check_files([pkg], jobs=1, cache=cache) for r in x.records if r.rule == "WH006"]
+    assert len(found) == 1
+
+
+def test_an_entry_with_dependencies_round_trips_and_needs_them_unchanged(tmp_path: Path) -> None:
+    cache = CheckCache(tmp_path / "cache")
+    record = Record(Stage.CONSTRAINT, "WH006", Severity.ERROR, Location("sim.py", 3, 4), "m")
+    cache.put("ab" * 32, (record,), {"pkg.kernels": "d1", "pkg.gone": ""})
+    assert cache.get("ab" * 32, {"pkg.kernels": "d1", "pkg.gone": ""}.__getitem__) == (record,)
+    assert cache.get("ab" * 32, {"pkg.kernels": "d2", "pkg.gone": ""}.__getitem__) is None
+    assert cache.get("ab" * 32) is None  # nothing to compare the dependencies with: a miss
+    cache.put("cd" * 32, (record,))
+    assert cache.get("cd" * 32) == (record,)

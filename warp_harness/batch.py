@@ -25,6 +25,7 @@ from warp_harness.output.model import FileResult
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
     from warp_harness.check_cache import CheckCache
+    from warp_harness.model.project import ProjectIndex
 
 # which source lines a FileResult keeps: every line, only the lines records point at (the others
 # are ""), or none. Formats that show no source text need none: newton's 819k lines were held to
@@ -52,6 +53,8 @@ class _Job:
     lines: Lines
     cache: CheckCache | None
     table: BuiltinTable
+    # the workspace model (every file under the roots and their packages), summarised lazily per process
+    project: ProjectIndex | None = None
 
 
 # set in this process before the pool forks (or by the pool's initializer): what every file needs
@@ -86,15 +89,18 @@ def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | 
     job = _job
     assert job is not None
     cache = job.cache
+    project = job.project
     key = ""
     if cache is not None:
         key = cache.key(data, shown, settings)
-        records = cache.get(key)
+        records = cache.get(key, project.digest if project is not None else None)
         if records is not None:
             return FileResult(shown, records, _source_lines(data, records, job.lines))
-    result = check_bytes(data, shown, settings, table)
+    view = project.view(shown) if project is not None else None
+    result = check_bytes(data, shown, settings, table, project=view)
     if cache is not None:
-        cache.put(key, result.records)
+        # the modules its launches resolved against (and failed to): their digests key the entry too
+        cache.put(key, result.records, view.deps if view is not None else None)
     return FileResult(result.path, result.records, _trim(result.source_lines, result.records, job.lines))
 
 
@@ -156,7 +162,9 @@ def check_files(
     elif cache is not False:
         store = cache
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    job = _Job(overrides, lines, store, table)
+    from warp_harness.engine import project_index
+
+    job = _Job(overrides, lines, store, table, project_index(paths, table))
     _job = job
     if jobs == 1 or len(files) < MIN_PARALLEL_FILES:
         return [_check_one(p) for p in files]

@@ -9,7 +9,10 @@ through msgpack with container limits; anything that does not decode to records 
 An entry's name is a hash of everything that can change a file's records: its bytes and displayed
 path, the settings it is checked under (every field: select, ignore, target, severities...), the
 resolved hardware profile, the installed code of warp-harness (version and a fingerprint of its
-files, so rules and builtin profiles count) and the builtin table's identity.
+files, so rules and builtin profiles count) and the builtin table's identity. What a file's records also
+depend on, the other modules its launches resolved against (the workspace model), is stored in the
+entry: a digest per module consulted ("" for one that did not exist), compared with the modules' current
+digests before the entry is used.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,7 @@ from warp_harness.config import Settings
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
 
 # bump when the entry layout changes
-ENTRY_FORMAT = 1
+ENTRY_FORMAT = 2
 # one file's records: far above anything real (a 10 MB file with a record on every line is ~60 MB
 # of source, its records a fraction); larger entries are treated as corrupt
 MAX_ENTRY_BYTES = 16 * 1024 * 1024
@@ -151,17 +154,32 @@ def _unpack_record(d: list[Any]) -> Record:
     )
 
 
-def encode_records(records: tuple[Record, ...]) -> bytes | None:
-    """The records as an entry, or None when they cannot be stored exactly (then nothing is cached)."""
+# module name -> its digest when the records were computed ("" when it did not exist)
+Dependencies = Mapping[str, str]
+
+
+def encode_records(records: tuple[Record, ...], deps: Dependencies | None = None) -> bytes | None:
+    """The records (and the modules they depend on) as an entry, or None when they cannot be stored
+    exactly (then nothing is cached)."""
+    pairs = sorted((deps or {}).items())
     try:
-        data = msgpack.packb([ENTRY_FORMAT, [_pack_record(r) for r in records]], use_bin_type=True)
+        data = msgpack.packb(
+            [ENTRY_FORMAT, [_pack_record(r) for r in records], [list(p) for p in pairs]], use_bin_type=True
+        )
     except (TypeError, ValueError, OverflowError):
         return None
-    return data if decode_records(data) == records else None
+    decoded = decode_entry(data)
+    return data if decoded is not None and decoded == (records, dict(pairs)) else None
 
 
 def decode_records(data: bytes) -> tuple[Record, ...] | None:
     """The records of an entry, or None for anything that is not a well-formed entry."""
+    entry = decode_entry(data)
+    return entry[0] if entry is not None else None
+
+
+def decode_entry(data: bytes) -> tuple[tuple[Record, ...], dict[str, str]] | None:
+    """(records, dependencies) of an entry, or None for anything that is not a well-formed entry."""
     if len(data) > MAX_ENTRY_BYTES:
         return None
     try:
@@ -175,12 +193,18 @@ def decode_records(data: bytes) -> tuple[Record, ...] | None:
             max_map_len=64,
             max_ext_len=0,
         )
-        if not (isinstance(entry, list) and len(entry) == 2 and entry[0] == ENTRY_FORMAT):
+        if not (isinstance(entry, list) and len(entry) == 3 and entry[0] == ENTRY_FORMAT):
             return None
         records = tuple(_unpack_record(d) for d in entry[1])
+        deps = {}
+        for pair in entry[2]:
+            module, digest = pair
+            if not (isinstance(module, str) and isinstance(digest, str)):
+                return None
+            deps[module] = digest
     except Exception:  # a corrupt entry is a miss, whatever it holds
         return None
-    return records if all(_well_typed(r) for r in records) else None
+    return (records, deps) if all(_well_typed(r) for r in records) else None
 
 
 def _well_typed(r: Record) -> bool:
@@ -243,15 +267,23 @@ class CheckCache:
     def _entry(self, key: str) -> Path:
         return self.entries / key[:2] / key[2:]
 
-    def get(self, key: str) -> tuple[Record, ...] | None:
-        records = self._read(self._entry(key))
+    def get(self, key: str, current: Callable[[str], str] | None = None) -> tuple[Record, ...] | None:
+        """The records stored under ``key``; None when there are none or when a module they depend on
+        changed (``current``: a module's digest now, "" when it does not exist; without it, an entry
+        with dependencies is a miss)."""
+        entry = self._read(self._entry(key))
+        records: tuple[Record, ...] | None = None
+        if entry is not None:
+            stored, deps = entry
+            if not deps or (current is not None and all(current(m) == d for m, d in deps.items())):
+                records = stored
         if records is None:
             self.misses += 1
         else:
             self.hits += 1
         return records
 
-    def _read(self, path: Path) -> tuple[Record, ...] | None:
+    def _read(self, path: Path) -> tuple[tuple[Record, ...], dict[str, str]] | None:
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
@@ -266,10 +298,10 @@ class CheckCache:
             return None
         finally:
             os.close(fd)
-        records = decode_records(data)
-        if records is None:
+        entry = decode_entry(data)
+        if entry is None:
             self._discard(path)
-        return records
+        return entry
 
     @staticmethod
     def _discard(path: Path) -> None:
@@ -278,8 +310,9 @@ class CheckCache:
         except OSError:
             pass
 
-    def put(self, key: str, records: tuple[Record, ...]) -> None:
-        data = encode_records(records)
+    def put(self, key: str, records: tuple[Record, ...], deps: Dependencies | None = None) -> None:
+        """Store ``records`` under ``key``, valid while the modules of ``deps`` keep their digests."""
+        data = encode_records(records, deps)
         if data is None:
             return
         entry = self._entry(key)
@@ -311,6 +344,7 @@ __all__ = [
     "MAX_ENTRY_BYTES",
     "CacheUnusable",
     "CheckCache",
+    "decode_entry",
     "decode_records",
     "default_cache_dir",
     "encode_records",

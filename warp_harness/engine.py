@@ -21,6 +21,7 @@ from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
+    from warp_harness.model.project import ProjectIndex, ProjectView
     from warp_harness.rules.base import Rule, RuleContext, Scope
 
 SYNTAX_RULE = "WH000"
@@ -101,6 +102,15 @@ def scoped_records(rule: Rule, ctx: RuleContext) -> Iterator[tuple[Scope, int, R
                 continue
             for record in rule.check_kernel(ctx, kernel):
                 yield scope, position, record
+        if rule.foreign_launches and ctx.project is not None:
+            # the launch side of kernels this file reaches indirectly: records at (and filed under) the site
+            from warp_harness.rules.queries import indirect_launches
+
+            for position, sites, kernel in indirect_launches(ctx):
+                with ctx.project.focused(sites):
+                    records = list(rule.check_kernel(ctx, kernel))
+                for record in records:
+                    yield Scope.LAUNCH, position, record
 
 
 def analyse_source(
@@ -109,8 +119,10 @@ def analyse_source(
     settings: Settings | None = None,
     overrides: Mapping[str, Any] | None = None,
     builtins: BuiltinTable | None = None,
+    project: ProjectView | None = None,
 ) -> Analysis:
-    """Run the static tier on one file's text. Never raises on bad input."""
+    """Run the static tier on one file's text. Never raises on bad input. ``project``: the workspace
+    model seen from this file (`ProjectIndex.view`), for kernels launched from other modules."""
     settings = settings or Settings()
     if overrides:
         settings = settings.merged(overrides)
@@ -120,14 +132,19 @@ def analyse_source(
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return analyse_parsed(parse_source(text), path, settings, builtins or _builtins())
+        return analyse_parsed(parse_source(text), path, settings, builtins or _builtins(), project=project)
     finally:
         if enabled:
             gc.enable()
 
 
 def analyse_parsed(
-    parsed: ParsedSource, path: str, settings: Settings, table: BuiltinTable, model: ModuleModel | None = None
+    parsed: ParsedSource,
+    path: str,
+    settings: Settings,
+    table: BuiltinTable,
+    model: ModuleModel | None = None,
+    project: ProjectView | None = None,
 ) -> Analysis:
     """`analyse_source` from the parse on (``model``: already built from ``parsed``)."""
     from warp_harness.hardware import load_profile
@@ -139,7 +156,8 @@ def analyse_parsed(
         records.append(syntax_record(path, parsed.syntax_error))
     model = model or build_model(parsed.text, path, table, parsed)
     if model.kernels or model.launches:
-        ctx = RuleContext(model, load_profile(settings.target), table, settings)
+        view = project.attach(model) if project is not None and model.launches else None
+        ctx = RuleContext(model, load_profile(settings.target), table, settings, project=view)
         for rule in all_rules():
             if not settings.rule_enabled(rule.id):
                 continue
@@ -173,18 +191,48 @@ def finish_records(records: list[Record], parsed: ParsedSource, settings: Settin
 
 
 def check_bytes(
-    data: bytes, path: str, settings: Settings | None = None, builtins: BuiltinTable | None = None
+    data: bytes,
+    path: str,
+    settings: Settings | None = None,
+    builtins: BuiltinTable | None = None,
+    project: ProjectView | None = None,
 ) -> FileResult:
     text, problem = decode_source(data)
     if text is None:
         assert problem is not None
         return FileResult(path, (syntax_record(path, problem),), None)
-    analysis = analyse_source(text, path, settings, builtins=builtins)
+    if project is not None:
+        analysis = _analyse_in_project(
+            data, text, path, settings or Settings(), builtins or _builtins(), project
+        )
+    else:
+        analysis = analyse_source(text, path, settings, builtins=builtins)
     return FileResult(
         path,
         tuple(analysis.records),
         tuple(line.rstrip("\r\n") for line in analysis.source.lines) if analysis.source else None,
     )
+
+
+def _analyse_in_project(
+    data: bytes, text: str, path: str, settings: Settings, table: BuiltinTable, project: ProjectView
+) -> Analysis:
+    """`analyse_source` sharing the parse and model with the workspace model: a module already built to
+    resolve a launch is not built again, and one built here serves later launches into it."""
+    enabled = gc.isenabled()
+    gc.disable()  # as in `analyse_source`
+    try:
+        index = project.index
+        reused = index.checked(path, data)
+        parsed = reused[0] if reused is not None else parse_source(text)
+        model = reused[1] if reused is not None else None
+        if model is None:
+            model = build_model(parsed.text, path, table, parsed)
+            index.keep(path, data, parsed, model)
+        return analyse_parsed(parsed, path, settings, table, model, project)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def check_file(
@@ -219,6 +267,10 @@ def check_file(
             ),
             None,
         )
+    if path.suffix == ".ipynb":  # a notebook: its code cells as one module (warp_harness/notebooks.py)
+        from warp_harness.notebooks import check_notebook_bytes
+
+        return check_notebook_bytes(data, shown, settings, builtins)
     return (analyse or check_bytes)(data, shown, settings, builtins)
 
 
@@ -281,7 +333,7 @@ def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None
                 and not is_excluded(Path(folder) / d, settings)
             )
             for name in sorted(files):
-                if not name.endswith((".py", ".pyi")) or name.endswith(".pyi"):
+                if not name.endswith((".py", ".ipynb")):
                     continue
                 file = Path(folder) / name
                 if is_excluded(file, settings) or file.resolve() in seen:
@@ -290,9 +342,23 @@ def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None
                 yield file
 
 
+def project_index(paths: Sequence[Path], table: BuiltinTable | None = None) -> ProjectIndex:
+    """The workspace model of a check: every Python file under ``paths`` and the packages enclosing
+    them (files outside ``paths`` are indexed, not reported); summaries are built on first use."""
+    from warp_harness.model.project import ProjectIndex
+
+    return ProjectIndex.for_paths(paths, display=_display, builtins=table)
+
+
 def check_paths(paths: Sequence[Path], overrides: Mapping[str, Any] | None = None) -> list[FileResult]:
     table = _builtins()
-    return [check_file(p, overrides, builtins=table) for p in iter_python_files(paths, overrides)]
+    files = list(iter_python_files(paths, overrides))
+    index = project_index(paths, table)
+
+    def analyse(data: bytes, shown: str, settings: Settings, builtins: BuiltinTable | None) -> FileResult:
+        return check_bytes(data, shown, settings, builtins, project=index.view(shown))
+
+    return [check_file(p, overrides, builtins=table, analyse=analyse) for p in files]
 
 
 def missing_paths(paths: Sequence[Path]) -> list[Path]:
@@ -307,6 +373,7 @@ __all__ = [
     "check_paths",
     "iter_python_files",
     "missing_paths",
+    "project_index",
     "replace",
     "scoped_records",
 ]

@@ -58,6 +58,7 @@ from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
+    from warp_harness.model.project import ProjectView
 
 UNIT_CACHE_SIZE = 1024
 DOCUMENT_CACHE_SIZE = 64
@@ -298,15 +299,21 @@ class IncrementalAnalyser:
         for key in [k for k in self._units if _path_of(k) == path]:
             del self._units[key]
 
-    def analyse(self, text: str, path: str, settings: Settings) -> Analysis:
+    def analyse(
+        self, text: str, path: str, settings: Settings, project: ProjectView | None = None
+    ) -> Analysis:
+        """``project``: the workspace model seen from ``path`` (kernels launched from other modules); the
+        records of launches resolved through it are keyed by the digests of the modules they resolved
+        into, and a caller that changes one of those modules calls `forget` for the documents launching
+        its kernels."""
         table = self._builtins()
         enabled = gc.isenabled()
         gc.disable()  # same reason as in `analyse_source`
         try:
-            return self._analyse(text, path, settings or Settings(), table)
+            return self._analyse(text, path, settings or Settings(), table, project)
         except Exception:  # never worse than the full analysis
             self._documents.pop(path, None)
-            return analyse_source(text, path, settings, builtins=table)
+            return analyse_source(text, path, settings, builtins=table, project=project)
         finally:
             if enabled:
                 gc.enable()
@@ -328,32 +335,41 @@ class IncrementalAnalyser:
             self._documents.move_to_end(path)
         return document
 
-    def _analyse(self, text: str, path: str, settings: Settings, table: BuiltinTable) -> Analysis:
+    def _analyse(
+        self, text: str, path: str, settings: Settings, table: BuiltinTable, project: ProjectView | None
+    ) -> Analysis:
         document = self._document(path)
         last = document.last
-        if last is not None and last[0] == text and last[1] == settings:
+        if last is not None and last[0] == text and last[1] == settings and project is None:
             return Analysis(list(last[2].records), last[2].model, last[2].source)
         document.last = None
-        analysis = self._analyse_new(document, text, path, settings, table)
+        analysis = self._analyse_new(document, text, path, settings, table, project)
         document.last = (text, settings, analysis)
         return Analysis(list(analysis.records), analysis.model, analysis.source)
 
     def _analyse_new(
-        self, document: _Document, text: str, path: str, settings: Settings, table: BuiltinTable
+        self,
+        document: _Document,
+        text: str,
+        path: str,
+        settings: Settings,
+        table: BuiltinTable,
+        project: ProjectView | None = None,
     ) -> Analysis:
         parsed, chunks = document.parser.parse(text)
         facts = _facts()
         if chunks is None:
-            return analyse_parsed(parsed, path, settings, table)
+            return analyse_parsed(parsed, path, settings, table, project=project)
         index = NodeIndex.concat(parsed.tree, [c.index for c in chunks if c.body])
         model = build_model(text, path, table, parsed, index)
         if not (model.kernels or model.launches):
-            return analyse_parsed(parsed, path, settings, table, model)
+            return analyse_parsed(parsed, path, settings, table, model, project)
+        view = project.attach(model) if project is not None and model.launches else None
         try:
-            found = self._rule_records(document, model, chunks, settings, table, facts)
+            found = self._rule_records(document, model, chunks, settings, table, facts, view)
         except _RuleFailed:
             document.rest.clear()
-            return analyse_parsed(parsed, path, settings, table, model)
+            return analyse_parsed(parsed, path, settings, table, model, project)
         records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
         records.extend(found)
         return Analysis(finish_records(records, parsed, settings), model, parsed)
@@ -366,6 +382,7 @@ class IncrementalAnalyser:
         settings: Settings,
         table: BuiltinTable,
         facts: _Facts,
+        view: ProjectView | None = None,
     ) -> list[Record]:
         profile = load_profile(settings.target)
         rules = [rule for rule in all_rules() if settings.rule_enabled(rule.id)]
@@ -421,7 +438,12 @@ class IncrementalAnalyser:
                 any_func,
                 settings_key,
             )
-        rest_key = (context, tuple(sorted(names.items())), settings_key)
+        # what the launches resolved into through the workspace model (each module's digest)
+        if view is not None:
+            for site in model.launches:
+                view.kernel_of(site)
+        resolved = tuple(sorted(view.deps.items())) if view is not None else ()
+        rest_key = (context, tuple(sorted(names.items())), settings_key, resolved)
 
         cached: dict[int, _UnitRecords] = {}
         missing: list[_Unit] = []
@@ -441,7 +463,7 @@ class IncrementalAnalyser:
             # a unit feeds no module-wide fact: the scans behind them need only the context's nodes
             scanned = NodeIndex.concat(model.tree, [c.index for c in around])
             fresh, placed = _run_rules(
-                model, scanned, rules, units, missing, rest_found is None, (profile, table, settings)
+                model, scanned, rules, units, missing, rest_found is None, (profile, table, settings), view
             )
             for unit in missing:
                 cached[unit.position] = fresh[unit.position]
@@ -454,7 +476,7 @@ class IncrementalAnalyser:
         document.rest.move_to_end(rest_key)
         while len(document.rest) > REST_CACHE_SIZE:
             document.rest.popitem(last=False)
-        whole = RuleContext(model, profile, table, settings)
+        whole = RuleContext(model, profile, table, settings, project=view)
         return _assemble(model, rules, units, cached, rest_found.records, whole)
 
 
@@ -625,6 +647,7 @@ def _run_rules(
     missing: list[_Unit],
     with_rest: bool,
     config: tuple[HardwareProfile, BuiltinTable, Settings],
+    view: ProjectView | None = None,
 ) -> tuple[dict[int, _UnitRecords], _PlacedRecords]:
     """Run ``rules`` over the missing units (and everything else when ``with_rest``), each record filed
     under the kernel or launch site it is about."""
@@ -643,7 +666,7 @@ def _run_rules(
     restricted = model.restricted(
         [model.kernels[p] for p in kernel_positions], [model.launches[p] for p in site_positions], scanned
     )
-    ctx = RuleContext(restricted, *config)
+    ctx = RuleContext(restricted, *config, project=view)
     fresh: dict[int, _UnitRecords] = {u.position: {} for u in missing}
     rest: _PlacedRecords = {}
     for rule in rules:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 from checker_helpers import Analyse
 from warp_oracle import warp_error
 
@@ -159,3 +160,116 @@ def run(a, n):
     wp.launch(rows, dim=(0, 4), inputs=[a])
 """
     assert analyse(source, select=["WH007"]) == []
+
+
+# the symbolic spellings of dims (`warp_harness.model.shapes`), one module run on the CPU
+SYMBOLIC = """
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def relax(heights: wp.array2d(dtype=float), columns: wp.array(dtype=int)):
+    i, j = wp.tid()
+    if i < heights.shape[0]:
+        heights[i, j] = 0.5 * heights[i, j]
+    wp.atomic_add(columns, j, 1)
+
+
+@wp.kernel
+def blur(img: wp.array2d(dtype=float), visits: wp.array2d(dtype=int)):
+    i = wp.tid()
+    for j in range(img.shape[1]):
+        wp.atomic_add(visits, i, j, 1)
+
+
+class HeightField:
+    def __init__(self, nx, ny):
+        self.nx = nx
+        self.ny = ny
+        self.heights = wp.zeros((nx, ny), dtype=float, device="cpu")
+        self.columns = wp.zeros(ny, dtype=int, device="cpu")
+
+    def step(self):
+        wp.launch(relax, dim=self.nx * self.ny, inputs=[self.heights, self.columns], device="cpu")
+
+
+def filter_image(img, visits):
+    wp.launch(blur, dim=img.shape, inputs=[img, visits], device="cpu")
+
+
+def run():
+    field = HeightField(3, 4)
+    field.step()
+    img = wp.zeros((3, 4), dtype=float, device="cpu")
+    visits = wp.zeros((3, 4), dtype=int, device="cpu")
+    filter_image(img, visits)
+    raise RuntimeError(
+        f"RESULT relax={field.columns.numpy().tolist()} blur={visits.numpy().sum(axis=1).tolist()}"
+    )
+"""
+
+
+def test_symbolic_dims_of_the_wrong_rank_are_flagged(analyse: Analyse) -> None:
+    records = analyse(SYMBOLIC, select=["WH007"])
+    assert [(r.location.line, r.location.kernel) for r in records] == [
+        (_line(SYMBOLIC, "i, j = wp.tid()"), "relax"),
+        (_line(SYMBOLIC, "i = wp.tid()"), "blur"),
+    ]
+    relax, blur = records
+    assert "1-D dim" in relax.message and "always 0" in relax.message
+    assert "`self.nx * self.ny` is one integer" in relax.related[0].message
+    assert "2-D dim" in blur.message and "`img.shape` has 2 extents" in blur.related[0].message
+
+
+@pytest.mark.slow
+def test_warp_runs_the_symbolic_spellings_silently_wrong() -> None:
+    error = warp_error(SYMBOLIC, launch=True)
+    assert error is not None and error.startswith("RuntimeError: RESULT"), error
+    # the 12 threads of the flat `nx * ny` launch all have j == 0: column 0 seen 12 times, the others never
+    assert "relax=[12, 0, 0, 0]" in error
+    # `i = wp.tid()` on `img.shape` (3, 4): each row's loop ran 4 times (the second dim folded away)
+    assert "blur=[16, 16, 16]" in error
+
+
+def test_symbolic_dims_of_the_right_rank_pass(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+
+@wp.kernel
+def per_cell(a: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    a[i, j] = 1.0
+
+
+@wp.kernel
+def flat(a: wp.array2d(dtype=float)):
+    tid = wp.tid()
+    a[tid // a.shape[1], tid % a.shape[1]] = 1.0
+
+
+class Grid:
+    def __init__(self, nx, ny):
+        self.nx = nx
+        self.ny = ny
+        self.cells = wp.zeros((nx, ny), dtype=float)
+
+    def step(self):
+        wp.launch(per_cell, dim=self.cells.shape, inputs=[self.cells])
+        wp.launch(per_cell, dim=(self.nx, self.ny), inputs=[self.cells])
+        wp.launch(flat, dim=self.nx * self.ny, inputs=[self.cells])
+        wp.launch(flat, dim=self.cells.size, inputs=[self.cells])
+
+
+def run(img, p, q):
+    h, w = img.shape
+    wp.launch(per_cell, dim=img.shape, inputs=[img])
+    wp.launch(per_cell, dim=img.shape[:2], inputs=[img])
+    wp.launch(flat, dim=h * w, inputs=[img])
+    wp.launch(flat, dim=img.shape[0] * img.shape[1], inputs=[img])
+    wp.launch(flat, dim=len(img), inputs=[img])
+    wp.launch(per_cell, dim=p * q, inputs=[img])    # p, q unknown: `(n, m) * 1` is 2-D
+"""
+    assert analyse(source, select=["WH007"]) == []
+    assert warp_error(source) is None

@@ -5,10 +5,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from checker_helpers import Analyse
 from warp_oracle import warp_error
 
 from warp_harness.fixes import apply_fixes
+from warp_harness.record import Severity
 
 BAD = """
 import warp as wp
@@ -184,3 +186,295 @@ def constants(n):
     assert "`a` (`grid`)" in second.message and "below `n + 2`" in second.message
     # the 2-D kernel also writes `b`: guarding on `a` alone changes what those threads do
     assert second.fix is not None and not second.fix.safe
+
+
+# the symbolic spellings (`warp_harness.model.shapes`): a parameter's own shape, whole blocks, reads
+SYMBOLIC = """
+import math
+
+import warp as wp
+
+
+@wp.kernel
+def smooth(src: wp.array(dtype=float), dst: wp.array(dtype=float)):
+    i = wp.tid()
+    dst[i] = 0.5 * src[i]
+
+
+@wp.kernel
+def damp(v: wp.array(dtype=wp.vec3), k: float):
+    tid = wp.tid()
+    v[tid] = v[tid] * k
+
+
+def smooth_all(src, dst):
+    wp.launch(smooth, dim=src.shape[0] + 1, inputs=[src, dst])
+
+
+def damp_all(v):
+    n = v.shape[0]
+    wp.launch(damp, dim=((n + 255) // 256) * 256, inputs=[v, 0.99])
+
+
+def damp_blocks(n: int):
+    v = wp.zeros(n, dtype=wp.vec3)
+    blocks = (n + 127) // 128
+    wp.launch(damp, dim=blocks * 128, inputs=[v, 0.5])
+"""
+
+
+def test_reads_past_a_parameters_extent_are_flagged(analyse: Analyse) -> None:
+    records = analyse(SYMBOLIC, select=["WH011"])
+    read = next(r for r in records if r.location.kernel == "smooth")
+    line = _line(SYMBOLIC, "dst[i] = 0.5 * src[i]")
+    # the read is marked where it is; `dst`'s extent is unknown, so its write is not judged
+    assert (read.location.line, read.location.col) == (line, SYMBOLIC.splitlines()[line - 1].index("src[i]"))
+    assert read.severity == Severity.ERROR
+    assert "`src[i]` is read for every `i` below `src.shape[0] + 1`" in read.message
+    assert "`src` has `src.shape[0]` elements" in read.message
+    assert "the last value of `i` reads out of bounds" in read.message
+    assert read.fix is not None and not read.fix.safe  # the other threads' writes change
+
+
+def test_launches_rounded_up_to_whole_blocks_are_warnings(analyse: Analyse) -> None:
+    records = [r for r in analyse(SYMBOLIC, select=["WH011"]) if r.location.kernel == "damp"]
+    # one finding per array and index; each launch is listed
+    (record,) = records
+    assert record.severity == Severity.WARNING
+    assert record.location.line == _line(SYMBOLIC, "v[tid] = v[tid] * k")
+    assert "rounded up past `v.shape[0]` (by up to 255)" in record.message
+    assert "unless `v.shape[0]` is a multiple of the block" in record.message
+    assert [r.location.line for r in record.related] == [
+        _line(SYMBOLIC, "wp.launch(damp, dim=((n"),
+        _line(SYMBOLIC, "wp.launch(damp, dim=blocks"),
+        _line(SYMBOLIC, "v = wp.zeros(n"),
+    ]
+
+
+def test_rounding_to_a_known_size_is_an_error(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+N = 1000
+BLOCK = 256
+
+
+@wp.kernel
+def scale(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = 2.0 * x[i]
+
+
+def run():
+    x = wp.zeros(N, dtype=float)
+    wp.launch(scale, dim=(N + BLOCK - 1) // BLOCK * BLOCK, inputs=[x])
+"""
+    (record,) = analyse(source, select=["WH011"])
+    assert record.severity == Severity.ERROR and "the last 24 values of `i` write" in record.message
+
+
+def test_symbolic_guards_and_exact_dims_pass(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+
+@wp.kernel
+def early(a: wp.array(dtype=float), out: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    if i >= n:
+        return
+    out[i] = a[i]
+
+
+@wp.kernel
+def nested(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    if i < a.shape[0]:
+        out[i] = a[i]
+
+
+@wp.kernel
+def selected(a: wp.array(dtype=float), out: wp.array(dtype=float), n: int):
+    i = wp.tid()
+    x = a[i] if i < n else 0.0
+    if i < n:
+        out[i] = x
+
+
+@wp.kernel
+def optional(a: wp.array(dtype=bool), out: wp.array(dtype=float)):
+    worldid = wp.tid()
+    if a.shape[0] > 0 and not a[worldid]:
+        return
+    if worldid < out.shape[0]:
+        out[worldid] = 1.0
+
+
+@wp.kernel
+def world_major(a: wp.array2d(dtype=float), nworld: int):
+    worldid, dofid = wp.tid()
+    if worldid >= nworld:
+        return
+    a[worldid, dofid] = 0.0
+
+
+def run(a, out, n: int, img):
+    wp.launch(early, dim=a.shape[0] + 1, inputs=[a, out, a.shape[0]])
+    wp.launch(nested, dim=((n + 255) // 256) * 256, inputs=[a, out])
+    wp.launch(selected, dim=len(a) + 1, inputs=[a, out, len(a)])
+    wp.launch(optional, dim=out.shape[0] + 2, inputs=[a, out])
+    wp.launch(world_major, dim=(img.shape[0] + 1, img.shape[1]), inputs=[img, img.shape[0]])
+
+
+@wp.kernel
+def copy(src: wp.array(dtype=float), dst: wp.array(dtype=float)):
+    i = wp.tid()
+    dst[i] = src[i]
+
+
+@wp.kernel
+def copy2d(src: wp.array2d(dtype=float), dst: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    dst[i, j] = src[i, j]
+
+
+def exact(src, img, n: int):
+    wp.launch(copy, dim=src.shape[0], inputs=[src, wp.empty_like(src)])
+    wp.launch(copy, dim=len(src), inputs=[src, wp.zeros_like(src)])
+    wp.launch(copy, dim=src.shape, inputs=[src, wp.zeros(src.shape[0])])
+    out = wp.empty_like(img)
+    wp.launch(copy2d, dim=img.shape, inputs=[img, out])
+    grid = wp.zeros((n, 2 * n), dtype=float)
+    wp.launch(copy2d, dim=grid.shape, inputs=[grid, grid])
+    wp.launch(copy2d, dim=(n, 2 * n), inputs=[grid, grid])
+    wp.launch(copy, dim=(n // 256) * 256, inputs=[wp.zeros(n), wp.zeros(n)])
+    wp.launch(copy, dim=(0, src.shape[0] + 1), inputs=[src, src])
+"""
+    assert analyse(source, select=["WH011"]) == []
+    assert warp_error(source) is None
+
+
+def test_two_dimensional_and_class_field_spellings(analyse: Analyse) -> None:
+    source = """
+import warp as wp
+
+
+@wp.kernel
+def stencil(img: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    out[i, j] = img[i, j]
+
+
+@wp.kernel
+def integrate(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), dt: float):
+    p = wp.tid()
+    x[p] = x[p] + v[p] * dt
+
+
+class Cloth:
+    def __init__(self, n):
+        self.n = n
+        self.x = wp.zeros(n, dtype=wp.vec3)
+        self.v = wp.zeros(n, dtype=wp.vec3)
+
+    def step(self, dt):
+        wp.launch(integrate, dim=self.n + 1, inputs=[self.x, self.v, dt])
+
+
+def filter_image(img):
+    h, w = img.shape
+    out = wp.empty_like(img)
+    wp.launch(stencil, dim=(h, w + 1), inputs=[img, out])
+"""
+    records = analyse(source, select=["WH011"])
+    assert [(r.location.kernel, r.location.line) for r in records] == [
+        ("stencil", _line(source, "out[i, j] = img[i, j]")),
+        ("stencil", _line(source, "out[i, j] = img[i, j]")),
+        ("integrate", _line(source, "x[p] = x[p] + v[p] * dt")),
+        ("integrate", _line(source, "x[p] = x[p] + v[p] * dt")),
+    ]
+    out, img, x, v = records
+    assert "`out[i, j]` is written for every `j` below `w + 1`" in out.message and "axis 1" in out.message
+    assert "`out` has `img.shape[1]` elements along axis 1" in out.message
+    assert "`img[i, j]` is read" in img.message
+    assert "below `self.n + 1`" in x.message and "`x` (`self.x`) has `self.n` elements" in x.message
+    assert "`v[p]` is read" in v.message
+
+
+@pytest.mark.slow
+def test_warp_reads_past_the_end_silently_in_release_mode(analyse: Analyse) -> None:
+    """A read one past a view's end returns the next element of the memory behind it: no error, a value
+    that is not the array's (release mode, the default)."""
+    source = (
+        SYMBOLIC
+        + """
+
+def run():
+    import numpy as np
+
+    n = 8
+    memory = wp.array(np.arange(2 * n, dtype=np.float32), device="cpu")
+    src = memory[:n]                                 # a view: element n lies inside `memory`
+    dst = wp.zeros(n + 1, dtype=float, device="cpu")
+    wp.launch(smooth, dim=src.shape[0] + 1, inputs=[src, dst], device="cpu")
+    raise RuntimeError(f"RESULT {dst.numpy().tolist()}")
+"""
+    )
+    assert any(r.location.kernel == "smooth" for r in analyse(source, select=["WH011"]))
+    error = warp_error(source, launch=True)
+    assert error is not None and error.startswith("RuntimeError: RESULT"), error
+    # src[8] does not exist; Warp read memory[8] == 8.0 and the thread wrote 0.5 * 8.0
+    assert error.endswith("[0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]"), error
+
+
+ROUNDED = """
+import warp as wp
+
+wp.config.mode = "debug"
+
+
+@wp.kernel
+def damp(v: wp.array(dtype=float), k: float):
+    tid = wp.tid()
+    v[tid] = v[tid] * k
+
+
+def run(n=1000):
+    v = wp.ones(n, dtype=float, device="cpu")
+    wp.launch(damp, dim=((n + 255) // 256) * 256, inputs=[v, 0.5], device="cpu")
+    wp.synchronize()
+    print("RESULT", float(v.numpy().sum()), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_warp_debug_mode_stops_the_launch_rounded_up_to_whole_blocks(
+    analyse: Analyse, tmp_path: Path
+) -> None:
+    (record,) = analyse(ROUNDED, select=["WH011"])
+    assert record.severity == Severity.WARNING and "rounded up past `n`" in record.message
+    fixed, applied = apply_fixes(ROUNDED, [record], safe_only=False)
+    assert applied == 1 and analyse(fixed, select=["WH011"]) == []
+    (tmp_path / "wh011_rounded_fixed.py").write_text(fixed, encoding="utf-8")
+    (tmp_path / "wh011_rounded.py").write_text(ROUNDED, encoding="utf-8")
+    driver = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import warp as wp
+        wp.config.log_level = wp.LOG_WARNING
+        wp.config.kernel_cache_dir = {str(tmp_path / "cache")!r}
+        wp.init()
+        import wh011_rounded_fixed
+        wh011_rounded_fixed.run()
+        import wh011_rounded
+        wh011_rounded.run()
+        print("UNGUARDED FINISHED", flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=300)
+    output = done.stdout + done.stderr
+    # the guarded launch: 1024 threads, the 24 past the end return; every element halved once
+    assert "RESULT 500.0" in done.stdout, output
+    # the unguarded one: thread 1000 reads v[1000]; debug mode's bounds check stops the process
+    assert "UNGUARDED FINISHED" not in done.stdout, output
+    assert "Assertion failed" in output and "arr.shape[0]" in output, output
+    assert done.returncode in (-4, 132), output  # SIGILL

@@ -46,11 +46,24 @@ _ALLOCATORS = {
 
 @dataclass
 class HostArray:
-    """A host-side ``x = wp.zeros(n, ...)`` whose first extent the model can compare with a launch dim."""
+    """A host-side ``x = wp.zeros(n, ...)`` (or ``wp.empty_like(y)``, ``wp.array(data)``) single-assigned in
+    the launching scope, whose extents the model can compare with a launch dim.
+
+    ``shape``: the shape as spelled: the elements of a literal tuple (``wp.zeros((n, m))``: ``n``, ``m``), or
+    the single argument (``wp.zeros(n)``: ``(n,)``, one axis only when ``n`` is an integer, which
+    `warp_harness.model.shapes` decides); None for ``_like``, ``wp.array(data)`` without ``shape=``.
+    ``like``: the array a ``*_like`` copies its shape from; ``data``: what ``wp.array(data)`` wraps (its
+    shape is the data's unless ``shape=`` is given).
+    ``extent``: the first axis's extent expression (``shape[0]``), or None."""
 
     name: str
-    extent: ast.expr
+    extent: ast.expr | None
     node: ast.Call
+    shape: tuple[ast.expr, ...] | None = None
+    like: ast.expr | None = None
+    data: ast.expr | None = None
+    # the allocator's name in Warp's namespace (zeros, empty_like, array, ...)
+    allocator: str = ""
 
 
 @dataclass
@@ -67,6 +80,8 @@ class LaunchSite:
     local_values: dict[str, Value] = field(default_factory=dict)
     local_aliases: dict[str, ast.expr] = field(default_factory=dict)
     host_arrays: dict[str, HostArray] = field(default_factory=dict)
+    # the class whose method holds the launch (for ``self.`` fields), None elsewhere
+    owner: ast.ClassDef | None = None
 
     @property
     def kernel_name(self) -> str | None:
@@ -88,8 +103,22 @@ class LaunchSite:
             return None
         return fold(node, {**constants, **self.local_values}, imports)
 
-    def dim_rank(self, constants: Mapping[str, Value], imports: ImportMap) -> int | None:
-        """Number of launch dimensions, when it is certain."""
+    def dim_rank(
+        self,
+        constants: Mapping[str, Value],
+        imports: ImportMap,
+        array_ranks: Mapping[str, int] | None = None,
+    ) -> int | None:
+        """Number of launch dimensions, when it is certain: literal tuples, folded values, ``len(a)``,
+        ``a.shape`` / ``a.shape[0]`` / ``a.shape[:2]``, ``n * m`` of integers, locals and ``self.`` fields
+        (see `warp_harness.model.shapes`). ``array_ranks``: the rank of arrays the caller knows (source text
+        of the array expression -> ndim, e.g. from the kernel parameters they are passed to)."""
+        from warp_harness.model.shapes import ShapeEnv
+
+        rank = ShapeEnv(self, constants, imports, array_ranks or {}).dim_rank()
+        return rank if rank is not None else self._plain_dim_rank(constants, imports)
+
+    def _plain_dim_rank(self, constants: Mapping[str, Value], imports: ImportMap) -> int | None:
         node = self.dim
         if node is None:
             return None
@@ -201,18 +230,34 @@ def _single_assignments(nodes: list[ast.AST]) -> dict[str, ast.expr]:
     return {k: v for k, v in values.items() if counts.get(k) == 1}
 
 
-def _allocation_extent(call: ast.Call, imports: ImportMap) -> ast.expr | None:
-    name = imports.warp_name(call.func)
-    if name not in _ALLOCATORS or name.endswith("_like") or name == "array":
+def allocation(call: ast.Call, imports: ImportMap, name: str = "") -> HostArray | None:
+    """What ``call`` allocates when it is one of Warp's array allocators (``name``: the variable)."""
+    allocator = imports.warp_name(call.func)
+    if allocator not in _ALLOCATORS:
         return None
-    shape = next((kw.value for kw in call.keywords if kw.arg == "shape"), None)
-    if shape is None and call.args:
-        shape = call.args[0]
-    if shape is None:
-        return None
-    if isinstance(shape, ast.Tuple | ast.List):
-        return shape.elts[0] if shape.elts else None
-    return shape
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return HostArray(name, None, call, allocator=allocator)
+    keywords = {kw.arg: kw.value for kw in call.keywords if kw.arg}
+    first = call.args[0] if call.args else None
+    if allocator.endswith("_like"):
+        like = keywords.get("src", first)
+        return HostArray(name, None, call, like=like, allocator=allocator)
+    shape_node = keywords.get("shape")
+    data = None
+    if allocator == "array":
+        data = keywords.get("data", first)
+    elif shape_node is None:
+        shape_node = first
+    shape: tuple[ast.expr, ...] | None = None
+    if isinstance(shape_node, ast.Tuple | ast.List):
+        if shape_node.elts and not any(isinstance(e, ast.Starred) for e in shape_node.elts):
+            shape = tuple(shape_node.elts)
+    elif shape_node is not None and allocator != "array":
+        # `wp.zeros(n)`: n may still be a tuple; a number or an integer expression gives one axis
+        shape = (shape_node,)
+    extent = shape[0] if shape else None
+    wrapped = data if shape is None else None
+    return HostArray(name, extent, call, shape=shape, data=wrapped, allocator=allocator)
 
 
 @dataclass
@@ -254,10 +299,36 @@ def _derived(
     host_arrays = {}
     for name, value_node in aliases.items():
         if isinstance(value_node, ast.Call):
-            extent = _allocation_extent(value_node, imports)
-            if extent is not None:
-                host_arrays[name] = HostArray(name, extent, value_node)
+            found = allocation(value_node, imports, name)
+            if found is not None:
+                host_arrays[name] = found
     return local_values, host_arrays
+
+
+def scope_aliases(scope: ast.AST) -> dict[str, ast.expr]:
+    """Names assigned exactly once in ``scope`` (a function or the module; nested scopes left out), with
+    the value assigned; parameters of a function are left out."""
+    aliases = dict(_scope_facts(scope).aliases)
+    if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        args = scope.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        aliases = {k: v for k, v in aliases.items() if k not in params}
+    return aliases
+
+
+def scope_nodes(scope: ast.AST) -> list[ast.AST]:
+    """The nodes of ``scope`` not inside a nested function or class, in preorder (kept with the scope)."""
+    return _scope_facts(scope).nodes
+
+
+def _owner_class(scope: ast.AST, classes: list[ast.ClassDef]) -> ast.ClassDef | None:
+    """The class whose body defines the function ``scope`` (a method), if any."""
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    for cls in classes:
+        if any(stmt is scope for stmt in cls.body):
+            return cls
+    return None
 
 
 def _may_launch(func: ast.expr, imports: ImportMap) -> bool:
@@ -292,6 +363,7 @@ def find_launches(
     for call in launch_calls:
         scope = _enclosing_scope(call, functions, tree)
         by_scope.setdefault(id(scope), (scope, []))[1].append(call)
+    classes = index.of(ast.ClassDef)
     sites: list[LaunchSite] = []
     for scope, calls_here in by_scope.values():
         facts = _scope_facts(scope)
@@ -300,10 +372,8 @@ def find_launches(
             continue
         # a launch inside a lambda or class body sits in no function's own nodes: keep it anyway
         launch_calls_here = [c for c in calls_here if id(c) in facts.own] or calls_here
-        aliases = dict(facts.aliases)
-        if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
-            params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
-            aliases = {k: v for k, v in aliases.items() if k not in params}
+        aliases = scope_aliases(scope)
+        owner = _owner_class(scope, classes)
         if key is not None and facts.derived is not None and facts.derived[0] == key:
             local_values, host_arrays = dict(facts.derived[1]), dict(facts.derived[2])
         else:
@@ -333,6 +403,7 @@ def find_launches(
                     local_values=local_values,
                     local_aliases=aliases,
                     host_arrays=host_arrays,
+                    owner=owner,
                 )
             )
     sites.sort(key=lambda s: (s.node.lineno, s.node.col_offset))

@@ -224,3 +224,120 @@ class TileShapes:
             return None
         result = self._of(arg, depth + 1)
         return None if result is _BUSY else result
+
+
+def _dtype_node(annotation: ast.expr | None) -> ast.expr | None:
+    """The dtype expression of an array annotation: ``X`` in ``wp.array2d[X]`` or ``wp.array(dtype=X)``."""
+    if isinstance(annotation, ast.Subscript):
+        inner = annotation.slice
+        return inner.elts[0] if isinstance(inner, ast.Tuple) and inner.elts else inner
+    if isinstance(annotation, ast.Call):
+        return call_arg(annotation, "dtype", 0)
+    return None
+
+
+def _module_binding(model: ModuleModel, name: str) -> ast.expr | None:
+    """The value a module-level tuple assignment binds to ``name`` (``wp_type`` in
+    ``np_type, wp_type = np.float64, wp.float64``), if it is bound once."""
+    found: list[ast.expr] = []
+    for stmt in model.source.tree.body:
+        if not isinstance(stmt, ast.Assign):
+            continue
+        for target in stmt.targets:
+            if isinstance(target, ast.Name) and target.id == name:
+                found.append(stmt.value)
+            elif (
+                isinstance(target, ast.Tuple)
+                and isinstance(stmt.value, ast.Tuple)
+                and len(target.elts) == len(stmt.value.elts)
+            ):
+                for t, v in zip(target.elts, stmt.value.elts, strict=True):
+                    if isinstance(t, ast.Name) and t.id == name:
+                        found.append(v)
+    return found[0] if len(found) == 1 else None
+
+
+def param_dtype(model: ModuleModel, kernel: KernelDef, name: str) -> WarpType:
+    """The element type of array parameter ``name`` of ``kernel`` from its annotation, also when the dtype
+    is a module name bound by a tuple assignment (which the annotation resolver does not follow)."""
+    param = next((p for p in kernel.params if p.name == name), None)
+    node = _dtype_node(param.annotation if param is not None else None)
+    if node is None:
+        return UNKNOWN
+    resolved = model.resolver.resolve(node)
+    if resolved is UNKNOWN and isinstance(node, ast.Name):
+        bound = _module_binding(model, node.id)
+        if bound is not None:
+            resolved = model.resolver.resolve(bound)
+    return resolved
+
+
+def _enclosing_function(model: ModuleModel, kernel: KernelDef) -> ast.FunctionDef | None:
+    """The function a kernel is defined in (a kernel factory), None for a module-level kernel."""
+    tree = model.source.tree
+    if any(stmt is kernel.node for stmt in tree.body):
+        return None
+    for node in model.index.of(ast.FunctionDef):
+        if node is not kernel.node and any(stmt is kernel.node for stmt in node.body):
+            return node
+    return None
+
+
+def _param_default(func: ast.FunctionDef, name: str) -> ast.expr | None:
+    args = func.args
+    positional = [*args.posonlyargs, *args.args]
+    for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True):
+        if arg.arg == name:
+            return default
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if arg.arg == name:
+            return kw_default
+    return None
+
+
+def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Value]) -> dict[str, Value]:
+    """Values a kernel defined in a factory (``def make(block_size): @wp.kernel def k(...)``) reads from the
+    factory's parameters, as the factory's calls in this file pass them (a constant, or a parameter of the
+    calling function with a constant default), else as the parameter's default. These are assumptions: the
+    factory may be called with other values elsewhere. Where calls disagree, the largest value."""
+    factory = _enclosing_function(model, kernel)
+    if factory is None:
+        return {}
+    params = [a.arg for a in (*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs)]
+    used = {n.id for n in ast.walk(kernel.node) if isinstance(n, ast.Name)}
+    wanted = [p for p in params if p in used and p not in {q.name for q in kernel.params}]
+    if not wanted:
+        return {}
+    calls: list[tuple[ast.Call, ast.FunctionDef | None]] = []
+    for outer in ast.walk(model.source.tree):
+        if not isinstance(outer, ast.FunctionDef | ast.Module):
+            continue
+        for node in ast.walk(outer):
+            if isinstance(node, ast.Call) and (
+                (isinstance(node.func, ast.Name) and node.func.id == factory.name)
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == factory.name)
+            ):
+                calls.append((node, outer if isinstance(outer, ast.FunctionDef) else None))
+    result: dict[str, Value] = {}
+    positional = [a.arg for a in (*factory.args.posonlyargs, *factory.args.args)]
+    for name in wanted:
+        position = positional.index(name) if name in positional else None
+        values: list[int] = []
+        for call, caller in calls:
+            expr = call_arg(call, name, position)
+            if expr is None:
+                expr = _param_default(factory, name)
+            if isinstance(expr, ast.Name) and caller is not None and expr.id not in env:
+                default = _param_default(caller, expr.id)
+                expr = default if default is not None else expr
+            value = fold(expr, env, model.imports) if expr is not None else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                values.append(value)
+        if not values:
+            default = _param_default(factory, name)
+            value = fold(default, env, model.imports) if default is not None else None
+            if isinstance(value, int) and not isinstance(value, bool):
+                values.append(value)
+        if values:
+            result[name] = max(values)
+    return result

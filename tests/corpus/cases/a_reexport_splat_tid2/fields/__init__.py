@@ -1,0 +1,3 @@
+from .splat import splat_density
+
+__all__ = ["splat_density"]

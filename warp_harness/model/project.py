@@ -1,0 +1,1133 @@
+"""The workspace model: which kernel a ``wp.launch`` runs when the kernel is not a plain name defined in
+the launching file.
+
+A `ProjectIndex` knows every Python module of the checked tree and of its enclosing package (module
+names come from a file's path relative to the nearest folder without an ``__init__.py``, the package
+root) and keeps, per module, a small `ModuleSummary` built from its syntax tree on first use: top-level
+kernels, kernel factories (functions returning one nested ``@wp.kernel``, behind any decorator such as
+``functools.cache`` or a project's own caching decorator), imports (relative ones resolved against the
+module's package), star imports, module-level single assignments (globals bound to kernels) and, per
+class, ``self.x = ...`` / class-body ``x = ...`` attributes, bases and factory methods.
+
+A launch's kernel expression is resolved through them: ``from .kernels import k``, ``from pkg import
+kernels as K`` + ``K.k``, ``import pkg.kernels`` + ``pkg.kernels.k``, re-exports in ``__init__.py``,
+module globals (``k = make_kernel(float)``), ``self.`` attributes (also through base classes), factory
+calls (``make_kernel(...)``, also through a local ``k = make_kernel(...)``) and kernels nested in the
+launching function. Anything else, or anything ambiguous (a name bound twice, a factory returning one
+of several kernels, a parameter), resolves to None: the launch rules then stay silent.
+
+A `ProjectView` is the index seen from one file under analysis (`RuleContext.project`): it resolves that
+file's launches against its current text, returns the model of the module defining a kernel, records
+every module it consulted (`ProjectView.deps`: the result cache keys a file's records with them) and,
+for the engine's launch-side pass, the launch site a kernel rule is being asked about (`focus`).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex, full_body_index
+from warp_harness.model.kernel import KernelDef, warp_decorator
+from warp_harness.model.launches import LaunchSite
+from warp_harness.model.module import ModuleModel, build_model
+from warp_harness.model.source import ParsedSource, decode_source, parse_source
+from warp_harness.workspace import IGNORED_DIRS
+
+if TYPE_CHECKING:
+    from warp_harness.model.inference import ReturnTypes
+
+# how deep a chain of names, imports and attributes is followed
+MAX_DEPTH = 24
+# models of other modules kept per process (a kernel module is built once per analysis run otherwise)
+MODEL_CACHE_SIZE = 24
+# parsed and summarised modules kept per process (their syntax trees are the bulk of the memory)
+LOADED_CACHE_SIZE = 64
+# a file larger than this is not summarised (the engine does not check it either)
+MAX_INDEXED_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """A ``@wp.kernel`` definition: its module and the position of its ``def``."""
+
+    module: str
+    line: int
+    col: int
+    name: str
+
+
+# what an expression denotes, as far as kernels are concerned
+@dataclass(frozen=True)
+class _Module:
+    name: str
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    ref: KernelRef
+    via_factory: bool = False
+
+
+@dataclass(frozen=True)
+class _Factory:
+    ref: KernelRef
+
+
+@dataclass(frozen=True)
+class _Class:
+    module: str
+    name: str
+
+
+_Value = _Module | _Kernel | _Factory | _Class
+
+# a name's binding in a namespace: ("expr", value node, function it is evaluated in or None),
+# ("import", module, attribute or None), ("kernel", ref), ("factory", ref), ("class", name), ("other",)
+_Binding = tuple[object, ...]
+
+
+@dataclass
+class _ClassSummary:
+    name: str
+    bases: list[ast.expr]
+    # attribute -> its assignments: (value, the method assigning it, None for the class body)
+    attrs: dict[str, list[tuple[ast.expr | KernelRef, ast.FunctionDef | ast.AsyncFunctionDef | None]]]
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    imports: ImportMap
+    module: str
+    _factories: dict[str, KernelRef | None] = field(default_factory=dict, repr=False)
+
+    def factory(self, method: str) -> KernelRef | None:
+        """The kernel the method returns when it is a kernel factory (worked out on first use)."""
+        if method not in self._factories:
+            node = self.methods.get(method)
+            self._factories[method] = _factory_kernel(node, self.imports, self.module) if node else None
+        return self._factories[method]
+
+
+@dataclass
+class ModuleSummary:
+    """What a module exposes that can lead to a kernel (see the module docstring)."""
+
+    name: str
+    package: bool
+    digest: str
+    # module-level names: every binding found (more than one: ambiguous)
+    names: dict[str, list[_Binding]]
+    stars: list[str]
+    classes: dict[str, ast.ClassDef]
+    # the module-level imports (enough to recognise Warp's decorators)
+    imports: ImportMap
+    # worked out on first use: class summaries, and which functions are kernel factories
+    _classes: dict[str, _ClassSummary] = field(default_factory=dict, repr=False)
+    _factories: dict[int, tuple[ast.AST, KernelRef | None]] = field(default_factory=dict, repr=False)
+
+    def class_summary(self, name: str) -> _ClassSummary | None:
+        info = self._classes.get(name)
+        if info is None:
+            node = self.classes.get(name)
+            if node is None:
+                return None
+            info = self._classes[name] = _summarise_class(node, self.imports, self.name)
+        return info
+
+    def factory(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> KernelRef | None:
+        """The kernel ``fn`` (a function of this module) returns when it is a kernel factory."""
+        cached = self._factories.get(id(fn))
+        if cached is not None and cached[0] is fn:
+            return cached[1]
+        ref = _factory_kernel(fn, self.imports, self.name)
+        self._factories[id(fn)] = (fn, ref)
+        return ref
+
+
+def _is_warp_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportMap) -> bool:
+    return any(warp_decorator(d, imports)[0] == "kernel" for d in node.decorator_list)
+
+
+def _is_warp_function(node: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportMap) -> bool:
+    return any(warp_decorator(d, imports)[0] is not None for d in node.decorator_list)
+
+
+def _factory_kernel(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, imports: ImportMap, module: str
+) -> KernelRef | None:
+    """The nested ``@wp.kernel`` ``fn`` returns: every ``return`` of ``fn`` itself returns it, or a value
+    looked up in a cache (``return cache[key]``, ``return found`` after ``found = cache.get(key)``)."""
+    if _is_warp_function(fn, imports):
+        return None
+    index = full_body_index(fn)
+    nested: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+        *index.of(ast.FunctionDef),
+        *index.of(ast.AsyncFunctionDef),
+    ]
+    if not nested:
+        return None
+    spans = [(n.lineno, n.end_lineno or n.lineno) for n in nested]
+    defs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in nested:
+        defs.setdefault(node.name, []).append(node)
+    stores: Counter[str] = Counter()
+    lookups: set[str] = set()  # names bound once to a cache lookup
+    for assign in index.of(ast.Assign):
+        for target in assign.targets:
+            if isinstance(target, ast.Name):
+                stores[target.id] += 1
+                if _cache_lookup(assign.value):
+                    lookups.add(target.id)
+    returned: set[str] = set()
+    for ret in index.of(ast.Return):
+        if any(first < ret.lineno <= last for first, last in spans):
+            continue  # a return of a nested function
+        value = ret.value
+        if isinstance(value, ast.Name) and value.id in defs:
+            returned.add(value.id)
+        elif not (_cache_lookup(value) or (isinstance(value, ast.Name) and value.id in lookups)):
+            return None
+    if len(returned) != 1:
+        return None
+    (name,) = returned
+    found = defs[name]
+    if len(found) != 1 or not _is_warp_kernel(found[0], imports) or stores[name]:
+        return None
+    node = found[0]
+    return KernelRef(module, node.lineno, node.col_offset, node.name)
+
+
+def _cache_lookup(value: ast.expr | None) -> bool:
+    """``cache[key]``, ``cache.get(key)``: a kernel built earlier by the same factory."""
+    if isinstance(value, ast.Subscript):
+        return True
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get"
+
+
+def _top_statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Module-level statements, also those in top-level ``if`` / ``try`` / ``with`` blocks."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, ast.If | ast.Try | ast.With):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _top_statements(getattr(stmt, block, []) or [])
+            for handler in getattr(stmt, "handlers", []) or []:
+                yield from _top_statements(handler.body)
+
+
+def resolve_relative(module: str, package: bool, level: int, target: str | None) -> str | None:
+    """The absolute module ``from <level dots><target> import ...`` names inside ``module``."""
+    if level == 0:
+        return target
+    parts = module.split(".") if module else []
+    if not package:
+        parts = parts[:-1]
+    if level - 1 > len(parts):
+        return None
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)]
+    if target:
+        parts = [*parts, *target.split(".")]
+    return ".".join(parts) or None
+
+
+def _import_bindings(
+    node: ast.Import | ast.ImportFrom, module: str, package: bool
+) -> Iterator[tuple[str, _Binding]]:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                yield alias.asname, ("import", alias.name, None)
+            else:
+                top = alias.name.split(".")[0]
+                yield top, ("import", top, None)
+        return
+    base = resolve_relative(module, package, node.level, node.module)
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        yield alias.asname or alias.name, ("import", base, alias.name) if base else ("other",)
+
+
+def _stored_targets(node: ast.AST) -> Iterator[str]:
+    targets: list[ast.expr] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+        targets = [node.target]
+    elif isinstance(node, ast.For | ast.AsyncFor):
+        targets = [node.target]
+    elif isinstance(node, ast.With | ast.AsyncWith):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    elif isinstance(node, ast.NamedExpr):
+        targets = [node.target]
+    for target in targets:
+        for sub in ast.walk(target):
+            if isinstance(sub, ast.Name):
+                yield sub.id
+
+
+def summarise(tree: ast.Module, module: str, package: bool, digest: str = "") -> ModuleSummary:
+    """A module's summary from its syntax tree (cheap: module-level statements and class bodies)."""
+    top = list(_top_statements(tree.body))
+    imports = ImportMap.from_tree(
+        tree, NodeIndex([s for s in top if isinstance(s, ast.Import | ast.ImportFrom)])
+    )
+    names: dict[str, list[_Binding]] = {}
+    stars: list[str] = []
+    classes: dict[str, ast.ClassDef] = {}
+
+    def bind(name: str, binding: _Binding) -> None:
+        names.setdefault(name, []).append(binding)
+
+    for stmt in top:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            if _is_warp_kernel(stmt, imports):
+                bind(stmt.name, ("kernel", KernelRef(module, stmt.lineno, stmt.col_offset, stmt.name)))
+            else:
+                bind(stmt.name, ("def", stmt))  # a kernel factory? (`ModuleSummary.factory`, when asked)
+        elif isinstance(stmt, ast.ClassDef):
+            classes[stmt.name] = stmt
+            bind(stmt.name, ("class", stmt.name))
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                base = resolve_relative(module, package, stmt.level, stmt.module)
+                if base:
+                    stars.append(base)
+            for name, binding in _import_bindings(stmt, module, package):
+                bind(name, binding)
+        elif (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        ):
+            bind(stmt.targets[0].id, ("expr", stmt.value, None))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            bind(stmt.target.id, ("expr", stmt.value, None))
+        else:
+            for name in _stored_targets(stmt):
+                bind(name, ("other",))
+    return ModuleSummary(module, package, digest, names, stars, classes, imports)
+
+
+def _summarise_class(node: ast.ClassDef, imports: ImportMap, module: str) -> _ClassSummary:
+    attrs: dict[str, list[tuple[ast.expr | KernelRef, ast.FunctionDef | ast.AsyncFunctionDef | None]]] = {}
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if stmt.value is not None:
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        attrs.setdefault(target.id, []).append((stmt.value, None))
+        elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            methods[stmt.name] = stmt
+            if _is_warp_kernel(stmt, imports):
+                ref = KernelRef(module, stmt.lineno, stmt.col_offset, stmt.name)
+                attrs.setdefault(stmt.name, []).append((ref, None))
+                continue
+            self_name = _self_name(stmt)
+            if self_name is None:
+                continue
+            index = full_body_index(stmt)
+            for sub in [*index.of(ast.Assign), *index.of(ast.AnnAssign), *index.of(ast.AugAssign)]:
+                if isinstance(sub, ast.Assign):
+                    targets, value = list(sub.targets), sub.value
+                else:
+                    targets, value = [sub.target], sub.value  # type: ignore[attr-defined]
+                for target in targets:
+                    for part in ast.walk(target) if isinstance(target, ast.Tuple | ast.List) else [target]:
+                        if (
+                            isinstance(part, ast.Attribute)
+                            and isinstance(part.value, ast.Name)
+                            and part.value.id == self_name
+                        ):
+                            # unpacked or augmented: a value nothing resolves (the attribute is ambiguous)
+                            plain = (
+                                part is target and not isinstance(sub, ast.AugAssign) and value is not None
+                            )
+                            attrs.setdefault(part.attr, []).append((value if plain else part, stmt))
+    return _ClassSummary(node.name, list(node.bases), attrs, methods, imports, module)
+
+
+def _function_bindings(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, module: str, package: bool
+) -> dict[str, list[_Binding]]:
+    """The names a function binds: parameters, assignments, imports, nested definitions (those of
+    functions nested in it too: a name bound there is taken as ambiguous here, which is safe)."""
+    found: dict[str, list[_Binding]] = {}
+    args = fn.args
+    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if a is not None:
+            found.setdefault(a.arg, []).append(("other",))
+    index = full_body_index(fn)
+    plain: set[int] = set()
+    for node in index.of(ast.Assign):
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.setdefault(node.targets[0].id, []).append(("expr", node.value, fn))
+            plain.add(id(node.targets[0]))
+    for ann in index.of(ast.AnnAssign):
+        if isinstance(ann.target, ast.Name) and ann.value is not None:
+            found.setdefault(ann.target.id, []).append(("expr", ann.value, fn))
+            plain.add(id(ann.target))
+    for name in index.of(ast.Name):
+        if isinstance(name.ctx, ast.Store | ast.Del) and id(name) not in plain:
+            found.setdefault(name.id, []).append(("other",))
+    defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+        *index.of(ast.FunctionDef),
+        *index.of(ast.AsyncFunctionDef),
+    ]
+    for fn_def in defs:
+        found.setdefault(fn_def.name, []).append(("def", fn_def))
+    for cls in index.of(ast.ClassDef):
+        found.setdefault(cls.name, []).append(("other",))
+    imports: list[ast.Import | ast.ImportFrom] = [*index.of(ast.Import), *index.of(ast.ImportFrom)]
+    for imp in imports:
+        for name_, binding in _import_bindings(imp, module, package):
+            found.setdefault(name_, []).append(binding)
+    decls: list[ast.Global | ast.Nonlocal] = [*index.of(ast.Global), *index.of(ast.Nonlocal)]
+    for decl in decls:
+        for name_ in decl.names:
+            found.setdefault(name_, []).append(("other",))
+    return found
+
+
+# --- module names ---------------------------------------------------------------------------------
+
+
+def module_name(path: Path, is_package_dir: Callable[[Path], bool] | None = None) -> str:
+    """The dotted module name of the file at ``path``: its path relative to the nearest folder above it
+    without an ``__init__.py``."""
+    check = is_package_dir or (lambda folder: (folder / "__init__.py").is_file())
+    path = Path(os.path.abspath(path))
+    parts = [] if path.name == "__init__.py" else [path.stem]
+    folder = path.parent
+    while check(folder) and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
+
+
+def package_root(path: Path) -> Path:
+    """The topmost folder of the package holding ``path`` (``path``'s own folder when it is no package)."""
+    path = Path(os.path.abspath(path))
+    folder = path if path.is_dir() else path.parent
+    while (folder / "__init__.py").is_file() and (folder.parent / "__init__.py").is_file():
+        folder = folder.parent
+    return folder
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+
+
+@dataclass
+class _Loaded:
+    """A module's text as read (its digest at once; the parse and summary on first use)."""
+
+    digest: str
+    text: str | None
+    module: str
+    package: bool
+    _parsed: ParsedSource | None = None
+    _summary: ModuleSummary | None = None
+
+    @property
+    def parsed(self) -> ParsedSource | None:
+        if self._parsed is None and self.text is not None:
+            self._parsed = parse_source(self.text)
+        return self._parsed
+
+    @property
+    def summary(self) -> ModuleSummary | None:
+        if self._summary is None:
+            parsed = self.parsed
+            if parsed is not None:
+                self._summary = summarise(parsed.tree, self.module, self.package, self.digest)
+        return self._summary
+
+
+class ProjectIndex:
+    """Every module of a workspace by name, summarised on first use (see the module docstring).
+
+    ``display``: how a file's path is shown in records (the engine's relative paths); ``builtins``: the
+    return-type table models of other modules are built with. Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        display: Callable[[Path], str] | None = None,
+        builtins: ReturnTypes | None = None,
+    ) -> None:
+        self._paths: dict[str, Path] = {}  # module name -> file
+        self._modules: dict[str, str] = {}  # absolute file path -> module name
+        self._packages: set[str] = set()  # module names that are packages (an __init__.py)
+        self._overlay: dict[str, str] = {}  # module name -> text of an open, unsaved document
+        self._aliases: dict[str, str] = {}  # another name of a module (see `add_tree`) -> its name
+        self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
+        self._models: OrderedDict[str, tuple[str, ModuleModel]] = OrderedDict()
+        self._display = display or (lambda p: str(p))
+        self.builtins = builtins
+        self._package_dirs: dict[Path, bool] = {}
+        # bumped whenever a module changes (views and the server compare it)
+        self.generation = 0
+
+    # --- building ------------------------------------------------------------------------------
+    @classmethod
+    def for_paths(
+        cls,
+        paths: Iterable[Path],
+        display: Callable[[Path], str] | None = None,
+        builtins: ReturnTypes | None = None,
+    ) -> ProjectIndex:
+        """Every ``.py`` file under ``paths`` and under the packages enclosing them."""
+        index = cls(display, builtins)
+        roots: list[Path] = []
+        for path in paths:
+            root = package_root(path)
+            if path.is_dir() and not (Path(path) / "__init__.py").is_file():
+                roots.append(Path(os.path.abspath(path)))
+            if root not in roots:
+                roots.append(root)
+        for root in roots:
+            index.add_tree(root)
+        return index
+
+    def _is_package_dir(self, folder: Path) -> bool:
+        known = self._package_dirs.get(folder)
+        if known is None:
+            known = self._package_dirs[folder] = (folder / "__init__.py").is_file()
+        return known
+
+    def add_tree(self, root: Path) -> None:
+        if not root.is_dir():
+            if root.suffix == ".py":
+                self.add_file(root)
+            return
+        # a package's folders without an __init__.py (implicit namespace packages, newton's `_src`) start
+        # new module names; imports spell the names from the top package down: both name the module
+        top = root.parent if (root / "__init__.py").is_file() else None
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(".egg-info"))
+            self._package_dirs[Path(folder)] = "__init__.py" in files
+            for name in files:
+                if name.endswith(".py"):
+                    self.add_file(Path(folder) / name, top)
+
+    def add_file(self, path: Path, top: Path | None = None) -> str:
+        """Index one file (again); returns its module name. ``top``: the folder holding the top package
+        of a tree walked (the file's path below it is another name of the module)."""
+        path = Path(os.path.abspath(path))
+        name = module_name(path, self._is_package_dir)
+        if top is not None:
+            parts = list(path.relative_to(top).with_suffix("").parts)
+            if parts and parts[-1] == "__init__":
+                parts.pop()
+            alias = ".".join(parts)
+            if alias and alias != name and alias not in self._paths:
+                self._aliases[alias] = name
+        key = str(path)
+        old = self._modules.get(key)
+        if old is not None and old != name:
+            self._paths.pop(old, None)
+        existing = self._paths.get(name)
+        # two files claiming one name (scripts in separate folders): the first one found keeps it
+        if existing is None or existing == path:
+            self._paths[name] = path
+            self._modules[key] = name
+            if path.name == "__init__.py":
+                self._packages.add(name)
+        self._forget(name)
+        return name
+
+    def remove_file(self, path: Path) -> None:
+        key = str(Path(os.path.abspath(path)))
+        name = self._modules.pop(key, None)
+        if name is not None and self._paths.get(name) == Path(key):
+            del self._paths[name]
+            self._packages.discard(name)
+            self._overlay.pop(name, None)
+            self._forget(name)
+
+    def set_text(self, path: Path, text: str | None) -> str | None:
+        """An open document's text replaces the file's (None: back to the file); its module name."""
+        key = str(Path(os.path.abspath(path)))
+        name = self._modules.get(key) or self.add_file(Path(key))
+        if text is None:
+            self._overlay.pop(name, None)
+        elif self._overlay.get(name) == text:
+            return name
+        else:
+            self._overlay[name] = text
+        self._forget(name)
+        return name
+
+    def changed(self, path: Path) -> str | None:
+        """The file at ``path`` changed on disk (its module name, None when not indexed)."""
+        name = self._modules.get(str(Path(os.path.abspath(path))))
+        if name is not None:
+            self._forget(name)
+        return name
+
+    def _forget(self, name: str) -> None:
+        self._loaded.pop(name, None)
+        self._models.pop(name, None)
+        self.generation += 1
+
+    # --- queries -------------------------------------------------------------------------------
+    @property
+    def modules(self) -> dict[str, Path]:
+        return dict(self._paths)
+
+    def module_of(self, path: str | Path) -> str | None:
+        return self._modules.get(os.path.abspath(path))
+
+    def canonical(self, module: str) -> str:
+        """The module's name (``module`` may be another name of it, see `add_tree`)."""
+        return module if module in self._paths else self._aliases.get(module, module)
+
+    def path_of(self, module: str) -> Path | None:
+        return self._paths.get(self.canonical(module))
+
+    def is_package(self, module: str) -> bool:
+        return self.canonical(module) in self._packages
+
+    def _load(self, module: str) -> _Loaded | None:
+        module = self.canonical(module)
+        loaded = self._loaded.get(module)
+        if loaded is not None:
+            self._loaded.move_to_end(module)
+            return loaded
+        path = self._paths.get(module)
+        if path is None:
+            return None
+        text = self._overlay.get(module)
+        if text is None:
+            from warp_harness.safe_read import read_regular
+
+            try:
+                data = read_regular(path, MAX_INDEXED_BYTES)
+            except (OSError, ValueError):
+                loaded = _Loaded("", None, module, False)
+                self._remember(module, loaded)
+                return loaded
+            digest = _digest(data)
+            text, _ = decode_source(data)
+        else:
+            digest = _digest(text.encode("utf-8", "surrogatepass"))
+        loaded = _Loaded(digest, text, module, self.is_package(module))
+        self._remember(module, loaded)
+        return loaded
+
+    def digest(self, module: str) -> str:
+        """A hash of the module's text ("" when it is not indexed or cannot be read)."""
+        loaded = self._load(module)
+        return loaded.digest if loaded is not None else ""
+
+    def summary(self, module: str) -> ModuleSummary | None:
+        loaded = self._load(module)
+        return loaded.summary if loaded is not None else None
+
+    def model(self, module: str) -> ModuleModel | None:
+        """The model of a module (kept for a while: its kernels are the objects launches resolve to)."""
+        module = self.canonical(module)
+        loaded = self._load(module)
+        if loaded is None or loaded.parsed is None:
+            return None
+        cached = self._models.get(module)
+        if cached is not None and cached[0] == loaded.digest:
+            self._models.move_to_end(module)
+            return cached[1]
+        path = self._paths[module]
+        model = build_model(loaded.parsed.text, self._display(path), self.builtins, loaded.parsed)
+        self._models[module] = (loaded.digest, model)
+        while len(self._models) > MODEL_CACHE_SIZE:
+            self._models.popitem(last=False)
+        return model
+
+    def checked(self, path: str, data: bytes) -> tuple[ParsedSource, ModuleModel | None] | None:
+        """The parse (and the model, when built) of the indexed file at ``path`` when they were made from
+        exactly ``data`` (by `keep` or to resolve a launch): a check reuses them instead of redoing them."""
+        module = self._modules.get(os.path.abspath(path))
+        if module is None or module in self._overlay:
+            return None
+        loaded = self._loaded.get(module)
+        if loaded is None or loaded._parsed is None or loaded.digest != _digest(data):
+            return None
+        cached = self._models.get(module)
+        if cached is None or cached[0] != loaded.digest:
+            return loaded._parsed, None
+        self._models.move_to_end(module)
+        return loaded._parsed, cached[1]
+
+    def keep(self, path: str, data: bytes, parsed: ParsedSource, model: ModuleModel) -> None:
+        """A check built ``model`` from ``data`` at ``path``: launches resolving into it reuse it."""
+        module = self._modules.get(os.path.abspath(path))
+        if module is None or module in self._overlay:
+            return
+        digest = _digest(data)
+        loaded = self._loaded.get(module)
+        if loaded is None or loaded.digest != digest or loaded._parsed is not parsed:
+            kept = _Loaded(digest, parsed.text, module, self.is_package(module), parsed)
+            self._remember(module, kept)
+        self._models[module] = (digest, model)
+        self._models.move_to_end(module)
+        while len(self._models) > MODEL_CACHE_SIZE:
+            self._models.popitem(last=False)
+
+    def _remember(self, module: str, loaded: _Loaded) -> None:
+        self._loaded[module] = loaded
+        self._loaded.move_to_end(module)
+        while len(self._loaded) > LOADED_CACHE_SIZE:
+            self._loaded.popitem(last=False)
+
+    def kernel(self, ref: KernelRef) -> tuple[ModuleModel, KernelDef] | None:
+        model = self.model(ref.module)
+        if model is None:
+            return None
+        found = _kernel_at(model, ref)
+        return (model, found) if found is not None else None
+
+    def view(self, path: str) -> ProjectView:
+        """The index as seen from the file at ``path`` (call `ProjectView.attach` with its model)."""
+        return ProjectView(self, self.module_of(path) if path and not path.startswith("<") else None)
+
+
+def _kernel_at(model: ModuleModel, ref: KernelRef) -> KernelDef | None:
+    for kernel in model.all_kernels:
+        node = kernel.node
+        if node.lineno == ref.line and node.col_offset == ref.col and kernel.is_kernel:
+            return kernel
+    return None
+
+
+Resolution = Literal["same-file", "other-module", "factory", "unresolved"]
+
+
+@dataclass
+class _Env:
+    """Where an expression is evaluated: a module, the function around it (or None), its class."""
+
+    module: str
+    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None
+    cls: str | None
+
+
+class ProjectView:
+    """The index as seen from one file under analysis (`rules.base.RuleContext.project`)."""
+
+    def __init__(self, index: ProjectIndex, module: str | None) -> None:
+        self.index = index
+        self.module = module or "__main__"
+        self._named = module is not None
+        self.model: ModuleModel | None = None
+        self._summary: ModuleSummary | None = None
+        self._classes_of: dict[int, str] = {}
+        self._functions: dict[int, dict[str, list[_Binding]]] = {}
+        self._sites: dict[int, tuple[LaunchSite, _Kernel | None]] = {}
+        self._owners: dict[int, ModuleModel] = {}
+        # module name -> digest ("" when absent) of every module consulted
+        self.deps: dict[str, str] = {}
+        # the launch sites (of one kernel) a kernel rule is asked about in the engine's launch-side pass
+        self.focus: list[LaunchSite] | None = None
+
+    def attach(self, model: ModuleModel) -> ProjectView:
+        self.model = model
+        self._summary = None
+        self._sites.clear()
+        return self
+
+    @contextmanager
+    def focused(self, sites: list[LaunchSite] | None) -> Iterator[None]:
+        previous, self.focus = self.focus, sites
+        try:
+            yield
+        finally:
+            self.focus = previous
+
+    # --- this file -----------------------------------------------------------------------------
+    def _own_summary(self) -> ModuleSummary:
+        if self._summary is None:
+            assert self.model is not None
+            package = self.index.is_package(self.module) if self._named else False
+            self._summary = summarise(self.model.tree, self.module, package)
+            for stmt in _top_statements(self.model.tree.body):
+                if isinstance(stmt, ast.ClassDef):
+                    for item in stmt.body:
+                        if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                            self._classes_of[id(item)] = stmt.name
+        return self._summary
+
+    def _summary_of(self, module: str) -> ModuleSummary | None:
+        if module == self.module and self.model is not None:
+            return self._own_summary()
+        summary = self.index.summary(module)
+        self.deps[module] = summary.digest if summary is not None else self.index.digest(module)
+        return summary
+
+    def _module_exists(self, module: str) -> bool:
+        exists = module == self.module or self.index.path_of(module) is not None
+        if module != self.module and module not in self.deps:
+            self.deps[module] = self.index.digest(module) if exists else ""
+        return exists
+
+    # --- launches ------------------------------------------------------------------------------
+    def resolve(self, site: LaunchSite) -> tuple[KernelRef, bool] | None:
+        """(the kernel ``site`` launches, whether through a factory call), or None."""
+        found = self._resolve_site(site)
+        return (found.ref, found.via_factory) if found is not None else None
+
+    def _resolve_site(self, site: LaunchSite) -> _Kernel | None:
+        cached = self._sites.get(id(site.node))
+        if cached is not None and cached[0] is site:
+            return cached[1]
+        result: _Kernel | None = None
+        if self.model is not None and site.kernel_expr is not None:
+            scope = site.scope
+            function = scope if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) else None
+            self._own_summary()
+            cls = self._classes_of.get(id(function)) if function is not None else None
+            value = self._eval(site.kernel_expr, _Env(self.module, function, cls), 0)
+            result = value if isinstance(value, _Kernel) else None
+        self._sites[id(site.node)] = (site, result)
+        return result
+
+    def kernel_of(self, site: LaunchSite) -> KernelDef | None:
+        """The kernel ``site`` certainly launches (this file's or another module's), or None."""
+        found = self._resolve_site(site)
+        if found is None:
+            return None
+        ref = found.ref
+        if ref.module == self.module and self.model is not None:
+            kernel = _kernel_at(self.model, ref)
+            if kernel is not None:
+                self._owners[id(kernel)] = self.model
+            return kernel
+        loaded = self.index.kernel(ref)
+        if loaded is None:
+            return None
+        model, kernel = loaded
+        self._owners[id(kernel)] = model
+        return kernel
+
+    def model_of(self, kernel: KernelDef) -> ModuleModel | None:
+        """The model of the module defining ``kernel`` (one `kernel_of` returned), or None."""
+        return self._owners.get(id(kernel))
+
+    # --- evaluation ----------------------------------------------------------------------------
+    def _eval(self, node: ast.expr, env: _Env, depth: int) -> _Value | None:
+        if depth > MAX_DEPTH:
+            return None
+        if isinstance(node, ast.Name):
+            return self._name(node.id, env, depth + 1)
+        if isinstance(node, ast.Attribute):
+            if (
+                isinstance(node.value, ast.Name)
+                and env.cls is not None
+                and env.function is not None
+                and _self_name(env.function) == node.value.id
+            ):
+                return self._class_attr(env.module, env.cls, node.attr, depth + 1, set())
+            base = self._eval(node.value, env, depth + 1)
+            if isinstance(base, _Module):
+                return self._module_attr(base.name, node.attr, depth + 1)
+            if isinstance(base, _Class):
+                return self._class_attr(base.module, base.name, node.attr, depth + 1, set(), instance=False)
+            return None
+        if isinstance(node, ast.Call):
+            func = node.func
+            if (
+                isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and env.cls is not None
+                and env.function is not None
+                and _self_name(env.function) == func.value.id
+            ):
+                ref = self._class_factory(env.module, env.cls, func.attr, depth + 1, set())
+                return _Kernel(ref, True) if ref is not None else None
+            callee = self._eval(func, env, depth + 1)
+            if isinstance(callee, _Factory):
+                return _Kernel(callee.ref, True)
+            return None
+        if isinstance(node, ast.IfExp):
+            a = self._eval(node.body, env, depth + 1)
+            b = self._eval(node.orelse, env, depth + 1)
+            return a if a is not None and a == b else None
+        return None
+
+    def _name(self, name: str, env: _Env, depth: int) -> _Value | None:
+        if env.function is not None:
+            bindings = self._bindings_of(env.function, env.module)
+            if name in bindings:
+                return self._binding(bindings[name], env, depth)
+        return self._module_attr(env.module, name, depth)
+
+    def _bindings_of(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, module: str
+    ) -> dict[str, list[_Binding]]:
+        cached = self._functions.get(id(fn))
+        if cached is None:
+            package = self.index.is_package(module)
+            cached = self._functions[id(fn)] = _function_bindings(fn, module, package)
+        return cached
+
+    def _binding(self, bindings: list[_Binding], env: _Env, depth: int) -> _Value | None:
+        if len(bindings) != 1:
+            return None
+        binding = bindings[0]
+        kind = binding[0]
+        if kind == "expr":
+            value = binding[1]
+            assert isinstance(value, ast.expr)
+            fn = binding[2]
+            inner = _Env(
+                env.module, fn if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) else None, env.cls
+            )
+            if fn is None:
+                inner = _Env(env.module, None, None)
+            return self._eval(value, inner, depth + 1)
+        if kind == "def":
+            node = binding[1]
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            summary = self._summary_of(env.module)
+            if summary is None:
+                return None
+            if _is_warp_kernel(node, summary.imports):
+                return _Kernel(KernelRef(env.module, node.lineno, node.col_offset, node.name))
+            ref = summary.factory(node)
+            return _Factory(ref) if ref is not None else None
+        if kind == "import":
+            module, attr = binding[1], binding[2]
+            assert isinstance(module, str)
+            if attr is None:
+                return _Module(module) if self._module_exists(module) else None
+            assert isinstance(attr, str)
+            sub = f"{module}.{attr}"
+            if self._module_exists(sub):  # `from pkg import kernels`: the submodule
+                return _Module(sub)
+            return self._module_attr(module, attr, depth + 1)
+        if kind == "kernel":
+            kernel_ref = binding[1]
+            assert isinstance(kernel_ref, KernelRef)
+            return _Kernel(kernel_ref)
+        if kind == "factory":
+            factory_ref = binding[1]
+            return _Factory(factory_ref) if isinstance(factory_ref, KernelRef) else None
+        if kind == "class":
+            name = binding[1]
+            assert isinstance(name, str)
+            return _Class(env.module, name)
+        return None
+
+    def _module_attr(self, module: str, name: str, depth: int) -> _Value | None:
+        if depth > MAX_DEPTH:
+            return None
+        summary = self._summary_of(module) if self._module_exists(module) else None
+        if summary is not None and name in summary.names:
+            return self._binding(summary.names[name], _Env(module, None, None), depth + 1)
+        sub = f"{module}.{name}" if module else name
+        if self._module_exists(sub):
+            return _Module(sub)
+        if summary is not None:
+            found = [
+                v
+                for star in summary.stars
+                if not name.startswith("_")
+                for v in [self._module_attr(star, name, depth + 1)]
+                if v is not None
+            ]
+            if len(found) == 1:
+                return found[0]
+        return None
+
+    def _class_summary(self, module: str, cls: str) -> _ClassSummary | None:
+        summary = self._summary_of(module)
+        return summary.class_summary(cls) if summary is not None else None
+
+    def _bases(self, module: str, info: _ClassSummary, depth: int) -> Iterator[_Class]:
+        for base in info.bases:
+            value = self._eval(base, _Env(module, None, None), depth + 1)
+            if isinstance(value, _Class):
+                yield value
+
+    def _class_attr(
+        self, module: str, cls: str, attr: str, depth: int, seen: set[tuple[str, str]], instance: bool = True
+    ) -> _Value | None:
+        if depth > MAX_DEPTH or (module, cls) in seen:
+            return None
+        seen.add((module, cls))
+        info = self._class_summary(module, cls)
+        if info is None:
+            return None
+        assignments = info.attrs.get(attr)
+        if assignments:
+            values: set[_Value | None] = set()
+            for value, method in assignments:
+                if isinstance(value, ast.Constant) and value.value is None:
+                    continue  # `self.k = None` until set up
+                if not instance and method is not None:
+                    return None
+                if isinstance(value, KernelRef):  # a kernel defined in the class body
+                    values.add(_Kernel(value))
+                else:
+                    values.add(self._eval(value, _Env(module, method, cls), depth + 1))
+            if len(values) == 1:
+                return values.pop()
+            return None
+        if attr in info.methods:
+            return None
+        found = {
+            v
+            for b in self._bases(module, info, depth)
+            for v in [self._class_attr(b.module, b.name, attr, depth + 1, seen, instance)]
+        }
+        return found.pop() if len(found) == 1 else None
+
+    def _class_factory(
+        self, module: str, cls: str, method: str, depth: int, seen: set[tuple[str, str]]
+    ) -> KernelRef | None:
+        if depth > MAX_DEPTH or (module, cls) in seen:
+            return None
+        seen.add((module, cls))
+        info = self._class_summary(module, cls)
+        if info is None:
+            return None
+        if method in info.methods:
+            return info.factory(method)
+        if method in info.attrs:
+            return None
+        for base in self._bases(module, info, depth):
+            found = self._class_factory(base.module, base.name, method, depth + 1, seen)
+            if found is not None:
+                return found
+        return None
+
+
+def _self_name(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> str | None:
+    args = fn.args.posonlyargs or fn.args.args
+    if not args:
+        return None
+    if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) and any(
+        isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in fn.decorator_list
+    ):
+        return None
+    return args[0].arg
+
+
+# --- statistics -----------------------------------------------------------------------------------
+
+Form = Literal["name", "attribute", "factory-call", "other"]
+
+
+@dataclass
+class LaunchStatistics:
+    """Launch sites by the form of their kernel expression and by how it resolved."""
+
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    files: int = 0
+    unresolved: list[tuple[str, int, str]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def by_form(self, form: str) -> Counter[str]:
+        return Counter({r: n for (f, r), n in self.counts.items() if f == form})
+
+    def resolvable_rate(self) -> float:
+        """Resolved among sites whose kernel is a name, an attribute or a call."""
+        wanted = [(f, r, n) for (f, r), n in self.counts.items() if f != "other"]
+        total = sum(n for _, _, n in wanted)
+        resolved = sum(n for _, r, n in wanted if r != "unresolved")
+        return resolved / total if total else 1.0
+
+    def as_dict(self) -> dict[str, object]:
+        forms: dict[str, dict[str, int]] = {}
+        for (form, how), n in sorted(self.counts.items()):
+            forms.setdefault(form, {})[how] = n
+        return {
+            "files": self.files,
+            "launches": self.total,
+            "by_form": forms,
+            "resolved_rate": round(self.resolvable_rate(), 4),
+        }
+
+
+def expression_form(node: ast.expr | None) -> Form:
+    if isinstance(node, ast.Name):
+        return "name"
+    if isinstance(node, ast.Attribute):
+        return "attribute"
+    if isinstance(node, ast.Call):
+        return "factory-call"
+    return "other"
+
+
+def launch_statistics(paths: Sequence[Path], *, keep_unresolved: int = 0) -> LaunchStatistics:
+    """How the launches of the Python files under ``paths`` name their kernel and whether the workspace
+    model resolves it (``same-file``, ``other-module``, ``factory``, ``unresolved``). ``keep_unresolved``:
+    how many unresolved sites to list (path, line, expression)."""
+    from warp_harness.engine import iter_python_files
+
+    index = ProjectIndex.for_paths(paths)
+    stats = LaunchStatistics()
+    for path in iter_python_files(list(paths)):
+        module = index.module_of(path)
+        if module is None:
+            module = index.add_file(path)
+        model = index.model(module)
+        if model is None:
+            continue
+        stats.files += 1
+        if not model.launches:
+            continue
+        view = index.view(str(path)).attach(model)
+        for site in model.launches:
+            form = expression_form(site.kernel_expr)
+            how: Resolution
+            name = site.kernel_name
+            local = model.kernel_named(name)
+            if local is not None and not _rebound(site, name):
+                how = "same-file"
+            else:
+                found = view.resolve(site)
+                if found is None:
+                    how = "unresolved"
+                    if len(stats.unresolved) < keep_unresolved and site.kernel_expr is not None:
+                        text = ast.unparse(site.kernel_expr)
+                        stats.unresolved.append((str(path), site.node.lineno, text))
+                elif found[1]:
+                    how = "factory"
+                elif found[0].module == view.module:
+                    how = "same-file"
+                else:
+                    how = "other-module"
+            stats.counts[(form, how)] += 1
+    return stats
+
+
+def _rebound(site: LaunchSite, name: str | None) -> bool:
+    """A cheap stand-in for `rules.queries.name_is_rebound` (statistics only)."""
+    scope = site.scope
+    if name is None or not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef):
+        return False
+    return name in _function_bindings(scope, "", False)
+
+
+__all__ = [
+    "KernelRef",
+    "LaunchStatistics",
+    "ModuleSummary",
+    "ProjectIndex",
+    "ProjectView",
+    "expression_form",
+    "launch_statistics",
+    "module_name",
+    "package_root",
+    "resolve_relative",
+    "summarise",
+]
