@@ -208,6 +208,10 @@ class _Fixing:
     def fix(self, result: FileResult) -> FileResult:
         if not self.wanted(result):
             return result
+        if result.path.endswith(".ipynb"):  # fixes written into the notebook's cells
+            from warp_harness.notebooks import fix_notebook
+
+            return fix_notebook(self, result)
         from warp_harness.safe_read import read_regular_text
 
         path = Path(result.path)

@@ -53,9 +53,11 @@ class Location:
     end_line: int | None = None
     end_col: int | None = None
     kernel: str | None = None
+    # a notebook's cell (1-based position in its cells list); ``line`` is then the line in that cell
+    cell: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "path": self.path,
             "line": self.line,
             "col": self.col,
@@ -63,6 +65,9 @@ class Location:
             "end_col": self.end_col if self.end_col is not None else self.col,
             "kernel": self.kernel,
         }
+        if self.cell is not None:  # only notebooks' records carry the key: .py output is unchanged
+            data["cell"] = self.cell
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Location:
@@ -73,6 +78,7 @@ class Location:
             end_line=data.get("end_line"),
             end_col=data.get("end_col"),
             kernel=data.get("kernel"),
+            cell=int(data["cell"]) if data.get("cell") is not None else None,
         )
 
 

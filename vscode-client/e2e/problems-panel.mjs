@@ -5,6 +5,9 @@
 //   1. waits for the warp-harness diagnostic in the Problems panel (and the squiggle);
 //   2. applies its quick fix from the editor (Go to Line, Ctrl+., the menu entry), checks that the
 //      diagnostic disappears and the others stay, saves, and checks the file on disk changed;
+//   2b. opens a Jupyter notebook (.ipynb) whose kernel cell has the same kind of bug, waits for the
+//      diagnostic of that cell in the Problems panel, applies its quick fix in the cell, saves, and
+//      checks the fix is in the cell's source on disk and the rest of the notebook's JSON unchanged;
 //   3. runs Start Daemon / Stop Daemon and waits for the status-bar item to follow;
 //   4. sets warpHarness.ignore and waits for that rule's diagnostic to go (didChangeConfiguration);
 //   5. runs Run CI Check on Workspace and reads the `warp-harness ci` summary in the terminal;
@@ -145,6 +148,41 @@ function expectedFinding(file) {
     throw new Error(`warp-harness check found no fixable problem in ${file}`);
   }
   return { record, others: results.filter((r) => r !== record) };
+}
+
+/** A notebook (laid out as Jupyter writes it: nbformat 4, one-space indent) with a buggy kernel cell. */
+function notebookJson() {
+  const code = (source, outputs = []) => ({
+    cell_type: "code",
+    execution_count: null,
+    id: `c${Math.random().toString(16).slice(2, 10)}`,
+    metadata: {},
+    outputs,
+    source,
+  });
+  const notebook = {
+    cells: [
+      { cell_type: "markdown", id: "m0000001", metadata: {}, source: ["# Scaling in float16"] },
+      code(["%matplotlib inline\n", "import warp as wp"]),
+      code(
+        [
+          "@wp.kernel\n",
+          "def scale(x: wp.array(dtype=wp.float16)):\n",
+          "    i = wp.tid()\n",
+          "    x[i] = x[i] * 2.0",
+        ],
+        [{ name: "stdout", output_type: "stream", text: ["kept output\n"] }],
+      ),
+    ],
+    metadata: {
+      kernelspec: { display_name: "Python 3", language: "python", name: "python3" },
+      language_info: { name: "python" },
+      custom: { keep: "this" },
+    },
+    nbformat: 4,
+    nbformat_minor: 5,
+  };
+  return JSON.stringify(notebook, null, 1) + "\n";
 }
 
 function fatal(message) {
@@ -434,6 +472,103 @@ async function main() {
     if (!line.includes(edit.new_text)) {
       throw new Error(`line ${loc.line} does not hold ${edit.new_text}: ${line}`);
     }
+  });
+
+  // A notebook: the diagnostic in its kernel cell, the quick fix applied in the cell, saved.
+  const notebookName = "scale.ipynb";
+  const notebookPath = path.join(workspace, notebookName);
+  fs.writeFileSync(notebookPath, notebookJson());
+  const notebookOriginal = fs.readFileSync(notebookPath, "utf8");
+  const nb = expectedFinding(notebookPath).record;
+  const nbKey = nb.message.split('"')[0].trim().slice(0, 60);
+  const nbEdit = nb.fix.edits[0];
+  log(`notebook: expect ${nb.rule} in cell ${nb.location.cell} at ${nb.location.line}:${nb.location.col + 1}; fix "${nb.fix.title}"`);
+
+  await step(`open ${notebookName}`, async () => {
+    await page.keyboard.press("Escape");
+    await waitFor(
+      "the notebook editor",
+      async () => {
+        await page.keyboard.press("Control+P");
+        const input = page.locator(".quick-input-widget input");
+        await input.waitFor({ timeout: 10_000 });
+        await input.fill(notebookName);
+        await page.locator(".quick-input-list .monaco-list-row", { hasText: notebookName }).first().waitFor({ timeout: 15_000 });
+        await page.keyboard.press("Enter");
+        await page.locator(".notebook-editor .cell-list-container, .notebookOverlay").first().waitFor({ timeout: 15_000 });
+        return true;
+      },
+      LOAD_MS,
+      1_000,
+    );
+  });
+
+  await step(`the ${nb.rule} diagnostic of cell ${nb.location.cell} in the Problems panel`, async () => {
+    await page.keyboard.press("Control+Shift+M");
+    await page.locator(".markers-panel").waitFor({ timeout: STEP_MS });
+    const row = await waitFor(
+      `"${nbKey}" in the Problems panel`,
+      async () => {
+        await checkExtensionErrors();
+        return (await problemsRows()).find((text) => text.includes(nbKey));
+      },
+      LOAD_MS,
+      500,
+    );
+    log(`Problems panel row: ${row.replace(/\s+/g, " ")}`);
+    await page.locator(".notebook-editor .monaco-editor .squiggly-error").first().waitFor({ timeout: STEP_MS });
+    await screenshot("notebook-diagnostic");
+  });
+
+  await step(`apply the notebook quick fix "${nb.fix.title}"`, async () => {
+    const menu = page.locator(".action-widget");
+    await waitFor(
+      "the quick fix menu in the cell",
+      async () => {
+        // the Problems row opens the cell with the cursor on the diagnostic
+        const row = page.locator(".markers-panel .monaco-list-row", { hasText: nbKey }).first();
+        await row.click({ timeout: 5_000 });
+        await page.keyboard.press("Enter");
+        await page.waitForTimeout(500);
+        await page.keyboard.press("Control+Period");
+        await menu.locator(".monaco-list-row", { hasText: nb.fix.title }).first().waitFor({ timeout: 10_000 });
+        return true;
+      },
+      STEP_MS,
+      1_000,
+    );
+    await screenshot("notebook-quick-fix-menu");
+    await menu.locator(".monaco-list-row", { hasText: nb.fix.title }).first().click();
+    await waitFor(
+      "the notebook diagnostic to disappear",
+      async () => !(await problemsRows()).some((text) => text.includes(nbKey)),
+      STEP_MS,
+      500,
+    );
+    await screenshot("notebook-fixed");
+  });
+
+  await step("save the notebook and check it on disk", async () => {
+    await page.keyboard.press("Control+S");
+    const text = await waitFor(
+      `${notebookPath} to contain ${nbEdit.new_text}`,
+      () => {
+        const now = fs.readFileSync(notebookPath, "utf8");
+        return now !== notebookOriginal && now.includes(nbEdit.new_text) ? now : null;
+      },
+      STEP_MS,
+    );
+    const saved = JSON.parse(text);
+    const cell = saved.cells[nb.location.cell - 1];
+    const source = Array.isArray(cell.source) ? cell.source.join("") : cell.source;
+    log(`cell ${nb.location.cell} on disk: ${source.split("\n")[nb.location.line - 1].trim()}`);
+    if (!source.split("\n")[nb.location.line - 1].includes(nbEdit.new_text)) {
+      throw new Error(`cell ${nb.location.cell} line ${nb.location.line} does not hold ${nbEdit.new_text}`);
+    }
+    if (saved.metadata?.custom?.keep !== "this" || JSON.stringify(cell.outputs) !== JSON.stringify(JSON.parse(notebookOriginal).cells[2].outputs)) {
+      throw new Error("the notebook's metadata or outputs changed");
+    }
+    await page.keyboard.press("Escape");
   });
 
   // The daemon's state reaches the status bar: start it (the workspace is not trusted to run

@@ -81,6 +81,8 @@ async function startClient(): Promise<void> {
     documentSelector: [
       { scheme: "file", language: "python" },
       { scheme: "untitled", language: "python" },
+      // Python cells of Jupyter notebooks: synced as notebooks (LSP 3.17 notebookDocument/*)
+      { notebook: { notebookType: "jupyter-notebook" }, language: "python" },
     ],
     outputChannel: output,
     diagnosticCollectionName: "warp-harness",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .json import printable
-from .model import FileResult, RuleInfo
+from .model import FileResult, RuleInfo, position
 
 
 def one_line(text: str) -> str:
@@ -31,7 +31,6 @@ def render_concise(
             loc = record.location
             mark = " [*]" if record.fix is not None and record.fix.edits and record.fix.safe else ""
             lines.append(
-                f"{printable(result.path)}:{max(loc.line, 1)}:{max(loc.col, 0) + 1}: "
-                f"{record.rule}{mark} {one_line(record.message)}"
+                f"{printable(result.path)}:{position(loc)}: {record.rule}{mark} {one_line(record.message)}"
             )
     return "".join(line + "\n" for line in lines)

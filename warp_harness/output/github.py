@@ -59,7 +59,8 @@ def annotation(path: str, record: Record) -> str:
         props.append(("endLine", str(end_line)))
         if (end_line, end_col) != (line, col):  # an empty range would hide the annotation
             props.append(("endColumn", str(end_col + 1)))
-    props.append(("title", record.rule))
+    # a notebook's line counts in its cell: the title names the cell
+    props.append(("title", record.rule if loc.cell is None else f"{record.rule} (cell {loc.cell})"))
     prop_text = ",".join(f"{key}={escape_property(value)}" for key, value in props)
     return f"::{_COMMANDS[record.severity]} {prop_text}::{escape_data(_message(record))}"
 

@@ -44,7 +44,7 @@ def render_gitlab(
         path = printable(result.path)
         for record in result.records:
             line = max(record.location.line, 1)
-            anchor = (result.line_text(line) or record.message).strip()
+            anchor = (result.line_text(line, record.location.cell) or record.message).strip()
             basis = "\0".join((record.rule, path, anchor))
             seen[basis] += 1
             digest = hashlib.sha256(f"{basis}\0{seen[basis]}".encode("utf-8", "surrogatepass")).hexdigest()

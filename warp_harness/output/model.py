@@ -25,12 +25,18 @@ class FileResult:
     path: str
     records: tuple[Record, ...]
     source_lines: tuple[str, ...] | None = None
+    # a notebook's cells' lines (cell N is ``cells[N - 1]``); its records' lines are lines of a cell
+    cells: tuple[tuple[str, ...], ...] | None = None
 
-    def line_text(self, line: int) -> str | None:
-        """Source text of 1-based ``line``, or None when unknown or out of range."""
-        if self.source_lines is None or line < 1 or line > len(self.source_lines):
+    def line_text(self, line: int, cell: int | None = None) -> str | None:
+        """Source text of 1-based ``line`` (of notebook cell ``cell``), or None when unknown or out
+        of range."""
+        lines = self.source_lines
+        if cell is not None:
+            lines = self.cells[cell - 1] if self.cells is not None and 1 <= cell <= len(self.cells) else None
+        if lines is None or line < 1 or line > len(lines):
             return None
-        return self.source_lines[line - 1].rstrip("\r\n")
+        return lines[line - 1].rstrip("\r\n")
 
 
 @dataclass(frozen=True)
@@ -169,3 +175,11 @@ def rule_title(rule: str) -> str:
     """``compile-error`` -> ``CompileError`` (a SARIF-style name for ad-hoc rule ids)."""
     parts = [p for p in rule.replace("_", "-").replace(" ", "-").split("-") if p]
     return "".join(p[:1].upper() + p[1:] for p in parts) or rule
+
+
+def position(record_location: Any) -> str:
+    """``line:col`` of a location (1-based column), ``cell N:line:col`` in a notebook."""
+    line = max(record_location.line, 1)
+    col = max(record_location.col, 0) + 1
+    cell = getattr(record_location, "cell", None)
+    return f"cell {cell}:{line}:{col}" if cell is not None else f"{line}:{col}"

@@ -97,6 +97,9 @@ def _physical(location: Location, path: str, root: str | None, snippet: str | No
     reg: dict[str, Any] = region(location.line, location.col, location.end_line, location.end_col)
     if snippet is not None:
         reg["snippet"] = {"text": snippet}
+    if location.cell is not None:
+        # a notebook: lines count in the cell (SARIF 2.1.0 has no cell; §3.8 property bag)
+        reg["properties"] = {"cell": location.cell}
     return {"artifactLocation": artifact_location(path, root), "region": reg}
 
 
@@ -171,10 +174,17 @@ def sarif_log(
                 index[record.rule] = len(descriptors)
                 descriptors.append(_adhoc_descriptor(record))
             loc = record.location
-            line_text = result.line_text(loc.line)
+            line_text = result.line_text(loc.line, loc.cell)
             location: dict[str, Any] = {"physicalLocation": _physical(loc, result.path, root, line_text)}
+            logical: list[dict[str, Any]] = []
             if loc.kernel:
-                location["logicalLocations"] = [{"name": loc.kernel, "kind": "function"}]
+                logical.append({"name": loc.kernel, "kind": "function"})
+            if loc.cell is not None:  # the notebook cell as a logical location too (§3.33)
+                logical.append(
+                    {"name": f"cell {loc.cell}", "fullyQualifiedName": f"{result.path}#cell{loc.cell}"}
+                )
+            if logical:
+                location["logicalLocations"] = logical
 
             hash_ = _fingerprint(
                 record.rule, result.path, line_text if line_text is not None else record.message

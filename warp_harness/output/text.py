@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 
 from ..record import Record, Severity
-from .model import FileResult, RuleInfo, all_records, count, end_of, format_value
+from .model import FileResult, RuleInfo, all_records, count, end_of, format_value, position
 
 TAB_SIZE = 8
 
@@ -96,13 +96,13 @@ def _record_lines(result: FileResult, record: Record, style: _Style) -> list[str
     sev_color = _SEVERITY_COLOR[record.severity]
     message_lines = record.message.splitlines() or [""]
     header = (
-        f"{style(_BOLD, result.path)}:{line}:{col + 1}: "
+        f"{style(_BOLD, result.path)}:{position(loc)}: "
         f"{style(sev_color, record.rule)} [{style(sev_color, record.severity.value)}] {message_lines[0]}"
     )
     lines = [header]
     lines.extend(f"    {extra}" for extra in message_lines[1:])
 
-    text = result.line_text(line)
+    text = result.line_text(line, loc.cell)
     if text is not None:
         end_line, end_col = end_of(record)
         shown, carets = underline(text, col, end_col if end_line == line else None)
@@ -124,7 +124,7 @@ def _record_lines(result: FileResult, record: Record, style: _Style) -> list[str
         lines.append("  " + " ".join(parts))
     for related in record.related:
         rloc = related.location
-        lines.append(f"  related: {rloc.path}:{max(rloc.line, 1)}:{max(rloc.col, 0) + 1}: {related.message}")
+        lines.append(f"  related: {rloc.path}:{position(rloc)}: {related.message}")
     if record.fix is not None and record.fix.edits:
         suffix = "" if record.fix.safe else " (unsafe)"
         lines.append(f"  fix available{suffix}: {record.fix.title}")
