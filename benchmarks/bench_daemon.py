@@ -29,6 +29,11 @@ Two variants are measured: "validate+bench" (the daemon's default stages) and
   it (process start, import warp, init, precompiled header, compile, validate). Not like
   for like; printed because it is what the daemon saves a user.
 
+The daemon also does what a bare script does not, and it is counted as overhead (issue 18,
+docs/reliability.md "Gaming the evaluator"): identity checks of launch/timer/comparison
+functions, a re-validation of the timed buffers after the benchmark, and the cross-check
+against references computed by a second worker (`verdict_worker = false` turns that off).
+
 Targets (issue 4): cached save < 200 ms; miss overhead < 20 % over the bare script.
 """
 

@@ -33,6 +33,12 @@ MEASURED = "WHD031"
 IMPLAUSIBLE = "WHD032"
 TARGET_UNCHECKED = "WHD033"
 UNTRUSTED = "WHD050"
+EVALUATOR_PATCHED = "WHD060"
+WRONG_AFTER_TIMING = "WHD061"
+SEED_INDEPENDENT = "WHD062"
+CLOCK_DISAGREES = "WHD063"
+PERSISTING_L2 = "WHD064"
+VERDICT_DISAGREES = "WHD065"
 INTERNAL = "WHD000"
 
 TUNED = "WHD034"
@@ -259,6 +265,84 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "`warp-harness tune` found a faster configuration of the kernel's tunables",
         "A note from the language server with the stored tuning result.",
         "Apply the code action to set the tunables to the best configuration, or ignore it.",
+    ),
+    DynamicRule(
+        EVALUATOR_PATCHED,
+        "evaluator-patched",
+        Stage.NUMERIC,
+        _E,
+        "the workspace rebound a function the harness launches, times or compares with",
+        "Code under test runs in the worker that launches, times and checks it; a module that "
+        "replaces `wp.launch`, `time.perf_counter`, Warp's event timing, `wp.array.numpy` or numpy's "
+        "comparisons (at import, or from its reference or generator) can make a kernel look correct "
+        "or fast. The worker saves those functions' identities before any workspace code runs and "
+        "compares after the import, the validation and the benchmark; the originals are put back and "
+        "the harness only ever calls the saved ones. Exploits: examples/exploits/patch_*.py, "
+        "cached_results.py, stale_output.py.",
+        "Remove the assignment (the record's line); launch and time the kernel as it is.",
+    ),
+    DynamicRule(
+        WRONG_AFTER_TIMING,
+        "wrong-after-timing",
+        Stage.NUMERIC,
+        _E,
+        "after the timed loop, the benchmark's own buffers give wrong results on fresh inputs",
+        "The validation runs each case once on fresh buffers at the contract's sizes; the benchmark "
+        "launches many times into reused buffers at the benchmark size. After the timed loop the "
+        "worker writes fresh seed-derived inputs into those same buffers, poisons the outputs, "
+        "launches once more and compares with the reference: a kernel that turns wrong after the first "
+        "calls, serves an earlier call's result, or skips work at sizes the validation does not cover "
+        "is caught here. Exploits: examples/exploits/shrunk_size.py, stale_output.py.",
+        "Make the kernel compute every output on every launch at every size; do not keep state "
+        "between launches.",
+    ),
+    DynamicRule(
+        SEED_INDEPENDENT,
+        "seed-independent-output",
+        Stage.NUMERIC,
+        _W,
+        "the outputs were the same for every seed: "
+        "the validation cannot tell a kernel that ignores its inputs",
+        "When the contract's generator gives inputs whose answer never changes (zeros, constants), "
+        "a kernel that writes a constant passes its validation; the benchmark then times no real work.",
+        "Draw the inputs from the generator's `rng` so different seeds give different answers.",
+    ),
+    DynamicRule(
+        CLOCK_DISAGREES,
+        "clock-disagreement",
+        Stage.PERFORMANCE,
+        _W,
+        "the host clock around a synchronised window of launches disagrees with the event timings",
+        "CUDA events time only the work on the stream they are recorded on; work moved to a side "
+        "stream, or a patched event clock, makes them read short. Each timed window ends with a "
+        "device synchronise and the host clock is compared with the events' sum.",
+        "Launch all of the kernel's work on the stream it is given; "
+        "do not create streams in the kernel's module.",
+    ),
+    DynamicRule(
+        PERSISTING_L2,
+        "persisting-l2",
+        Stage.PERFORMANCE,
+        _W,
+        "the workspace set aside persisting L2 cache (CUDA): its data survives the cold-L2 flush",
+        "A persisting-L2 carve-out (cudaLimitPersistingL2CacheSize with an access-policy window) "
+        "keeps a buffer in L2 across launches and flushes, so cold-L2 timings read warm. The limit "
+        "is read before the benchmark and reset to 0.",
+        "Do not change the device's cache limits from the kernel's module.",
+    ),
+    DynamicRule(
+        VERDICT_DISAGREES,
+        "verdict-disagrees",
+        Stage.NUMERIC,
+        _E,
+        "the kernel's worker passed a case that fails against a reference "
+        "computed where the kernel never ran",
+        "The worker that runs a kernel also ran the module's own code, so its comparison can be "
+        "gamed (a reference that echoes the output it finds in memory or in a file). A second worker "
+        "that never builds or launches a kernel computes the references first, from the same seed, and "
+        "the daemon compares the outputs the kernel's worker sent. Exploit: "
+        "examples/exploits/reference_echo.py.",
+        "Make the reference compute from its inputs only; it must not read the kernel's outputs.",
     ),
     DynamicRule(
         UNTRUSTED,

@@ -20,6 +20,9 @@
                                 # 0.5 ms kernel: medians of 5 runs 2.8% apart on an H200; 0.2 s: 0.3%)
     bench_windows = 15          # on CUDA, in this many windows, bench_window_gap_s apart; the time
     bench_window_gap_s = 0.1    # is the best window's median (a GPU has slow spells: see bench.py)
+    bench_cold_l2 = false       # CUDA: also time launches after a 256 MB flush (warm and cold)
+    verdict_worker = true       # references computed in a second worker that never runs a kernel,
+                                # the outputs compared in the daemon (docs/reliability.md)
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
@@ -76,6 +79,8 @@ class RuntimeOptions:
     bench_min_time_s: float = 0.25
     bench_windows: int = 15
     bench_window_gap_s: float = 0.1
+    bench_cold_l2: bool = False
+    verdict_worker: bool = True
     seed: int | None = None
     shrink: bool = True
     localize: bool = True
@@ -107,7 +112,7 @@ class RuntimeOptions:
 
 _BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
 # an optional pipeline step is switched off by the option of its name (pipeline.OPTIONAL)
-_BOOL = (*(step.value for step in OPTIONAL), "shrink", "localize")
+_BOOL = (*(step.value for step in OPTIONAL), "shrink", "localize", "bench_cold_l2", "verdict_worker")
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
 _POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
 _NONNEG_INT = ("bench_warmup", "debounce_ms")

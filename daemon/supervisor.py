@@ -23,6 +23,7 @@ The process itself is ``worker_process.WorkerProcess``; what a death means is
 
 from __future__ import annotations
 
+import secrets
 import sys
 import threading
 import time
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import findings as F
-from warp_harness.daemon import protocol
+from warp_harness.daemon import protocol, verdict
 from warp_harness.daemon.crash_records import (
     BOUNDS_HINT,
     BOUNDS_SIGNALS,
@@ -74,6 +75,8 @@ __all__ = [  # re-exported: they lived here before the split
 ]
 
 MAX_JOBS_PER_WORKER = 200
+# how long the verdict worker's references may still take once the kernel worker is done
+VERDICT_WAIT_S = 30.0
 
 
 class Supervisor:
@@ -98,6 +101,8 @@ class Supervisor:
         self._next_id = 1
         self._closing = threading.Event()  # set by abort(), from any thread
         self._starting: WorkerProcess | None = None
+        # the second worker that computes references and never runs a kernel (daemon/verdict.py)
+        self.verdict: WorkerProcess | None = None
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> WorkerProcess:
@@ -126,12 +131,15 @@ class Supervisor:
             if self.worker is not None:
                 self.worker.shutdown()
                 self.worker = None
+            if self.verdict is not None:
+                self.verdict.shutdown()
+                self.verdict = None
 
     def abort(self) -> None:
         """Kill the worker now, even in the middle of a job (any thread; does not wait for
         the job's lock), and start no other: the job in flight ends as a crash."""
         self._closing.set()
-        for worker in (self._starting, self.worker):
+        for worker in (self._starting, self.worker, self.verdict):
             if worker is not None:
                 worker.kill_only(drain=False)
 
@@ -172,6 +180,48 @@ class Supervisor:
             self.restarts += 1
         return outcome
 
+    def _references(
+        self,
+        path: Path,
+        display: str,
+        opts: RuntimeOptions,
+        seed: int,
+        skip: dict[str, str],
+        job_id: int,
+        sample_seed: int,
+    ) -> dict[str, Any] | None:
+        """The verdict worker's references for every validation case of ``path`` at ``seed``
+        (None: switched off, or the verdict worker failed: the kernel worker's verdict stands)."""
+        if self._closing.is_set():
+            return None
+        worker = self.verdict
+        if worker is not None and (not worker.alive() or worker.jobs >= MAX_JOBS_PER_WORKER):
+            worker.kill()
+            worker = self.verdict = None
+        if worker is None:
+            try:
+                worker = WorkerProcess(self.workspace, opts, warmup=False, python=self.python, cuda=False)
+            except OSError:
+                return None
+            self.verdict = worker  # before it is ready: abort() and a late join can kill it
+            try:
+                worker.wait_ready()
+            except WorkerStartError:
+                self.verdict = None
+                return None
+            if self._closing.is_set():
+                worker.kill()
+                self.verdict = None
+                return None
+        msg = self._base(path, display, opts)
+        msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed)
+        outcome = worker.call(msg, None)
+        if outcome.kind != "done" or not isinstance(outcome.result, dict):
+            worker.kill()
+            self.verdict = None
+            return None
+        return outcome.result
+
     # ----------------------------------------------------------------- jobs
     def _base(self, path: Path, display_path: str | None, options: RuntimeOptions) -> dict[str, Any]:
         return protocol.message(
@@ -205,11 +255,41 @@ class Supervisor:
             failures: list[FailingCase] = []
             positions = kernel_positions(read_text(path) or "")
             t0 = time.monotonic()
-            seed = opts.seed
+            # the seed is chosen here: the verdict worker and the kernel worker use the same one
+            seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
             transient = False
+            # the verdict worker computes the references while the kernel worker compiles
+            # (daemon/verdict.py): started at the kernel worker's first `compile` (after its
+            # import, which would otherwise compete for the CPU; a module that does not import
+            # or has no kernel needs no references); `first_launch`: when the kernel worker
+            # announced its first validation launch, to tell whether the references were
+            # complete by then
+            verdict_job: _VerdictJob | None = None
+            first_launch: list[float] = []
+            if opts.verdict_worker and opts.validate and Step.VALIDATE in steps:
+                sample_seed = secrets.randbelow(2**31)  # the elements of large outputs compared
+                verdict_job = _VerdictJob(self, path, display, opts, seed, dict(skip), sample_seed)
+                user_progress = on_progress
+                job = verdict_job
+
+                def tracking(msg: dict[str, Any]) -> None:
+                    stage = msg.get("stage")
+                    if stage == Step.COMPILE.value and not job.started:
+                        job.start()
+                    if not first_launch and stage == Step.VALIDATE.value:
+                        first_launch.append(time.monotonic())
+                    if user_progress is not None:
+                        user_progress(msg)
+
+                on_progress = tracking
+
             for _attempt in range(len(positions) + 2):
                 msg = self._base(path, display, opts)
-                msg.update(kind="check", skip=skip, steps=[s.value for s in steps])
+                msg.update(
+                    kind="check", skip=skip, steps=[s.value for s in steps], verdict=verdict_job is not None
+                )
+                if verdict_job is not None:
+                    msg["sample_seed"] = verdict_job.sample_seed
                 if source_sha256:
                     msg["source_sha256"] = source_sha256
                 if seed is not None:
@@ -244,6 +324,33 @@ class Supervisor:
                     loc = self._localize(path, display, failure, None, opts, positions)
                     if loc is not None:
                         extra.append(loc)
+            shipped = result.extra.pop("verdict_cases", None) or []
+            refs = (
+                verdict_job.join(self, VERDICT_WAIT_S)
+                if verdict_job is not None and verdict_job.started
+                else None
+            )
+            if refs is not None and verdict_job is not None:
+                found, notes = verdict.cross_check(refs.get("cases") or [], shipped, display, positions)
+                # the references were complete before the kernel's first launch: no output of
+                # the kernel existed yet, in memory or in a file, for them to echo
+                notes["before_first_launch"] = bool(
+                    not first_launch
+                    or (verdict_job.done_at is not None and verdict_job.done_at <= first_launch[0])
+                )
+                extra += found
+                result.notes["verdict"] = notes
+                wrong = {r.location.kernel for r in found}
+                if wrong:  # the kernel worker's "matches its reference" no longer stands
+                    result.records = [
+                        r
+                        for r in result.records
+                        if not (r.rule == F.VALIDATED and r.location.kernel in wrong)
+                    ]
+                    for name in wrong:
+                        summary = result.kernels.get(str(name))
+                        if isinstance(summary, dict):
+                            summary["validate"] = {d: "fail" for d in summary.get("validate") or {}}
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
             result.failures = [*failures, *result.failures]
             for name, why in skip.items():
@@ -313,3 +420,53 @@ class Supervisor:
         case = {**failure.to_dict(), "path": str(path.resolve().relative_to(self.workspace))}
         status, records = self.run_case(case, mode="debug", probe=True)
         return localized_record(path, display, failure, status, records, positions)
+
+
+class _VerdictJob:
+    """The verdict worker's job for one check, in a thread of its own (it runs while the kernel
+    worker imports and compiles); ``join`` gives its result, ``done_at`` when it arrived."""
+
+    def __init__(
+        self,
+        sup: Supervisor,
+        path: Path,
+        display: str,
+        opts: RuntimeOptions,
+        seed: int,
+        skip: dict[str, str],
+        sample_seed: int,
+    ) -> None:
+        self.sample_seed = sample_seed
+        self.result: dict[str, Any] | None = None
+        self.done_at: float | None = None
+        job_id = sup._next_id
+        sup._next_id += 1
+
+        def run() -> None:
+            try:
+                self.result = sup._references(path, display, opts, seed, skip, job_id, sample_seed)
+            except Exception:  # the cross-check is extra: its failure leaves the verdict as it was
+                self.result = None
+            self.done_at = time.monotonic()
+
+        self._thread = threading.Thread(target=run, name="warp-harness-verdict", daemon=True)
+
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, sup: Supervisor, timeout: float) -> dict[str, Any] | None:
+        """The references, waiting at most ``timeout`` after the kernel worker is done (a
+        generator or a module that hangs only there must not hold the verdict up); past it the
+        verdict worker is killed and the cross-check skipped."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            worker = sup.verdict
+            if worker is not None:
+                worker.kill_only(drain=False)
+            self._thread.join(10.0)
+            return None
+        return self.result

@@ -64,6 +64,7 @@ class Worker:
 
         wp.config.log_level = wp.LOG_WARNING
         wp.init()
+        guard()  # the identities of launch, clocks and comparisons, before any workspace code
         init_ms = (time.perf_counter() - t0) * 1e3
         warm_ms = 0.0
         if warmup:
@@ -132,6 +133,8 @@ class Worker:
             try:
                 if msg.get("kind") == "case":
                     result = run_case_job(msg, self.progress_for(job_id))
+                elif msg.get("kind") == "reference":
+                    result = run_reference_job(msg, self.progress_for(job_id))
                 else:
                     result = run_check_job(msg, self.progress_for(job_id))
             except MemoryError:
@@ -199,6 +202,8 @@ def _configure_warp(options: RuntimeOptions) -> None:
 def _result(job: Any, status: str) -> dict[str, Any]:
     """The job's `WorkerResult`, as the dict that crosses the pipe."""
     extra = {"build_keys": job.build_keys, "contract_files": [str(p) for p in job.contract_files]}
+    if job.verdict_cases:  # taken out by the supervisor (daemon/verdict.py), never cached
+        extra["verdict_cases"] = job.verdict_cases
     return WorkerResult(
         status=status,
         path=job.display_path,
@@ -231,36 +236,86 @@ def _runners() -> dict[Step, Callable[[Any], Any]]:
 def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     from warp_harness.daemon.steps import load
 
+    guard()
     job = _make_job(msg, progress)
+    job.verdict = bool(msg.get("verdict"))
+    job.sample_seed = _sample_seed(msg)
     _configure_warp(job.options)
     t0 = time.perf_counter()
     progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
-    ok = load.load(job)
-    job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
-    if job.stale:
-        return _result(job, "stale")
-    if not ok:
-        return _result(job, "import-error")
-    requested = steps_from_wire(msg.get("steps"))
-    runners = _runners()
-    for step in PIPELINE:
-        if step is Step.IMPORT:
-            continue
-        if step.optional and (step not in requested or not getattr(job.options, step.value)):
-            continue
-        runners[step](job)
-    return _result(job, "ok")
+    try:
+        ok = load.load(job)
+        job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
+        check_integrity(job, Step.IMPORT)
+        if job.stale:
+            return _result(job, "stale")
+        if not ok:
+            return _result(job, "import-error")
+        requested = steps_from_wire(msg.get("steps"))
+        runners = _runners()
+        ran: list[Step] = []
+        for step in PIPELINE:
+            if step is Step.IMPORT:
+                continue
+            if step.optional and (step not in requested or not getattr(job.options, step.value)):
+                continue
+            runners[step](job)
+            ran.append(step)
+        cases = [s for s in ran if s.runs_cases]
+        if cases:  # the workspace's reference and generators ran again (restored at once too)
+            check_integrity(job, cases[-1] if len(cases) == 1 else None)
+        return _result(job, "ok")
+    finally:
+        guard().restore()  # nothing a module rebound reaches the next job of this worker
+
+
+def _sample_seed(msg: dict[str, Any]) -> int | None:
+    value = msg.get("sample_seed")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """The verdict worker's job: import the module (for its contracts), regenerate every
+    validation case's inputs from the seed and return the references. No kernel is built or
+    launched in this process, so no kernel output exists here to echo (daemon/verdict.py)."""
+    from warp_harness.daemon.steps import load, validate
+
+    guard()
+    job = _make_job(msg, progress)
+    job.sample_seed = _sample_seed(msg)
+    try:
+        progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
+        if not load.load(job):
+            return {"status": "import-error", "cases": []}
+        check_integrity(job, Step.IMPORT)
+        cases = validate.reference_cases(job)
+        check_integrity(job, Step.VALIDATE)
+        patched = [r.message for r in job.records if r.rule == F.EVALUATOR_PATCHED]
+        return {"status": "ok", "seed": job.seed, "cases": cases, "patched": patched}
+    finally:
+        guard().restore()
 
 
 def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     """Re-run one stored case (replay, or a debug-mode re-run to localise a bounds failure)."""
-    from warp_harness.daemon.steps import codegen, compile, load, validate
-
+    guard()
     job = _make_job(msg, progress)
     device_name = str(msg.get("device") or "cpu")
     job.options = job.options.merged({"devices": [device_name]})
     _configure_warp(job.options)
-    if not load.load(job):
+    try:
+        return _run_case(job, msg, device_name)
+    finally:
+        guard().restore()
+
+
+def _run_case(job: Any, msg: dict[str, Any], device_name: str) -> dict[str, Any]:
+    from warp_harness.daemon import comparison
+    from warp_harness.daemon.steps import codegen, compile, load, validate
+
+    loaded = load.load(job)
+    check_integrity(job, Step.IMPORT)
+    if not loaded:
         return _result(job, "stale" if job.stale else "import-error")
     kernel_name = str(msg["kernel"])
     info = job.kernels.get(kernel_name)
@@ -292,7 +347,7 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         return _result(job, "error")
     device = dict(job.devices)[device_name]
     stored = msg.get("inputs")
-    given = {k: validate.decode_value(v) for k, v in stored.items()} if isinstance(stored, dict) else None
+    given = {k: comparison.decode_value(v) for k, v in stored.items()} if isinstance(stored, dict) else None
     edge = msg.get("edge_case")
     gen = None
     if edge is not None:
@@ -305,7 +360,7 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         outcome = validate.run_case(
             job, info, device_name, device, size, seed, edge, gen=gen, given_inputs=given
         )
-    except validate.ContractProblem as exc:
+    except comparison.ContractProblem as exc:
         job.add(
             F.make_record(
                 Stage.NUMERIC,
@@ -338,6 +393,58 @@ def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         )
     )
     return _result(job, "fail")
+
+
+_GUARD: Any = None
+
+
+def guard() -> Any:
+    """The worker's ``integrity.Guard``: made when the worker starts (before any workspace code),
+    or at the first job when the pipeline runs without ``Worker.start`` (tests)."""
+    global _GUARD
+    if _GUARD is None:
+        from warp_harness.daemon import integrity
+        from warp_harness.daemon.steps import bench, launching, validate  # noqa: F401 - bind TRUSTED
+
+        _GUARD = integrity.Guard()
+    return _GUARD
+
+
+def check_integrity(job: Any, step: Step | None) -> None:
+    """WHD060 for every launch, sync, clock or comparison function the workspace rebound
+    since the worker started (seen after ``step``); the originals are put back at once."""
+    from warp_harness.daemon import integrity
+
+    g = guard()
+    changed = g.changed()
+    if not changed:
+        return
+    g.restore(changed)
+    when = (
+        "at import"
+        if step is Step.IMPORT
+        else f"during step `{step}`"
+        if step is not None
+        else "during the validation or the benchmark"
+    )
+    shown = ", ".join(f"`{c}`" for c in changed[:6]) + (
+        f" and {len(changed) - 6} more" if len(changed) > 6 else ""
+    )
+    job.notes.setdefault("patched", []).extend(f"{c} ({step or 'validate/bench'})" for c in changed)
+    job.add(
+        F.make_record(
+            Stage.NUMERIC,
+            F.EVALUATOR_PATCHED,
+            Severity.ERROR,
+            job.display_path,
+            integrity.patch_line(job.source_lines, changed[0]),
+            f"the workspace rebound {shown} {when}: code under test may not patch the harness's "
+            "launch, synchronisation, timing or comparison functions; the originals were put back "
+            "and used for the verdict",
+            hint="remove the assignment; launch and time the kernel as it is (a wrapper around "
+            "`wp.launch` or the clock is not part of a kernel)",
+        )
+    )
 
 
 def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:

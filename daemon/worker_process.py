@@ -118,7 +118,9 @@ class CallOutcome:
 class WorkerProcess:
     """One worker subprocess and the socket to it."""
 
-    def __init__(self, workspace: Path, options: RuntimeOptions, *, warmup: bool, python: str) -> None:
+    def __init__(
+        self, workspace: Path, options: RuntimeOptions, *, warmup: bool, python: str, cuda: bool = True
+    ) -> None:
         self.workspace = workspace
         self.options = options
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -130,8 +132,10 @@ class WorkerProcess:
         env.pop("PYTHONFAULTHANDLER", None)
         env["PYTHONUNBUFFERED"] = "1"
         env.pop("PYTHONSTARTUP", None)
+        if not cuda:  # the verdict worker (daemon/verdict.py) launches nothing: no CUDA context
+            env["CUDA_VISIBLE_DEVICES"] = ""
         memory = options.memory_mb * 1024 * 1024
-        limit_as = all(d == "cpu" for d in options.devices)
+        limit_as = not cuda or all(d == "cpu" for d in options.devices)
 
         def limits() -> None:  # runs in the child between fork and exec
             if limit_as:

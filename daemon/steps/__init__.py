@@ -74,6 +74,12 @@ class Job:
     # import, the SHA-256 of the text the worker imported
     source_sha256: str | None = None
     stale: bool = False  # the file changed after the daemon read it: the job describes no save
+    # the cross-check (daemon/verdict.py): whether to send the outputs of passing cases back,
+    # and those outputs
+    verdict: bool = False
+    sample_seed: int | None = None  # which elements of large outputs are sent (comparison.sampled)
+    verdict_cases: list[dict[str, Any]] = field(default_factory=list)
+    verdict_bytes: int = 0
 
     def add(self, record: Record) -> None:
         self.records.append(record)

@@ -20,16 +20,25 @@ import warp as _warp
 
 from warp_harness.contract import Target
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.comparison import ContractProblem, OutputReport, compare, poison_like, within
+from warp_harness.daemon.integrity import (
+    TRUSTED,
+    clock_disagrees,
+    from_snapshot,
+    persisting_l2_bytes,
+    snapshot_bytes,
+    to_numpy,
+)
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.steps import Job, KernelInfo
 from warp_harness.daemon.steps.launching import block_dim_of, launch
 from warp_harness.daemon.steps.validate import (
-    ContractProblem,
     _dim,
     _numpy_dtype,
     contract_at,
     make_inputs,
     memory_record,
+    reference_outputs,
 )
 from warp_harness.record import Severity, Stage
 
@@ -45,6 +54,10 @@ PROGRESS_EVERY_S = 0.1
 WARMUP_MAX_LAUNCHES = 100_000
 MIN_TIME_MAX_LAUNCHES = 100_000
 WINDOW_WARMUP_S = 0.02  # warm-up before each window after the first (the clock is still up)
+REVALIDATE_SEED = 7000  # fresh inputs for the check after the timed loop: job.seed + this + set
+REVALIDATE_SETS = 1  # the buffers of the first set; more cost time on every save
+COLD_L2_FLUSH_BYTES = 256 << 20  # written between launches for cold-L2 timing (> any L2 today)
+_clock = TRUSTED.perf_counter  # the clock saved before any workspace code ran
 
 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
@@ -155,40 +168,40 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     use_events = bool(getattr(device, "is_cuda", False))
 
     def warm_up(count: int, for_s: float) -> None:
-        until = time.perf_counter() + for_s
+        until = _clock() + for_s
         n = 0
-        while n < count or (time.perf_counter() < until and n < WARMUP_MAX_LAUNCHES):
+        while n < count or (_clock() < until and n < WARMUP_MAX_LAUNCHES):
             launch(contract, kernel, dim=dim, inputs=sets[n % len(sets)], device=device, block_dim=block_dim)
             if use_events:
-                wp.synchronize_device(device)
+                TRUSTED.synchronize_device(device)
             n += 1
-            now = time.perf_counter()
+            now = _clock()
             if now - last_progress >= PROGRESS_EVERY_S:
                 beat(now)
-        wp.synchronize_device(device)
+        TRUSTED.synchronize_device(device)
 
     def timed_launch(args: list[Any]) -> float:
         if not use_events:
-            t0 = time.perf_counter()
+            t0 = _clock()
             launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim)
-            wp.synchronize_device(device)
-            return time.perf_counter() - t0
-        start_ev = wp.Event(device, enable_timing=True)
-        end_ev = wp.Event(device, enable_timing=True)
+            TRUSTED.synchronize_device(device)
+            return _clock() - t0
+        start_ev = TRUSTED.event(device, enable_timing=True)
+        end_ev = TRUSTED.event(device, enable_timing=True)
         # on the device's own stream: wp.record_event() uses the *current* device's stream,
         # which is cuda:0's unless a ScopedDevice says otherwise
         stream = device.stream
         stream.record_event(start_ev)
         launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim, stream=stream)
         stream.record_event(end_ev)
-        wp.synchronize_event(end_ev)
-        return float(wp.get_event_elapsed_time(start_ev, end_ev)) / 1e3
+        TRUSTED.synchronize_event(end_ev)
+        return float(TRUSTED.get_event_elapsed_time(start_ev, end_ev)) / 1e3
 
     # warm-up: bench_warmup launches and, on CUDA, at least bench_warmup_s of them (each one
     # synchronised): a GPU that idled while the inputs were made runs at a low clock, and a
     # few 1 ms launches do not bring it back (measured on an H200: medians 4-5% apart
     # between runs of the same kernel with 3 warm-up launches)
-    beat(time.perf_counter())
+    beat(_clock())
     warm_up(opts.bench_warmup, opts.bench_warmup_s if use_events else 0.0)
     # On CUDA the launches are timed in bench_windows windows bench_window_gap_s apart, and the
     # time reported is the best window's median. On an H200 the same launch on the same buffers
@@ -207,34 +220,53 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     times: list[float] = []
     by_set: list[list[float]] = [[] for _ in sets]
     window_medians: list[float] = []
+    clock_gaps: list[tuple[float, float]] = []  # (host s per launch, event median) per window
     timed_s = 0.0
     i = 0
+    check_gaps = True  # re-validate in the gaps between windows while it fits and passes
+    reval_failed = False
     for w in range(windows):
         if w:
-            time.sleep(opts.bench_window_gap_s)
+            gap_until = _clock() + opts.bench_window_gap_s
+            if check_gaps:
+                # CUDA: the gap re-validates the buffers just timed on fresh inputs (the next
+                # window then times that other data); at the end only when it does not fit
+                t_reval = _clock()
+                ok = revalidate(
+                    job, info, alias, device, size, sets, len(times), first=(w - 1) % len(sets), window=w
+                )
+                reval_failed = ok is False
+                check_gaps = not reval_failed and _clock() - t_reval <= opts.bench_window_gap_s
+            time.sleep(max(gap_until - _clock(), 0.0))
             warm_up(opts.bench_warmup, min(WINDOW_WARMUP_S, opts.bench_warmup_s))
         window: list[float] = []
-        started = time.perf_counter()
+        started = _clock()
         beat(started)
         until = started + per_window_s
-        while len(window) < per_window or (
-            time.perf_counter() < until and len(window) < MIN_TIME_MAX_LAUNCHES
-        ):
+        while len(window) < per_window or (_clock() < until and len(window) < MIN_TIME_MAX_LAUNCHES):
             args = sets[i % len(sets)]
             own = by_set[i % len(sets)]
             i += 1
             window.append(timed_launch(args))
             own.append(window[-1])
-            now = time.perf_counter()
+            now = _clock()
             if len(times) + len(window) >= 5 and timed_s + now - started > opts.bench_max_time_s:
                 break
             if now - last_progress >= PROGRESS_EVERY_S:
                 beat(now)
-        timed_s += time.perf_counter() - started
+        if use_events:  # the host clock over the synchronised window against the events
+            TRUSTED.synchronize_device(device)
+            host_s = _clock() - started
+            if clock_disagrees(host_s, window):
+                clock_gaps.append((host_s / len(window), statistics.median(window)))
+        timed_s += _clock() - started
         times += window
         window_medians.append(statistics.median(window))
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
+    cold: list[float] = []
+    if use_events and opts.bench_cold_l2:
+        cold = _cold_l2_times(contract, kernel, sets, dim, device, block_dim, per_window)
     pooled = statistics.median(times)
     times.sort()
     median = min(window_medians) if len(window_medians) > 1 else pooled
@@ -256,11 +288,222 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         "set_medians_s": [statistics.median(t) for t in by_set if t],
         "timer": "cuda events" if use_events else "perf_counter+synchronize",
     }
+    if cold:
+        out["warm_median_s"] = median
+        out["cold_median_s"] = statistics.median(cold)
+    if clock_gaps:
+        out["clock_gaps"] = clock_gaps
+    # the timed buffers, checked after the timed loop (WHD061/WHD062)
+    t_reval = _clock()
+    out["revalidated"] = (
+        False
+        if reval_failed
+        else revalidate(job, info, alias, device, size, sets, len(times), seed_check=True)
+    )
+    job.timings["revalidate_ms"] = job.timings.get("revalidate_ms", 0.0) + (_clock() - t_reval) * 1e3
     if use_events:
         resources = kernel_resources(kernel, device, block_dim)
         if resources:
             out["resources"] = resources
     return out
+
+
+def _cold_l2_times(
+    contract: Any, kernel: Any, sets: list[list[Any]], dim: Any, device: Any, block_dim: int | None, n: int
+) -> list[float]:
+    """CUDA: ``n`` launches each after writing COLD_L2_FLUSH_BYTES on the same stream (outside
+    the events): the time with the inputs out of L2."""
+    flush = wp.empty(COLD_L2_FLUSH_BYTES // 4, dtype=wp.float32, device=device)
+    stream = device.stream
+    out = []
+    for i in range(max(n, 5)):
+        flush.zero_()
+        start_ev = TRUSTED.event(device, enable_timing=True)
+        end_ev = TRUSTED.event(device, enable_timing=True)
+        stream.record_event(start_ev)
+        launch(
+            contract,
+            kernel,
+            dim=dim,
+            inputs=sets[i % len(sets)],
+            device=device,
+            block_dim=block_dim,
+            stream=stream,
+        )
+        stream.record_event(end_ev)
+        TRUSTED.synchronize_event(end_ev)
+        out.append(float(TRUSTED.get_event_elapsed_time(start_ev, end_ev)) / 1e3)
+    return out
+
+
+def revalidate(
+    job: Job,
+    info: KernelInfo,
+    alias: str,
+    device: Any,
+    size: int,
+    sets: list[list[Any]],
+    n_launches: int,
+    *,
+    first: int = 0,
+    window: int = 0,
+    seed_check: bool = False,
+) -> bool | None:
+    """After the timed loop: fresh seed-derived inputs into the benchmark's own buffers (the
+    ones the kernel was timed on, whatever state it left there), the outputs poisoned, one
+    launch, the outputs read back before the reference runs, compared (WHD061). When the
+    fresh case's outputs are the same bytes as the set's before it (another seed), with
+    ``seed_check``: WHD062. ``first``: the set whose buffers are used; ``window``: which
+    window's check (a seed of its own). None: not checked."""
+    contract = info.contract
+    assert contract is not None
+    params = [(a.label, a.type) for a in info.runnable.adj.args]
+    names = [n for n, _ in params]
+    pure_out = [
+        j
+        for j, (n, t) in enumerate(params)
+        if is_array(t) and n in contract.outputs and n not in contract.inplace
+    ]
+    pure_in = [j for j, (n, t) in enumerate(params) if is_array(t) and n not in contract.outputs]
+    # what the first set's buffers hold after the timed loop (its own inputs, seed + 5000, and
+    # their result): set against the fresh case below, outputs that do not change with the seed
+    chosen = sets[first : first + REVALIDATE_SETS]
+    outputs_seen = (
+        [b"".join(to_numpy(chosen[0][j]).tobytes() for j in pure_out)] if seed_check and chosen else []
+    )
+    inputs_seen = (
+        [b"".join(to_numpy(chosen[0][j]).tobytes() for j in pure_in)] if seed_check and chosen else []
+    )
+    checked = False
+    for k, args in enumerate(chosen):
+        seed = job.seed + REVALIDATE_SEED + 100 * window + first + k
+        inputs = make_inputs(contract.inputs, size, seed)
+        if contract.check_constraints(inputs) is not None:
+            continue
+        launch_args = list(args)
+        originals: dict[str, np.ndarray] = {}
+        out_arrays: dict[str, Any] = {}
+        fits = True
+        for j, (name, arg_type) in enumerate(params):
+            value = inputs.get(name)
+            if not is_array(arg_type):
+                launch_args[j] = value
+                continue
+            host = np.ascontiguousarray(value, dtype=_numpy_dtype(arg_type))
+            poisoned = name in contract.outputs and name not in contract.inplace
+            src = poison_like(host) if poisoned else host
+            if not poisoned:
+                originals[name] = host.copy()
+            if name in contract.outputs:
+                out_arrays[name] = args[j]
+            if not _write_into(args[j], src, arg_type, device):
+                fits = False
+                break
+        if not fits:
+            continue
+        dim = _dim(contract, size, inputs, out_arrays[contract.outputs[0]])
+        launch(
+            contract,
+            info.runnable,
+            dim=dim,
+            inputs=launch_args,
+            device=device,
+            block_dim=block_dim_of(contract, size, inputs),
+        )
+        TRUSTED.synchronize_device(device)
+        snaps = {name: snapshot_bytes(out_arrays[name]) for name in contract.outputs}
+        refs = reference_outputs(contract, names, originals, inputs)
+        tol = contract.tolerance_for(alias)
+        checked = True
+        if k == 0 and seed_check:
+            outputs_seen.append(b"".join(snaps[params[j][0]][0] for j in pure_out))
+            inputs_seen.append(b"".join(originals[params[j][0]].tobytes() for j in pure_in))
+        for name in contract.outputs:
+            got = from_snapshot(snaps[name])
+            poisoned = name not in contract.inplace
+            if within(got, refs[name], tol, poisoned):
+                continue
+            report = compare(
+                name, from_snapshot(snaps[name]), refs[name], tol, poisoned=name not in contract.inplace
+            )
+            if not report.ok:
+                _wrong_after_timing(job, info, alias, size, seed, n_launches, report)
+                return False
+    if not checked:
+        return None
+    # the fresh case passed: its output is the reference's; the same bytes as the first set's
+    # output for other inputs means the answer does not depend on the seed
+    n_elements = sum(int(np.prod(chosen[0][j].shape)) for j in pure_out)
+    if len(outputs_seen) == 2 and n_elements > 1 and outputs_seen[0] == outputs_seen[1]:
+        same_inputs = len(set(inputs_seen)) == 1
+        job.add(
+            F.make_record(
+                Stage.NUMERIC,
+                F.SEED_INDEPENDENT,
+                Severity.WARNING,
+                job.display_path,
+                info.line,
+                f"kernel `{info.name}` on {alias}, size {size}: the outputs (and the reference) are the "
+                "same bytes for two different seeds"
+                + (
+                    ": the contract's generator gives the same inputs every time"
+                    if same_inputs
+                    else ", though the inputs differ"
+                )
+                + "; a kernel that ignores its inputs would pass this validation",
+                col=info.col,
+                end_col=info.end_col,
+                kernel=info.name,
+                hint="draw the inputs from the generator's `rng`, so each seed has another answer",
+            )
+        )
+    return True
+
+
+def _write_into(arr: Any, src: np.ndarray, arg_type: Any, device: Any) -> bool:
+    """Write ``src`` into the existing buffer ``arr`` (False: another shape). On the CPU through
+    the array's memory itself (no allocation), on a GPU through a fresh upload and a copy."""
+    if not getattr(device, "is_cuda", False):
+        view = to_numpy(arr)
+        if view.shape != src.shape or not view.flags.c_contiguous:
+            return False
+        np.copyto(view, src)
+        return True
+    fresh = wp.array(src, dtype=arg_type.dtype, device=device)
+    if fresh.shape != arr.shape:
+        return False
+    TRUSTED.array_assign(arr, fresh)
+    return True
+
+
+def _wrong_after_timing(
+    job: Job, info: KernelInfo, alias: str, size: int, seed: int, n_launches: int, r: OutputReport
+) -> None:
+    idx = r.first_bad[0] if r.first_bad is not None and len(r.first_bad) == 1 else r.first_bad
+    what = (
+        f"{r.n_unwritten} of {r.n_total} elements of `{r.name}` were never written"
+        if r.n_unwritten
+        else f"{r.n_bad} of {r.n_total} elements of `{r.name}` are wrong (got {r.got}, expected {r.expected})"
+    )
+    job.add(
+        F.make_record(
+            Stage.NUMERIC,
+            F.WRONG_AFTER_TIMING,
+            Severity.ERROR,
+            job.display_path,
+            info.line,
+            f"kernel `{info.name}` on {alias}: after {n_launches} timed launches, on fresh inputs in the "
+            f"benchmark's buffers (size {size}, seed {seed}), {what}; first bad index {idx}. "
+            "The validated sizes passed: the timed result is not the kernel's answer",
+            col=info.col,
+            end_col=info.end_col,
+            kernel=info.name,
+            expected=r.expected,
+            actual=r.got,
+            hint="compute every output on every launch, at every size (no guard that only covers the "
+            "validated sizes, no state kept between launches, no result served from an earlier call)",
+        )
+    )
 
 
 def kernel_resources(kernel: Any, device: Any, block_dim: int | None) -> dict[str, int]:
@@ -277,6 +520,21 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
     size = contract.benchmark_size
+    carved = persisting_l2_bytes(device, reset=True)
+    if carved:
+        job.add(
+            F.make_record(
+                Stage.PERFORMANCE,
+                F.PERSISTING_L2,
+                Severity.WARNING,
+                job.display_path,
+                info.line,
+                f"{alias}: the workspace set aside {carved} bytes of persisting L2 cache; it was reset "
+                "to 0 before timing `" + info.name + "`",
+                kernel=info.name,
+                hint="do not change the device's cache limits from the kernel's module",
+            )
+        )
     try:
         m = measure(job, info, alias, device, size)
     except MemoryError:
@@ -426,11 +684,11 @@ def check_target(
 
 
 def run(job: Job) -> None:
-    t0 = time.perf_counter()
+    t0 = _clock()
     for info in job.kernels.values():
         if info.contract is None or info.name in job.skip:
             continue
         for alias, device in job.devices:
             if info.validate.get(alias) == "pass":
                 bench_kernel(job, info, alias, device)
-    job.timings["bench_ms"] = (time.perf_counter() - t0) * 1e3
+    job.timings["bench_ms"] = (_clock() - t0) * 1e3

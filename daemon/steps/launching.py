@@ -1,5 +1,6 @@
 """One way to launch a contracted kernel, for validation and benchmark alike: ``wp.launch``, or
-``wp.launch_tiled`` for a contract with ``tiled=True``, with the contract's ``block_dim``."""
+``wp.launch_tiled`` for a contract with ``tiled=True``, with the contract's ``block_dim``; both
+as saved before any workspace code ran (``integrity.TRUSTED``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import warp as _warp
 
 from warp_harness.contract import Contract
+from warp_harness.daemon.integrity import TRUSTED
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
@@ -35,7 +37,9 @@ def launch(
     extra: dict[str, Any] = {} if block_dim is None else {"block_dim": block_dim}
     if stream is not None:
         extra["stream"] = stream
+    # the launch functions saved when the worker started: a `wp.launch` the workspace rebound
+    # is never called (daemon/integrity.py)
     if contract.tiled:
-        wp.launch_tiled(kernel, dim=dim, inputs=inputs, device=device, **extra)
+        TRUSTED.launch_tiled(kernel, dim=dim, inputs=inputs, device=device, **extra)
     else:
-        wp.launch(kernel, dim=dim, inputs=inputs, device=device, **extra)
+        TRUSTED.launch(kernel, dim=dim, inputs=inputs, device=device, **extra)

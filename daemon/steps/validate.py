@@ -9,6 +9,7 @@ to the smallest size that still fails and handed to the failure library.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import inspect
 import itertools
@@ -20,9 +21,21 @@ from typing import Any
 import numpy as np
 import warp as _warp
 
-from warp_harness.contract import Contract, EdgeCase, Tolerance
+from warp_harness.contract import Contract, EdgeCase
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.comparison import (  # noqa: F401 - tests use them from here
+    SAMPLE_ELEMENTS,
+    ContractProblem,
+    OutputReport,
+    compare,
+    decode_value,
+    encode_array,
+    poison_like,
+    sampled,
+    unwritten_mask,
+)
 from warp_harness.daemon.hints import choose_hint
+from warp_harness.daemon.integrity import TRUSTED, from_snapshot, snapshot_bytes, to_numpy
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.steps import Job, KernelInfo
@@ -36,40 +49,9 @@ _types: Any = importlib.import_module("warp._src.types")
 is_array = _types.is_array
 type_scalar_type = _types.type_scalar_type
 
-# quiet NaNs with a payload no arithmetic produces
-_POISON_BITS = {2: (np.uint16, 0x7E5A), 4: (np.uint32, 0x7FC5A5A5), 8: (np.uint64, 0x7FF8A5A5A5A5A5A5)}
 MAX_STORED_BYTES = 1 << 20
 
 Generator = Callable[[int, Any], Any]
-
-
-class ContractProblem(Exception):
-    """The contract (not the kernel) is wrong: report it as such."""
-
-
-@dataclass
-class OutputReport:
-    name: str
-    shape: tuple[int, ...]
-    n_total: int
-    n_bad: int
-    n_unwritten: int
-    n_nonfinite: int
-    max_rel: float
-    first_bad: tuple[int, ...] | None
-    got: float | None
-    expected: float | None
-    boundary: bool
-    tolerance: Tolerance
-    # evidence for the hint (daemon/hints.py)
-    edge_run: int | None = None  # the bad elements are one run of this many indices at an end of an axis
-    edge: str | None = None  # "start" | "end": which end
-    integral: bool = False  # every finite reference value is a whole number
-    whole_units: bool = False  # every bad result is a whole number, off by at least one
-
-    @property
-    def ok(self) -> bool:
-        return self.n_bad == 0
 
 
 @dataclass
@@ -84,6 +66,9 @@ class CaseOutcome:
     mutated: list[str] = field(default_factory=list)
     max_rel: float = 0.0
     inputs: dict[str, Any] | None = None  # the generated inputs (for the failure library)
+    # the outputs as read back right after the launch (for the verdict worker's cross-check)
+    outputs: dict[str, tuple[bytes, Any, tuple[int, ...]]] = field(default_factory=dict)
+    input_digest: str = ""  # what was launched: equal to the verdict worker's regenerated inputs
 
     @property
     def bad_reports(self) -> list[OutputReport]:
@@ -91,38 +76,6 @@ class CaseOutcome:
 
 
 # --------------------------------------------------------------------------- arrays
-
-
-def poison_like(arr: np.ndarray) -> np.ndarray:
-    out = np.empty_like(arr)
-    if arr.dtype.kind == "f" and arr.dtype.itemsize in _POISON_BITS:
-        utype, bits = _POISON_BITS[arr.dtype.itemsize]
-        out.view(utype).fill(bits)
-    elif arr.dtype.kind in "iu":
-        out.view(np.uint8).fill(0xA5)
-    else:
-        out.fill(0)
-    return out
-
-
-def unwritten_mask(arr: np.ndarray) -> np.ndarray:
-    if arr.dtype.kind == "f" and arr.dtype.itemsize in _POISON_BITS:
-        utype, bits = _POISON_BITS[arr.dtype.itemsize]
-        return np.asarray(arr.view(utype) == utype(bits))
-    if arr.dtype.kind in "iu":
-        return np.asarray(arr == poison_like(arr))
-    return np.zeros(arr.shape, dtype=bool)
-
-
-def encode_array(arr: np.ndarray) -> dict[str, Any]:
-    arr = np.ascontiguousarray(arr)
-    return {"__ndarray__": True, "dtype": arr.dtype.str, "shape": list(arr.shape), "data": arr.tobytes()}
-
-
-def decode_value(value: Any) -> Any:
-    if isinstance(value, dict) and value.get("__ndarray__"):
-        return np.frombuffer(value["data"], dtype=np.dtype(value["dtype"])).reshape(value["shape"]).copy()
-    return value
 
 
 def encode_inputs(inputs: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -196,89 +149,38 @@ def _reference_outputs(contract: Contract, result: Any) -> dict[str, np.ndarray]
     )
 
 
-def _is_boundary(bad: np.ndarray) -> bool:
-    """Whether every bad element lies on the first or last index of some axis (and not all are bad)."""
-    n_bad = int(bad.sum())
-    if n_bad == 0 or n_bad == bad.size or bad.size <= 2:
-        return False
-    idx = np.argwhere(bad)
-    for axis, extent in enumerate(bad.shape):
-        if extent > 1 and np.all((idx[:, axis] == 0) | (idx[:, axis] == extent - 1)):
-            return True
-    return False
+def reference_outputs(
+    contract: Contract, names: list[str], originals: Mapping[str, np.ndarray], inputs: Mapping[str, Any]
+) -> dict[str, np.ndarray]:
+    """The contract's reference on float64 copies of the inputs (``originals``: the values
+    launched, for arrays), by output name."""
+    ref_args = {
+        n: _to_float64(originals[n] if n in originals else inputs[n])
+        for n in names
+        if n not in contract.outputs or n in contract.inplace
+    }
+    try:
+        ref_result = _call_reference(contract.reference, ref_args)
+    except (ContractProblem, MemoryError):
+        raise
+    except Exception as exc:
+        raise ContractProblem(f"the reference raised {type(exc).__name__}: {exc}") from exc
+    return _reference_outputs(contract, ref_result)
 
 
-def _edge_run(bad: np.ndarray) -> tuple[int | None, str | None]:
-    """(length, "start" | "end") when the bad elements are exactly the indices of one contiguous
-    run touching an end of some axis (all of them along the other axes, or not: any slab), else
-    (None, None). A stencil reading ``x[i + k]`` past the end fails on the last k elements."""
-    n_bad = int(bad.sum())
-    if n_bad == 0 or n_bad == bad.size:
-        return None, None
-    idx = np.argwhere(bad)
-    for axis, extent in enumerate(bad.shape):
-        along = np.unique(idx[:, axis])
-        if len(along) == extent or along[-1] - along[0] + 1 != len(along):
-            continue
-        if along[-1] == extent - 1:
-            return len(along), "end"
-        if along[0] == 0:
-            return len(along), "start"
-    return None, None
-
-
-def _integral(values: np.ndarray) -> bool:
-    finite = values[np.isfinite(values)]
-    return bool(finite.size) and bool(np.all(finite == np.round(finite)))
-
-
-def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poisoned: bool) -> OutputReport:
-    got = got_raw.astype(np.float64)
-    if ref.shape != got.shape:
-        if ref.size == got.size:
-            ref = ref.reshape(got.shape)
-        else:
-            raise ContractProblem(
-                f"the reference gives `{name}` the shape {ref.shape}, "
-                f"the kernel's output has shape {got.shape}"
-            )
-    unwritten = unwritten_mask(got_raw) if poisoned else np.zeros(got.shape, dtype=bool)
-    with np.errstate(all="ignore"):
-        diff = np.abs(got - ref)
-        ok = diff <= tol.atol + tol.rtol * np.abs(ref)
-        ok |= np.isnan(got) & np.isnan(ref)
-        ok |= np.isinf(got) & (got == ref)
-        ok &= ~unwritten
-        finite = np.isfinite(got) & np.isfinite(ref)
-        rel = np.where(np.abs(ref) > 0, diff / np.where(np.abs(ref) > 0, np.abs(ref), 1.0), diff)
-    bad = ~ok
-    nonfinite = ~np.isfinite(got) & np.isfinite(ref) & ~unwritten
-    rel_bad = rel[bad & finite]
-    max_rel = float(rel_bad.max()) if rel_bad.size else (float("inf") if bad.any() else 0.0)
-    if not bad.any() and finite.any():
-        max_rel = float(rel[finite].max())
-    first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.any() else None
-    edge_run, edge = _edge_run(bad)
-    bad_finite = bad & finite
-    whole = bool(bad_finite.any()) and _integral(got[bad_finite]) and bool(np.all(diff[bad_finite] >= 1.0))
-    return OutputReport(
-        name=name,
-        shape=tuple(got.shape),
-        n_total=int(got.size),
-        n_bad=int(bad.sum()),
-        n_unwritten=int(unwritten.sum()),
-        n_nonfinite=int(nonfinite.sum()),
-        max_rel=max_rel,
-        first_bad=first,
-        got=float(got[first]) if first is not None else None,
-        expected=float(ref[first]) if first is not None else None,
-        boundary=_is_boundary(bad),
-        tolerance=tol,
-        edge_run=edge_run,
-        edge=edge,
-        integral=_integral(ref),
-        whole_units=whole,
-    )
+def input_digest(
+    params: list[tuple[str, Any]], originals: Mapping[str, np.ndarray], inputs: Mapping[str, Any]
+) -> str:
+    """SHA-256 of what a case launches (the input arrays as converted, the scalars): the
+    kernel worker and the verdict worker compare it to know they mean the same inputs."""
+    h = hashlib.sha256()
+    for name, arg_type in params:
+        h.update(name.encode())
+        if name in originals:
+            h.update(originals[name].dtype.str.encode() + originals[name].tobytes())
+        elif not is_array(arg_type):
+            h.update(repr(inputs.get(name)).encode())
+    return h.hexdigest()
 
 
 def make_inputs(gen: Generator, size: int, seed: int) -> dict[str, Any]:
@@ -370,31 +272,25 @@ def run_case(
         device=device,
         block_dim=block_dim_of(contract, size, inputs),
     )
-    wp.synchronize_device(device)
+    TRUSTED.synchronize_device(device)
+    # the outputs as immutable bytes now, before any other workspace code (the reference) runs:
+    # a reference that finds the output arrays on the heap cannot write the answer in
+    got_snaps = {name: snapshot_bytes(out_arrays[name]) for name in contract.outputs}
     job.progress(stage=Step.VALIDATE.done, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
 
     for name, before in originals.items():
         if name in contract.inplace:
             continue
-        after = launch_args[names.index(name)].numpy()
+        after = to_numpy(launch_args[names.index(name)])
         if after.tobytes() != before.tobytes():
             outcome.mutated.append(name)
 
-    ref_args = {
-        n: _to_float64(originals[n] if n in originals else inputs[n])
-        for n in names
-        if n not in contract.outputs or n in contract.inplace
-    }
-    try:
-        ref_result = _call_reference(contract.reference, ref_args)
-    except (ContractProblem, MemoryError):
-        raise
-    except Exception as exc:
-        raise ContractProblem(f"the reference raised {type(exc).__name__}: {exc}") from exc
-    refs = _reference_outputs(contract, ref_result)
+    outcome.outputs = got_snaps
+    outcome.input_digest = input_digest(params, originals, inputs)
+    refs = reference_outputs(contract, names, originals, inputs)
     tol = contract.tolerance_for(alias)
     for name in contract.outputs:
-        got = out_arrays[name].numpy()
+        got = from_snapshot(got_snaps[name])
         report = compare(name, got, refs[name], tol, poisoned=name not in contract.inplace)
         outcome.reports.append(report)
     outcome.max_rel = max((r.max_rel for r in outcome.reports), default=0.0)
@@ -667,6 +563,9 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
     failed = [o for o in ran if not o.ok]
     if not failed:
         info.validate[alias] = "pass" if ran else "error"
+        t0 = time.perf_counter()
+        ship_outputs(job, info, alias, ran)
+        job.timings["ship_ms"] = job.timings.get("ship_ms", 0.0) + (time.perf_counter() - t0) * 1e3
         if ran:
             sizes = ", ".join(str(o.size) for o in ran if o.edge_case is None)
             n_edge = sum(1 for o in ran if o.edge_case)
@@ -770,6 +669,95 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                 inputs=encode_inputs(smallest.inputs or {}),
             )
         )
+
+
+# the most bytes of outputs one job sends to the supervisor for the cross-check
+VERDICT_MAX_BYTES = 8 << 20
+
+
+def _case_key(kernel: str, size: int, seed: int, edge_case: str | None) -> str:
+    return f"{kernel}|{size}|{seed}|{edge_case or ''}"
+
+
+def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutcome]) -> None:
+    """The outputs of a passing kernel's cases, sent to the supervisor, which compares them with
+    the verdict worker's references there (daemon/verdict.py); at most VERDICT_MAX_BYTES."""
+    if not job.verdict:
+        return
+    for o in outcomes:
+        key = _case_key(info.name, o.size, o.seed, o.edge_case)
+        if not o.outputs:
+            continue
+        nbytes = sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in o.outputs.values())
+        if job.verdict_bytes + nbytes > VERDICT_MAX_BYTES:
+            job.notes["verdict_not_sent"] = job.notes.get("verdict_not_sent", 0) + 1
+            continue
+        job.verdict_bytes += nbytes
+        job.verdict_cases.append(
+            {
+                "key": key,
+                "device": alias,
+                "digest": o.input_digest,
+                "outputs": {
+                    n: encode_array(sampled(from_snapshot(snap), job.sample_seed))
+                    for n, snap in o.outputs.items()
+                },
+            }
+        )
+
+
+def reference_cases(job: Job, max_bytes: int = VERDICT_MAX_BYTES) -> list[dict[str, Any]]:
+    """In the verdict worker (never launches a kernel): the references of every validation case
+    (the contract's sizes at ``job.seed + i``, its edge cases at ``job.seed + 1000 + j``), from
+    inputs regenerated from the seed, while their outputs fit in ``max_bytes``."""
+    out: list[dict[str, Any]] = []
+    total = 0
+    for info in job.kernels.values():
+        contract = info.contract
+        if contract is None or info.name in job.skip:
+            continue
+        cases: list[tuple[int, int, str | None, Generator]] = [
+            (size, job.seed + i, None, contract.inputs) for i, size in enumerate(contract.sizes)
+        ]
+        cases += [
+            (contract.edge_case_size(c), job.seed + 1000 + j, c.name, c.inputs)
+            for j, c in enumerate(contract.edge_cases)
+        ]
+        params = _params(info.kernel)
+        names = [n for n, _ in params]
+        for size, seed, edge, gen in cases:
+            try:
+                inputs = make_inputs(gen, size, seed)
+                if contract.check_constraints(inputs) is not None:
+                    continue
+                originals = {
+                    n: np.ascontiguousarray(inputs[n], dtype=_numpy_dtype(t))
+                    for n, t in params
+                    if is_array(t) and (n not in contract.outputs or n in contract.inplace)
+                }
+                refs = reference_outputs(contract, names, originals, inputs)
+            except Exception as exc:  # a broken contract is the kernel worker's to report
+                job.notes.setdefault("verdict_errors", []).append(f"{info.name}: {type(exc).__name__}")
+                continue
+            nbytes = sum(min(r.nbytes, SAMPLE_ELEMENTS * 8) for r in refs.values())
+            if total + nbytes > max_bytes:
+                continue
+            total += nbytes
+            tols = {a: contract.tolerance_for(a) for a in {*job.options.devices, "cpu", "cuda"}}
+            out.append(
+                {
+                    "key": _case_key(info.name, size, seed, edge),
+                    "kernel": info.name,
+                    "size": size,
+                    "seed": seed,
+                    "edge_case": edge,
+                    "digest": input_digest(params, originals, inputs),
+                    "refs": {n: encode_array(sampled(r, job.sample_seed)) for n, r in refs.items()},
+                    "poisoned": {n: n not in contract.inplace for n in contract.outputs},
+                    "tolerance": {a: [t.rtol, t.atol] for a, t in tols.items()},
+                }
+            )
+    return out
 
 
 def run(job: Job) -> None:

@@ -4,6 +4,7 @@ over fresh allocations) where they can be checked without a GPU."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -190,6 +191,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     import numpy as np
 
     from warp_harness.contract import Contract
+    from warp_harness.daemon import integrity as I
     from warp_harness.daemon.steps import Job, KernelInfo
     from warp_harness.daemon.steps import bench as B
     from warp_harness.daemon.steps import launching as L
@@ -242,7 +244,22 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         },
     )
     monkeypatch.setattr(B, "wp", fake_wp)
-    monkeypatch.setattr(L, "wp", fake_wp)  # the launches themselves (validation's and the benchmark's)
+    # the steps launch, synchronise and time through the functions saved when the worker
+    # started (integrity.TRUSTED), never through `wp.` looked up at call time
+    fake_trusted = dataclasses.replace(
+        I.TRUSTED,
+        launch=launch,
+        event=FakeEvent,
+        synchronize_device=lambda d: None,
+        synchronize_event=lambda e: None,
+        get_event_elapsed_time=fake_wp.get_event_elapsed_time,
+        perf_counter=lambda: clock[0],
+    )
+    monkeypatch.setattr(B, "TRUSTED", fake_trusted)
+    monkeypatch.setattr(L, "TRUSTED", fake_trusted)  # the launches (validation's and the benchmark's)
+    monkeypatch.setattr(B, "_clock", lambda: clock[0])
+    checks: list[dict[str, Any]] = []  # the re-validations (run on real arrays in tests/exploits)
+    monkeypatch.setattr(B, "revalidate", lambda *a, **k: checks.append(k))
     monkeypatch.setattr(B, "is_array", lambda t: isinstance(t, ArrType))
     monkeypatch.setattr(B, "_numpy_dtype", lambda t: np.float32)
     monkeypatch.setattr(B, "ROTATE_MAX_BYTES", 1 << 20)  # one host-made set only
@@ -269,6 +286,12 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     # three windows, 0.2 s apart, each of at least 0.01 s of 1 ms launches (past 10/3 repeats);
     # the time is the best window's median, not the median of all launches
     assert m["windows"] == 3 and gaps == [0.2, 0.2]
+    # in each gap, the buffers just timed re-validated on inputs of their own; then the final one
+    assert [(c.get("first"), c.get("window"), c.get("seed_check")) for c in checks] == [
+        (0, 1, None),
+        (1, 2, None),
+        (None, None, True),
+    ]
     assert m["window_medians_s"] == pytest.approx([1.05e-3, 1.05e-3, 1e-3])
     assert m["timer"] == "cuda events" and m["median_s"] == pytest.approx(1e-3)
     assert 30 <= m["repeats"] <= 33 and m["pooled_median_s"] == pytest.approx(1.05e-3)

@@ -1,0 +1,184 @@
+"""The hardening against code that games the evaluator, piece by piece (issue #18).
+
+The exploits themselves run through the real worker in tests/exploits/; here: the identity
+guard, the host-clock check's decision, the cross-check's comparison in the daemon's process,
+and that the daemon's side of it never imports Warp.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from warp_harness.contract import Tolerance
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import verdict
+from warp_harness.daemon.comparison import compare, encode_array, poison_like, within
+
+
+def test_guard_sees_a_rebound_clock_and_restores_it() -> None:
+    from warp_harness.daemon import integrity
+
+    guard = integrity.Guard()
+    real = time.perf_counter
+    try:
+        time.perf_counter = lambda: 0.0
+        assert guard.changed() == ["time.perf_counter"]
+        guard.restore()
+        assert time.perf_counter is real
+        assert guard.changed() == []
+    finally:
+        time.perf_counter = real
+
+
+def test_guard_sees_a_function_body_swapped_in_place() -> None:
+    """`wp.launch.__code__ = ...` keeps the identity and changes what runs."""
+    import warp as wp
+
+    from warp_harness.daemon import integrity
+
+    guard = integrity.Guard()
+    saved = wp.synchronize_device.__code__
+    try:
+        wp.synchronize_device.__code__ = (lambda device=None: None).__code__
+        assert "wp.synchronize_device" in guard.changed()
+        guard.restore()
+        assert wp.synchronize_device.__code__ is saved
+        assert guard.changed() == []
+    finally:
+        wp.synchronize_device.__code__ = saved
+
+
+def test_guard_sees_numpy_and_array_method_patches() -> None:
+    import warp as wp
+
+    from warp_harness.daemon import integrity
+
+    guard = integrity.Guard()
+    real_allclose, real_numpy = np.allclose, wp.array.numpy
+    try:
+        np.allclose = lambda *a, **k: True
+        wp.array.numpy = lambda self: None
+        assert set(guard.changed()) == {"numpy.allclose", "wp.array.numpy"}
+    finally:
+        guard.restore()
+    assert np.allclose is real_allclose and wp.array.numpy is real_numpy
+
+
+def test_patch_line_finds_the_assignment() -> None:
+    from warp_harness.daemon.integrity import patch_line
+
+    src = ["import time", "", "x = 1", "time.perf_counter = fake", 'setattr(wp, "launch", f)']
+    assert patch_line(src, "time.perf_counter") == 4
+    assert patch_line(src, "wp.launch") == 5
+    assert patch_line(src, "numpy.allclose") == 1
+
+
+def test_clock_disagreement_needs_a_large_gap() -> None:
+    from warp_harness.daemon.integrity import clock_disagrees
+
+    events = [1e-3] * 10  # 1 ms each by the events
+    assert not clock_disagrees(10 * 1.1e-3, events)  # launch overhead: no finding
+    assert not clock_disagrees(10 * 4.1e-3, events)  # below 4x + 200 µs
+    assert clock_disagrees(10 * 20e-3, events)  # 20 ms a launch by the host clock: a side stream
+    assert not clock_disagrees(0.0, events) and not clock_disagrees(1.0, [])
+
+
+def test_persisting_l2_is_none_without_cuda() -> None:
+    from warp_harness.daemon.integrity import persisting_l2_bytes
+
+    class Cpu:
+        is_cuda = False
+
+    assert persisting_l2_bytes(Cpu()) is None
+
+
+def test_within_agrees_with_compare() -> None:
+    rng = np.random.default_rng(3)
+    ref = rng.standard_normal(1000)
+    tol = Tolerance()
+    got = ref.astype(np.float32)
+    assert within(got, ref, tol, True) and compare("y", got, ref, tol, True).ok
+    bad = got.copy()
+    bad[17] += 1.0
+    assert not within(bad, ref, tol, True) and not compare("y", bad, ref, tol, True).ok
+    unwritten = got.copy()
+    unwritten[3] = poison_like(unwritten[:1])[0]
+    assert not within(unwritten, ref, tol, True)
+    assert compare("y", unwritten, ref, tol, True).n_unwritten == 1
+    nan_both = ref.copy()
+    nan_both[5] = np.nan
+    assert within(nan_both.astype(np.float32), nan_both, tol, True)
+
+
+def _ref_case(key: str, ref: np.ndarray, digest: str = "d") -> dict[str, object]:
+    return {
+        "key": key,
+        "kernel": "k",
+        "size": ref.size,
+        "seed": 5,
+        "edge_case": None,
+        "digest": digest,
+        "refs": {"y": encode_array(ref)},
+        "poisoned": {"y": True},
+        "tolerance": {"cpu": [1e-5, 1e-6]},
+    }
+
+
+def _shipped(key: str, got: np.ndarray, digest: str = "d") -> dict[str, object]:
+    return {"key": key, "device": "cpu", "digest": digest, "outputs": {"y": encode_array(got)}}
+
+
+def test_cross_check_reports_a_pass_the_reference_worker_disagrees_with() -> None:
+    ref = np.arange(8, dtype=np.float64)
+    got = (ref + 1).astype(np.float32)
+    records, notes = verdict.cross_check(
+        [_ref_case("a", ref)], [_shipped("a", got)], "m.py", {"k": (3, 4, 5)}
+    )
+    assert [r.rule for r in records] == [F.VERDICT_DISAGREES]
+    assert records[0].location.line == 3 and records[0].hint
+    assert "size 8, seed 5" in records[0].message
+    assert notes["compared"] == 1
+
+
+def test_cross_check_accepts_agreement_and_skips_unreproducible_inputs() -> None:
+    ref = np.arange(8, dtype=np.float64)
+    ok, notes = verdict.cross_check(
+        [_ref_case("a", ref)], [_shipped("a", ref.astype(np.float32))], "m.py", {}
+    )
+    assert ok == [] and notes["compared"] == 1
+    other, notes = verdict.cross_check(
+        [_ref_case("a", ref)], [_shipped("a", ref[::-1].astype(np.float32), digest="x")], "m.py", {}
+    )
+    assert other == [] and notes["not_reproducible"] == 1
+
+
+def test_the_daemons_side_never_imports_warp() -> None:
+    code = (
+        "import sys\n"
+        "import warp_harness.daemon.verdict, warp_harness.daemon.comparison, warp_harness.daemon.supervisor\n"
+        "print('warp' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        F.EVALUATOR_PATCHED,
+        F.WRONG_AFTER_TIMING,
+        F.SEED_INDEPENDENT,
+        F.CLOCK_DISAGREES,
+        F.PERSISTING_L2,
+        F.VERDICT_DISAGREES,
+    ],
+)
+def test_new_rules_are_documented(rule: str) -> None:
+    doc = F.BY_ID[rule]
+    assert doc.why and doc.todo and doc.name
+    assert F.dynamic_rule(doc.name) is doc
