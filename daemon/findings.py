@@ -354,6 +354,7 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "Pass `--trust` or set `trust = true` in your own settings if you trust the code.",
     ),
 )
+DYNAMIC_RULES = tuple(sorted(DYNAMIC_RULES, key=lambda r: r.id))  # listed and documented in id order
 BY_ID: dict[str, DynamicRule] = {r.id: r for r in DYNAMIC_RULES}
 DESCRIPTIONS = {r.id: r.summary for r in DYNAMIC_RULES}
 
