@@ -241,3 +241,25 @@ async def test_validate_and_results_go_through_a_running_daemon(tmp_path: Path) 
     finally:
         os.killpg(daemon.pid, signal.SIGTERM)
         daemon.communicate(timeout=60)
+
+
+@pytest.mark.slow
+async def test_bench_replay_and_tune_answer_with_rows_cases_and_an_edit(tmp_path: Path) -> None:
+    for name in ("saxpy.py", "boundary_bug.py", "tune_chunks.py"):
+        shutil.copy(EXAMPLES / "contracts" / name, tmp_path / name)
+    async with serving(tmp_path, "--trust") as client:
+        bench = (await client.call_tool("bench", {"path": "saxpy.py", "repeats": 3})).structured_content or {}
+        (row,) = bench["rows"]
+        assert row["kernel"] == "saxpy" and row["status"] == "timed" and row["median_s"] > 0, row
+        # a failing case is stored by validate, then replayed: it still fails
+        await client.call_tool("validate", {"path": "boundary_bug.py"})
+        replay = (await client.call_tool("replay", {})).structured_content or {}
+        assert replay["failing"] == 1 and replay["cases"][0]["status"] == "fail", replay
+        tuned = await client.call_tool("tune", {"path": "tune_chunks.py", "repeats": 3})
+        tune = tuned.structured_content or {}
+        assert tune["pareto"] and tune["best"] is not None and tune["edits"], tune
+        # the winner as an edit of the module's constant; a diff only when it differs from the source
+        assert tune["edits"][0]["new_text"] == f"wp.constant({tune['best']['config']['ITEMS']})"
+        assert (tune["diff"] == "") == bool(tune["best"]["current"]), tune
+        original = (EXAMPLES / "contracts" / "tune_chunks.py").read_text()
+        assert (tmp_path / "tune_chunks.py").read_text() == original  # nothing written
