@@ -228,20 +228,22 @@ class _Fixing:
         """The text with the fixes applied, and its records (--diff: those of the text as it is)."""
         from warp_harness.config import load_settings
         from warp_harness.engine import check_bytes
-        from warp_harness.fixes import apply_fixes, compatible_fixes
+        from warp_harness.fixes import fix_until_stable
 
         settings = load_settings(settings_from, self.overrides)
         first = result
-        for _ in range(5):  # fixes can expose or shift others; re-check until stable
-            chosen = compatible_fixes(text, result.records, self.safe_only)
-            new_text, applied = apply_fixes(text, chosen, self.safe_only)
-            if not applied or new_text == text:
-                break
-            self.total += applied
-            self.applied.setdefault(result.path, []).extend(chosen)
-            text = new_text
-            result = check_bytes(text.encode("utf-8"), result.path, settings, self.table)
-        return text, (result if self.write else first)
+        last = result
+
+        def recheck(new_text: str) -> Sequence[Record]:
+            nonlocal last
+            last = check_bytes(new_text.encode("utf-8"), result.path, settings, self.table)
+            return last.records
+
+        text, _, applied, fixed = fix_until_stable(text, result.records, recheck, self.safe_only)
+        self.total += applied
+        if fixed:
+            self.applied.setdefault(result.path, []).extend(fixed)
+        return text, (last if self.write else first)
 
 
 def _unified_diff(old: str, new: str, path: str) -> str:

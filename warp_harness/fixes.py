@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from warp_harness.record import Record, TextEdit
 
@@ -79,3 +79,26 @@ def apply_fixes(text: str, records: Iterable[Record], safe_only: bool = True) ->
     edits, applied = compatible_fix_edits(text, records, safe_only)
     new_text, _ = apply_edits(text, edits)
     return new_text, applied
+
+
+def fix_until_stable(
+    text: str,
+    records: Sequence[Record],
+    recheck: Callable[[str], Sequence[Record]],
+    safe_only: bool = True,
+    rounds: int = 5,
+) -> tuple[str, Sequence[Record], int, list[Record]]:
+    """Apply the fixes of ``records``, re-check the text (``recheck``) and again, until a round changes
+    nothing (a fix can expose or shift another): (text, its records, fixes applied, the records fixed)."""
+    total = 0
+    fixed: list[Record] = []
+    for _ in range(rounds):
+        chosen = compatible_fixes(text, records, safe_only)
+        new_text, applied = apply_fixes(text, chosen, safe_only)
+        if not applied or new_text == text:
+            break
+        total += applied
+        fixed.extend(chosen)
+        text = new_text
+        records = recheck(text)
+    return text, records, total, fixed

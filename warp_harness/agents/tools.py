@@ -14,7 +14,7 @@ worker subprocess with its time and memory limits. A running daemon of the works
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,7 +123,7 @@ def fix(
     ``write`` (a file ``path`` only) writes the fixed text back."""
     from warp_harness.config import load_settings
     from warp_harness.engine import _builtins, check_bytes
-    from warp_harness.fixes import apply_fixes, compatible_fixes
+    from warp_harness.fixes import fix_until_stable
     from warp_harness.safe_read import read_regular_text
 
     if (path is None) == (source is None):
@@ -140,17 +140,13 @@ def fix(
         raise ToolRefused("`write` needs a `path`")
     settings = load_settings(file, ws.overrides)
     table = _builtins()
-    result = check_bytes(text.encode("utf-8"), shown, settings, table)
-    original, applied_total, applied_rules = text, 0, []
-    for _ in range(5):  # a fix can expose or shift another: re-check until stable
-        chosen = compatible_fixes(text, result.records, not unsafe)
-        new_text, applied = apply_fixes(text, chosen, not unsafe)
-        if not applied or new_text == text:
-            break
-        applied_total += applied
-        applied_rules += [r.rule for r in chosen]
-        text = new_text
-        result = check_bytes(text.encode("utf-8"), shown, settings, table)
+
+    def recheck(new_text: str) -> Sequence[Record]:
+        return check_bytes(new_text.encode("utf-8"), shown, settings, table).records
+
+    original = text
+    text, remaining, applied_total, fixed = fix_until_stable(text, recheck(text), recheck, not unsafe)
+    applied_rules = [r.rule for r in fixed]
     if write and text != original:
         file.write_text(text, encoding="utf-8")
     diff = "".join(
@@ -158,7 +154,7 @@ def fix(
             original.splitlines(keepends=True), text.splitlines(keepends=True), f"a/{shown}", f"b/{shown}"
         )
     )
-    records = [r.to_dict() for r in result.records]
+    records = [r.to_dict() for r in remaining]
     return {
         "path": shown,
         "applied": applied_total,
