@@ -32,6 +32,7 @@ from warp_harness.daemon.integrity import (
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.steps import Job, KernelInfo
 from warp_harness.daemon.steps.launching import block_dim_of, launch
+from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.validate import (
     _dim,
     _numpy_dtype,
@@ -166,6 +167,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         last_progress = now
 
     use_events = bool(getattr(device, "is_cuda", False))
+    filler: StreamFiller | None = None
 
     def warm_up(count: int, for_s: float) -> None:
         until = _clock() + for_s
@@ -186,14 +188,18 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim)
             TRUSTED.synchronize_device(device)
             return _clock() - t0
+        assert filler is not None
         start_ev = TRUSTED.event(device, enable_timing=True)
         end_ev = TRUSTED.event(device, enable_timing=True)
         # on the device's own stream: wp.record_event() uses the *current* device's stream,
         # which is cuda:0's unless a ScopedDevice says otherwise
         stream = device.stream
+        filler.fill()  # the stream stays busy while the host enqueues (daemon/steps/stream_filler.py)
+        t_enqueue = _clock()
         stream.record_event(start_ev)
         launch(contract, kernel, dim=dim, inputs=args, device=device, block_dim=block_dim, stream=stream)
         stream.record_event(end_ev)
+        filler.enqueued(_clock() - t_enqueue)
         TRUSTED.synchronize_event(end_ev)
         return float(TRUSTED.get_event_elapsed_time(start_ev, end_ev)) / 1e3
 
@@ -202,6 +208,8 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     # few 1 ms launches do not bring it back (measured on an H200: medians 4-5% apart
     # between runs of the same kernel with 3 warm-up launches)
     beat(_clock())
+    if use_events:  # after the beat: the first time, the spin kernel is compiled (~1 s)
+        filler = StreamFiller(device, device.stream)
     warm_up(opts.bench_warmup, opts.bench_warmup_s if use_events else 0.0)
     # On CUDA the launches are timed in bench_windows windows bench_window_gap_s apart, and the
     # time reported is the best window's median. On an H200 the same launch on the same buffers
@@ -240,6 +248,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             time.sleep(max(gap_until - _clock(), 0.0))
             warm_up(opts.bench_warmup, min(WINDOW_WARMUP_S, opts.bench_warmup_s))
         window: list[float] = []
+        filled_before = filler.filled_s if filler is not None else 0.0
         started = _clock()
         beat(started)
         until = started + per_window_s
@@ -255,8 +264,9 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             if now - last_progress >= PROGRESS_EVERY_S:
                 beat(now)
         if use_events:  # the host clock over the synchronised window against the events
+            assert filler is not None
             TRUSTED.synchronize_device(device)
-            host_s = _clock() - started
+            host_s = _clock() - started - (filler.filled_s - filled_before)
             if clock_disagrees(host_s, window):
                 clock_gaps.append((host_s / len(window), statistics.median(window)))
         timed_s += _clock() - started

@@ -270,6 +270,21 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         clock[0] += seconds
 
     monkeypatch.setattr(B.time, "sleep", sleep)
+    fills: list[float] = []
+
+    class CountingFiller:  # the real one launches a spin kernel (tests/daemon/test_stream_filler.py)
+        filled_s = 0.0
+
+        def __init__(self, device: Any, stream: Any) -> None:
+            pass
+
+        def fill(self) -> None:
+            fills.append(clock[0])
+
+        def enqueued(self, host_s: float) -> None:
+            pass
+
+    monkeypatch.setattr(B, "StreamFiller", CountingFiller)
     opts = RuntimeOptions(
         bench_repeats=10,
         bench_warmup=2,
@@ -302,4 +317,5 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     warm = len(launches) - len(timed)
     assert warm >= 60  # 0.02 s of 1 ms launches before each window, not just bench_warmup=2
     assert len(device.stream.recorded) == 2 * m["repeats"]  # start and end of each timed launch
+    assert len(fills) == m["repeats"]  # the stream kept busy ahead of every timed launch
     assert len({id(args[0]) for args, _ in timed}) == 5  # rotating between the allocations
