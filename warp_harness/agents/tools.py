@@ -227,22 +227,23 @@ def _engine(ws: Workspace, overrides: dict[str, Any], on_progress: Progress | No
     )
 
 
-def _report_dict(report: Any, kernel: str | None) -> dict[str, Any]:
-    """A CheckReport as a tool answer: dynamic records (of one kernel when named), verdicts, repros."""
+def _report_dict(report: dict[str, Any], kernel: str | None) -> dict[str, Any]:
+    """A check result (``CheckReport.to_dict()``, or the daemon's reply of the same shape) as a
+    tool answer: dynamic records (of one kernel when named), verdicts, repros."""
     records = [
-        r.to_dict()
-        for r in report.records
-        if r.tier == "dynamic" and (kernel is None or r.record.location.kernel in (None, kernel))
+        r
+        for r in report.get("records") or []
+        if r.get("tier") == "dynamic" and (kernel is None or r["location"].get("kernel") in (None, kernel))
     ]
-    kernels = report.kernels if kernel is None else {k: v for k, v in report.kernels.items() if k == kernel}
+    kernels = report.get("kernels") or {}
     return {
-        "path": report.path,
-        "status": report.status,
-        "seed": report.seed,
-        "kernels": kernels,
+        "path": report.get("path"),
+        "status": report.get("status"),
+        "seed": report.get("seed"),
+        "kernels": kernels if kernel is None else {k: v for k, v in kernels.items() if k == kernel},
         "records": records,
-        "repros": list(report.repros),
-        "timings": {k: v for k, v in report.timings.items() if v is not None},
+        "repros": list(report.get("repros") or []),
+        "timings": {k: v for k, v in (report.get("timings") or {}).items() if v is not None},
         **_counts(records),
     }
 
@@ -281,24 +282,7 @@ def validate(
     if seed is None:
         found = _from_daemon(ws, file)
         if found is not None:
-            records = [
-                r
-                for r in found.get("records") or []
-                if r.get("tier") == "dynamic"
-                and (kernel is None or r["location"].get("kernel") in (None, kernel))
-            ]
-            kernels = found.get("kernels") or {}
-            return {
-                "path": found.get("path"),
-                "status": found.get("status"),
-                "seed": found.get("seed"),
-                "kernels": kernels if kernel is None else {k: v for k, v in kernels.items() if k == kernel},
-                "records": records,
-                "repros": found.get("repros") or [],
-                "timings": {k: v for k, v in (found.get("timings") or {}).items() if v is not None},
-                "via": "daemon",
-                **_counts(records),
-            }
+            return {**_report_dict(found, kernel), "via": "daemon"}
     engine = _engine(ws, {"seed": seed} if seed is not None else {}, on_progress)
     if run is not None:
         run.engine = engine
@@ -306,7 +290,7 @@ def validate(
         report = engine.check(file, force=True, steps=(Step.VALIDATE,))
     finally:
         engine.close()
-    return {**_report_dict(report, kernel), "via": "worker"}
+    return {**_report_dict(report.to_dict(), kernel), "via": "worker"}
 
 
 def bench(
@@ -337,7 +321,7 @@ def bench(
     finally:
         engine.close()
     rows = [r.to_dict() for r in rows_of(report) if kernel is None or r.kernel == kernel]
-    return {**_report_dict(report, kernel), "rows": rows}
+    return {**_report_dict(report.to_dict(), kernel), "rows": rows}
 
 
 def replay(ws: Workspace, run: Run | None = None, on_progress: Progress | None = None) -> dict[str, Any]:
@@ -446,11 +430,3 @@ def results(ws: Workspace, path: str | None = None) -> dict[str, Any]:
             }
         )
     return {"files": files}
-
-
-def records_of(result: dict[str, Any]) -> list[Record]:
-    """The records of a tool answer, typed again (for clients in Python)."""
-    found = result.get("records")
-    if found is None:
-        found = [r for f in result.get("files") or [] for r in f.get("records") or []]
-    return [Record.from_dict(r) for r in found]
