@@ -28,7 +28,7 @@ _CALIBRATION_ITERATIONS = 20_000
 
 
 @wp.kernel
-def _spin(iterations: int, sink: wp.array(dtype=wp.float32)):  # type: ignore[valid-type]
+def _spin(iterations: int, sink: wp.array(dtype=wp.float32)) -> None:  # type: ignore[valid-type]
     x = float(0.5)  # noqa: UP018 - a literal is a constant Warp will not let the loop mutate
     for _ in range(iterations):
         x = x * 1.0000001 + 0.0000001
