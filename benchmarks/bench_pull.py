@@ -7,8 +7,13 @@
 (b) A 50-cell notebook holding the same module (cell 1 the imports, then one top-level definition
     group per cell): the same edits in one cell through ``notebookDocument/didChange``; push waits
     for that cell's publication, pull asks for that cell's report.
+(c) ``workspace/diagnostic`` on a workspace of ``--files`` unopened modules (copies of the 2,000-line
+    module, analysed from disk on the server's worker thread): the first pull until every file is
+    reported (the client pulls again while the server answers with what is ready), a pull where
+    nothing changed (every report ``unchanged``), and a pull after one file changed on disk. Its
+    peer, measured in the same run: `warp-harness check` on the same folder, in a child process.
 
-Prints p50/p95 per mode. ``python benchmarks/bench_pull.py [--edits 40] [--pause-ms 150]``
+Prints p50/p95 per mode. ``python benchmarks/bench_pull.py [--edits 40] [--pause-ms 150] [--files 20]``
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +40,12 @@ from stdio_client import StdioClient
 from warp_harness.launch import module_command
 
 CELLS = 50
+BUGGY_KERNEL = (
+    "\n\n@wp.kernel\n"
+    "def scale_half(x: wp.array(dtype=wp.float16)):\n"
+    "    i = wp.tid()\n"
+    "    x[i] = x[i] * 2.0\n"
+)
 
 
 def split_cells(text: str, cells: int = CELLS) -> list[str]:
@@ -182,12 +194,68 @@ def bench_notebook(path: Path, cells: list[str], pull: bool, edits: int, pause_s
     return _stats(f"{len(cells)}-cell notebook {'pull' if pull else 'push'}", latencies)
 
 
+def _workspace_pull(client: StdioClient, previous: dict[str, str]) -> dict[str, dict[str, Any]]:
+    params = {"previousResultIds": [{"uri": u, "value": v} for u, v in previous.items()]}
+    report = client.request("workspace/diagnostic", params, timeout=300)
+    return {item["uri"]: item for item in report["items"]}
+
+
+def bench_workspace(root: Path, files: int, repeats: int = 10) -> list[dict[str, Any]]:
+    """Rows for the workspace pull of ``files`` unopened modules under ``root``, and for the peer."""
+    module = generated_module()
+    paths = [root / f"module_{i:03}.py" for i in range(files)]
+    for path in paths:
+        path.write_text(module)
+    expected = {p.as_uri() for p in paths}
+    client = _start(root, pull=True)
+    started = time.perf_counter()
+    items: dict[str, dict[str, Any]] = {}
+    while not expected <= set(items):
+        items.update(_workspace_pull(client, {}))
+    cold = (time.perf_counter() - started) * 1000
+    ids = {u: i["resultId"] for u, i in items.items()}
+    unchanged = []
+    for _ in range(repeats):
+        sent = time.perf_counter()
+        again = _workspace_pull(client, ids)
+        unchanged.append((time.perf_counter() - sent) * 1000)
+        assert all(i["kind"] == "unchanged" for i in again.values()), "an unchanged file was reported anew"
+    edited = []
+    for n in range(repeats):
+        # a kernel with a mixed-precision bug added, then taken out: each edit changes the report
+        paths[0].write_text(module + (BUGGY_KERNEL if n % 2 == 0 else ""))
+        sent = time.perf_counter()
+        again = _workspace_pull(client, ids)
+        edited.append((time.perf_counter() - sent) * 1000)
+        ids = {u: i["resultId"] for u, i in again.items()}
+        assert again[paths[0].as_uri()]["kind"] == "full"
+    client.close()
+    started = time.perf_counter()
+    subprocess.run(
+        [*module_command("warp_harness", "check"), str(root), "--no-cache", "--exit-zero"],
+        cwd=root,
+        env=SERVER_ENV,
+        capture_output=True,
+        check=True,
+    )
+    peer = (time.perf_counter() - started) * 1000
+    for path in paths:
+        path.unlink()
+    return [
+        {"case": f"workspace pull, {files} files, cold", "p50": cold, "p95": cold, "n": 1},
+        {"case": f"`check` on the {files} files (peer)", "p50": peer, "p95": peer, "n": 1},
+        _stats("workspace pull, unchanged", unchanged),
+        _stats("workspace pull, 1 file edited", edited),
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--edits", type=int, default=40)
     parser.add_argument("--pause-ms", type=float, default=150)
+    parser.add_argument("--files", type=int, default=20, help="unopened files for the workspace pull")
     args = parser.parse_args()
     pause = args.pause_ms / 1000
     rows = []
@@ -200,9 +268,11 @@ def main() -> None:
         cells = split_cells(generated_module())
         for pull in (False, True):
             rows.append(bench_notebook(root / "generated.ipynb", cells, pull, args.edits, pause))
-    print(f"{'case':<32}{'p50 ms':>10}{'p95 ms':>10}{'edits':>8}")
+        with tempfile.TemporaryDirectory() as workspace:
+            rows.extend(bench_workspace(Path(workspace), args.files))
+    print(f"{'case':<36}{'p50 ms':>10}{'p95 ms':>10}{'runs':>8}")
     for row in rows:
-        print(f"{row['case']:<32}{row['p50']:>10.1f}{row['p95']:>10.1f}{row['n']:>8}")
+        print(f"{row['case']:<36}{row['p50']:>10.1f}{row['p95']:>10.1f}{row['n']:>8}")
 
 
 if __name__ == "__main__":

@@ -197,6 +197,7 @@ class WarpHarnessServer(LanguageServer):
                 self.tier.forget(document.path)
             self._fire(uri)
         self.notebooks.reanalyse_all()
+        pull.workspace_changed(self)  # the unopened files' reports follow the settings too
 
     def forget(self, uri: str) -> None:
         handle = self.pending.pop(uri, None)

@@ -8,17 +8,23 @@ diagnostics); a request naming the current one gets an ``unchanged`` report. Whe
 change while the document's text did not (the daemon's result arrived, settings or a
 pyproject.toml changed), the client has no reason to ask again, so the server sends
 ``workspace/diagnostic/refresh`` (when the client supports it), once per burst of changes.
+``workspace/diagnostic`` reports the open documents and the workspace's other files, read from disk
+on a worker thread (server/pull_workspace.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
+
+from warp_harness.server import pull_workspace
 
 if TYPE_CHECKING:
     from warp_harness.server.app import WarpHarnessServer
@@ -44,6 +50,8 @@ class PullState:
     reported: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     refresh_pending: bool = False
     refreshes: int = 0
+    files: pull_workspace.WorkspaceFiles = field(default_factory=pull_workspace.WorkspaceFiles)
+    refresh_after_scan: bool = False  # a workspace pull answered before its scan finished
 
 
 def state(ls: WarpHarnessServer) -> PullState:
@@ -110,6 +118,13 @@ def request_refresh(ls: WarpHarnessServer) -> None:
     ls.loop.call_soon(send)
 
 
+def workspace_changed(ls: WarpHarnessServer) -> None:
+    """Settings (or a pyproject.toml) changed: the reports of unopened files may too, and the
+    client pulls them again only when told."""
+    if client_pulls(ls) and state(ls).files.reports:
+        request_refresh(ls)
+
+
 def _report(
     ls: WarpHarnessServer, uri: str, previous: str | None
 ) -> types.RelatedFullDocumentDiagnosticReport | types.RelatedUnchangedDocumentDiagnosticReport:
@@ -134,18 +149,90 @@ def document_report(
     return _report(ls, uri, previous)
 
 
-def workspace_report(
+def _open_paths(ls: WarpHarnessServer) -> set[str]:
+    """The files open in the editor (documents and notebooks), resolved."""
+    from warp_harness.server.notebooks import notebook_path
+
+    paths = {d.path for d in list(ls.workspace.text_documents.values()) if d.path is not None}
+    paths.update(p for uri in list(ls.workspace.notebook_documents) if (p := notebook_path(uri)))
+    return {str(Path(p).resolve()) for p in paths}
+
+
+async def _scan_files(ls: WarpHarnessServer, skip: set[str]) -> bool:
+    """Start a scan of the workspace's files (unless one runs) and wait for it up to the budget;
+    whether it finished. One that did not sends a refresh when it does."""
+    files = state(ls).files
+    if not ls.roots:
+        return True
+    if files.scanning is None or files.scanning.done():
+        scanning = pull_workspace.start_scan(
+            files, list(ls.roots), dict(ls.tier.overrides), frozenset(skip), ls.workspace.position_encoding
+        )
+        files.scanning = scanning
+
+        def done(future: asyncio.Future[list[str]]) -> None:
+            if future.cancelled() or future.exception() is not None:
+                log.error(
+                    "workspace diagnostics: the scan failed: %r",
+                    None if future.cancelled() else future.exception(),
+                )
+            if state(ls).refresh_after_scan:
+                state(ls).refresh_after_scan = False
+                request_refresh(ls)
+
+        scanning.add_done_callback(done)
+    try:
+        await asyncio.wait_for(asyncio.shield(files.scanning), pull_workspace.BUDGET_S)
+        return True
+    except asyncio.TimeoutError:
+        state(ls).refresh_after_scan = True  # the client pulls again once the rest is ready
+        return False
+
+
+def _file_items(
+    ls: WarpHarnessServer, skip: set[str], previous: dict[str, str]
+) -> list[types.WorkspaceDocumentDiagnosticReport]:
+    """The reports of the workspace's files not open in the editor, the daemon's results for them
+    (kept by ``deliver`` for a closed file) next to the static ones."""
+    pulled = state(ls)
+    with pulled.files.lock:
+        reports = sorted(pulled.files.reports.items())
+    items: list[types.WorkspaceDocumentDiagnosticReport] = []
+    for path, report in reports:
+        if path in skip:
+            continue
+        diagnostics, rid = report.diagnostics, report.result_id
+        extra = pulled.kept.get(unquote(report.uri))
+        if extra is not None and extra.diagnostics:
+            diagnostics = diagnostics + extra.diagnostics
+            rid = result_id(diagnostics, None)
+        pulled.reported[unquote(report.uri)] = (rid, None)
+        if previous.get(unquote(report.uri)) == rid:
+            items.append(
+                types.WorkspaceUnchangedDocumentDiagnosticReport(uri=report.uri, version=None, result_id=rid)
+            )
+        else:
+            items.append(
+                types.WorkspaceFullDocumentDiagnosticReport(
+                    uri=report.uri, version=None, items=list(diagnostics), result_id=rid
+                )
+            )
+    return items
+
+
+async def workspace_report(
     ls: WarpHarnessServer, params: types.WorkspaceDiagnosticParams
 ) -> types.WorkspaceDiagnosticReport:
-    """Every open document (notebook cells included), with unchanged reports where the client's
-    previous result id still holds."""
-    previous = {p.uri: p.value for p in params.previous_result_ids}
+    """Every open document (notebook cells included) from its text in the editor, and the
+    workspace's other files from disk (server/pull_workspace.py), with unchanged reports where the
+    client's previous result id still holds."""
+    previous = {unquote(p.uri): p.value for p in params.previous_result_ids}
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
     for uri in list(ls.workspace.text_documents):
         document = ls.workspace.text_documents.get(uri)
         if document is None:
             continue
-        report = document_report(ls, uri, previous.get(uri))
+        report = document_report(ls, uri, previous.get(unquote(uri)))
         if isinstance(report, types.RelatedUnchangedDocumentDiagnosticReport):
             items.append(
                 types.WorkspaceUnchangedDocumentDiagnosticReport(
@@ -158,6 +245,8 @@ def workspace_report(
                     uri=uri, version=document.version, items=report.items, result_id=report.result_id
                 )
             )
+    await _scan_files(ls, _open_paths(ls))
+    items.extend(_file_items(ls, _open_paths(ls), previous))  # documents opened while it scanned too
     return types.WorkspaceDiagnosticReport(items=items)
 
 
@@ -174,10 +263,19 @@ def register(server: WarpHarnessServer) -> None:
         return document_report(ls, params.text_document.uri, params.previous_result_id)
 
     @server.feature(types.WORKSPACE_DIAGNOSTIC)
-    def workspace_diagnostic(
+    async def workspace_diagnostic(
         ls: WarpHarnessServer, params: types.WorkspaceDiagnosticParams
     ) -> types.WorkspaceDiagnosticReport:
-        return workspace_report(ls, params)
+        return await workspace_report(ls, params)
 
 
-__all__ = ["client_pulls", "deliver", "forget", "register", "request_refresh", "result_id", "state"]
+__all__ = [
+    "client_pulls",
+    "deliver",
+    "forget",
+    "register",
+    "request_refresh",
+    "result_id",
+    "state",
+    "workspace_changed",
+]

@@ -1,17 +1,24 @@
 """Pull diagnostics (LSP 3.17) against the real server over stdio: result ids, unchanged reports,
-workspace/diagnostic, the refresh request when settings change, no pushes to a pulling client,
-and notebook cells through pull."""
+workspace/diagnostic (open documents from the editor, the workspace's other files from disk, hostile
+files included), the refresh request when settings change, no pushes to a pulling client, and
+notebook cells through pull."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import nbformat
+import pytest
 import pytest_lsp
 from lsp_helpers import CAPABILITIES, SERVER, Document, published, track_versions
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
+
+from warp_harness.server import pull_workspace
 
 BUGGY = (
     "import warp as wp\n\n\n"
@@ -161,3 +168,172 @@ async def test_notebook_cells_are_pulled(client: LanguageClient, tmp_path: Path)
     first_cell = await pull(client, cells[0])
     assert isinstance(first_cell, types.RelatedFullDocumentDiagnosticReport) and not first_cell.items
     assert cells[1] not in published(client)
+
+
+# ----------------------------------------------------------------- the workspace's unopened files
+
+
+async def workspace_pull(
+    client: LanguageClient, previous: dict[str, str] | None = None
+) -> dict[str, types.WorkspaceDocumentDiagnosticReport]:
+    report = await client.workspace_diagnostic_async(
+        types.WorkspaceDiagnosticParams(
+            previous_result_ids=[types.PreviousResultId(uri=u, value=v) for u, v in (previous or {}).items()]
+        )
+    )
+    return {item.uri: item for item in report.items}
+
+
+def codes(item: types.WorkspaceDocumentDiagnosticReport) -> list[str | int | None]:
+    assert isinstance(item, types.WorkspaceFullDocumentDiagnosticReport), item
+    return [d.code for d in item.items]
+
+
+async def test_unopened_files_are_reported_from_disk(client: LanguageClient, tmp_path: Path) -> None:
+    buggy, clean = tmp_path / "pkg" / "a.py", tmp_path / "b.py"
+    buggy.parent.mkdir()
+    buggy.write_text(BUGGY)
+    clean.write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text(BUGGY)  # not Python: not reported
+    first = await workspace_pull(client)
+    assert set(first) == {buggy.as_uri(), clean.as_uri()}
+    assert codes(first[buggy.as_uri()]) == ["WH003"] and codes(first[clean.as_uri()]) == []
+    assert first[buggy.as_uri()].version is None  # not open: no document version
+    ids = {u: str(i.result_id) for u, i in first.items()}
+
+    again = await workspace_pull(client, ids)
+    assert {u: i.kind for u, i in again.items()} == {buggy.as_uri(): "unchanged", clean.as_uri(): "unchanged"}
+
+    buggy.write_text(BUGGY.replace("* 2.0", "* wp.float16(2.0)"))  # fixed on disk
+    edited = await workspace_pull(client, ids)
+    assert codes(edited[buggy.as_uri()]) == [] and edited[buggy.as_uri()].result_id != ids[buggy.as_uri()]
+    assert edited[clean.as_uri()].kind == "unchanged"
+
+
+async def test_an_open_document_is_reported_from_the_editor_until_closed(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(BUGGY)
+    doc = Document(client, path, BUGGY.replace("* 2.0", "* wp.float16(2.0)")).open()  # fixed, unsaved
+    opened = await workspace_pull(client)
+    assert list(opened) == [doc.uri] and codes(opened[doc.uri]) == [] and opened[doc.uri].version == 1
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc.uri))
+    )
+    closed = await workspace_pull(client, {doc.uri: str(opened[doc.uri].result_id)})
+    assert codes(closed[doc.uri]) == ["WH003"] and closed[doc.uri].version is None  # the file on disk
+
+
+async def test_an_unopened_notebook_names_the_cell(client: LanguageClient, tmp_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("import warp as wp"),
+        nbformat.v4.new_code_cell(BUGGY.split("\n\n\n", 1)[1]),
+    ]
+    path = tmp_path / "nb.ipynb"
+    nbformat.write(nb, str(path))
+    report = await workspace_pull(client)
+    item = report[path.as_uri()]
+    assert codes(item) == ["WH003"]
+    assert isinstance(item, types.WorkspaceFullDocumentDiagnosticReport)
+    assert item.items[0].message.startswith("cell 2:4:12: `x[i] * 2.0` mixes float16 and float32")
+
+
+async def test_hostile_files_neither_hang_nor_crash_the_server(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    os.mkfifo(tmp_path / "fifo.py")  # opening it for reading would block forever
+    (tmp_path / "huge.py").write_bytes(b"x = 1\n" * (2 * 1024 * 1024))  # 12 MB, over the size cap
+    (tmp_path / "binary.py").write_bytes(bytes(range(256)) * 64)
+    (tmp_path / "broken.py").write_text("def f(:\n    pass\n")
+    (tmp_path / "notjson.ipynb").write_text("{not json")
+    buggy = tmp_path / "z.py"
+    buggy.write_text(BUGGY)
+    report = await asyncio.wait_for(workspace_pull(client), 60)
+    by_name = {Path(u).name: codes(i) for u, i in report.items()}
+    assert by_name["z.py"] == ["WH003"]  # the good file is still checked
+    # not read (a FIFO, over the size cap): WH998; not Python or not a notebook: WH000
+    assert by_name["fifo.py"] == ["WH998"] and by_name["huge.py"] == ["WH998"]
+    assert by_name["binary.py"] == ["WH000"] and by_name["broken.py"][:1] == ["WH000"]
+    assert by_name["notjson.ipynb"] == ["WH000"]
+    # the server still answers
+    doc = Document(client, buggy).open()
+    assert [d.code for d in (await pull(client, doc.uri)).items] == ["WH003"]  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+async def test_a_long_scan_answers_with_what_is_ready_then_asks_for_a_refresh(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    kernels = 8000  # seconds of analysis, well past the budget a workspace pull waits
+    (tmp_path / "slow.py").write_text(
+        "import warp as wp\n\n"
+        + "".join(BUGGY.split("\n\n\n", 1)[1].replace("scale", f"k{i}") for i in range(kernels))
+    )
+    slow = (tmp_path / "slow.py").as_uri()
+    open_doc = tmp_path / "open.py"
+    open_doc.write_text(BUGGY)
+    doc = Document(client, open_doc).open()
+    refreshes: list[int] = client._wh_refreshes  # type: ignore[attr-defined]
+    started = time.monotonic()
+    first = await workspace_pull(client)
+    waited = time.monotonic() - started
+    assert codes(first[doc.uri]) == ["WH003"]  # the open document is always in the answer
+    if slow not in first:  # answered before the scan finished: a refresh follows it
+        assert waited < pull_workspace.BUDGET_S + 5
+        during = await pull(client, doc.uri)  # the event loop is not blocked by the scan
+        assert [d.code for d in during.items] == ["WH003"]  # type: ignore[union-attr]
+        for _ in range(1200):
+            if refreshes:
+                break
+            await asyncio.sleep(0.05)
+        assert refreshes, "no workspace/diagnostic/refresh after the scan finished"
+    second = await workspace_pull(client)
+    assert codes(second[slow]) == ["WH003"] * kernels
+
+
+async def test_an_open_notebook_is_reported_by_cell_not_from_disk(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "nb.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(BUGGY)]
+    nbformat.write(nb, str(path))
+    cell = f"vscode-notebook-cell:{path}#W0sZmlsZQ%3D%3D"
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=path.as_uri(),
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=cell)],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(
+                    uri=cell, language_id="python", version=1, text=BUGGY.replace("* 2.0", "")
+                )
+            ],
+        )
+    )
+    report = await workspace_pull(client)
+    assert path.as_uri() not in report  # the editor's cells count, not the file on disk
+    assert codes(next(i for u, i in report.items() if u.startswith("vscode-notebook-cell:"))) == []
+
+
+async def test_settings_change_refreshes_the_unopened_files(client: LanguageClient, tmp_path: Path) -> None:
+    path = tmp_path / "k.py"
+    path.write_text(BUGGY)
+    first = await workspace_pull(client)
+    assert codes(first[path.as_uri()]) == ["WH003"]
+    refreshes: list[int] = client._wh_refreshes  # type: ignore[attr-defined]
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"warpHarness": {"ignore": ["WH003"], "debounce_ms": 50}})
+    )
+    for _ in range(200):
+        if refreshes:
+            break
+        await asyncio.sleep(0.05)
+    assert refreshes, "no workspace/diagnostic/refresh after the settings changed, no document open"
+    after = await workspace_pull(client, {path.as_uri(): str(first[path.as_uri()].result_id)})
+    assert codes(after[path.as_uri()]) == []

@@ -7,7 +7,9 @@ Severities: error -> ``major``, warning -> ``minor``, info and hint -> ``info``.
 fingerprint hashes the rule, the path and the record's line text (its message when the
 source is not at hand) plus the occurrence count of that triple, so it survives edits
 elsewhere in the file, as GitLab needs to match findings across pipelines. Paths are as
-given (GitLab wants them relative to the repository root: run from there).
+given (GitLab wants them relative to the repository root: run from there). A notebook's record
+names its cell in the description (``WH003: cell 3: ...``); its lines are then lines of that cell,
+and the fingerprint's line text is the cell's.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def render_gitlab(
         path = printable(result.path)
         for record in result.records:
             line = max(record.location.line, 1)
+            cell = "" if record.location.cell is None else f"cell {record.location.cell}: "
             anchor = (result.line_text(line, record.location.cell) or record.message).strip()
             basis = "\0".join((record.rule, path, anchor))
             seen[basis] += 1
@@ -51,7 +54,7 @@ def render_gitlab(
             issues.append(
                 {
                     "check_name": record.rule,
-                    "description": f"{record.rule}: {printable(record.message)}",
+                    "description": f"{record.rule}: {cell}{printable(record.message)}",
                     "severity": _SEVERITY[record.severity],
                     "fingerprint": digest,
                     "location": {"path": path, "lines": {"begin": line, "end": end_of(record)[0]}},

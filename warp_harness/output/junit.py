@@ -17,7 +17,9 @@ JUnit consumers expect), and one passing testcase for each checked file without 
 ``tests`` counts testcases and ``failures`` the failing ones. Info and hint records do not
 fail anything and go to the ``<system-out>`` of their file's first testcase. Values are
 formatted as in the text output (``{:.4g}``). Characters that XML 1.0 cannot hold (ANSI
-escapes in compiler output ...) are replaced with U+FFFD.
+escapes in compiler output ...) are replaced with U+FFFD. A notebook's record names its cell
+where a location is written (``nb.ipynb:cell 3:4:12 WH003``, as the text output does); the
+``line`` attribute is then the line in that cell.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 
 from ..record import Record, Severity
-from .model import FileResult, RuleInfo, format_value
+from .model import FileResult, RuleInfo, format_value, position
 
 SUITE_NAME = "warp-harness"
 _FAILING = (Severity.ERROR, Severity.WARNING)
@@ -41,7 +43,7 @@ def xml_safe(text: str) -> str:
 def _body(path: str, record: Record) -> str:
     loc = record.location
     lines = [
-        f"{path}:{max(loc.line, 1)}:{max(loc.col, 0) + 1}: {record.rule} [{record.severity.value}] "
+        f"{path}:{position(loc)}: {record.rule} [{record.severity.value}] "
         f"({record.stage.value}) {record.message}"
     ]
     if loc.kernel:
@@ -54,7 +56,7 @@ def _body(path: str, record: Record) -> str:
         lines.append(f"actual: {format_value(record.actual)}")
     for related in record.related:
         rloc = related.location
-        lines.append(f"related: {rloc.path}:{max(rloc.line, 1)}:{max(rloc.col, 0) + 1}: {related.message}")
+        lines.append(f"related: {rloc.path}:{position(rloc)}: {related.message}")
     if record.fix is not None and record.fix.edits:
         lines.append(f"fix available{'' if record.fix.safe else ' (unsafe)'}: {record.fix.title}")
     return xml_safe("\n".join(lines))
@@ -65,8 +67,9 @@ def _case(suite: ET.Element, path: str, record: Record | None) -> ET.Element:
     if record is None:
         return ET.SubElement(suite, "testcase", name=shown, classname=shown, file=shown, time="0")
     loc = record.location
-    where = f"{max(loc.line, 1)}:{max(loc.col, 0) + 1}"
-    case = ET.SubElement(suite, "testcase", name=xml_safe(f"{path}:{where} {record.rule}"), classname=shown)
+    case = ET.SubElement(
+        suite, "testcase", name=xml_safe(f"{path}:{position(loc)} {record.rule}"), classname=shown
+    )
     case.set("file", shown)
     case.set("line", str(max(loc.line, 1)))
     case.set("time", "0")

@@ -1,7 +1,11 @@
 """reviewdog's Diagnostic Format (rdjson), as Ruff writes it: a ``source``, and one
 diagnostic per record with a 1-based range, the rule as ``code`` (with its documentation
 URL) and the record's fix edits as ``suggestions``, which reviewdog posts as suggested
-changes on a pull request. Columns count Unicode code points (reviewdog's default)."""
+changes on a pull request. Columns count Unicode code points (reviewdog's default).
+
+A notebook's record names its cell at the start of the message (``cell 3: ...``); its range is
+in that cell, and it has no suggestions: reviewdog applies a suggestion to the file's text, the
+notebook's JSON, where cell coordinates would land on the wrong bytes."""
 
 from __future__ import annotations
 
@@ -30,6 +34,8 @@ def _diagnostic(path: str, record: Record, rules: Mapping[str, RuleInfo]) -> dic
     loc = record.location
     end_line, end_col = end_of(record)
     message = record.message if not record.hint else f"{record.message}\nhint: {record.hint}"
+    if loc.cell is not None:
+        message = f"cell {loc.cell}: {message}"
     diagnostic: dict[str, Any] = {
         "message": printable(message),
         "location": {
@@ -42,7 +48,7 @@ def _diagnostic(path: str, record: Record, rules: Mapping[str, RuleInfo]) -> dic
     info = rules.get(record.rule)
     if info is not None and info.url:
         diagnostic["code"]["url"] = info.url
-    if record.fix is not None and record.fix.edits:
+    if record.fix is not None and record.fix.edits and loc.cell is None:
         diagnostic["suggestions"] = [
             {
                 "range": {

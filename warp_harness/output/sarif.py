@@ -148,11 +148,11 @@ def _fingerprint(rule: str, path: str, anchor: str) -> str:
     return hashlib.sha256(_name_bytes(data)).hexdigest()[:16]
 
 
-def _replacement(edit: TextEdit) -> dict[str, Any]:
-    return {
-        "deletedRegion": region(edit.line, edit.col, edit.end_line, edit.end_col),
-        "insertedContent": {"text": edit.new_text},
-    }
+def _replacement(edit: TextEdit, cell: int | None) -> dict[str, Any]:
+    deleted: dict[str, Any] = region(edit.line, edit.col, edit.end_line, edit.end_col)
+    if cell is not None:  # a notebook's fix edits its record's cell, in that cell's lines
+        deleted["properties"] = {"cell": cell}
+    return {"deletedRegion": deleted, "insertedContent": {"text": edit.new_text}}
 
 
 def sarif_log(
@@ -215,7 +215,7 @@ def sarif_log(
                         "artifactChanges": [
                             {
                                 "artifactLocation": artifact_location(result.path, root),
-                                "replacements": [_replacement(e) for e in record.fix.edits],
+                                "replacements": [_replacement(e, loc.cell) for e in record.fix.edits],
                             }
                         ],
                     }
