@@ -253,6 +253,10 @@ def breakdown(results: list[tuple[float, dict[str, Any]]]) -> dict[str, float]:
         add("result cache lookup", t.get("cache_ms"))
         for name, value in parts.items():
             add(f"worker: {name}", value)
+        # the hardening's share (issue 18): the check after the timed loop, the outputs sent
+        # to the daemon for the cross-check
+        add("  of bench: re-validation", t.get("revalidate_ms"))
+        add("  of validate: outputs sent", t.get("ship_ms"))
         add(
             "worker: rest (purge, devices, result)",
             worker

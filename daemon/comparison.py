@@ -118,6 +118,9 @@ def _integral(values: np.ndarray) -> bool:
 
 
 def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poisoned: bool) -> OutputReport:
+    """Every element of ``got_raw`` against ``ref``. The evidence the hints use (``boundary``,
+    ``edge_run``, ``integral``, ``whole_units``) is only gathered for an output with bad elements:
+    a passing output costs a third of the time (most outputs pass)."""
     got = got_raw.astype(np.float64)
     if ref.shape != got.shape:
         if ref.size == got.size:
@@ -127,6 +130,9 @@ def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poi
                 f"the reference gives `{name}` the shape {ref.shape}, "
                 f"the kernel's output has shape {got.shape}"
             )
+    passing = _passing_report(name, got_raw, got, ref, tol, poisoned)
+    if passing is not None:
+        return passing
     unwritten = unwritten_mask(got_raw) if poisoned else np.zeros(got.shape, dtype=bool)
     with np.errstate(all="ignore"):
         diff = np.abs(got - ref)
@@ -163,6 +169,36 @@ def compare(name: str, got_raw: np.ndarray, ref: np.ndarray, tol: Tolerance, poi
         edge=edge,
         integral=_integral(ref),
         whole_units=whole,
+    )
+
+
+def _passing_report(
+    name: str, got_raw: np.ndarray, got: np.ndarray, ref: np.ndarray, tol: Tolerance, poisoned: bool
+) -> OutputReport | None:
+    """The report of an output whose every element passes, with the max relative error over
+    the finite elements as ``compare`` computes it; None when some element fails (or is NaN/Inf,
+    which the full comparison judges)."""
+    with np.errstate(all="ignore"):
+        diff = np.abs(got - ref)
+        scale = np.abs(ref)
+        if not bool((diff <= tol.atol + tol.rtol * scale).all()):
+            return None  # NaN, Inf and unwritten elements fail here too: the full path decides
+        if poisoned and unwritten_mask(got_raw).any():  # pragma: no cover - a NaN fails above
+            return None
+        rel = np.divide(diff, scale, out=diff.copy(), where=scale > 0)
+    return OutputReport(
+        name=name,
+        shape=tuple(got.shape),
+        n_total=int(got.size),
+        n_bad=0,
+        n_unwritten=0,
+        n_nonfinite=0,
+        max_rel=float(rel.max()) if rel.size else 0.0,
+        first_bad=None,
+        got=None,
+        expected=None,
+        boundary=False,
+        tolerance=tol,
     )
 
 

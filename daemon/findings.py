@@ -39,6 +39,8 @@ SEED_INDEPENDENT = "WHD062"
 CLOCK_DISAGREES = "WHD063"
 PERSISTING_L2 = "WHD064"
 VERDICT_DISAGREES = "WHD065"
+CONTRACT_TAMPERED = "WHD066"
+INFRASTRUCTURE = "WHD070"
 INTERNAL = "WHD000"
 
 TUNED = "WHD034"
@@ -327,7 +329,8 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "the workspace set aside persisting L2 cache (CUDA): its data survives the cold-L2 flush",
         "A persisting-L2 carve-out (cudaLimitPersistingL2CacheSize with an access-policy window) "
         "keeps a buffer in L2 across launches and flushes, so cold-L2 timings read warm. The limit "
-        "is read before the benchmark and reset to 0.",
+        "is read before the benchmark; a rise above its value before the workspace import is "
+        "reported and undone.",
         "Do not change the device's cache limits from the kernel's module.",
     ),
     DynamicRule(
@@ -343,6 +346,33 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "the daemon compares the outputs the kernel's worker sent. Exploit: "
         "examples/exploits/reference_echo.py.",
         "Make the reference compute from its inputs only; it must not read the kernel's outputs.",
+    ),
+    DynamicRule(
+        CONTRACT_TAMPERED,
+        "contract-tampered",
+        Stage.NUMERIC,
+        _E,
+        "a contract changed after it was built: its reference, generator, tolerance or sizes were "
+        "rebound by other code",
+        "A contract is the specification its kernel is judged by, but the daemon imports the kernel's "
+        "module in the same process. Each contract's fields are fingerprinted when it is built "
+        "(identities, and of functions their code, defaults, closures and the globals they read) and "
+        "compared after the import, the validation and the benchmark; a sibling contract module must "
+        "be the file itself, not a module planted in `sys.modules`. Rebound fields are put back. "
+        "Exploits: examples/exploits/contract_rebind.py, contract_loosened.py.",
+        "Leave the contract as written: change the kernel, not its reference, generator or tolerance.",
+    ),
+    DynamicRule(
+        INFRASTRUCTURE,
+        "infrastructure-failure",
+        Stage.INTERNAL,
+        _E,
+        "the machine that ran the job failed (a Ray worker or node died, twice): no verdict",
+        "With `--executor ray` a job runs on a cluster's worker; a worker killed mid-job (preempted, "
+        "out of memory, its node lost) says nothing about the kernel. The job is retried once on "
+        "another worker; a second loss is reported as this record, never as a kernel's verdict, and "
+        "the result is never cached, so the next run tries again.",
+        "Re-run; if it repeats, look at the cluster (`ray status`, the worker logs) rather than the kernel.",
     ),
     DynamicRule(
         UNTRUSTED,

@@ -247,6 +247,7 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         ok = load.load(job)
         job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
         check_integrity(job, Step.IMPORT)
+        check_contracts(job, Step.IMPORT)
         if job.stale:
             return _result(job, "stale")
         if not ok:
@@ -264,6 +265,7 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         cases = [s for s in ran if s.runs_cases]
         if cases:  # the workspace's reference and generators ran again (restored at once too)
             check_integrity(job, cases[-1] if len(cases) == 1 else None)
+            check_contracts(job, cases[-1] if len(cases) == 1 else None)
         return _result(job, "ok")
     finally:
         guard().restore()  # nothing a module rebound reaches the next job of this worker
@@ -288,9 +290,11 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         if not load.load(job):
             return {"status": "import-error", "cases": []}
         check_integrity(job, Step.IMPORT)
+        check_contracts(job, Step.IMPORT)
         cases = validate.reference_cases(job)
         check_integrity(job, Step.VALIDATE)
-        patched = [r.message for r in job.records if r.rule == F.EVALUATOR_PATCHED]
+        check_contracts(job, Step.VALIDATE)
+        patched = [r.message for r in job.records if r.rule in (F.EVALUATOR_PATCHED, F.CONTRACT_TAMPERED)]
         return {"status": "ok", "seed": job.seed, "cases": cases, "patched": patched}
     finally:
         guard().restore()
@@ -315,6 +319,7 @@ def _run_case(job: Any, msg: dict[str, Any], device_name: str) -> dict[str, Any]
 
     loaded = load.load(job)
     check_integrity(job, Step.IMPORT)
+    check_contracts(job, Step.IMPORT)
     if not loaded:
         return _result(job, "stale" if job.stale else "import-error")
     kernel_name = str(msg["kernel"])
@@ -407,6 +412,7 @@ def guard() -> Any:
         from warp_harness.daemon.steps import bench, launching, validate  # noqa: F401 - bind TRUSTED
 
         _GUARD = integrity.Guard()
+        integrity.note_persisting_l2_baseline()  # a fresh CUDA context's own limit is no carve-out
     return _GUARD
 
 
@@ -420,13 +426,7 @@ def check_integrity(job: Any, step: Step | None) -> None:
     if not changed:
         return
     g.restore(changed)
-    when = (
-        "at import"
-        if step is Step.IMPORT
-        else f"during step `{step}`"
-        if step is not None
-        else "during the validation or the benchmark"
-    )
+    when = _when(step)
     shown = ", ".join(f"`{c}`" for c in changed[:6]) + (
         f" and {len(changed) - 6} more" if len(changed) > 6 else ""
     )
@@ -445,6 +445,65 @@ def check_integrity(job: Any, step: Step | None) -> None:
             "`wp.launch` or the clock is not part of a kernel)",
         )
     )
+
+
+def _when(step: Step | None) -> str:
+    if step is Step.IMPORT:
+        return "at import"
+    return f"during step `{step}`" if step is not None else "during the validation or the benchmark"
+
+
+def check_contracts(job: Any, step: Step | None) -> None:
+    """WHD066 for every contract of the job changed since it was built (its reference,
+    generator, tolerance, sizes ... rebound by other code, warp_harness/contract.py's seals);
+    rebound fields are bound back at once. Each contract is reported once a job."""
+    from warp_harness import contract as contract_api
+    from warp_harness.daemon import integrity
+    from warp_harness.daemon.steps.validate import contract_at
+
+    reported = job.notes.setdefault("contracts_tampered", [])
+    for c in job.contracts:
+        changed = contract_api.tampered(c)
+        if not changed:
+            continue
+        in_place = contract_api.restore(c, changed)
+        info = next((i for i in job.kernels.values() if i.contract is c), None)
+        if info is not None and step is not Step.IMPORT:  # the verdict used the changed contract
+            info.validate = {a: "fail" if v == "pass" else v for a, v in info.validate.items()}
+            job.records = [
+                r for r in job.records if not (r.rule == F.VALIDATED and r.location.kernel == info.name)
+            ]
+        if c.label in reported:  # changed in place at import: still changed, reported then
+            continue
+        reported.append(c.label)
+        line = 0
+        for name in changed:
+            line = integrity.patch_line(job.source_lines, f"contract.{name}")
+            if line > 1:
+                break
+        if line <= 1:
+            line = contract_at(job, info)[0] if info is not None else 1
+        fields = ", ".join(f"`{n}`" for n in changed)
+        job.add(
+            F.make_record(
+                Stage.NUMERIC,
+                F.CONTRACT_TAMPERED,
+                Severity.ERROR,
+                job.display_path,
+                line,
+                f"contract `{c.label}` changed after it was built ({_when(step)}): {fields}"
+                + (
+                    f"; {', '.join(f'`{n}`' for n in in_place)} changed in place and could not be put back"
+                    if in_place
+                    else "; the values it was built with were put back for the rest of the job"
+                )
+                + ". A contract is the specification its kernel is judged by: code under test may "
+                "not rebind its reference, generator, tolerance or sizes",
+                kernel=info.name if info is not None else None,
+                hint="leave the contract as written (best in a sibling `<module>_contract.py` under "
+                "review); change the kernel instead",
+            )
+        )
 
 
 def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:

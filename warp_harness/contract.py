@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import operator
 import re
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from types import CodeType, FunctionType, MethodType
 from typing import Any
 
 Inputs = dict[str, Any]
@@ -176,6 +178,7 @@ class Contract:
                 raise ValueError(f"Contract.tunables: {key!r} is not a module-level constant's name")
             if isinstance(values, str) or not values:
                 raise ValueError(f"Contract.tunables[{key!r}] must be a non-empty list of values")
+        _seal(self)
 
     @property
     def kernel_name(self) -> str:
@@ -217,6 +220,113 @@ class Contract:
     @property
     def benchmark_size(self) -> int:
         return self.bench_size if self.bench_size is not None else self.sizes[-1]
+
+
+# --------------------------------------------------------------------------- seals
+#
+# A contract is the specification its kernel is judged by; the daemon imports the kernel's
+# module (and so runs its code) in the same processes as the contract. Each contract's fields
+# are fingerprinted when it is built (the end of ``__post_init__``, before any later code of
+# the module ran): the identity of every value, and of functions their code, defaults, closure
+# cells and the module globals they read. ``tampered`` lists the fields that changed since:
+# ``object.__setattr__(contract, "reference", ...)``, a tolerance widened in place, a list of
+# sizes emptied, a reference's ``__code__`` swapped or a global it reads rebound.
+
+_SEALS: weakref.WeakKeyDictionary[
+    Contract, tuple[dict[str, Any], dict[str, Any], dict[int, tuple[str, ...]]]
+] = weakref.WeakKeyDictionary()
+_FIELD_NAMES: tuple[str, ...] = ()
+
+
+def _code_names(code: CodeType, depth: int = 0) -> set[str]:
+    names = set(code.co_names)
+    if depth < 3:
+        for const in code.co_consts:
+            if isinstance(const, CodeType):
+                names |= _code_names(const, depth + 1)
+    return names
+
+
+def _fingerprint(value: Any, known: dict[int, tuple[str, ...]], depth: int = 0) -> Any:
+    """What ``value`` is, by identity, deep enough to see it changed in place. ``known``: for
+    each function (by id), the globals it reads that existed when the contract was built (one
+    defined later, such as the contract's own name read by its generator, is no change)."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if depth > 4:
+        return ("id", id(value))
+    if isinstance(value, FunctionType):
+        cells = []
+        for cell in value.__closure__ or ():
+            try:
+                cells.append(_fingerprint(cell.cell_contents, known, depth + 1))
+            except ValueError:  # an empty cell
+                cells.append(("empty",))
+        g = value.__globals__
+        names = known.get(id(value))
+        if names is None:
+            names = known[id(value)] = tuple(sorted(n for n in _code_names(value.__code__) if n in g))
+        read = tuple(id(g.get(n, _ABSENT)) for n in names)
+        return (
+            "function",
+            id(value),
+            id(value.__code__),
+            id(value.__defaults__),
+            id(value.__kwdefaults__),
+            tuple(cells),
+            read,
+        )
+    if isinstance(value, MethodType):
+        return ("method", id(value.__self__), _fingerprint(value.__func__, known, depth + 1))
+    if isinstance(value, Tolerance | EdgeCase):
+        return (
+            type(value).__name__,
+            tuple(_fingerprint(getattr(value, f.name), known, depth + 1) for f in fields(value)),
+        )
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, tuple(_fingerprint(v, known, depth + 1) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple((repr(k), _fingerprint(v, known, depth + 1)) for k, v in value.items()))
+    return ("id", id(value))
+
+
+_ABSENT = object()
+
+
+def _seal(contract: Contract) -> None:
+    global _FIELD_NAMES
+    if not _FIELD_NAMES:
+        _FIELD_NAMES = tuple(f.name for f in fields(Contract))
+    values = {name: getattr(contract, name) for name in _FIELD_NAMES}
+    known: dict[int, tuple[str, ...]] = {}
+    prints = {name: _fingerprint(v, known) for name, v in values.items()}
+    _SEALS[contract] = (values, prints, known)
+
+
+def tampered(contract: Contract) -> list[str]:
+    """The fields of ``contract`` changed since it was built (``["<not built>"]``: it was never
+    sealed, made without ``Contract(...)`` or its seal removed)."""
+    sealed = _SEALS.get(contract)
+    if sealed is None:
+        return ["<not built>"]
+    _, prints, known = sealed
+    return [
+        name for name, fp in prints.items() if _fingerprint(getattr(contract, name, None), dict(known)) != fp
+    ]
+
+
+def restore(contract: Contract, names: Sequence[str]) -> list[str]:
+    """Bind the fields ``names`` back to the values they had when the contract was built; the
+    names still changed afterwards (changed in place: a function's code, a widened tolerance)."""
+    sealed = _SEALS.get(contract)
+    if sealed is None:
+        return list(names)
+    values = sealed[0]
+    for name in names:
+        if name in values:
+            object.__setattr__(contract, name, values[name])
+    still = set(tampered(contract))
+    return [n for n in names if n in still]
 
 
 def define(
@@ -268,4 +378,6 @@ __all__ = [
     "define",
     "discover",
     "kernel_name",
+    "restore",
+    "tampered",
 ]

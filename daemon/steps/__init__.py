@@ -35,6 +35,9 @@ class KernelInfo:
     validate: dict[str, str] = field(default_factory=dict)  # device -> pass | fail | error
     bench: dict[str, dict[str, Any]] = field(default_factory=dict)
     contract: Contract | None = None
+    # device -> the passing validation case at the benchmark size (validate.CaseOutcome): its
+    # inputs and reference are what the benchmark's buffers are checked on after the timed loop
+    validated_case: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {

@@ -219,6 +219,8 @@ def load(job: Job) -> bool:
     """Import ``job.path``; fill job.module, kernels, contracts, deps. False if it did not import,
     or if the file is no longer the text the job was made for (``job.stale``)."""
     purge_workspace_modules(job.workspace)
+    for sibling in contract_siblings(job.path):  # a module planted under its name by an earlier job
+        sys.modules.pop(module_name_for(sibling)[0], None)
     data = job.path.read_bytes()
     if _is_stale(job, hashlib.sha256(data).hexdigest()):
         return False
@@ -246,6 +248,9 @@ def load(job: Job) -> bool:
     contracts = contract_api.discover(vars(module))
     for sibling in contract_siblings(job.path):
         sib_mod = _import(job, module_name_for(sibling)[0], module_name_for(sibling)[1])
+        if sib_mod is not None and not _is_file_module(sib_mod, sibling):
+            _planted(job, sibling)
+            continue
         if sib_mod is not None:
             job.contract_files.append(sibling)
             contracts.extend(c for c in contract_api.discover(vars(sib_mod)) if c not in contracts)
@@ -254,6 +259,28 @@ def load(job: Job) -> bool:
         _attach(job, c)
     _collect_deps(job)
     return True
+
+
+def _is_file_module(module: ModuleType, path: Path) -> bool:
+    """Whether ``module`` was loaded from ``path`` (not a module code planted in
+    ``sys.modules`` under the sibling contract's name before the import)."""
+    file = getattr(module, "__file__", None)
+    return isinstance(file, str) and os.path.realpath(file) == os.path.realpath(path)
+
+
+def _planted(job: Job, sibling: Path) -> None:
+    job.add(
+        F.make_record(
+            Stage.NUMERIC,
+            F.CONTRACT_TAMPERED,
+            Severity.ERROR,
+            job.display_path,
+            next((i + 1 for i, t in enumerate(job.source_lines) if "sys.modules" in t), 1),
+            f"the contract module `{sibling.stem}` was already imported, and not from {sibling.name}: "
+            "code that ran before it put another module under its name; its contracts were not used",
+            hint="do not import, replace or pre-load the contract module from the kernel's module",
+        )
+    )
 
 
 def _attach(job: Job, c: contract_api.Contract) -> None:

@@ -69,6 +69,7 @@ class CaseOutcome:
     # the outputs as read back right after the launch (for the verdict worker's cross-check)
     outputs: dict[str, tuple[bytes, Any, tuple[int, ...]]] = field(default_factory=dict)
     input_digest: str = ""  # what was launched: equal to the verdict worker's regenerated inputs
+    refs: dict[str, np.ndarray] = field(default_factory=dict)  # the reference's outputs
 
     @property
     def bad_reports(self) -> list[OutputReport]:
@@ -288,6 +289,7 @@ def run_case(
     outcome.outputs = got_snaps
     outcome.input_digest = input_digest(params, originals, inputs)
     refs = reference_outputs(contract, names, originals, inputs)
+    outcome.refs = refs
     tol = contract.tolerance_for(alias)
     for name in contract.outputs:
         got = from_snapshot(got_snaps[name])
@@ -563,6 +565,10 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
     failed = [o for o in ran if not o.ok]
     if not failed:
         info.validate[alias] = "pass" if ran else "error"
+        # the benchmark re-checks its buffers after the timed loop on this case (bench.revalidate)
+        at_bench_size = [o for o in ran if o.edge_case is None and o.size == contract.benchmark_size]
+        if at_bench_size:
+            info.validated_case[alias] = at_bench_size[0]
         t0 = time.perf_counter()
         ship_outputs(job, info, alias, ran)
         job.timings["ship_ms"] = job.timings.get("ship_ms", 0.0) + (time.perf_counter() - t0) * 1e3

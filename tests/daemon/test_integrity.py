@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -69,12 +70,181 @@ def test_guard_sees_numpy_and_array_method_patches() -> None:
     assert np.allclose is real_allclose and wp.array.numpy is real_numpy
 
 
+def test_guard_sees_a_code_pointer_written_through_ctypes() -> None:
+    """The word of the function object that holds ``__code__`` written directly (the attribute's
+    setter never runs): the function is the same object, its code is not."""
+    import ctypes
+
+    import warp as wp
+
+    from warp_harness.daemon import integrity
+
+    guard = integrity.Guard()
+    saved = wp.synchronize_device.__code__
+    replacement = (lambda device=None: "skipped").__code__
+    words = (ctypes.c_void_p * 16).from_address(id(wp.synchronize_device))
+    slot = next(k for k in range(16) if words[k] == id(saved))
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(replacement))
+    words[slot] = id(replacement)
+    try:
+        assert wp.synchronize_device() == "skipped"  # the swap took effect
+        assert "wp.synchronize_device" in guard.changed()
+        guard.restore()
+        assert wp.synchronize_device.__code__ is saved and guard.changed() == []
+    finally:
+        wp.synchronize_device.__code__ = saved
+
+
+def test_guard_sees_a_c_type_method_written_through_its_real_dict() -> None:
+    """``np.ndarray.all = f`` raises; the type's real dict (found through gc) can be written and
+    the method cache dropped through ctypes. Seen, and written back the same way."""
+    import ctypes
+    import gc
+
+    from warp_harness.daemon import integrity
+
+    guard = integrity.Guard()
+    real_dict = gc.get_referents(np.ndarray.__dict__)[0]
+    original = real_dict["all"]
+    real_dict["all"] = lambda self, *a, **k: True
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(np.ndarray))
+    try:
+        assert np.array([False]).all() is True  # patched
+        assert guard.changed() == ["numpy.ndarray.all"]
+        guard.restore()
+        assert not np.array([False]).all() and guard.changed() == []
+    finally:
+        real_dict["all"] = original
+        ctypes.pythonapi.PyType_Modified(ctypes.py_object(np.ndarray))
+
+
+def test_guard_watches_the_harness_own_functions_and_builtins() -> None:
+    import builtins
+
+    from warp_harness.daemon import integrity, worker
+    from warp_harness.daemon.integrity import TRUSTED
+    from warp_harness.daemon.steps import validate
+
+    guard = worker.guard()  # made after the steps were imported, as in the worker
+    real_compare, real_launch, real_sorted = validate.compare, TRUSTED.launch, builtins.sorted
+    try:
+        validate.compare = lambda *a, **k: None
+        object.__setattr__(TRUSTED, "launch", lambda *a, **k: None)
+        builtins.sorted = lambda *a, **k: []
+        assert set(guard.changed()) >= {
+            "warp_harness.daemon.steps.validate.compare",
+            "integrity.TRUSTED.launch",
+            "builtins.sorted",
+        }
+        guard.restore()
+        assert guard.changed() == []
+        assert validate.compare is real_compare and TRUSTED.launch is real_launch
+        assert builtins.sorted is real_sorted
+    finally:
+        validate.compare, builtins.sorted = real_compare, real_sorted
+        object.__setattr__(TRUSTED, "launch", real_launch)
+    assert integrity.Guard().changed() == []
+
+
+def _contract(**overrides: object) -> object:
+    from warp_harness.contract import Contract
+
+    fields: dict[str, object] = {
+        "kernel": "scale",
+        "reference": lambda x: {"y": 2.0 * x},
+        "inputs": lambda n, rng: {"x": rng.random(n)},
+        "outputs": ["y"],
+    }
+    fields.update(overrides)
+    return Contract(**fields)  # type: ignore[arg-type]
+
+
+def test_contract_seal_sees_rebound_fields_and_puts_them_back() -> None:
+    from warp_harness.contract import restore, tampered
+
+    c: Any = _contract()
+    built_with = c.reference
+    assert tampered(c) == []
+    object.__setattr__(c, "reference", lambda x: {"y": 2.0 * x + 0.5})
+    object.__setattr__(c, "sizes", (1,))
+    assert tampered(c) == ["reference", "sizes"]
+    assert restore(c, ["reference", "sizes"]) == []
+    assert c.reference is built_with and tampered(c) == []
+
+
+def test_contract_seal_sees_changes_in_place() -> None:
+    """A tolerance widened in place, an output list emptied, a reference's code swapped, a
+    global the reference reads rebound: the objects are the same, what they mean is not."""
+    from warp_harness.contract import Tolerance, restore, tampered
+
+    c: Any = _contract(tolerance=Tolerance(rtol=1e-5))
+    object.__setattr__(c.tolerance, "rtol", 1e9)
+    assert tampered(c) == ["tolerance"]
+    assert restore(c, ["tolerance"]) == ["tolerance"]  # the same object: cannot be put back
+    c2: Any = _contract()
+    c2.outputs.clear()
+    assert tampered(c2) == ["outputs"]
+    c3: Any = _contract()
+    c3.reference.__code__ = (lambda x: {"y": x}).__code__
+    assert tampered(c3) == ["reference"]
+    c4: Any = _contract(reference=_reads_scale)
+    global SCALE
+    saved = SCALE
+    try:
+        SCALE = 3.0
+        assert tampered(c4) == ["reference"]
+    finally:
+        SCALE = saved
+    assert tampered(c4) == []
+    bare = object.__new__(type(c))  # never built through Contract(...): no seal
+    assert tampered(bare) == ["<not built>"]
+
+
+SCALE = 2.0
+
+
+def _reads_scale(x: Any) -> dict[str, Any]:
+    return {"y": SCALE * x + LATER}
+
+
+def test_contract_seal_ignores_globals_defined_after_the_contract() -> None:
+    """A generator that reads the contract's own name, a helper defined below the contract:
+    names that did not exist when it was built are not a change."""
+    from warp_harness.contract import tampered
+
+    c: Any = _contract(reference=_reads_scale)
+    globals()["_DEFINED_LATER"] = 1.0
+    try:
+        assert tampered(c) == []
+    finally:
+        del globals()["_DEFINED_LATER"]
+
+
+LATER = 0.0
+
+
+def test_compare_reports_the_same_max_rel_on_its_fast_path() -> None:
+    """A passing output takes the fast path; its max relative error is the full path's."""
+    rng = np.random.default_rng(4)
+    ref = rng.standard_normal(5000)
+    ref[10] = 0.0  # |ref| = 0: the absolute difference counts
+    got = (ref * (1 + 1e-6)).astype(np.float32)
+    got[10] = 1e-7
+    fast = compare("y", got, ref, Tolerance(), True)
+    diff = np.abs(got.astype(np.float64) - ref)
+    expected = np.where(np.abs(ref) > 0, diff / np.where(np.abs(ref) > 0, np.abs(ref), 1.0), diff).max()
+    assert fast.ok and fast.max_rel == pytest.approx(expected, rel=0, abs=0)
+    assert compare("y", np.zeros(0, np.float32), np.zeros(0), Tolerance(), True).max_rel == 0.0
+
+
 def test_patch_line_finds_the_assignment() -> None:
     from warp_harness.daemon.integrity import patch_line
 
     src = ["import time", "", "x = 1", "time.perf_counter = fake", 'setattr(wp, "launch", f)']
+    src.append('object.__setattr__(contract, "reference", f)')
     assert patch_line(src, "time.perf_counter") == 4
     assert patch_line(src, "wp.launch") == 5
+    assert patch_line(src, "contract.reference") == 6
     assert patch_line(src, "numpy.allclose") == 1
 
 
@@ -176,6 +346,7 @@ def test_the_daemons_side_never_imports_warp() -> None:
         F.CLOCK_DISAGREES,
         F.PERSISTING_L2,
         F.VERDICT_DISAGREES,
+        F.CONTRACT_TAMPERED,
     ],
 )
 def test_new_rules_are_documented(rule: str) -> None:
