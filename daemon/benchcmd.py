@@ -19,6 +19,7 @@ from typing import Any
 from warp_harness.config import load_settings
 from warp_harness.daemon import discovery
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.executor import ExecutorChoice
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
 from warp_harness.daemon.results import CheckReport
 from warp_harness.record import Severity
@@ -123,11 +124,13 @@ def run_bench(
     workspace: Path | None = None,
     warmup: bool = False,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    executor: ExecutorChoice | None = None,
 ) -> BenchOutcome:
     """Validate and benchmark every contracted kernel under ``paths``; ``on_progress`` receives
     ``{"kind": "file", "path": ...}`` per file and the worker's step messages (kernel, device)."""
     from warp_harness.daemon.ci import _common_root
     from warp_harness.daemon.engine import Engine
+    from warp_harness.daemon.executor import check_many, make_executor, slots
 
     root = (workspace or _common_root(paths)).resolve()
     settings = load_settings(root)
@@ -142,31 +145,55 @@ def run_bench(
         overrides["profile"] = str(Path(profile).resolve())  # the worker runs in the workspace
     options = load_runtime_options(root, overrides).merged({"validate": True, "bench": True})
     targets = list(discovery.walk(paths))
-    engine = Engine(
-        root, settings, options, True, None, warmup=warmup, record_history=False, on_progress=on_progress
-    )
+    choice = executor or ExecutorChoice()
+    # remote: one executor shared by the threads, each job on a device of its own (num_gpus=1)
+    shared = make_executor(choice, root, options) if choice.remote else None
+
+    def make_engine() -> Engine:
+        return Engine(
+            root,
+            settings,
+            options,
+            True,
+            None,
+            warmup=warmup,
+            record_history=False,
+            on_progress=on_progress,
+            supervisor=shared,
+        )
+
+    def starting(target: Path) -> None:
+        if on_progress is not None:
+            on_progress({"kind": "file", "path": _shown(root, target)})
+
     rows: list[BenchRow] = []
     files: list[str] = []
     problems: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
-        for target in targets:
-            if on_progress is not None:
-                on_progress({"kind": "file", "path": engine.display(target)})
-            report = engine.check(target, force=True)
-            files.append(report.path)
-            rows.extend(rows_of(report))
-            problems.extend(
-                r.to_dict()
-                for r in report.records
-                if r.tier == "dynamic" and r.record.severity is Severity.ERROR and r.record.rule not in _PERF
-            )
-            for r in report.dynamic():
-                if r.rule == F.DEVICE_SKIPPED and r.message not in notes:
-                    notes.append(r.message)
+        reports = check_many(make_engine, targets, slots(shared) if shared else 1, on_start=starting)
     finally:
-        engine.close()
+        if shared is not None:
+            shared.close()
+    for report in reports:
+        files.append(report.path)
+        rows.extend(rows_of(report))
+        problems.extend(
+            r.to_dict()
+            for r in report.records
+            if r.tier == "dynamic" and r.record.severity is Severity.ERROR and r.record.rule not in _PERF
+        )
+        for r in report.dynamic():
+            if r.rule == F.DEVICE_SKIPPED and r.message not in notes:
+                notes.append(r.message)
     return BenchOutcome(rows, files, problems, options, notes)
+
+
+def _shown(root: Path, target: Path) -> str:
+    try:
+        return target.resolve().relative_to(root).as_posix()
+    except ValueError:
+        return str(target)
 
 
 _PERF = {F.TARGET_MISSED}

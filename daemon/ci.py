@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.config import load_settings
-from warp_harness.daemon import discovery
+from warp_harness.daemon import discovery, shards
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.executor import ExecutorChoice
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
 from warp_harness.daemon.results import CheckReport
+from warp_harness.daemon.shards import Shard
 from warp_harness.record import Record, Related, Severity
 
 
@@ -32,6 +34,8 @@ class CiOutcome:
     # one entry per file (path as shown, status, and from the dynamic tier: seed, repros, kernel
     # verdicts, timings); the `files` list of the ci JSON report, beside its records
     files: list[dict[str, Any]] = field(default_factory=list)
+    # ci --shard K/N: the `shard` object of the JSON report (daemon/shards.py); None for a full run
+    shard: dict[str, Any] | None = None
 
 
 class GitError(RuntimeError):
@@ -94,7 +98,8 @@ def _neutral_filters(root: Path, neutral: Sequence[str], env: dict[str, str] | N
 
 
 def changed_files(root: Path, base: str | None = None, *, trusted: bool = False) -> list[Path]:
-    """Python files changed in git: against ``base`` (``base...HEAD``) or uncommitted + untracked.
+    """Python files and notebooks changed in git: against ``base`` (``base...HEAD``) or uncommitted
+    + untracked.
 
     Unless ``trusted``, nothing the repository's own config names is run (see _NEUTRAL_CONFIG).
     """
@@ -120,7 +125,7 @@ def changed_files(root: Path, base: str | None = None, *, trusted: bool = False)
     out: list[Path] = []
     for n in dict.fromkeys(names):
         p = (top / n).resolve()
-        if p.suffix == ".py" and p.is_file() and p.is_relative_to(root.resolve()):
+        if p.suffix in (".py", ".ipynb") and p.is_file() and p.is_relative_to(root.resolve()):
             out.append(p)
     return out
 
@@ -154,6 +159,8 @@ def run_ci(
     workspace: Path | None = None,
     warmup: bool = False,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    executor: ExecutorChoice | None = None,
+    shard: Shard | None = None,
 ) -> CiOutcome:
     from warp_harness.engine import check_file, iter_python_files
     from warp_harness.output.model import FileResult
@@ -165,41 +172,59 @@ def run_ci(
 
     static: dict[Path, FileResult] = {}
     shown: dict[Path, str] = {}  # resolved path -> as given (a symlink by its own name, not its target)
-    for p in iter_python_files(list(paths), overrides):
+    files = list(iter_python_files(list(paths), overrides))
+    dynamic_targets: list[Path] = [] if static_only else list(discovery.walk(paths))
+    plan = None
+    if shard is not None:  # only this shard's part of both tiers (daemon/shards.py)
+        plan = shards.plan(shard, root, files, dynamic_targets, dynamic_tier=trusted)
+        files, dynamic_targets = plan.mine(files), plan.mine(dynamic_targets)
+    for p in files:
         shown[p.resolve()] = _display(p)
         static[p.resolve()] = check_file(p, overrides, display_path=shown[p.resolve()])
-    dynamic_targets: list[Path] = [] if static_only else list(discovery.walk(paths))
     outcome = CiOutcome(results=[], trusted=trusted, static_only=static_only)
     merged: dict[Path, list[Record]] = {p: list(r.records) for p, r in static.items()}
     dynamic_payloads: dict[Path, CheckReport] = {}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
-    if dynamic_targets and trusted:
+    if dynamic_targets and trusted:  # an untrusted workspace never reaches an executor
         from warp_harness.daemon.engine import Engine
+        from warp_harness.daemon.executor import check_many, make_executor, slots
 
-        engine = Engine(
-            root,
-            settings,
-            options,
-            True,
-            overrides,
-            warmup=warmup,
-            record_history=False,
-            on_progress=on_progress,
-        )
+        choice = executor or ExecutorChoice()
+        # a remote executor is shared by the engines of check_many's threads; a local one is
+        # made per engine (its worker runs one job at a time)
+        shared = make_executor(choice, root, options) if choice.remote else None
+
+        def make_engine() -> Engine:
+            return Engine(
+                root,
+                settings,
+                options,
+                True,
+                overrides,
+                warmup=warmup,
+                record_history=False,
+                on_progress=on_progress,
+                supervisor=shared,
+            )
+
+        def starting(target: Path) -> None:
+            if on_progress is not None:
+                on_progress({"kind": "file", "path": shown.get(target.resolve()) or _display(target)})
+
+        parallel = slots(shared) if shared is not None else 1
         try:
-            for target in dynamic_targets:
-                if on_progress is not None:
-                    on_progress({"kind": "file", "path": shown.get(target.resolve()) or _display(target)})
-                report = engine.check(target, force=True)
-                dynamic_payloads[target.resolve()] = report
-                dyn = report.dynamic()
-                key = target.resolve()
-                dyn = _shown_at(dyn, engine.display(target), shown.setdefault(key, _display(target)))
-                merged[key] = _confirm(merged.get(key, []), dyn)
-                outcome.dynamic_files.append(engine.display(target))
-                outcome.repros.extend(report.repros)
+            reports = check_many(make_engine, dynamic_targets, parallel, on_start=starting)
         finally:
-            engine.close()
+            if shared is not None:
+                shared.close()
+        for target, report in zip(dynamic_targets, reports, strict=True):
+            dynamic_payloads[target.resolve()] = report
+            dyn = report.dynamic()
+            key = target.resolve()
+            dyn = _shown_at(dyn, report.path, shown.setdefault(key, _display(target)))
+            merged[key] = _confirm(merged.get(key, []), dyn)
+            outcome.dynamic_files.append(report.path)
+            outcome.repros.extend(report.repros)
     # untrusted: the summary line says the dynamic tier was skipped; one note per file would only
     # bury the real findings (and flood code scanning with SARIF notes)
     for p in sorted(merged, key=lambda q: shown.get(q) or _display(q)):
@@ -207,9 +232,15 @@ def run_ci(
         outcome.results.append(FileResult(shown.get(p) or _display(p), records, sources.get(p)))
         outcome.errors += sum(1 for r in records if r.severity is Severity.ERROR)
         outcome.warnings += sum(1 for r in records if r.severity is Severity.WARNING)
-        outcome.files.append(
-            _file_entry(shown.get(p) or _display(p), records, dynamic_payloads.get(p), outcome)
+        entry = _file_entry(shown.get(p) or _display(p), records, dynamic_payloads.get(p), outcome)
+        # a shard's report also quotes the source lines its records point at, for merge-reports
+        outcome.files.append({**entry, **(shards.source_lines(outcome.results[-1]) if plan else {})})
+    if plan is not None:
+        given = [_display(p) for p in paths]
+        run = shards.run_options(
+            given, overrides, runtime_overrides, static_only=static_only, trusted=trusted
         )
+        outcome.shard = shards.shard_field(plan, shown, outcome.dynamic_files, run)
     return outcome
 
 
@@ -310,8 +341,10 @@ def summary(outcome: CiOutcome) -> str:
         if outcome.trusted
         else "dynamic tier skipped: workspace not trusted (pass --trust or set trust = true)"
     )
+    part = f" (shard {outcome.shard['index']}/{outcome.shard['count']})" if outcome.shard else ""
     return (
-        f"warp-harness ci: {files} file(s), {outcome.errors} error(s), {outcome.warnings} warning(s); {tier}"
+        f"warp-harness ci{part}: {files} file(s), {outcome.errors} error(s), "
+        f"{outcome.warnings} warning(s); {tier}"
         + (
             f"; {len(outcome.repros)} failing case(s) stored in .warp-harness/repros"
             if outcome.repros

@@ -50,6 +50,29 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launch-timeout", type=float, metavar="S", help="time limit of one kernel launch")
 
 
+def _executor_flags(p: argparse.ArgumentParser) -> None:
+    """ci, bench, replay, tune: where their jobs run (daemon/executor.py; docs/scaling.md)."""
+    p.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        help="where jobs run: local worker (default) or a Ray cluster (pip install 'warp-harness[ray]')",
+    )
+    p.add_argument("--address", metavar="ADDR", help="the Ray cluster (host:port; default RAY_ADDRESS)")
+
+
+def _executor(args: argparse.Namespace, start: Path) -> Any:
+    """The executor the flags or the workspace's [tool.warp-harness.runtime] name (ConfigError)."""
+    from warp_harness.daemon.executor import executor_choice
+
+    folder = start if start.is_dir() else start.parent
+    return executor_choice(
+        folder,
+        kind=getattr(args, "executor", None),
+        address=getattr(args, "address", None),
+        trusted_by_flag=getattr(args, "trust", None) is True,
+    )
+
+
 class _ProgressLine:
     """One status line on a terminal: the time since the command started, the file, the step
     (import, compile, validate, bench) with its kernel and device. Drawn by tqdm (a bar with no
@@ -125,6 +148,15 @@ def progress_reporter(stream: TextIO) -> Iterator[Callable[[dict[str, Any]], Non
         line.clear()
 
 
+def _shard(text: str) -> Any:
+    from warp_harness.daemon.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--shard {text}: ")) from None
+
+
 def _formats() -> tuple[str, ...]:
     from warp_harness.output import FORMATS
 
@@ -147,6 +179,7 @@ def add_subcommands(subparsers: Any) -> None:
     c = subparsers.add_parser("ci", help="run both tiers once, headless; exit 1 on errors")
     c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
     _common(c)
+    _executor_flags(c)
     c.add_argument("--changed-files", action="store_true", help="only files changed in git")
     c.add_argument("--base", metavar="REF", help="with --changed-files: also files changed since REF")
     c.add_argument("--static-only", action="store_true", help="skip the dynamic tier")
@@ -167,11 +200,31 @@ def add_subcommands(subparsers: Any) -> None:
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
     c.add_argument("--json", metavar="FILE", help="also write JSON here")
     c.add_argument("--exit-zero", action="store_true")
+    c.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="check only shard K of N (a CI matrix); `merge-reports` joins the shards' JSON reports",
+    )
     c.set_defaults(func=cmd_ci)
+
+    m = subparsers.add_parser(
+        "merge-reports",
+        help="merge the JSON reports of `ci --shard K/N` into the report the full run writes",
+    )
+    m.add_argument("reports", nargs="+", metavar="SHARD.json", help="one `ci --shard` JSON report per shard")
+    m.add_argument("--format", "--output-format", dest="format", choices=_formats(), default="text")
+    m.add_argument("--output-file", "-o", metavar="FILE", help="write the --format report here")
+    m.add_argument("--sarif", metavar="FILE", help="also write SARIF here")
+    m.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
+    m.add_argument("--json", metavar="FILE", help="also write JSON here")
+    m.add_argument("--exit-zero", action="store_true")
+    m.set_defaults(func=cmd_merge_reports)
 
     r = subparsers.add_parser("replay", help="re-run every stored failing case (.warp-harness/repros)")
     r.add_argument("path", nargs="?", default=".", metavar="WORKSPACE")
     _common(r)
+    _executor_flags(r)
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.set_defaults(func=cmd_replay)
 
@@ -180,6 +233,7 @@ def add_subcommands(subparsers: Any) -> None:
     )
     b.add_argument("paths", nargs="*", default=["."], metavar="PATH")
     _common(b)
+    _executor_flags(b)
     b.add_argument(
         "--profile",
         "--target",
@@ -210,6 +264,7 @@ def add_subcommands(subparsers: Any) -> None:
     )
     t.add_argument("path", metavar="FILE")
     _common(t)
+    _executor_flags(t)
     t.add_argument("--kernel", metavar="NAME", help="the contracted kernel to tune (when several)")
     t.add_argument("--target", metavar="PROFILE", help="profile the static rules check candidates against")
     t.add_argument("--repeats", type=int, metavar="N", help="timed launches per candidate")
@@ -281,9 +336,7 @@ def _write(path: str, text: str) -> None:
 
 def cmd_ci(args: argparse.Namespace) -> int:
     from warp_harness.config import ConfigError
-    from warp_harness.daemon.ci import GitError, changed_files, rule_infos, run_ci, summary
-    from warp_harness.daemon.requests import harness_version
-    from warp_harness.output import render
+    from warp_harness.daemon.ci import GitError, changed_files, run_ci
 
     paths = [Path(p) for p in args.paths]
     missing = [p for p in paths if not p.exists()]
@@ -304,11 +357,14 @@ def cmd_ci(args: argparse.Namespace) -> int:
         paths = list(dict.fromkeys(changed))
         if not paths:
             print("warp-harness ci: no changed Python files", file=sys.stderr)
-            return 0
+            if args.shard is None:
+                return 0  # a shard still writes its (empty) report: merge-reports expects one per shard
     overrides, problem = _rule_overrides(args)
     if problem:
         _err(problem)
         return 2
+    from warp_harness.daemon.ray_executor import RayUnavailable
+
     try:
         with progress_reporter(sys.stderr) as on_progress:
             outcome = run_ci(
@@ -318,16 +374,44 @@ def cmd_ci(args: argparse.Namespace) -> int:
                 runtime_overrides=_runtime_overrides(args),
                 static_only=args.static_only,
                 on_progress=on_progress,
+                executor=_executor(args, paths[0] if paths else Path.cwd()),
+                shard=args.shard,
             )
     except ConfigError as exc:
         _err(f"configuration error: {exc}")
         return 2
+    except RayUnavailable as exc:
+        _err(str(exc))
+        return 2
+    return _emit_reports(args, outcome)
+
+
+def cmd_merge_reports(args: argparse.Namespace) -> int:
+    from warp_harness.daemon.shard_merge import MergeError, merge_reports
+
+    try:
+        outcome = merge_reports([Path(p) for p in args.reports])
+    except MergeError as exc:
+        _err(f"merge-reports: {exc}")
+        return 2
+    return _emit_reports(args, outcome)
+
+
+def _emit_reports(args: argparse.Namespace, outcome: Any) -> int:
+    """Write ``outcome`` (a CiOutcome) as ``ci`` does: the --format report to --output-file or
+    stdout, the --sarif/--junit/--json copies, the summary on stderr; the exit code."""
+    from warp_harness.daemon.ci import rule_infos, summary
+    from warp_harness.daemon.requests import harness_version
+    from warp_harness.output import render
+
     rules = rule_infos()
     version = harness_version()
 
     def report_in(fmt: str) -> str:
         text = render(fmt, outcome.results, rules=rules, tool_version=version)
-        return _with_files(text, outcome) if fmt == "json" else text
+        if fmt == "json":
+            return _with_files(text, outcome)
+        return _sarif_category(text, outcome.shard) if fmt == "sarif" and outcome.shard else text
 
     report = report_in(args.format)
     if args.output_file:
@@ -372,16 +456,31 @@ def _with_files(report: str, outcome: Any) -> str:
         "dynamic_files": outcome.dynamic_files,
         "repros": outcome.repros,
     }
+    if outcome.shard is not None:
+        document["shard"] = outcome.shard
     return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _sarif_category(report: str, shard: dict[str, Any]) -> str:
+    """A shard's SARIF names its shard in ``automationDetails.id``: code scanning keeps one upload
+    per category, so the shards' uploads do not replace one another."""
+    import json
+
+    document = json.loads(report)
+    for run in document.get("runs", []):
+        run["automationDetails"] = {"id": f"warp-harness-ci/shard-{shard['index']}-of-{shard['count']}/"}
+    return json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     import json
+    from contextlib import closing
 
-    from warp_harness.config import load_settings
+    from warp_harness.config import ConfigError, load_settings
     from warp_harness.daemon import repros
+    from warp_harness.daemon.executor import make_executor
     from warp_harness.daemon.options import load_runtime_options
-    from warp_harness.daemon.supervisor import Supervisor
+    from warp_harness.daemon.ray_executor import RayUnavailable
 
     if not Path(args.path).is_dir():
         _err(f"{args.path} is not a folder" if Path(args.path).exists() else f"no such folder: {args.path}")
@@ -403,7 +502,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     if cases:
         options = load_runtime_options(workspace, _runtime_overrides(args))
-        with Supervisor(workspace, options, warmup=False) as sup, progress_reporter(sys.stderr) as show:
+        try:
+            sup = make_executor(_executor(args, workspace), workspace, options)
+        except (ConfigError, RayUnavailable) as exc:
+            _err(str(exc))
+            return 2
+        with closing(sup), progress_reporter(sys.stderr) as show:
             for number, stored in enumerate(cases, start=1):
                 if show is not None:
                     show({"kind": "file", "path": f"replay {number}/{len(cases)} {stored.label}"})
@@ -467,10 +571,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
         except UnknownProfileError as exc:
             _err(str(exc))
             return 2
+    from warp_harness.daemon.ray_executor import RayUnavailable
+
     try:
         with progress_reporter(sys.stderr) as show:
-            outcome = run_bench(paths, trust=args.trust, runtime_overrides=overrides, on_progress=show)
-    except NotTrusted as exc:
+            outcome = run_bench(
+                paths,
+                trust=args.trust,
+                runtime_overrides=overrides,
+                on_progress=show,
+                executor=_executor(args, paths[0] if paths else Path.cwd()),
+            )
+    except (NotTrusted, RayUnavailable) as exc:
         _err(str(exc))
         return 2
     except ConfigError as exc:
@@ -548,6 +660,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from warp_harness.config import ConfigError, load_settings
     from warp_harness.daemon.benchcmd import NotTrusted
     from warp_harness.daemon.cache import OutsideWorkspaceError
+    from warp_harness.daemon.ray_executor import RayUnavailable
     from warp_harness.daemon.tune import TuneSyntaxError, pareto, report, run_tune, store_result
 
     path = Path(args.path)
@@ -574,11 +687,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 target=args.target,
                 jobs=args.jobs,
                 on_progress=show,
+                executor=_executor(args, path),
             )
     except TuneSyntaxError as exc:
         print(exc.render(args.path), file=sys.stderr)
         return 2
-    except (NotTrusted, ValueError, ConfigError) as exc:
+    except (NotTrusted, ValueError, ConfigError, RayUnavailable) as exc:
         _err(str(exc))
         return 2
     sys.stdout.write(report(kernel, rows))

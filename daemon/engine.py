@@ -22,6 +22,7 @@ from warp_harness.config import Settings
 from warp_harness.daemon import cache as result_cache
 from warp_harness.daemon import discovery, feedback, kernel_cache, repros
 from warp_harness.daemon import findings as F
+from warp_harness.daemon.executor import Executor
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.daemon.results import CheckReport, WorkerResult
@@ -92,7 +93,8 @@ class Engine:
     warmup: bool = True
     record_history: bool = True
     on_progress: Callable[[dict[str, Any]], None] | None = None
-    supervisor: Supervisor | None = None
+    # what runs the dynamic tier (daemon/executor.py): a local Supervisor unless one is given
+    supervisor: Executor | None = None
     cache: result_cache.ResultCache = field(init=False)
     history: feedback.History = field(init=False)
     checks: int = 0
@@ -303,7 +305,7 @@ class Engine:
         killed from outside or by us, a death while compiling), a failure of the file system
         (``notes.transient``: an OSError such as a full disk or EIO), a build in the kernel
         cache that could not be loaded and was rebuilt (``notes.rebuilt``), or any record of
-        an internal error."""
+        an internal error or of a job lost with its machine (infrastructure)."""
         notes = result.notes
         if not result.cacheable or not isinstance(notes, Mapping):
             return False
@@ -311,7 +313,7 @@ class Engine:
             return False
         if notes.get("transient") or notes.get("rebuilt"):
             return False
-        return not any(r.rule == F.INTERNAL for r in result.records)
+        return not any(r.rule in (F.INTERNAL, F.INFRASTRUCTURE) for r in result.records)
 
     def _progress(self, msg: dict[str, Any]) -> None:
         if self.on_progress is not None:

@@ -34,6 +34,9 @@
     debounce_ms = 30            # quiet time after a file event before the save is checked
     kernel_cache_keep = 200     # pruned at daemon start: at most this many build folders ...
     kernel_cache_max_mb = 2048  # ... and at most this many MB, least recently used go first
+    executor = "local"          # "ray": ci/bench/replay/tune jobs on a Ray cluster at `address`;
+    address = "head:6379"       # read by daemon/executor.py, not options of a job: a workspace's
+                                # choice of a cluster is used only with an explicit --trust
 
 ``debounce_ms`` here is the daemon's own: the ``debounce_ms`` of [tool.warp-harness] is the
 language server's delay between keystrokes (100 ms); a save is one burst of file events a

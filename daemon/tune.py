@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon.benchcmd import NotTrusted
+from warp_harness.daemon.executor import ExecutorChoice
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import CheckReport
 from warp_harness.record import Severity
@@ -143,13 +144,17 @@ def run_tune(
     target: str | None = None,
     jobs: int = 1,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    executor: ExecutorChoice | None = None,
 ) -> tuple[str, list[Candidate]]:
     """Tune ``kernel``'s tunables in ``path``. ``jobs`` > 1: the candidates the static tier lets
     through are compiled (into the project's kernel cache) and validated ``jobs`` at a time, each
     in a worker of its own; the benchmarks then run one at a time, so no two timings overlap.
-    ``on_progress``: ``{"label": "candidate i/n ..."}`` per candidate and the worker's step messages."""
+    ``on_progress``: ``{"label": "candidate i/n ..."}`` per candidate and the worker's step messages.
+    ``executor`` ray: every candidate is one job (validated, then timed, on a device of its own),
+    as many at once as the cluster has devices; ``jobs`` does not apply."""
     from warp_harness.config import load_settings
     from warp_harness.daemon.engine import Engine
+    from warp_harness.daemon.executor import Executor, make_executor
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.engine import check_file
     from warp_harness.record import Severity
@@ -183,6 +188,9 @@ def run_tune(
     if len(now) == len(found[kernel]) and not any(r.current for r in rows):
         rows.insert(0, Candidate(now, current=True))  # the source's own values are always measured
 
+    choice = executor or ExecutorChoice()
+    shared: Executor | None = make_executor(choice, root, options) if choice.remote else None
+
     def make_engine() -> Any:
         return Engine(
             root,
@@ -193,6 +201,7 @@ def run_tune(
             warmup=False,
             record_history=False,
             on_progress=step_progress,
+            supervisor=shared,
         )
 
     def say(label: str) -> None:
@@ -226,6 +235,9 @@ def run_tune(
                 cand.reasons = [f"{r.rule}: {r.message}" for r in errors]
                 continue
             survivors.append((cand, tmp))
+        if shared is not None:  # a cluster: each candidate validated and timed in one job
+            _run_remotely(survivors, kernel, shared, make_engine, say)
+            survivors = []
         if jobs > 1 and len(survivors) > 1:
             say(f"{kernel}: validating {len(survivors)} candidates, {jobs} at a time")
             survivors = _validate_concurrently(survivors, kernel, jobs, make_engine)
@@ -242,6 +254,8 @@ def run_tune(
     finally:
         if engine is not None:
             engine.close()
+        if shared is not None:
+            shared.close()
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
     return kernel, rows
@@ -268,6 +282,24 @@ def _take(cand: Candidate, report: CheckReport, kernel: str, *, validate_only: b
     reg = row.metrics.get("registers_per_thread") if row.metrics else None
     cand.registers = int(reg) if isinstance(reg, int | float) else None
     return True
+
+
+def _run_remotely(
+    survivors: list[tuple[Candidate, Path]],
+    kernel: str,
+    shared: Any,
+    make_engine: Callable[[], Any],
+    say: Callable[[str], None],
+) -> None:
+    """Validate and time every candidate on the cluster, as many at once as it has slots; a
+    kernel is still timed only after it matched its reference (in the same job)."""
+    from warp_harness.daemon.executor import check_many, slots
+
+    parallel = slots(shared)
+    say(f"{kernel}: {len(survivors)} candidates on the cluster, {parallel} at a time")
+    reports = check_many(make_engine, [tmp for _, tmp in survivors], parallel)
+    for (cand, _), report in zip(survivors, reports, strict=True):
+        _take(cand, report, kernel, validate_only=False)
 
 
 def _validate_concurrently(

@@ -1,0 +1,563 @@
+"""The ``ray`` executor: the dynamic tier of one job on a Ray cluster's worker.
+
+What travels: a content-addressed snapshot of the workspace (a zip of its files, made by the
+driver, put once per content into Ray's object store and fetched by each node that runs a job)
+and the job (the module's workspace-relative path, the steps, the runtime options, the text's
+hash). On the cluster a ``JobRunner`` actor per slot unpacks the snapshot into a private folder
+and runs the job through the same ``Supervisor`` as a local run: the same sandboxed worker
+subprocess, the same time and memory limits, the same verdict worker, kept warm from job to job.
+The ``WorkerResult`` comes back as its dict, with the private folder's paths turned back into the
+driver's, and the driver does the rest (static tier, result cache, failure library, reports), so
+the records are a local run's.
+
+Nothing is read from a shared file system. A job that validates or benchmarks on CUDA asks Ray
+for a whole GPU (``num_gpus=1``), so no two timings share one; the rest asks for one CPU. A
+runner lost mid-job (its process or node died) is replaced and the job retried once (actors with
+``max_restarts=0``, so the retry is ours to count); a second loss is a WHD070 infrastructure
+record, never a kernel's verdict, never cached. The snapshot's module is imported only by the
+Supervisor's worker on the node, never by the runner itself.
+
+Ray is optional (``pip install 'warp-harness[ray]'``): this module imports it only when used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import shutil
+import socket
+import stat
+import tempfile
+import threading
+import zipfile
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step, steps_from_wire
+from warp_harness.daemon.results import WorkerResult
+from warp_harness.record import Record, Severity, Stage
+
+# what a snapshot leaves out: version control, caches, virtual environments, the harness's state
+SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
+MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are left out (data sets belong elsewhere)
+MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
+PACKAGES_KEPT = 4  # snapshots the driver keeps in the object store (tune makes a few)
+# how long the driver waits for a job beyond the job's own budget before calling it lost
+GET_MARGIN_S = 600.0
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed, or the cluster cannot be reached: a usage problem (exit 2)."""
+
+
+class SnapshotError(RuntimeError):
+    pass
+
+
+def _snapshot_files(workspace: Path) -> Iterator[Path]:
+    """The workspace's files that travel: every regular file up to MAX_FILE_BYTES outside hidden
+    folders (.git, .warp-harness, .venv ...), ``__pycache__``, ``node_modules``, build output and
+    virtual environments. Links are followed only to files inside the workspace."""
+    for folder, dirs, files in os.walk(workspace):
+        here = Path(folder)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if not d.startswith(".")
+            and d not in SKIPPED_DIRS
+            and not d.endswith(".egg-info")
+            and not (here / d).is_symlink()
+            and not (here / d / "pyvenv.cfg").exists()
+        )
+        for name in sorted(files):
+            path = here / name
+            if path.is_symlink() and not path.resolve().is_relative_to(workspace):
+                continue
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
+                yield path
+
+
+def build_snapshot(workspace: Path, must_have: Path | None = None) -> tuple[bytes, str]:
+    """(zip of the workspace's files, its SHA-256). Deterministic: the same files give the same
+    bytes, so the same content is uploaded once. ``must_have``: a file that travels even where
+    the rules above would leave it out (the module of the job)."""
+    workspace = workspace.resolve()
+    files = {p.relative_to(workspace).as_posix(): p for p in _snapshot_files(workspace)}
+    if must_have is not None:
+        files.setdefault(must_have.resolve().relative_to(workspace).as_posix(), must_have)
+    buffer = io.BytesIO()
+    total = 0
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name in sorted(files):
+            try:
+                data = files[name].read_bytes()
+            except OSError:
+                continue
+            total += len(data)
+            if total > MAX_SNAPSHOT_BYTES:
+                raise SnapshotError(
+                    f"the workspace's files exceed {MAX_SNAPSHOT_BYTES >> 20} MiB; "
+                    "move data sets out of it or into a hidden folder"
+                )
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    blob = buffer.getvalue()
+    return blob, hashlib.sha256(blob).hexdigest()
+
+
+def unpack_snapshot(blob: bytes, digest: str, into: Path) -> None:
+    if hashlib.sha256(blob).hexdigest() != digest:
+        raise SnapshotError("the workspace snapshot does not match its hash")
+    into.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(io.BytesIO(blob)) as zf:
+        for info in zf.infolist():
+            target = (into / info.filename).resolve()
+            if not target.is_relative_to(into) or info.is_dir():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(zf.read(info))
+
+
+def _relocate(value: Any, remote: str, local: str) -> Any:
+    """Every string naming the job's private folder names the driver's workspace instead."""
+    if isinstance(value, str):
+        return value.replace(remote, local)
+    if isinstance(value, dict):
+        return {k: _relocate(v, remote, local) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_relocate(v, remote, local) for v in value]
+    return value
+
+
+# the runners' private folders on a node, named by the runner's process id: a runner killed
+# mid-job leaves its folder, and the next runner on the node removes it
+RUNNER_FOLDERS = Path(tempfile.gettempdir()) / f"warp-harness-ray-{os.getuid()}"
+
+
+def _sweep_orphans() -> None:
+    try:
+        entries = list(RUNNER_FOLDERS.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        pid = entry.name.split("-", 1)[0]
+        if not pid.isdigit() or Path(f"/proc/{pid}").exists() or not Path("/proc/self").exists():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _versions() -> dict[str, str]:
+    import warp_harness
+    from warp_harness.daemon.cache import warp_version
+
+    return {"warp-harness": warp_harness.__version__, "warp-lang": warp_version()}
+
+
+class JobRunner:
+    """A Ray actor, one per slot (a CPU, or a GPU for CUDA jobs): the snapshot it last unpacked,
+    in a private folder, and a ``Supervisor`` on it whose workers stay warm from job to job (Warp
+    imported, the kernel cache filled), as a local run's do. A new snapshot or other runtime
+    options: a fresh folder and a fresh ``Supervisor``."""
+
+    def __init__(self) -> None:
+        _sweep_orphans()
+        self._digest: str | None = None
+        self._options: dict[str, Any] | None = None
+        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._workspace: Path | None = None
+        self._supervisor: Any = None
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def run(self, package: list[Any], digest: str, job: dict[str, Any]) -> dict[str, Any]:
+        """Run one job; the result as the driver's paths name it. ``package``: [the snapshot's
+        object ref], fetched only when this runner does not hold that snapshot already."""
+        from warp_harness.daemon.supervisor import Supervisor
+
+        mine = _versions()
+        if job.get("versions") != mine:
+            return {
+                "infrastructure": f"this node has {mine}, the driver {job.get('versions')}: "
+                "install the same warp-harness and warp-lang on every node (the result cache "
+                "keys on them)"
+            }
+        if digest != self._digest or job["options"] != self._options or self._workspace is None:
+            import ray
+
+            self.shutdown()
+            RUNNER_FOLDERS.mkdir(mode=0o700, exist_ok=True)
+            self._folder = tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=RUNNER_FOLDERS)
+            workspace = (Path(self._folder.name) / "workspace").resolve()
+            unpack_snapshot(ray.get(package[0]), digest, workspace)
+            options = RuntimeOptions.from_dict(job["options"])
+            self._supervisor = Supervisor(workspace, options, warmup=False)
+            self._workspace, self._digest, self._options = workspace, digest, job["options"]
+        workspace, supervisor = self._workspace, self._supervisor
+        if job["kind"] == "check":
+            result = supervisor.check(
+                workspace / job["path"],
+                display_path=job["display"],
+                steps=steps_from_wire(job["steps"]),
+                source_sha256=job.get("source_sha256"),
+            )
+            out: dict[str, Any] = {"result": result.to_dict()}
+        else:
+            status, records = supervisor.run_case(job["case"], mode=job.get("mode"), probe=job["probe"])
+            out = {"status": status, "records": [r.to_dict() for r in records]}
+        relocated: dict[str, Any] = _relocate(out, str(workspace), job["workspace"])
+        return relocated
+
+    def shutdown(self) -> None:
+        if self._supervisor is not None:
+            self._supervisor.close()
+        if self._folder is not None:
+            self._folder.cleanup()
+        self._supervisor = self._folder = self._workspace = self._digest = self._options = None
+
+
+def _lost_errors() -> tuple[type[BaseException], ...]:
+    """Ray's ways of saying the process or node that ran a task is gone (not the task's fault)."""
+    import ray.exceptions as rex
+
+    return (
+        rex.WorkerCrashedError,
+        rex.NodeDiedError,
+        rex.LocalRayletDiedError,
+        rex.ObjectLostError,
+        rex.RayActorError,
+        rex.OutOfMemoryError,
+    )
+
+
+def connect(address: str | None) -> None:
+    """Connect this process to the cluster at ``address`` (None: RAY_ADDRESS, else a local
+    cluster already running); once per process. Ray's token authentication stays as the cluster
+    has it (the token comes from the user's ~/.ray/auth_token or RAY_AUTH_TOKEN[_PATH])."""
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable("--executor ray needs Ray: pip install 'warp-harness[ray]'") from None
+    if ray.is_initialized():
+        return
+    target = address or os.environ.get("RAY_ADDRESS") or "auto"
+    _probe(target)
+    try:
+        ray.init(
+            address=target,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            namespace="warp-harness",
+        )
+    except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address or 'auto'}: {exc}") from None
+
+
+class _RunnerPool:
+    """The runners of one resource shape; at most ``limit`` of them, each running one job at a
+    time. A runner whose process died is dropped; the next job gets a fresh one."""
+
+    def __init__(self, actor_class: Any, resources: dict[str, float], limit: int) -> None:
+        self._actor_class = actor_class
+        self._resources = resources
+        self.limit = max(1, limit)
+        self._idle: list[Any] = []
+        self._busy: set[Any] = set()
+        self._ready = threading.Condition()
+
+    def acquire(self) -> Any:
+        with self._ready:
+            while not self._idle and len(self._busy) >= self.limit:
+                self._ready.wait()
+            runner = (
+                self._idle.pop()
+                if self._idle
+                else self._actor_class.options(**self._resources, max_restarts=0, max_task_retries=0).remote()
+            )
+            self._busy.add(runner)
+            return runner
+
+    def release(self, runner: Any, *, dead: bool = False) -> None:
+        with self._ready:
+            self._busy.discard(runner)
+            if dead:
+                _kill(runner)
+            else:
+                self._idle.append(runner)
+            self._ready.notify()
+
+    def busy(self) -> list[Any]:
+        with self._ready:
+            return list(self._busy)
+
+    def close(self) -> None:
+        with self._ready:
+            runners, self._idle = [*self._idle, *self._busy], []
+            self._busy.clear()
+        import ray
+
+        done = [r.shutdown.remote() for r in runners]  # their Supervisors' workers stop cleanly
+        try:
+            ray.wait(done, num_returns=len(done), timeout=30)
+        except ray.exceptions.RayError:
+            pass
+        for runner in runners:
+            _kill(runner)
+
+
+def _kill(runner: Any) -> None:
+    import ray
+
+    try:
+        ray.kill(runner, no_restart=True)
+    except (ValueError, ray.exceptions.RayError):
+        pass
+
+
+def _probe(address: str, timeout_s: float = 10.0) -> None:
+    """Fail fast on a ``host:port`` nothing listens at: Ray itself retries for minutes."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", a ray:// client address: Ray's own checks
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayUnavailable(f"cannot reach the Ray cluster at {address}: {exc}") from None
+
+
+class RayExecutor:
+    """Runs check and case jobs of one (trusted) workspace on a Ray cluster; thread-safe: several
+    threads may wait on their jobs at once (``executor.check_many``), each on a runner of its own."""
+
+    def __init__(self, workspace: Path, options: RuntimeOptions, *, address: str | None = None) -> None:
+        self.workspace = workspace.resolve()
+        self.options = options
+        self.address = address
+        self.retries = 0  # jobs run a second time after a lost worker
+        self.failures = 0  # jobs reported as infrastructure failures
+        self._lock = threading.Lock()
+        self._packages: OrderedDict[str, Any] = OrderedDict()  # digest -> ObjectRef
+        self._snapshot_key: tuple[Any, ...] | None = None
+        self._snapshot: tuple[bytes, str] | None = None
+        self._pools: dict[tuple[tuple[str, float], ...], _RunnerPool] = {}
+        self._closing = False
+        connect(address)
+        import ray
+
+        self._actor_class = ray.remote(JobRunner)
+
+    # ------------------------------------------------------------ the Supervisor's lifecycle
+    def start(self) -> None:
+        """Nothing to start: runners start with their first job."""
+
+    def abort(self) -> None:
+        """Stop now: the runners of jobs in flight are killed (those jobs end as infrastructure
+        failures: never a verdict, never cached)."""
+        self._closing = True
+        with self._lock:
+            pools = list(self._pools.values())
+        for pool in pools:
+            for runner in pool.busy():
+                _kill(runner)
+
+    def close(self) -> None:
+        with self._lock:
+            pools, self._pools = list(self._pools.values()), {}
+            self._packages.clear()
+            self._snapshot = self._snapshot_key = None
+        for pool in pools:
+            pool.close()
+
+    def _pool(self, resources: dict[str, float], steps: tuple[Step, ...]) -> _RunnerPool:
+        key = tuple(sorted(resources.items()))
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is None:
+                pool = self._pools[key] = _RunnerPool(self._actor_class, resources, self.slots(steps))
+            return pool
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "executor": "ray",
+            "address": self.address,
+            "retries": self.retries,
+            "failures": self.failures,
+        }
+
+    def resources(self, steps: tuple[Step, ...], options: RuntimeOptions | None = None) -> dict[str, float]:
+        """A whole GPU for a job that launches kernels on CUDA; one CPU otherwise."""
+        opts = options or self.options
+        runs = (Step.VALIDATE in steps and opts.validate) or (Step.BENCH in steps and opts.bench)
+        if runs and any(d.startswith("cuda") for d in opts.devices):
+            return {"num_gpus": 1, "num_cpus": 1}
+        return {"num_cpus": 1}
+
+    def slots(self, steps: tuple[Step, ...] = DEFAULT_STEPS) -> int:
+        """Jobs the cluster runs at once: its GPUs for CUDA jobs, its CPUs for the rest."""
+        import ray
+
+        kind = "GPU" if "num_gpus" in self.resources(steps) else "CPU"
+        available: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        return max(1, int(available.get(kind, 0)))
+
+    # ------------------------------------------------------------ jobs
+    def check(
+        self,
+        path: Path,
+        *,
+        display_path: str | None = None,
+        steps: tuple[Step, ...] = DEFAULT_STEPS,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+        options: RuntimeOptions | None = None,
+        source_sha256: str | None = None,
+    ) -> WorkerResult:
+        opts = options or self.options
+        display = display_path or str(path)
+        job = {
+            "kind": "check",
+            "display": display,
+            "steps": [s.value for s in steps],
+            "options": opts.to_dict(),
+            "source_sha256": source_sha256,
+        }
+        out = self._submit(path, job, steps, opts, on_progress)
+        if "result" in out:
+            return WorkerResult.from_dict(out["result"])
+        return WorkerResult(
+            status="infrastructure",
+            path=display,
+            records=[self._infrastructure_record(display, out)],
+            notes={"transient": True},
+            cacheable=False,
+        )
+
+    def run_case(
+        self,
+        case: dict[str, Any],
+        *,
+        mode: str | None = None,
+        probe: bool = False,
+        on_progress: Callable[[dict[str, Any]], None] | None = None,
+    ) -> tuple[str, list[Record]]:
+        path = self.workspace / str(case.get("path"))
+        job = {"kind": "case", "case": case, "mode": mode, "probe": probe, "options": self.options.to_dict()}
+        steps = (Step.VALIDATE,)
+        out = self._submit(path, job, steps, self.options, on_progress)
+        if "status" in out:
+            return str(out["status"]), [Record.from_dict(r) for r in out["records"]]
+        return "infrastructure", [self._infrastructure_record(str(case.get("path")), out)]
+
+    def _submit(
+        self,
+        path: Path,
+        job: dict[str, Any],
+        steps: tuple[Step, ...],
+        opts: RuntimeOptions,
+        on_progress: Callable[[dict[str, Any]], None] | None,
+    ) -> dict[str, Any]:
+        """The runner's answer; ``{"infrastructure": why, "lost": ...}`` when there is none."""
+        import ray
+
+        try:
+            rel = path.resolve().relative_to(self.workspace).as_posix()
+            blob_ref, digest = self._package(path)
+        except ValueError:
+            return {"infrastructure": f"{path} is outside the workspace {self.workspace}: it does not travel"}
+        except (OSError, SnapshotError) as exc:
+            return {"infrastructure": f"the workspace snapshot failed: {exc}"}
+        job = {**job, "path": rel, "workspace": str(self.workspace), "versions": _versions()}
+        wait_s = opts.timeout_s * 2 + GET_MARGIN_S  # the job's own budget is enforced on the worker
+        pool = self._pool(self.resources(steps, opts), steps)
+        why, lost = "", False
+        for attempt in (1, 2):
+            if self._closing:
+                why = "stopped before the job ran"
+                break
+            if on_progress is not None:
+                stage = "remote" if attempt == 1 else "remote-retry"
+                on_progress({"stage": stage, "path": job.get("display")})
+            runner = pool.acquire()
+            dead = False
+            try:
+                answer: dict[str, Any] = ray.get(runner.run.remote([blob_ref], digest, job), timeout=wait_s)
+                return answer
+            except _lost_errors() as exc:
+                dead = True
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                why, lost = f"{type(exc).__name__}: {first}", True
+                if attempt == 1:
+                    with self._lock:
+                        self.retries += 1
+            except ray.exceptions.GetTimeoutError:
+                dead = True
+                why, lost = f"no answer from the cluster within {wait_s:.0f} s", True
+                break
+            except ray.exceptions.RayError as exc:  # the runner raised: the harness's failure
+                dead = True
+                last = str(exc).strip().splitlines()[-1] if str(exc).strip() else ""
+                why, lost = f"{type(exc).__name__}: {last}", False
+                break
+            finally:
+                pool.release(runner, dead=dead)
+        with self._lock:
+            self.failures += 1
+        return {"infrastructure": why, "lost": lost}
+
+    def _package(self, path: Path) -> tuple[Any, str]:
+        """(object ref of the snapshot holding ``path``, its digest): rebuilt only when a file's
+        size or time changed, uploaded only when its content is new."""
+        import ray
+
+        path.resolve().relative_to(self.workspace)  # ValueError outside
+        with self._lock:
+            key = tuple(
+                (str(p), st.st_size, st.st_mtime_ns)
+                for p in (*_snapshot_files(self.workspace), path)
+                if (st := p.stat())
+            )
+            if self._snapshot is None or key != self._snapshot_key:
+                self._snapshot = build_snapshot(self.workspace, path)
+                self._snapshot_key = key
+            blob, digest = self._snapshot
+            if digest not in self._packages:
+                self._packages[digest] = ray.put(blob)
+                while len(self._packages) > PACKAGES_KEPT:
+                    self._packages.popitem(last=False)
+            self._packages.move_to_end(digest)
+            return self._packages[digest], digest
+
+    @staticmethod
+    def _infrastructure_record(display: str, out: dict[str, Any]) -> Record:
+        why = str(out.get("infrastructure"))
+        what = (
+            "was lost on the Ray cluster (tried twice)"
+            if out.get("lost")
+            else "did not run on the Ray cluster"
+        )
+        return F.make_record(
+            Stage.INTERNAL,
+            F.INFRASTRUCTURE,
+            Severity.ERROR,
+            display,
+            1,
+            f"the job {what}: no verdict on the kernels ({why})",
+            hint="re-run; if it repeats, look at the cluster (`ray status`, the worker logs)",
+        )

@@ -1,0 +1,253 @@
+"""The ``ray`` executor on a real local Ray cluster (a head that runs nothing and one worker node
+of one CPU, on 127.0.0.1; tests/daemon/ray_cluster.py), shared by the tests of this module.
+
+- ``ci`` over examples/contracts gives the records a local run gives;
+- a worker killed mid-job is retried once; killed again, the job is an infrastructure failure
+  (WHD070), never cached, and the job that finished before it keeps its verdict;
+- an untrusted workspace executes nothing, on the cluster or anywhere;
+- ``replay``, ``bench`` and ``tune`` run their jobs there too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ray")
+
+from daemon_helpers import EXAMPLES, write
+from ray_cluster import LocalRayCluster
+
+from warp_harness.config import load_settings
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import repros
+from warp_harness.daemon.benchcmd import run_bench
+from warp_harness.daemon.cache import result_key
+from warp_harness.daemon.ci import run_ci
+from warp_harness.daemon.engine import Engine
+from warp_harness.daemon.executor import ExecutorChoice
+from warp_harness.daemon.options import load_runtime_options
+from warp_harness.daemon.pipeline import DEFAULT_STEPS
+from warp_harness.daemon.ray_executor import RayExecutor
+from warp_harness.daemon.supervisor import Supervisor
+from warp_harness.daemon.tune import run_tune
+
+pytestmark = pytest.mark.slow
+
+PYPROJECT = (
+    "[tool.warp-harness]\n[tool.warp-harness.runtime]\n"
+    "bench = false\nseed = 1234\nlaunch_timeout_s = 2.0\ntimeout_s = 120.0\n"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[LocalRayCluster]:
+    import ray
+
+    local = LocalRayCluster(workers=1)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
+    os.environ.update({k: local.env[k] for k in saved})  # this process is the driver
+    # Ray read its authentication settings when it was imported (at collection): read them again
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+    try:
+        yield local
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        local.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _records(outcome: Any) -> str:
+    """The records as JSON (a NaN `actual` is equal to itself there, not in a dict)."""
+    return json.dumps([(r.path, [rec.to_dict() for rec in r.records]) for r in outcome.results])
+
+
+def _json(records: list[Any]) -> str:
+    return json.dumps([r.to_dict() for r in records])
+
+
+def _files(outcome: Any) -> str:
+    drop = ("timings", "elapsed_ms")
+    return json.dumps([{k: v for k, v in f.items() if k not in drop} for f in outcome.files])
+
+
+def test_ci_over_the_example_contracts_gives_the_local_records(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    for example in EXAMPLES.glob("*.py"):
+        shutil.copy(example, tmp_path / example.name)
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    local = run_ci([tmp_path], trust=True, workspace=tmp_path)
+    shutil.rmtree(tmp_path / ".warp-harness")  # nothing the local run stored helps the remote one
+    remote = run_ci(
+        [tmp_path], trust=True, workspace=tmp_path, executor=ExecutorChoice("ray", cluster.address)
+    )
+    assert _records(remote) == _records(local)
+    assert _files(remote) == _files(local)
+    assert remote.dynamic_files == local.dynamic_files and len(local.dynamic_files) >= 10
+    assert remote.errors == local.errors > 0  # the examples' bugs were found on the cluster too
+    assert sorted(remote.repros) == sorted(local.repros) and remote.repros
+    assert all((tmp_path / r).is_file() for r in remote.repros)  # stored by the driver, here
+    # replay: a stored case re-run on the cluster gives the local verdict
+    stored = repros.load_cases(tmp_path).cases[0]
+    options = load_runtime_options(tmp_path)
+    with Supervisor(tmp_path, options, warmup=False) as sup:
+        status, records = sup.run_case(stored.case)
+    with RayExecutor(tmp_path, options, address=cluster.address) as executor:
+        remote_status, remote_records = executor.run_case(stored.case)
+    assert (remote_status, _json(remote_records)) == (status, _json(records)) and status != "pass"
+
+
+# imports `import_count` times and sleeps in the imports up to `sleeps`, after writing its
+# process id and its parent's (the Ray worker that hosts the job's Supervisor)
+KILLABLE = """
+import os, pathlib, time
+
+_marks = pathlib.Path({marks!r})
+_marks.mkdir(exist_ok=True)
+(_marks / f"{{os.getpid()}}.tmp").write_text(str(os.getppid()))
+os.replace(_marks / f"{{os.getpid()}}.tmp", _marks / f"{{os.getpid()}}.pid")
+if len(list(_marks.glob("*.pid"))) <= {sleeps}:
+    time.sleep(90)
+
+"""
+SAXPY = (EXAMPLES / "saxpy.py").read_text().split('"""', 2)[2]  # without its docstring
+
+
+def _kill_next_job(marks: Path, seen: set[str], timeout_s: float = 60.0) -> None:
+    """Wait for the next import to announce itself; SIGKILL the Ray worker hosting it (and the
+    orphaned worker subprocess)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        new = [p for p in marks.glob("*.pid") if p.name not in seen]
+        if new:
+            pid = int(new[0].stem)
+            ray_worker = int(new[0].read_text())
+            seen.add(new[0].name)
+            cmdline = Path(f"/proc/{ray_worker}/cmdline").read_bytes()
+            assert b"ray::" in cmdline or b"default_worker" in cmdline, cmdline
+            os.kill(ray_worker, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
+            return
+        time.sleep(0.05)
+    raise AssertionError("the job never started")
+
+
+def _engine(workspace: Path, executor: RayExecutor) -> Engine:
+    options = load_runtime_options(workspace)
+    return Engine(
+        workspace,
+        load_settings(workspace),
+        options,
+        True,
+        warmup=False,
+        record_history=False,
+        supervisor=executor,
+    )
+
+
+def test_a_worker_killed_mid_job_is_retried_once(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    marks = tmp_path.parent / f"{tmp_path.name}-marks"
+    target = write(tmp_path, "killed_once.py", KILLABLE.format(marks=str(marks), sleeps=1) + SAXPY)
+    executor = RayExecutor(tmp_path, load_runtime_options(tmp_path), address=cluster.address)
+    engine = _engine(tmp_path, executor)
+    killer = threading.Thread(target=_kill_next_job, args=(marks, set()))
+    killer.start()
+    try:
+        report = engine.check(target, force=True)
+    finally:
+        killer.join()
+        engine.close()
+    assert executor.retries == 1 and executor.failures == 0
+    assert report.status == "ok"
+    assert report.kernels["saxpy"]["validate"] == {"cpu": "pass"}
+    assert not [r for r in report.dynamic() if r.rule == F.INFRASTRUCTURE]
+    key = result_key(load_runtime_options(tmp_path).to_dict(), DEFAULT_STEPS)
+    assert engine.cache.lookup(target, key) is not None  # the retry's verdict is the code's
+
+
+def test_a_job_lost_twice_is_an_infrastructure_failure_and_the_rest_is_kept(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    marks = tmp_path.parent / f"{tmp_path.name}-marks"
+    lost = write(tmp_path, "a_lost.py", KILLABLE.format(marks=str(marks), sleeps=2) + SAXPY)
+    shutil.copy(EXAMPLES / "saxpy.py", tmp_path / "b_saxpy.py")
+    seen: set[str] = set()
+
+    def kill_twice() -> None:
+        _kill_next_job(marks, seen)
+        _kill_next_job(marks, seen)
+
+    killer = threading.Thread(target=kill_twice)
+    killer.start()
+    try:
+        outcome = run_ci(
+            [tmp_path], trust=True, workspace=tmp_path, executor=ExecutorChoice("ray", cluster.address)
+        )
+    finally:
+        killer.join()
+    by_path = {f["path"].rsplit("/", 1)[-1]: f for f in outcome.files}
+    assert by_path["a_lost.py"]["status"] == "infrastructure"
+    records = {r.path.rsplit("/", 1)[-1]: r.records for r in outcome.results}
+    infra = [r for r in records["a_lost.py"] if r.rule == F.INFRASTRUCTURE]
+    assert len(infra) == 1 and "tried twice" in infra[0].message
+    assert not any(r.rule in (F.MISMATCH, F.CRASH, F.VALIDATED) for r in records["a_lost.py"])  # no verdict
+    assert by_path["b_saxpy.py"]["status"] == "ok"  # the job after it still ran, on a fresh worker
+    assert by_path["b_saxpy.py"]["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}
+    engine = Engine(tmp_path, load_settings(tmp_path), load_runtime_options(tmp_path), False)
+    key = result_key(load_runtime_options(tmp_path).to_dict(), DEFAULT_STEPS)
+    assert engine.cache.lookup(lost, key) is None  # never cached: the next run tries again
+    assert engine.cache.lookup(tmp_path / "b_saxpy.py", key) is not None
+    engine.close()
+
+
+def test_an_untrusted_workspace_executes_nothing_on_the_cluster(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    marker = tmp_path.parent / f"{tmp_path.name}-imported"
+    write(
+        tmp_path,
+        "loud.py",
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n" + SAXPY,
+    )
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    remote = run_ci(
+        [tmp_path], trust=False, workspace=tmp_path, executor=ExecutorChoice("ray", cluster.address)
+    )
+    local = run_ci([tmp_path], trust=False, workspace=tmp_path)
+    assert not marker.exists()
+    assert _records(remote) == _records(local) and _files(remote) == _files(local)
+    assert remote.files[0]["status"] == "untrusted" and not remote.dynamic_files
+
+
+def test_bench_and_tune_run_their_jobs_on_the_cluster(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "tune_chunks.py", tmp_path / "tune_chunks.py")
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\n")
+    quick = {"bench_repeats": 5, "bench_max_time_s": 0.05, "seed": 1234}
+    choice = ExecutorChoice("ray", cluster.address)
+    kernel, rows = run_tune(tmp_path / "tune_chunks.py", trust=True, runtime_overrides=quick, executor=choice)
+    assert kernel == "scale_chunks" and [r.config["ITEMS"] for r in rows] == [1, 2, 4, 8]
+    assert all(r.status == "timed" and (r.median_s or 0) > 0 for r in rows), rows
+    assert not list(tmp_path.glob("_wh_tune_*"))  # the candidates' files are gone again
+    outcome = run_bench([tmp_path], trust=True, runtime_overrides=quick, executor=choice)
+    assert [(r.kernel, r.device, r.status) for r in outcome.rows] == [("scale_chunks", "cpu", "timed")]
+    assert outcome.ok and not outcome.problems
