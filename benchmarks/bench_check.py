@@ -11,8 +11,9 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
   the installed one, e.g. ``git worktree add /tmp/wh-old HEAD`` copied into the package layout)
 - pyflakes and ``ruff check`` (cold, no cache; ruff warm with its cache), and pyflakes on the empty file
 
-Printed: min / median / max wall seconds, peak RSS of the largest process (MiB), and each row's
-median against the parse floor, pyflakes and ruff. Also ``-X importtime`` of checking an empty file.
+Printed: min / median / max wall seconds, median CPU seconds (user + system, the process tree), peak
+RSS of the largest process (MiB), each row's wall median against the parse floor, pyflakes and ruff,
+and its peak RSS against pyflakes'. Also ``-X importtime`` of checking an empty file.
 
     python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--old-pythonpath DIR] [--corpus newton]
 """
@@ -57,10 +58,12 @@ def parse_floor(list_file: str) -> None:
             pass
 
 
-def run_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB, the largest process of the command's tree)."""
+def run_once(command: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + system of the command's whole process tree: the pool's
+    workers are reaped by the command, so wait4 counts them) and peak RSS (MiB, the largest process
+    of the tree)."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     assert proc.stderr is not None
     err = proc.stderr.read()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -68,7 +71,7 @@ def run_once(command: list[str], env: dict[str, str]) -> tuple[float, float]:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {proc.returncode}: {err.decode()[-2000:]}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> int:
@@ -136,7 +139,8 @@ def main() -> int:
         "pyflakes empty file": ([py, "-m", "pyflakes", str(empty)], env, None),
     }
     if args.old_pythonpath:
-        rows["OLD check (1 core, no cache)"] = ([*wh, *tree_args], old_env, None)
+        old_check = [*wh, "--no-cache", "--jobs", j, *tree_args]
+        rows[f"OLD check --no-cache --jobs {j}"] = (old_check, old_env, None)
         rows["OLD check empty file"] = ([*wh, str(empty)], old_env, None)
     if args.only:
         rows = {k: v for k, v in rows.items() if any(o in k for o in args.only)}
@@ -148,36 +152,42 @@ def main() -> int:
         capture_output=True,
     )
     times: dict[str, list[float]] = {k: [] for k in rows}
+    cpu: dict[str, list[float]] = {k: [] for k in rows}
     rss: dict[str, float] = dict.fromkeys(rows, 0.0)
     for _ in range(args.repeat):
         for name, (command, row_env, prepare) in rows.items():
             if callable(prepare):
                 prepare()
-            wall, peak = run_once(command, row_env)
+            # not in a checkout: `python -m` would import its warp_harness/ before --old-pythonpath's
+            wall, seconds, peak = run_once(command, row_env, cwd=work)
             times[name].append(wall)
+            cpu[name].append(seconds)
             rss[name] = max(rss[name], peak)
     print(f"corpus: {', '.join(tree_args)}")
     print(f"{len(files)} files, {lines:,} lines; {args.repeat} rounds; load {os.getloadavg()[0]:.2f}")
-    _table(times, rss)
+    _table(times, cpu, rss)
     _importtime(wh, empty, env)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def _table(times: dict[str, list[float]], rss: dict[str, float]) -> None:
+def _table(times: dict[str, list[float]], cpu: dict[str, list[float]], rss: dict[str, float]) -> None:
     med = {k: statistics.median(v) for k, v in times.items() if v}
 
     def ratio(name: str, peer: str) -> str:
         return f"{med[name] / med[peer]:6.2f}x" if peer in med else "      -"
 
     floor, pyf, ruff = "parse floor (ast.parse, 1 core)", "pyflakes", "ruff check --no-cache"
-    header = f"{'row':<34}{'min':>8}{'median':>8}{'max':>8}{'RSS MiB':>9}"
-    print(f"{header}{'/floor':>9}{'/pyflakes':>10}{'/ruff':>8}")
+    header = f"{'row':<34}{'min':>8}{'median':>8}{'max':>8}{'CPU s':>8}{'RSS MiB':>9}"
+    print(f"{header}{'/floor':>9}{'/pyflakes':>10}{'/ruff':>8}{'RSS/pyfl':>9}")
     for name, values in times.items():
+        rss_ratio = f"{rss[name] / rss[pyf]:8.2f}x" if rss.get(pyf) else "        -"
         print(
-            f"{name:<34}{min(values):8.3f}{med[name]:8.3f}{max(values):8.3f}{rss[name]:9.0f}"
-            f"{ratio(name, floor):>9}{ratio(name, pyf):>10}{ratio(name, ruff):>8}"
+            f"{name:<34}{min(values):8.3f}{med[name]:8.3f}{max(values):8.3f}"
+            f"{statistics.median(cpu[name]):8.2f}{rss[name]:9.0f}"
+            f"{ratio(name, floor):>9}{ratio(name, pyf):>10}{ratio(name, ruff):>8}{rss_ratio:>9}"
         )
+    print("wall medians against the peers; CPU s: median user + system of the process tree")
 
 
 def _importtime(wh: list[str], empty: Path, env: dict[str, str]) -> None:

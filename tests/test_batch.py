@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import warp
 
-from warp_harness.batch import MIN_PARALLEL_FILES, check_files, lines_for_format
+from warp_harness.batch import MIN_PARALLEL_FILES, check_files, folder_groups, lines_for_format
 from warp_harness.cli import _LAZY_COMMANDS, _LAZY_MODULES, build_parser
 from warp_harness.engine import check_paths
 from warp_harness.output import FORMATS, render
@@ -105,6 +105,27 @@ def test_check_imports_neither_the_daemon_nor_the_server_nor_asyncio(tmp_path: P
         assert module not in imported, module
 
 
+@pytest.mark.parametrize("output_format", ["text", "concise", "json"])
+def test_a_file_without_kernels_is_checked_without_importing_the_rules(
+    tmp_path: Path, output_format: str
+) -> None:
+    """No kernel, no launch, no --select: neither the rules nor the workspace model are imported (the
+    start-up cost of `check` on one small file)."""
+    plain = tmp_path / "plain.py"
+    plain.write_text("import os\n\nprint(os.getcwd())\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-X", "importtime", "-m", "warp_harness", "check", str(plain)]
+    for _ in range(2):  # a cold and a warm result cache
+        result = subprocess.run(
+            [*command, "--output-format", output_format], capture_output=True, text=True, env=env, timeout=120
+        )
+        assert result.returncode == 0, result.stderr
+        imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines() if "|" in line}
+        assert "warp_harness.engine" in imported  # the measurement works
+        for module in ("warp_harness.rules", "warp_harness.rules.base", "warp_harness.model.project"):
+            assert module not in imported, module
+
+
 def test_the_lazy_table_names_every_command_of_every_module() -> None:
     import argparse
 
@@ -160,3 +181,56 @@ def test_a_pool_resolves_launches_across_modules_as_one_process_does(tmp_path: P
     two = check_files([pkg], jobs=2, cache=False)
     assert one == two
     assert sum(1 for x in two for r in x.records if r.rule == "WH007") == MIN_PARALLEL_FILES + 2
+
+
+def test_one_file_launching_a_kernel_of_another_module_is_judged_as_in_a_tree_check(tmp_path: Path) -> None:
+    """The workspace model is built when a file first needs it: a single named file still resolves."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(
+        "import warp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    a[i] = 1.0\n"
+    )
+    sim = pkg / "sim.py"
+    sim.write_text(
+        "import warp as wp\nfrom .kernels import k\n\n\n"
+        "def run(a, n):\n    wp.launch(k, dim=(n, n), inputs=[a])\n"
+    )
+    (alone,) = check_files([sim], jobs=1, cache=False)
+    in_tree = next(r for r in check_files([pkg], jobs=1, cache=False) if r.path == alone.path)
+    assert alone == in_tree
+    assert [r.rule for r in alone.records] == ["WH007"]
+
+
+def test_a_file_that_launches_nothing_is_checked_without_walking_its_folder(tmp_path: Path) -> None:
+    import warp_harness.batch as batch
+
+    (tmp_path / "tool.py").write_text("import os\n\nprint(os.getcwd())\n")
+    (tmp_path / "other.py").write_text("import warp as wp\nwp.launch(k, dim=1)\n")
+    (result,) = check_files([tmp_path / "tool.py"], jobs=1, cache=False)
+    assert result.records == ()
+    assert batch._job is not None and batch._job.project is None  # no index of the folder was built
+    check_files([tmp_path / "other.py"], jobs=1, cache=False)
+    assert batch._job is not None and batch._job.project is not None
+
+
+def test_the_pool_gets_each_folder_whole_and_the_largest_tasks_first(tmp_path: Path) -> None:
+    files = []
+    for folder, sizes in {"a": [10, 10, 10], "b": [500], "c": [1, 2], "d": [300, 300, 300, 300]}.items():
+        (tmp_path / folder).mkdir()
+        for n, size in enumerate(sizes):
+            path = tmp_path / folder / f"m{n}.py"
+            path.write_text("#" * size)
+            files.append(path)
+    groups = folder_groups(files, workers=2)
+    assert sorted(i for g in groups for i in g) == list(range(len(files)))  # each file once
+    for group in groups:
+        assert len({files[i].parent for i in group}) == 1  # one folder per task
+        assert group == sorted(group)  # in the order the files were found
+    # small folders stay whole; "d" (1200 of 1733 bytes) is split so that both processes share it
+    assert [0, 1, 2] in groups and [3] in groups and [4, 5] in groups
+    d_groups = [g for g in groups if files[g[0]].parent.name == "d"]
+    assert len(d_groups) > 1
+    totals = [sum(files[i].stat().st_size for i in g) for g in groups]
+    assert totals == sorted(totals, reverse=True)

@@ -55,6 +55,18 @@ class _Job:
     table: BuiltinTable
     # the workspace model (every file under the roots and their packages), summarised lazily per process
     project: ProjectIndex | None = None
+    # the roots the workspace model is built from when first needed (`project_for`)
+    roots: Sequence[Path] = ()
+
+    def project_for(self, data: bytes) -> ProjectIndex | None:
+        """The workspace model, built on first use by a file that may launch a kernel: one without the
+        word never has launch sites, so the model changes nothing in its records (checking a file of a
+        large folder does not walk the folder). A coding line can spell the word in other bytes."""
+        if self.project is None and self.roots and (b"launch" in data or b"coding" in data[:512]):
+            from warp_harness.engine import project_index
+
+            self.project = project_index(self.roots, self.table)
+        return self.project
 
 
 # set in this process before the pool forks (or by the pool's initializer): what every file needs
@@ -89,7 +101,7 @@ def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | 
     job = _job
     assert job is not None
     cache = job.cache
-    project = job.project
+    project = job.project_for(data)
     key = ""
     if cache is not None:
         key = cache.key(data, shown, settings)
@@ -117,6 +129,43 @@ def _check_one(path: Path) -> FileResult:
     finally:
         if enabled:
             gc.enable()
+
+
+def _check_group(paths: list[Path]) -> list[FileResult]:
+    return [_check_one(p) for p in paths]
+
+
+def folder_groups(files: Sequence[Path], workers: int) -> list[list[int]]:
+    """The positions of ``files`` split into the pool's tasks: a folder's files together (the modules a
+    file's launches resolve into are mostly its neighbours: one process then parses and models each
+    once, where spreading a folder over the processes had every one of them do it), a large folder in
+    pieces so that every process has work, the largest tasks (in bytes) first so that they end together.
+    """
+    by_folder: dict[Path, list[int]] = {}
+    for position, path in enumerate(files):
+        by_folder.setdefault(path.parent, []).append(position)
+    sizes = [_size(p) for p in files]
+    budget = max(1, sum(sizes) // (workers * 4))
+    groups: list[list[int]] = []
+    for positions in by_folder.values():
+        group: list[int] = []
+        total = 0
+        for position in positions:
+            if group and total + sizes[position] > budget:
+                groups.append(group)
+                group, total = [], 0
+            group.append(position)
+            total += sizes[position]
+        groups.append(group)
+    groups.sort(key=lambda g: sum(sizes[i] for i in g), reverse=True)
+    return groups
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def table_identity(table: BuiltinTable) -> str:
@@ -162,12 +211,14 @@ def check_files(
     elif cache is not False:
         store = cache
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    from warp_harness.engine import project_index
-
-    job = _Job(overrides, lines, store, table, project_index(paths, table))
+    job = _Job(overrides, lines, store, table, roots=list(paths))
     _job = job
     if jobs == 1 or len(files) < MIN_PARALLEL_FILES:
         return [_check_one(p) for p in files]
+    from warp_harness.engine import project_index
+
+    # built before the pool forks: every process shares the walk and the module names
+    job.project = project_index(paths, table)
     return _in_pool(files, job, min(jobs, len(files)))
 
 
@@ -181,12 +232,18 @@ def _in_pool(files: list[Path], job: _Job, workers: int) -> list[FileResult]:
     # collections neither traverse it nor touch (and so copy) its forked pages.
     gc.collect()
     gc.freeze()
-    chunk = max(1, min(16, len(files) // (workers * 8)))
     try:
         with ProcessPoolExecutor(
             max_workers=workers, mp_context=_pool_context(), initializer=_init_worker, initargs=(job,)
         ) as pool:
-            return list(pool.map(_check_one, files, chunksize=chunk))
+            groups = folder_groups(files, workers)
+            done = pool.map(_check_group, [[files[i] for i in group] for group in groups])
+            results = {
+                i: result
+                for group, found in zip(groups, done, strict=True)
+                for i, result in zip(group, found, strict=True)
+            }
+            return [results[i] for i in range(len(files))]
     except BrokenProcessPool:
         # a worker was killed (out of memory, a signal): one line, then the files in this process
         print("warp-harness: warning: a check process died; checking in one process", file=sys.stderr)
@@ -195,4 +252,11 @@ def _in_pool(files: list[Path], job: _Job, workers: int) -> list[FileResult]:
         gc.unfreeze()
 
 
-__all__ = ["MIN_PARALLEL_FILES", "check_files", "default_jobs", "lines_for_format", "table_identity"]
+__all__ = [
+    "MIN_PARALLEL_FILES",
+    "check_files",
+    "default_jobs",
+    "folder_groups",
+    "lines_for_format",
+    "table_identity",
+]

@@ -66,12 +66,17 @@ def _private_dir(path: Path) -> None:
 
 def _code_fingerprint() -> str:
     """Size and mtime of every file of the installed warp-harness that can change a record."""
-    import warp_harness
-    import warp_harness.rules
+    import importlib.util
 
+    import warp_harness
+
+    # the rules' folder found, not imported: a check with nothing to analyse never imports them
+    rules = importlib.util.find_spec("warp_harness.rules")
     digest = hashlib.sha256(warp_harness.__version__.encode())
-    for package in (warp_harness, warp_harness.rules):
-        root = Path(package.__file__ or ".").parent
+    for origin in (warp_harness.__file__, rules.origin if rules is not None else None):
+        if origin is None:
+            continue
+        root = Path(origin).parent
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):

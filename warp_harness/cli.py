@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +13,7 @@ from warp_harness.config import ConfigError
 
 if TYPE_CHECKING:
     from warp_harness.daemon.findings import DynamicRule
-    from warp_harness.output.model import FileResult
+    from warp_harness.output.model import FileResult, RuleInfo
     from warp_harness.record import Record
 
 
@@ -43,6 +42,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def _unknown_selectors(overrides: dict[str, Any]) -> str | None:
     """A message naming the --select/--ignore codes that match no rule (id or prefix), else None."""
+    if not any(overrides.get(option) for option in ("select", "ignore", "extend_select")):
+        return None  # without importing every rule
     from warp_harness.daemon.findings import DYNAMIC_RULES
     from warp_harness.engine import INTERNAL_RULE, UNREADABLE_RULE
     from warp_harness.rules import rule_classes
@@ -71,7 +72,6 @@ def _check_usage(args: argparse.Namespace) -> str | None:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from warp_harness.engine import missing_paths
-    from warp_harness.hardware import UnknownProfileError, load_profile
 
     problem = _check_usage(args)
     if problem:
@@ -88,6 +88,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         print(f"warp-harness: {unknown}", file=sys.stderr)
         return 2
     if "target" in overrides:
+        from warp_harness.hardware import UnknownProfileError, load_profile
+
         try:
             load_profile(overrides["target"])
         except UnknownProfileError as exc:
@@ -136,16 +138,39 @@ def _exit_code(args: argparse.Namespace, results: Sequence[FileResult]) -> int:
     return 0 if args.exit_zero or not has_error else 1
 
 
+class _RuleInfos(Mapping[str, "RuleInfo"]):
+    """Every rule's description, loaded on first use: the formats that show none, and a report
+    without records, never import the rules."""
+
+    def __init__(self) -> None:
+        self._infos: dict[str, RuleInfo] | None = None
+
+    def _loaded(self) -> dict[str, RuleInfo]:
+        if self._infos is None:
+            from warp_harness.rules.info import rule_infos
+
+            self._infos = rule_infos()
+        return self._infos
+
+    def __getitem__(self, key: str) -> RuleInfo:
+        return self._loaded()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
 def _report(args: argparse.Namespace, results: Sequence[FileResult]) -> str:
     from warp_harness.output import render
-    from warp_harness.rules.info import rule_infos
 
     if args.statistics:
         return _statistics(args.output_format, results)
     return render(
         args.output_format,
         list(results),
-        rules=rule_infos(),
+        rules=_RuleInfos(),
         tool_version=tool_version(),
         color=use_color(args.color, sys.stdout, to_file=args.output_file is not None),
     )
@@ -166,6 +191,7 @@ def use_color(choice: str, stream: Any, to_file: bool = False) -> bool:
 
 def _statistics(output_format: str, results: Sequence[FileResult]) -> str:
     """One line per rule, most frequent first, as `ruff check --statistics` (JSON: a list)."""
+    import json
     from collections import Counter
 
     from warp_harness.rules import rule_by_id
@@ -319,6 +345,8 @@ def _check_stdin(args: argparse.Namespace, overrides: dict[str, Any], table: Any
 
 
 def _cmd_rule(args: argparse.Namespace) -> int:
+    import json
+
     from warp_harness.daemon.findings import dynamic_rule
     from warp_harness.rules import rule_by_id
 
@@ -351,6 +379,8 @@ def _cmd_rule(args: argparse.Namespace) -> int:
 
 
 def _print_dynamic_rule(args: argparse.Namespace, rule: DynamicRule | None) -> int:
+    import json
+
     if rule is None:
         print(f"warp-harness: unknown rule {args.rule!r}; `warp-harness rules` lists them", file=sys.stderr)
         return 2
@@ -374,6 +404,8 @@ def _dynamic_entry(rule: DynamicRule) -> dict[str, Any]:
 
 
 def _cmd_rules(args: argparse.Namespace) -> int:
+    import json
+
     from warp_harness.daemon.findings import DYNAMIC_RULES, dynamic_markdown
     from warp_harness.rules import rule_classes
     from warp_harness.rules.info import rules_markdown
@@ -497,7 +529,10 @@ _LAZY_MODULES = (
 )
 # command -> the module that registers it (tests/test_cli.py checks this against every module)
 _LAZY_COMMANDS: dict[str, tuple[str, ...]] = {
-    **dict.fromkeys(("daemon", "ci", "replay", "bench", "calibrate", "tune"), ("warp_harness.daemon.cli",)),
+    **dict.fromkeys(
+        ("daemon", "ci", "replay", "bench", "calibrate", "tune", "merge-reports"),
+        ("warp_harness.daemon.cli",),
+    ),
     **dict.fromkeys(("status", "results", "watch", "stop"), ("warp_harness.daemon.client_cli",)),
     "serve": ("warp_harness.server.cli",),
     "mcp": ("warp_harness.agents.cli",),

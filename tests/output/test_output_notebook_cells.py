@@ -13,12 +13,7 @@ from typing import Any
 import nbformat
 import pytest
 
-KERNEL_CELL = (
-    "@wp.kernel\n"
-    "def scale(x: wp.array(dtype=wp.float16)):\n"
-    "    i = wp.tid()\n"
-    "    x[i] = x[i] * 2.0"
-)
+KERNEL_CELL = "@wp.kernel\ndef scale(x: wp.array(dtype=wp.float16)):\n    i = wp.tid()\n    x[i] = x[i] * 2.0"
 PY_SOURCE = "import warp as wp\n\n\n" + KERNEL_CELL + "\n"
 
 
