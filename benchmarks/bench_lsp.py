@@ -14,9 +14,12 @@ Edits are single-character changes typed inside one kernel body, one every `--pa
 
 ``--newton``: also (c) newton 1.8.0's ``_src/solvers/steel/kernels.py`` (10,445 lines, 212 kernels,
 kernel factories), opened in place in its package (the workspace model indexes the package), with
-``ruff server`` as a second peer when ruff is installed (issue 15 measured 247 ms against ruff's 28.5).
+``ruff server`` as a second peer when ruff is installed (issue 15 measured 247 ms against ruff's 28.5;
+its targets: p50 no slower than ruff server's, p95 <= 40 ms, first diagnostics <= the floor's + 100 ms).
+Servers run in turn, ``--rounds`` times each per file, and their keystrokes are pooled: the ratios hold
+while the machine's load drifts.
 
-    pip install ".[bench]"; python benchmarks/bench_lsp.py [--edits 60] [--newton]
+    pip install ".[bench]"; python benchmarks/bench_lsp.py [--edits 60] [--rounds 3] [--newton]
 """
 
 from __future__ import annotations
@@ -85,11 +88,32 @@ def run(
     edits: int,
     pause_s: float,
     root: Path | None = None,
+    timeout: float = 60.0,
 ) -> dict[str, Any]:
     text = path.read_text()
     uri = path.as_uri()
     root = root or path.parent
     client = StdioClient(command, root, env=SERVER_ENV)
+    try:
+        return _measure(client, name, settings, path, text, uri, root, edits, pause_s, timeout)
+    except BaseException:
+        client.proc.kill()  # a server that did not answer in time must not run on
+        client.proc.wait()
+        raise
+
+
+def _measure(
+    client: StdioClient,
+    name: str,
+    settings: Any,
+    path: Path,
+    text: str,
+    uri: str,
+    root: Path,
+    edits: int,
+    pause_s: float,
+    timeout: float,
+) -> dict[str, Any]:
     client.request(
         "initialize",
         {
@@ -106,7 +130,7 @@ def run(
         "textDocument/didOpen",
         {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}},
     )
-    first = client.wait_diagnostics(uri, 1, timeout=60, unversioned_ok=True)[0] - client.started
+    first = client.wait_diagnostics(uri, 1, timeout=timeout, unversioned_ok=True)[0] - client.started
     line, col = edit_position(text)
     latencies = []
     version = 1
@@ -132,24 +156,61 @@ def run(
             "textDocument/didChange",
             {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]},
         )
-        latencies.append((client.wait_diagnostics(uri, version, unversioned_ok=True)[0] - sent) * 1000)
+        latencies.append(
+            (client.wait_diagnostics(uri, version, timeout=timeout, unversioned_ok=True)[0] - sent) * 1000
+        )
     rss = client.peak_rss_mb()
     client.close()
-    latencies.sort()
+    return summary(name, path.name, latencies, [first * 1000], [rss])
+
+
+def summary(
+    name: str, file: str, latencies: list[float], firsts: list[float], rss: list[float]
+) -> dict[str, Any]:
+    ordered = sorted(latencies)
     return {
         "server": name,
-        "file": path.name,
-        "p50": statistics.median(latencies),
-        "p95": latencies[min(len(latencies) - 1, round(0.95 * (len(latencies) - 1)))],
-        "first": first * 1000,
-        "rss": rss,
+        "file": file,
+        "p50": statistics.median(ordered),
+        "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "first": statistics.median(firsts),
+        "rss": max(rss),
+        "latencies": latencies,
     }
+
+
+def interleaved(
+    servers: list[tuple[str, list[str], dict[str, Any]]],
+    path: Path,
+    edits: int,
+    pause_s: float,
+    rounds: int,
+    root: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Each server ``rounds`` times in turn, ``edits / rounds`` keystrokes a time, pooled: the machine's
+    load drifts over a run, and servers measured in turn see the same drift (the ratios stay fair)."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in servers}
+    per_round = max(2, edits // rounds)
+    for _ in range(rounds):
+        for name, command, settings in servers:
+            runs[name].append(run(name, command, settings, path, per_round, pause_s, root))
+    return [
+        summary(
+            name,
+            path.name,
+            [x for r in runs[name] for x in r["latencies"]],
+            [r["first"] for r in runs[name]],
+            [r["rss"] for r in runs[name]],
+        )
+        for name, _, _ in servers
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--edits", type=int, default=60)
     parser.add_argument("--pause-ms", type=float, default=150.0)
+    parser.add_argument("--rounds", type=int, default=3, help="runs per server, interleaved with the others")
     parser.add_argument("--newton", action="store_true", help="also newton's steel kernels.py, in place")
     args = parser.parse_args()
     pause = args.pause_ms / 1000
@@ -196,11 +257,7 @@ def main() -> None:
     else:
         print("python-lsp-server is not installed (pip install '.[bench]'): peer skipped")
 
-    rows = [
-        run(name, command, settings, f, args.edits, pause)
-        for f in files
-        for name, command, settings in servers
-    ]
+    rows = [row for f in files for row in interleaved(servers, f, args.edits, pause, args.rounds)]
     if args.newton:
         import shutil
 
@@ -213,10 +270,7 @@ def main() -> None:
         ruff = shutil.which("ruff")
         if ruff is not None:
             peers.append(("ruff server", [ruff, "server"], {}))
-        rows += [
-            run(name, command, settings, steel, args.edits, pause, root=package.parent)
-            for name, command, settings in peers
-        ]
+        rows += interleaved(peers, steel, args.edits, pause, args.rounds, root=package.parent)
     header = (
         f"{'file':<26} {'server':<16} {'p50 ms':>8} {'p95 ms':>8} {'first diag ms':>14} {'peak RSS MB':>12}"
     )
@@ -227,6 +281,12 @@ def main() -> None:
         print(f"{r['file']:<26} {r['server']:<16} {cells}")
     for f in files:
         mine = next(r for r in rows if r["file"] == f.name and r["server"] == "warp-harness")
+        floor_row = next((r for r in rows if r["file"] == f.name and r["server"] == "pygls floor"), None)
+        if floor_row is not None:
+            print(
+                f"{f.name}: first diagnostics, warp-harness - pygls floor = "
+                f"{mine['first'] - floor_row['first']:.0f} ms (issue 15: <= 100 ms)"
+            )
         for peer_name in ("pylsp+pyflakes", "ruff server"):
             peer = next((r for r in rows if r["file"] == f.name and r["server"] == peer_name), None)
             if peer is not None:
@@ -235,7 +295,8 @@ def main() -> None:
                     f"p95 ratio {mine['p95'] / peer['p95']:.2f}"
                 )
     print(
-        f"({args.edits} edits per run, {args.pause_ms:.0f} ms apart; targets on {generated.name}: "
+        f"({args.edits} edits per server and file in {args.rounds} interleaved runs, {args.pause_ms:.0f} ms "
+        f"apart; first diagnostics: the median run; targets on {generated.name}: "
         "p50 <= 15 ms, p95 <= 40 ms, first diagnostics <= 500 ms, RSS < 150 MB)"
     )
 

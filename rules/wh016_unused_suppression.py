@@ -8,8 +8,9 @@ codes when some of them are still needed. Like Ruff's RUF100 (unused `noqa`).
 Every static rule is consulted, whatever `select`/`ignore` enable, so a suppression for a rule
 the current run leaves out is not called unused. Only codes naming a static rule are judged:
 codes of the dynamic tier (`WHD...`), `WH000` and this rule's own code never are, and nothing is
-reported in a file with a syntax error. A file with suppression comments runs every rule twice
-(once with them applied, once to see what they silence); files without one cost nothing more.
+reported in a file with a syntax error. The engine judges the comments once the rules have run
+(`engine.finish_records`), from the records they produced: no rule runs twice; a rule that
+`select`/`ignore` leave out runs only when a comment's verdict depends on what it would report.
 
 ### Why it matters
 A suppression outlives the code it was written for: after a fix, it silently hides the next
@@ -41,7 +42,7 @@ from collections.abc import Iterable
 
 from warp_harness.record import Fix, Location, Record, Severity, TextEdit
 from warp_harness.rules.base import Rule, RuleContext, Scope
-from warp_harness.suppressions import Comment, comments, unused_codes
+from warp_harness.suppressions import Comment, comments, may_hold_comments, unused_codes
 
 _ID = "WH016"
 # rules whose records the engine itself reports (or this rule): a code naming them is never judged
@@ -49,7 +50,8 @@ _NOT_JUDGED = frozenset({"WH000", _ID})
 
 
 class UnusedSuppression(Rule):
-    """Judges the suppression comments against every other rule's records on the whole file."""
+    """Judged by the engine's finish step (`unused_suppressions`), from the records the other rules
+    produced: as a rule it reports nothing itself."""
 
     id = _ID
     name = "unused-suppression"
@@ -60,37 +62,47 @@ class UnusedSuppression(Rule):
     scope = Scope.MODULE
 
     def applies(self, ctx: RuleContext) -> bool:
-        return ctx.model.source.syntax_error is None and any("wh:" in line for line in ctx.model.lines)
+        return False
 
     def check_module(self, ctx: RuleContext) -> Iterable[Record]:
-        found = comments(ctx.model.lines)
-        if not found:
-            return []
-        records, known = _every_record(ctx)
-        out: list[Record] = []
-        for comment in found:
-            unused = unused_codes(comment, records, known)
-            if unused is not None:
-                out.append(_record(ctx, comment, unused))
-        return out
+        return []
 
 
-def _every_record(ctx: RuleContext) -> tuple[list[Record], frozenset[str]]:
-    """Every other static rule's records on this file, enabled or not, before suppressions."""
+def unused_suppressions(ctx: RuleContext, records: list[Record], failed: frozenset[str]) -> list[Record]:
+    """WH016's records on ``ctx.model``. ``records``: what the enabled rules reported on it, before
+    conflicts and suppressions; ``failed``: the ids of rules that raised (what they silence is
+    unknown). Rules that are not enabled run here, once, only when a comment's verdict depends on
+    them."""
+    source = ctx.model.source
+    if source.syntax_error is not None or not may_hold_comments(source.text):
+        return []
+    found = comments(ctx.model.lines)
+    if not found:
+        return []
+    from warp_harness.rules import all_rules  # the rules import this module: import late
+
+    judged = [rule for rule in all_rules() if rule.id not in _NOT_JUDGED]
+    known = {rule.id for rule in judged} - failed
+    seen = [r for r in records if r.rule not in _NOT_JUDGED]
+    verdicts = [unused_codes(comment, seen, frozenset(known)) for comment in found]
+    disabled = [rule for rule in judged if not ctx.settings.rule_enabled(rule.id)]
+    if disabled and any(v is not None for v in verdicts):
+        seen += _records_of(disabled, ctx, known)
+        verdicts = [unused_codes(comment, seen, frozenset(known)) for comment in found]
+    return [_record(ctx, c, unused) for c, unused in zip(found, verdicts, strict=True) if unused is not None]
+
+
+def _records_of(rules: list[Rule], ctx: RuleContext, known: set[str]) -> list[Record]:
+    """The records of ``rules`` on ``ctx.model``; a rule that raises leaves ``known``."""
     from warp_harness.engine import scoped_records  # the engine imports the rules: import late
-    from warp_harness.rules import all_rules
 
     records: list[Record] = []
-    known: set[str] = set()
-    for rule in all_rules():
-        if rule.id in _NOT_JUDGED:
-            continue
-        known.add(rule.id)
+    for rule in rules:
         try:
             records.extend(record for _, _, record in scoped_records(rule, ctx))
         except Exception:  # the engine reports a broken rule; what it silences is unknown
             known.discard(rule.id)
-    return records, frozenset(known)
+    return records
 
 
 def _record(ctx: RuleContext, comment: Comment, unused: tuple[str, ...]) -> Record:

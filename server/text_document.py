@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -23,9 +24,44 @@ def lsp_lines(text: str) -> list[str]:
 
 
 class LspTextDocument(TextDocument):
+    """Lines kept with the text they were cut from; an incremental change re-cuts only the lines it
+    touches (pygls splits the whole document, twice, for every keystroke)."""
+
+    _cut: tuple[str, tuple[str, ...]] | None = None  # (source, its lines)
+
     @property
     def lines(self) -> Sequence[str]:
-        return tuple(lsp_lines(self.source))
+        source = self.source
+        cut = self._cut
+        if cut is not None and cut[0] is source:
+            return cut[1]
+        lines = tuple(lsp_lines(source))
+        self._cut = (source, lines)
+        return lines
+
+    def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
+        """pygls' own change (the text before the range's start, the new text, the text after its end),
+        built from the lines around the range."""
+        lines = self.lines
+        range_ = self._position_codec.range_from_client_units(lines, change.range)
+        start, end = range_.start, range_.end
+        if not start.line < len(lines) or end.line < start.line:
+            super()._apply_incremental_change(change)  # at the very end, or a reversed range
+            return
+        tail = lines[end.line][end.character :] if end.line < len(lines) else ""
+        middle = lines[start.line][: start.character] + change.text + tail
+        before, after = lines[: start.line], lines[end.line + 1 :]
+        source = "".join((*before, middle, *after))
+        self._source = source
+        # the lines cut from the middle alone are the document's unless a line end joins across a seam
+        joins_before = bool(before) and before[-1].endswith("\r") and middle.startswith("\n")
+        open_end = bool(after) and (
+            not middle
+            or not middle.endswith(("\n", "\r"))
+            or (middle.endswith("\r") and after[0].startswith("\n"))
+        )
+        if not joins_before and not open_end:
+            self._cut = (source, (*before, *lsp_lines(middle), *after))
 
 
 class LspWorkspace(Workspace):

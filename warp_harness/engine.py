@@ -16,7 +16,7 @@ from warp_harness.model.source import ParsedSource, SyntaxIssue, decode_source, 
 from warp_harness.output.model import FileResult
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
-from warp_harness.suppressions import Suppressions
+from warp_harness.suppressions import Suppressions, may_hold_comments
 from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
@@ -147,25 +147,42 @@ def analyse_parsed(
     project: ProjectView | None = None,
 ) -> Analysis:
     """`analyse_source` from the parse on (``model``: already built from ``parsed``)."""
-    from warp_harness.hardware import load_profile
-    from warp_harness.rules import all_rules
-    from warp_harness.rules.base import RuleContext
-
     records: list[Record] = []
     if parsed.syntax_error is not None:
         records.append(syntax_record(path, parsed.syntax_error))
     model = model or build_model(parsed.text, path, table, parsed)
     if model.kernels or model.launches:
+        # imported here: a file with neither never imports the rules
+        from warp_harness.hardware import load_profile
+        from warp_harness.rules import all_rules
+        from warp_harness.rules.base import RuleContext
+
         view = project.attach(model) if project is not None and model.launches else None
         ctx = RuleContext(model, load_profile(settings.target), table, settings, project=view)
+        found: list[Record] = []
+        failed: set[str] = set()
         for rule in all_rules():
             if not settings.rule_enabled(rule.id):
                 continue
             try:
-                records.extend(record for _, _, record in scoped_records(rule, ctx))
+                found.extend(record for _, _, record in scoped_records(rule, ctx))
             except Exception as exc:  # a broken rule must not take the others down
                 records.append(internal_record(path, rule.id, exc))
+                failed.add(rule.id)
+        records.extend(found)
+        records.extend(unused_suppressions(ctx, found, frozenset(failed)))
     return Analysis(finish_records(records, parsed, settings), model, parsed)
+
+
+def unused_suppressions(ctx: RuleContext, found: list[Record], failed: frozenset[str]) -> list[Record]:
+    """WH016's records (rules/wh016_unused_suppression.py), judged from ``found``: what the enabled rules
+    reported on ``ctx.model`` (before conflicts and suppressions); ``failed``: the rules that raised."""
+    from warp_harness.rules.wh016_unused_suppression import UnusedSuppression
+    from warp_harness.rules.wh016_unused_suppression import unused_suppressions as judge
+
+    if not ctx.settings.rule_enabled(UnusedSuppression.id):
+        return []
+    return judge(ctx, found, failed)
 
 
 def internal_record(path: str, rule_id: str, exc: Exception) -> Record:
@@ -183,8 +200,12 @@ def internal_record(path: str, rule_id: str, exc: Exception) -> Record:
 
 def finish_records(records: list[Record], parsed: ParsedSource, settings: Settings) -> list[Record]:
     """Conflicts resolved, suppressions applied, severities overridden, sorted: what the caller sees."""
-    suppressions = Suppressions.from_lines(parsed.lines)
-    kept = [r for r in _resolve_conflicts(records) if not suppressions.is_suppressed(r)]
+    resolved = _resolve_conflicts(records)
+    if may_hold_comments(parsed.text):
+        suppressions = Suppressions.from_lines(parsed.lines)
+        kept = [r for r in resolved if not suppressions.is_suppressed(r)]
+    else:
+        kept = resolved
     kept = [r.with_severity(settings.severity[r.rule]) if r.rule in settings.severity else r for r in kept]
     kept.sort(key=Record.sort_key)
     return kept

@@ -45,6 +45,7 @@ from warp_harness.engine import (
     finish_records,
     scoped_records,
     syntax_record,
+    unused_suppressions,
 )
 from warp_harness.hardware import HardwareProfile, load_profile
 from warp_harness.model.chunks import Chunk, ChunkParser
@@ -52,15 +53,17 @@ from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.module import ModuleModel, build_model
+from warp_harness.model.source import ParsedSource
 from warp_harness.record import Location, Record
 from warp_harness.rules import all_rules
 from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
+from warp_harness.suppressions import MARK, remember_scan
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
     from warp_harness.model.project import ProjectView
 
-UNIT_CACHE_SIZE = 1024
+UNIT_CACHE_SIZE = 1024  # besides the units of the document analysed last
 DOCUMENT_CACHE_SIZE = 64
 REST_CACHE_SIZE = 4
 
@@ -151,19 +154,24 @@ class _UnitEntry:
     first: int
     end: int
     movable: bool
+    # the non-empty lists of ``records``: (rule id, of a launch site, the kernel's or site's number, records)
+    found: tuple[tuple[str, bool, int, list[Record]], ...]
 
     @classmethod
     def of(cls, records: _UnitRecords, layout: _Layout, chunk: Chunk) -> _UnitEntry:
-        every = (
-            r
-            for kernels, sites in records.values()
-            for r in (*(x for k in kernels for x in k), *(x for s in sites for x in s))
+        found = tuple(
+            (rule, bool(site), number, part)
+            for rule, parts in records.items()
+            for site, lists in enumerate(parts)
+            for number, part in enumerate(lists)
+            if part
         )
-        return cls(records, layout, chunk.first, chunk.end, all(map(_movable, every)))
+        movable = all(_movable(r) for *_, part in found for r in part)
+        return cls(records, layout, chunk.first, chunk.end, movable, found)
 
     def at(self, layout: _Layout, chunk: Chunk) -> _UnitEntry | None:
         """These records where the same chunks now sit at ``layout`` and ``chunk`` (None: cannot tell)."""
-        if self.first == chunk.first and self.layout == layout:
+        if self.first == chunk.first and (self.layout is layout or self.layout == layout):
             return self
         if not self.movable or len(layout) != len(self.layout):
             return None
@@ -178,7 +186,7 @@ class _UnitEntry:
             }
         except _NotMovable:
             return None
-        return _UnitEntry(moved, layout, chunk.first, chunk.end, True)
+        return _UnitEntry.of(moved, layout, chunk)
 
 
 @dataclass(frozen=True)
@@ -268,6 +276,19 @@ class _Document:
     rest: OrderedDict[tuple[object, ...], _RestEntry] = field(default_factory=OrderedDict)
     # the latest (text, settings, analysis): a save or a re-open sends the same text again
     last: tuple[str, Settings, Analysis] | None = None
+    # the units' keys and layouts at the last analysis, and what they were derived from (`_UnitKeys`)
+    unit_keys: _UnitKeys | None = None
+
+
+@dataclass
+class _UnitKeys:
+    """Each unit's key and layout, by its chunk, valid while ``token`` (the context chunks, their lines, the
+    imports, the units' kernel names, the settings) is unchanged; ``around`` keeps the chunks whose ids
+    the token holds alive."""
+
+    token: tuple[object, ...]
+    around: list[Chunk]
+    by_chunk: dict[int, tuple[Chunk, int, tuple[object, ...], _Layout]]
 
 
 def _path_of(unit_key: tuple[object, ...]) -> object:
@@ -366,12 +387,14 @@ class IncrementalAnalyser:
             return analyse_parsed(parsed, path, settings, table, model, project)
         view = project.attach(model) if project is not None and model.launches else None
         try:
-            found = self._rule_records(document, model, chunks, settings, table, facts, view)
+            found, whole = self._rule_records(document, model, chunks, settings, table, facts, view)
         except _RuleFailed:
             document.rest.clear()
             return analyse_parsed(parsed, path, settings, table, model, project)
         records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
         records.extend(found)
+        _scan_for_comments(parsed, chunks)
+        records.extend(unused_suppressions(whole, found, frozenset()))
         return Analysis(finish_records(records, parsed, settings), model, parsed)
 
     def _rule_records(
@@ -383,7 +406,8 @@ class IncrementalAnalyser:
         table: BuiltinTable,
         facts: _Facts,
         view: ProjectView | None = None,
-    ) -> list[Record]:
+    ) -> tuple[list[Record], RuleContext]:
+        """Every enabled rule's records, and the context of the whole model they were judged in."""
         profile = load_profile(settings.target)
         rules = [rule for rule in all_rules() if settings.rule_enabled(rule.id)]
         settings_key = (model.path, tuple(rule.id for rule in rules), profile)  # records hold the path
@@ -412,32 +436,46 @@ class IncrementalAnalyser:
         core_key = _Key(tuple(c.text for c in core))
         core_layout = tuple((c.first, c.end) for c in core)
         core_firsts = [c.first for c in core]
-        host_of = {id(c.body[0]): i for i, c in hosts.items() if c.body}
-        launchers: dict[str, set[int]] = {}
-        for site in model.launches:
-            if site.kernel_name is not None and id(site.scope) in host_of:
-                launchers.setdefault(site.kernel_name, set()).add(host_of[id(site.scope)])
-        named: dict[str, list[int]] = {}
-        for i, chunk in selective.items():
-            assert chunk.body is not None
-            named.setdefault(getattr(chunk.body[0], "name", ""), []).append(i)
         names = Counter(k.name for u in units for _, k in u.kernels)
         # whether the file has any @wp.func at all (not only those a unit reaches by name)
         any_func = bool(func_nodes) if any(Fact.FUNCS in rule.reads for rule in rules) else None
+        # a unit's key and layout follow from its chunk and what the token holds: kept between analyses
+        token = (
+            tuple(map(id, around)),
+            layout,
+            imports_key,
+            tuple(sorted(names.items())),
+            any_func,
+            settings_key,
+        )
+        memo = document.unit_keys
+        known = memo.by_chunk if memo is not None and memo.token == token else {}
+        by_chunk: dict[int, tuple[Chunk, int, tuple[object, ...], _Layout]] = {}
+        graph: tuple[dict[str, list[int]], dict[str, set[int]]] | None = None
         for unit in units:
-            reached, relevant = _reached(unit, named, funcs, launchers)
-            own = sorted((selective[i] for i in relevant), key=lambda c: c.first)
-            seen = sorted([*core, *own], key=lambda c: c.first) if own else core
-            unit.layout = tuple((c.first, c.end) for c in seen) if own else core_layout
-            unit.key = (
-                unit.chunk.text,
-                core_key,
-                tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
-                bisect.bisect([c.first for c in seen], unit.chunk.first),  # where it sits among them
-                tuple(sorted((n, c) for n, c in names.items() if n in reached or n in unit.names)),
-                any_func,
-                settings_key,
-            )
+            chunk = unit.chunk
+            kept = known.get(id(chunk))
+            if kept is not None and kept[0] is chunk and kept[1] == chunk.first:
+                unit.key, unit.layout = kept[2], kept[3]
+            else:
+                graph = graph or _graph(model, hosts, selective)
+                named, launchers = graph
+                reached, relevant = _reached(unit, named, funcs, launchers)
+                own = sorted((selective[i] for i in relevant), key=lambda c: c.first)
+                seen = sorted([*core, *own], key=lambda c: c.first) if own else core
+                unit.layout = tuple((c.first, c.end) for c in seen) if own else core_layout
+                unit.key = (
+                    chunk.text,
+                    core_key,
+                    tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
+                    # where it sits among them
+                    bisect.bisect(core_firsts, chunk.first) + sum(c.first <= chunk.first for c in own),
+                    tuple(sorted((n, names[n]) for n in reached | unit.names if n in names)),
+                    any_func,
+                    settings_key,
+                )
+            by_chunk[id(chunk)] = (chunk, chunk.first, unit.key, unit.layout)
+        document.unit_keys = _UnitKeys(token, around, by_chunk)
         # what the launches resolved into through the workspace model (each module's digest)
         if view is not None:
             for site in model.launches:
@@ -445,7 +483,7 @@ class IncrementalAnalyser:
         resolved = tuple(sorted(view.deps.items())) if view is not None else ()
         rest_key = (context, tuple(sorted(names.items())), settings_key, resolved)
 
-        cached: dict[int, _UnitRecords] = {}
+        cached: dict[int, _UnitEntry] = {}
         missing: list[_Unit] = []
         for unit in units:
             entry = self._units.get(unit.key)
@@ -456,7 +494,7 @@ class IncrementalAnalyser:
             self._units.move_to_end(unit.key)
             if found is not entry:
                 self._units[unit.key] = found
-            cached[unit.position] = found.records
+            cached[unit.position] = found
         rest = document.rest.get(rest_key)
         rest_found = rest.at(layout) if rest is not None else None
         if missing or rest_found is None:
@@ -466,9 +504,10 @@ class IncrementalAnalyser:
                 model, scanned, rules, units, missing, rest_found is None, (profile, table, settings), view
             )
             for unit in missing:
-                cached[unit.position] = fresh[unit.position]
-                self._units[unit.key] = _UnitEntry.of(fresh[unit.position], unit.layout, unit.chunk)
-            while len(self._units) > UNIT_CACHE_SIZE:
+                entry = _UnitEntry.of(fresh[unit.position], unit.layout, unit.chunk)
+                cached[unit.position] = self._units[unit.key] = entry
+            # every unit of this document stays: a file with more units than the limit would miss them all
+            while len(self._units) > UNIT_CACHE_SIZE + len(units):
                 self._units.popitem(last=False)
             if rest_found is None:
                 rest_found = _RestEntry.of(rest_key, placed, layout)
@@ -477,7 +516,25 @@ class IncrementalAnalyser:
         while len(document.rest) > REST_CACHE_SIZE:
             document.rest.popitem(last=False)
         whole = RuleContext(model, profile, table, settings, project=view)
-        return _assemble(model, rules, units, cached, rest_found.records, whole)
+        return _assemble(model, rules, units, cached, rest_found.records, whole), whole
+
+
+def _scan_for_comments(parsed: ParsedSource, chunks: list[Chunk]) -> None:
+    """Whether the text holds a suppression comment, from what each chunk remembers (only new chunks are
+    scanned), for the finish step (`suppressions.may_hold_comments`). The chunks run end to end from the
+    first one's line to the end of the text; when they do not, nothing is told (the text is scanned)."""
+    lines = parsed.lines
+    if not chunks or chunks[-1].end != len(lines):
+        return
+    found = any(MARK in line for line in lines[: chunks[0].first])
+    for before, chunk in zip([None, *chunks], chunks, strict=False):
+        if before is not None and before.end != chunk.first:
+            return
+        memo = chunk.facts.get("mark")
+        if not isinstance(memo, bool):
+            memo = chunk.facts["mark"] = MARK in chunk.text
+        found = found or memo
+    remember_scan(parsed.text, found)
 
 
 def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: _Facts) -> list[_Unit]:
@@ -543,12 +600,35 @@ def _factories(
             candidates.append((outer.name, chunk, kernels))
     if not candidates:
         return []
-    in_warp_code = {n.id for k in model.kernels for n in body_index(k.node).of(ast.Name)}
+    in_warp_code = _names_in_warp_code(model, chunks)
     return [
         _Unit(kernels[0][0], kernels, chunk, [])
         for name, chunk, kernels in candidates
         if name not in in_warp_code
     ]
+
+
+def _names_in_warp_code(model: ModuleModel, chunks: list[Chunk]) -> set[str]:
+    """The names the file's kernels and functions mention, kept with each chunk for its kernels."""
+    firsts = [c.first for c in chunks]
+    by_chunk: dict[int, list[ast.AST]] = {}
+    names: set[str] = set()
+    for kernel in model.kernels:
+        line = kernel.node.lineno
+        i = bisect.bisect_left(firsts, line) - 1  # the chunk whose first (0-based) line is before it
+        if i >= 0 and line <= chunks[i].end:
+            by_chunk.setdefault(i, []).append(kernel.node)
+        else:  # not in a chunk: cannot happen with chunks from the same parse; no memo then
+            names.update(n.id for n in body_index(kernel.node).of(ast.Name))
+    for i, nodes in by_chunk.items():
+        chunk = chunks[i]
+        key = tuple(map(id, nodes))  # which of the chunk's nodes are kernels depends on the imports
+        memo = chunk.facts.get("warp_names")
+        if not (isinstance(memo, tuple) and memo[0] == key):
+            memo = (key, frozenset(n.id for node in nodes for n in body_index(node).of(ast.Name)))
+            chunk.facts["warp_names"] = memo
+        names.update(memo[1])
+    return names
 
 
 def _isolated(
@@ -608,6 +688,22 @@ def _scan_isolated(
                 ):
                     return False
     return True
+
+
+def _graph(
+    model: ModuleModel, hosts: dict[int, Chunk], selective: dict[int, Chunk]
+) -> tuple[dict[str, list[int]], dict[str, set[int]]]:
+    """The selective chunks by the name they define, and the hosts launching each kernel name."""
+    host_of = {id(c.body[0]): i for i, c in hosts.items() if c.body}
+    launchers: dict[str, set[int]] = {}
+    for site in model.launches:
+        if site.kernel_name is not None and id(site.scope) in host_of:
+            launchers.setdefault(site.kernel_name, set()).add(host_of[id(site.scope)])
+    named: dict[str, list[int]] = {}
+    for i, chunk in selective.items():
+        assert chunk.body is not None
+        named.setdefault(getattr(chunk.body[0], "name", ""), []).append(i)
+    return named, launchers
 
 
 def _reached(
@@ -699,21 +795,34 @@ def _assemble(
     model: ModuleModel,
     rules: list[Rule],
     units: list[_Unit],
-    cached: dict[int, _UnitRecords],
+    cached: dict[int, _UnitEntry],
     rest: _PlacedRecords,
     whole: RuleContext,
 ) -> list[Record]:
-    """Every rule's records in the order a full run over the whole model produces them (``whole``: the
-    context of the whole model, for rules of scope MODULE)."""
-    owner: dict[int, tuple[int, int]] = {}
-    unit_of: dict[int, tuple[int, int]] = {}  # kernel position -> (unit, its number in the unit)
+    """Every rule's records in the order a full run over the whole model produces them: per rule, its
+    records on each kernel by position, then on each launch site (``whole``: the context of the whole
+    model, for rules of scope MODULE). Only the lists holding records are visited."""
+    # rule id -> [(position, records)] for kernels and for launch sites
+    on_kernels: dict[str, list[tuple[int, list[Record]]]] = {}
+    on_sites: dict[str, list[tuple[int, list[Record]]]] = {}
     for unit in units:
-        for number, site in enumerate(unit.sites):
-            owner[site] = (unit.position, number)
-        for number, (position, _) in enumerate(unit.kernels):
-            unit_of[position] = (unit.position, number)
-    kernel_places = [_place(k.node) for k in model.kernels]
-    site_places = [_place(s.node) for s in model.launches]
+        for rule_id, site, number, part in cached[unit.position].found:
+            if site:
+                on_sites.setdefault(rule_id, []).append((unit.sites[number], part))
+            else:
+                on_kernels.setdefault(rule_id, []).append((unit.kernels[number][0], part))
+    if any(by_kernel or by_site for by_kernel, by_site in rest.values()):
+        in_units = {p for u in units for p, _ in u.kernels}
+        owned = {site for u in units for site in u.sites}
+        kernel_at = {_place(k.node): p for p, k in enumerate(model.kernels) if p not in in_units}
+        site_at = {_place(s.node): p for p, s in enumerate(model.launches) if p not in owned}
+        for rule_id, (by_kernel, by_site) in rest.items():
+            for place, part in by_kernel.items():
+                if place in kernel_at and part:
+                    on_kernels.setdefault(rule_id, []).append((kernel_at[place], part))
+            for place, part in by_site.items():
+                if place in site_at and part:
+                    on_sites.setdefault(rule_id, []).append((site_at[place], part))
     records: list[Record] = []
     for rule in rules:
         if rule.scope is Scope.MODULE:
@@ -722,20 +831,16 @@ def _assemble(
             except Exception as exc:
                 raise _RuleFailed from exc
             continue
-        rest_kernels, rest_sites = rest.get(rule.id, ({}, {}))
-        for position in range(len(model.kernels)):
-            in_unit = unit_of.get(position)
-            if in_unit is not None:
-                records.extend(cached[in_unit[0]][rule.id][0][in_unit[1]])
-            else:
-                records.extend(rest_kernels.get(kernel_places[position], ()))
-        for position in range(len(model.launches)):
-            owned = owner.get(position)
-            if owned is not None:
-                records.extend(cached[owned[0]][rule.id][1][owned[1]])
-            else:
-                records.extend(rest_sites.get(site_places[position], ()))
+        for parts in (on_kernels.get(rule.id), on_sites.get(rule.id)):
+            if parts:
+                parts.sort(key=_position)
+                for _, part in parts:
+                    records.extend(part)
     return records
+
+
+def _position(item: tuple[int, list[Record]]) -> int:
+    return item[0]
 
 
 @cache

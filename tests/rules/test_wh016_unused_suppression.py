@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from warp_harness.config import Settings
 from warp_harness.engine import analyse_source
 from warp_harness.fixes import apply_fixes
+from warp_harness.incremental import IncrementalAnalyser
 
 HEAD = """\
 import warp as wp
@@ -16,8 +18,8 @@ def k(x: wp.array(dtype=float), out: wp.array(dtype=float)):
 RACE = "    out[0] = out[0] + x[i]"  # WH010 on this line
 
 
-def _wh016(text: str) -> list[tuple[int, str]]:
-    records = analyse_source(text, "k.py").records
+def _wh016(text: str, settings: Settings | None = None) -> list[tuple[int, str]]:
+    records = analyse_source(text, "k.py", settings).records
     return [(r.location.line, r.message) for r in records if r.rule == "WH016"]
 
 
@@ -59,3 +61,29 @@ def test_the_fix_removes_the_comment_or_the_unused_codes() -> None:
     assert applied == 2
     assert fixed == HEAD + RACE + "  # wh: ignore[WH010]\n" + "    x[i] = 1.0\n"
     assert _wh016(fixed) == []
+
+
+def test_a_rule_the_settings_leave_out_still_counts() -> None:
+    # WH010 does not run (ignored, or not selected), yet it would report the line: the comment is used
+    for settings in (Settings().merged({"ignore": ["WH010"]}), Settings().merged({"select": ["WH016"]})):
+        assert _wh016(HEAD + RACE + "  # wh: ignore[WH010]\n", settings) == []
+        assert _wh016(HEAD + RACE + "  # wh: ignore\n", settings) == []
+        assert _wh016(HEAD + RACE + "  # wh: ignore[WH010, WH003]\n", settings) == [
+            (7, "unused code WH003 in `# wh: ignore`")
+        ]
+
+
+def test_the_incremental_analysis_judges_alike_after_edits() -> None:
+    analyser = IncrementalAnalyser()
+    texts = [
+        HEAD + RACE + "  # wh: ignore[WH010]\n",
+        HEAD + "    out[0] = x[i]  # wh: ignore[WH010]\n",  # the race is gone: the comment is unused
+        HEAD + RACE + "  # wh: ignore[WH010]\n",
+    ]
+    for settings in (Settings(), Settings().merged({"ignore": ["WH010"]})):
+        for text in texts:
+            assert (
+                analyser.analyse(text, "k.py", settings).records
+                == analyse_source(text, "k.py", settings).records
+            )
+    assert _wh016(texts[1]) == [(7, "unused suppression `# wh: ignore[WH010]`: it silences nothing")]

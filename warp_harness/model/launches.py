@@ -7,6 +7,7 @@ suite checking Warp's own errors) and are left out.
 from __future__ import annotations
 
 import ast
+import bisect
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -164,19 +165,30 @@ def _inside_expected_failure(nodes: list[ast.AST]) -> set[int]:
     return inside
 
 
-def _enclosing_scope(
-    call: ast.Call, functions: list[ast.FunctionDef | ast.AsyncFunctionDef], tree: ast.Module
-) -> ast.AST:
-    """The innermost function whose lines contain ``call`` (the module when none does)."""
-    best: ast.AST = tree
-    best_span = None
-    for fn in functions:
-        end = fn.end_lineno or fn.lineno
-        if fn.lineno <= call.lineno <= end:
-            span = end - fn.lineno
-            if best_span is None or span < best_span:
-                best, best_span = fn, span
-    return best
+class _Scopes:
+    """The innermost function whose lines contain a line (the module when none does), by bisection:
+    function spans nest or are disjoint, so it is the last function starting at or before the line,
+    or the innermost one around that, and so on outwards."""
+
+    def __init__(self, functions: list[ast.FunctionDef | ast.AsyncFunctionDef], tree: ast.Module) -> None:
+        ordered = sorted(functions, key=lambda fn: fn.lineno)
+        self._functions = ordered
+        self._starts = [fn.lineno for fn in ordered]
+        self._ends = [fn.end_lineno or fn.lineno for fn in ordered]
+        self._tree = tree
+        self._parents: list[int] = []
+        open_: list[int] = []
+        for i, start in enumerate(self._starts):
+            while open_ and self._ends[open_[-1]] < start:
+                open_.pop()
+            self._parents.append(open_[-1] if open_ else -1)
+            open_.append(i)
+
+    def of(self, call: ast.Call) -> ast.AST:
+        i = bisect.bisect_right(self._starts, call.lineno) - 1
+        while i >= 0 and self._ends[i] < call.lineno:
+            i = self._parents[i]
+        return self._functions[i] if i >= 0 else self._tree
 
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -360,8 +372,9 @@ def find_launches(
         *index.of(ast.AsyncFunctionDef),
     ]
     by_scope: dict[int, tuple[ast.AST, list[ast.Call]]] = {}
+    scopes = _Scopes(functions, tree)
     for call in launch_calls:
-        scope = _enclosing_scope(call, functions, tree)
+        scope = scopes.of(call)
         by_scope.setdefault(id(scope), (scope, []))[1].append(call)
     classes = index.of(ast.ClassDef)
     sites: list[LaunchSite] = []
