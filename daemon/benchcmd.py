@@ -129,8 +129,7 @@ def run_bench(
     """Validate and benchmark every contracted kernel under ``paths``; ``on_progress`` receives
     ``{"kind": "file", "path": ...}`` per file and the worker's step messages (kernel, device)."""
     from warp_harness.daemon.ci import _common_root
-    from warp_harness.daemon.engine import Engine
-    from warp_harness.daemon.executor import check_many, make_executor, slots
+    from warp_harness.daemon.executor import Engines, check_many
 
     root = (workspace or _common_root(paths)).resolve()
     settings = load_settings(root)
@@ -145,22 +144,7 @@ def run_bench(
         overrides["profile"] = str(Path(profile).resolve())  # the worker runs in the workspace
     options = load_runtime_options(root, overrides).merged({"validate": True, "bench": True})
     targets = list(discovery.walk(paths))
-    choice = executor or ExecutorChoice()
-    # remote: one executor shared by the threads, each job on a device of its own (num_gpus=1)
-    shared = make_executor(choice, root, options) if choice.remote else None
-
-    def make_engine() -> Engine:
-        return Engine(
-            root,
-            settings,
-            options,
-            True,
-            None,
-            warmup=warmup,
-            record_history=False,
-            on_progress=on_progress,
-            supervisor=shared,
-        )
+    engines = Engines(root, settings, options, executor or ExecutorChoice(), None, warmup, on_progress)
 
     def starting(target: Path) -> None:
         if on_progress is not None:
@@ -171,10 +155,9 @@ def run_bench(
     problems: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
-        reports = check_many(make_engine, targets, slots(shared) if shared else 1, on_start=starting)
+        reports = check_many(engines.make, targets, engines.parallel, on_start=starting)
     finally:
-        if shared is not None:
-            shared.close()
+        engines.close()
     for report in reports:
         files.append(report.path)
         rows.extend(rows_of(report))

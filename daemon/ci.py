@@ -186,37 +186,22 @@ def run_ci(
     dynamic_payloads: dict[Path, CheckReport] = {}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:  # an untrusted workspace never reaches an executor
-        from warp_harness.daemon.engine import Engine
-        from warp_harness.daemon.executor import check_many, make_executor, slots
+        from warp_harness.daemon.executor import Engines, check_many
 
-        choice = executor or ExecutorChoice()
         # a remote executor is shared by the engines of check_many's threads; a local one is
         # made per engine (its worker runs one job at a time)
-        shared = make_executor(choice, root, options) if choice.remote else None
-
-        def make_engine() -> Engine:
-            return Engine(
-                root,
-                settings,
-                options,
-                True,
-                overrides,
-                warmup=warmup,
-                record_history=False,
-                on_progress=on_progress,
-                supervisor=shared,
-            )
+        engines = Engines(
+            root, settings, options, executor or ExecutorChoice(), overrides, warmup, on_progress
+        )
 
         def starting(target: Path) -> None:
             if on_progress is not None:
                 on_progress({"kind": "file", "path": shown.get(target.resolve()) or _display(target)})
 
-        parallel = slots(shared) if shared is not None else 1
         try:
-            reports = check_many(make_engine, dynamic_targets, parallel, on_start=starting)
+            reports = check_many(engines.make, dynamic_targets, engines.parallel, on_start=starting)
         finally:
-            if shared is not None:
-                shared.close()
+            engines.close()
         for target, report in zip(dynamic_targets, reports, strict=True):
             dynamic_payloads[target.resolve()] = report
             dyn = report.dynamic()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -32,6 +32,7 @@ from warp_harness.daemon.results import WorkerResult
 from warp_harness.record import Record
 
 if TYPE_CHECKING:
+    from warp_harness.config import Settings
     from warp_harness.daemon.engine import Engine
     from warp_harness.daemon.results import CheckReport
 
@@ -148,6 +149,49 @@ def slots(executor: Executor, steps: tuple[Step, ...] = DEFAULT_STEPS) -> int:
     """How many jobs the executor runs at once (1 for a local worker)."""
     count = getattr(executor, "slots", None)
     return max(1, int(count(steps))) if callable(count) else 1
+
+
+@dataclass
+class Engines:
+    """The engines of one command's jobs (``ci``, ``bench``, ``tune``): locally each with a worker of
+    its own; remotely all sharing one executor, each job on a device of its own (num_gpus=1).
+    Only ever made for a trusted workspace."""
+
+    workspace: Path
+    settings: Settings
+    options: RuntimeOptions
+    choice: ExecutorChoice
+    overrides: Mapping[str, Any] | None = None
+    warmup: bool = False
+    on_progress: Callable[[dict[str, Any]], None] | None = None
+    shared: Executor | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.shared = make_executor(self.choice, self.workspace, self.options) if self.choice.remote else None
+
+    def make(self) -> Engine:
+        from warp_harness.daemon.engine import Engine
+
+        return Engine(
+            self.workspace,
+            self.settings,
+            self.options,
+            True,
+            self.overrides,
+            warmup=self.warmup,
+            record_history=False,
+            on_progress=self.on_progress,
+            supervisor=self.shared,
+        )
+
+    @property
+    def parallel(self) -> int:
+        """How many of them ``check_many`` runs at once."""
+        return slots(self.shared) if self.shared is not None else 1
+
+    def close(self) -> None:
+        if self.shared is not None:
+            self.shared.close()
 
 
 def check_many(

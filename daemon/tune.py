@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon.benchcmd import NotTrusted
-from warp_harness.daemon.executor import ExecutorChoice
+from warp_harness.daemon.executor import Engines, ExecutorChoice
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import CheckReport
 from warp_harness.record import Severity
@@ -153,8 +153,6 @@ def run_tune(
     ``executor`` ray: every candidate is one job (validated, then timed, on a device of its own),
     as many at once as the cluster has devices; ``jobs`` does not apply."""
     from warp_harness.config import load_settings
-    from warp_harness.daemon.engine import Engine
-    from warp_harness.daemon.executor import Executor, make_executor
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.engine import check_file
     from warp_harness.record import Severity
@@ -188,22 +186,6 @@ def run_tune(
     if len(now) == len(found[kernel]) and not any(r.current for r in rows):
         rows.insert(0, Candidate(now, current=True))  # the source's own values are always measured
 
-    choice = executor or ExecutorChoice()
-    shared: Executor | None = make_executor(choice, root, options) if choice.remote else None
-
-    def make_engine() -> Any:
-        return Engine(
-            root,
-            settings,
-            options,
-            True,
-            overrides,
-            warmup=False,
-            record_history=False,
-            on_progress=step_progress,
-            supervisor=shared,
-        )
-
     def say(label: str) -> None:
         if on_progress is not None:
             on_progress({"label": label})
@@ -211,6 +193,9 @@ def run_tune(
     def step_progress(msg: dict[str, Any]) -> None:
         if on_progress is not None and jobs == 1:  # several workers at once: the labels say enough
             on_progress(msg)
+
+    engines = Engines(root, settings, options, executor or ExecutorChoice(), overrides, False, step_progress)
+    make_engine = engines.make
 
     tmps: list[Path] = []
     survivors: list[tuple[Candidate, Path]] = []
@@ -235,8 +220,8 @@ def run_tune(
                 cand.reasons = [f"{r.rule}: {r.message}" for r in errors]
                 continue
             survivors.append((cand, tmp))
-        if shared is not None:  # a cluster: each candidate validated and timed in one job
-            _run_remotely(survivors, kernel, shared, make_engine, say)
+        if engines.shared is not None:  # a cluster: each candidate validated and timed in one job
+            _run_remotely(survivors, kernel, engines, say)
             survivors = []
         if jobs > 1 and len(survivors) > 1:
             say(f"{kernel}: validating {len(survivors)} candidates, {jobs} at a time")
@@ -254,8 +239,7 @@ def run_tune(
     finally:
         if engine is not None:
             engine.close()
-        if shared is not None:
-            shared.close()
+        engines.close()
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
     return kernel, rows
@@ -285,19 +269,14 @@ def _take(cand: Candidate, report: CheckReport, kernel: str, *, validate_only: b
 
 
 def _run_remotely(
-    survivors: list[tuple[Candidate, Path]],
-    kernel: str,
-    shared: Any,
-    make_engine: Callable[[], Any],
-    say: Callable[[str], None],
+    survivors: list[tuple[Candidate, Path]], kernel: str, engines: Engines, say: Callable[[str], None]
 ) -> None:
     """Validate and time every candidate on the cluster, as many at once as it has slots; a
     kernel is still timed only after it matched its reference (in the same job)."""
-    from warp_harness.daemon.executor import check_many, slots
+    from warp_harness.daemon.executor import check_many
 
-    parallel = slots(shared)
-    say(f"{kernel}: {len(survivors)} candidates on the cluster, {parallel} at a time")
-    reports = check_many(make_engine, [tmp for _, tmp in survivors], parallel)
+    say(f"{kernel}: {len(survivors)} candidates on the cluster, {engines.parallel} at a time")
+    reports = check_many(engines.make, [tmp for _, tmp in survivors], engines.parallel)
     for (cand, _), report in zip(survivors, reports, strict=True):
         _take(cand, report, kernel, validate_only=False)
 
