@@ -220,6 +220,10 @@ def _file_items(
     return items
 
 
+# the result id of an open notebook's own file URI (its records are on the cells' URIs)
+OPEN_NOTEBOOK_ID = "open-notebook"
+
+
 async def workspace_report(
     ls: WarpHarnessServer, params: types.WorkspaceDiagnosticParams
 ) -> types.WorkspaceDiagnosticReport:
@@ -243,6 +247,23 @@ async def workspace_report(
             items.append(
                 types.WorkspaceFullDocumentDiagnosticReport(
                     uri=uri, version=document.version, items=report.items, result_id=report.result_id
+                )
+            )
+    # an open notebook's records sit on its cells' URIs; its file's URI may still hold the report
+    # made from disk before it was opened, which a client keeps until told otherwise: empty it
+    for uri in list(ls.workspace.notebook_documents):
+        if not uri.startswith("file:"):
+            continue
+        if previous.get(unquote(uri)) == OPEN_NOTEBOOK_ID:
+            items.append(
+                types.WorkspaceUnchangedDocumentDiagnosticReport(
+                    uri=uri, version=None, result_id=OPEN_NOTEBOOK_ID
+                )
+            )
+        else:
+            items.append(
+                types.WorkspaceFullDocumentDiagnosticReport(
+                    uri=uri, version=None, items=[], result_id=OPEN_NOTEBOOK_ID
                 )
             )
     await _scan_files(ls, _open_paths(ls))
