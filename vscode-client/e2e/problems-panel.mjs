@@ -489,12 +489,12 @@ async function main() {
     await waitFor(
       "the notebook editor",
       async () => {
-        await page.keyboard.press("Control+P");
-        const input = page.locator(".quick-input-widget input");
-        await input.waitFor({ timeout: 10_000 });
-        await input.fill(notebookName);
-        await page.locator(".quick-input-list .monaco-list-row", { hasText: notebookName }).first().waitFor({ timeout: 15_000 });
-        await page.keyboard.press("Enter");
+        // from the Explorer: code-server's quick open sometimes answers "No matching results" for
+        // a file the Explorer lists (its file search runs in the background)
+        await page.keyboard.press("Escape");
+        const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: notebookName }).first();
+        await row.waitFor({ timeout: 10_000 });
+        await row.dblclick();
         await page.locator(".notebook-editor .cell-list-container, .notebookOverlay").first().waitFor({ timeout: 15_000 });
         return true;
       },
