@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -189,6 +190,17 @@ async def _scan_files(ls: WarpHarnessServer, skip: set[str]) -> bool:
         return False
 
 
+def _workspace_item(
+    uri: str, version: int | None, diagnostics: Sequence[types.Diagnostic], rid: str, previous: str | None
+) -> types.WorkspaceDocumentDiagnosticReport:
+    """One file's entry of a workspace report: unchanged when the client already holds ``rid``."""
+    if previous == rid:
+        return types.WorkspaceUnchangedDocumentDiagnosticReport(uri=uri, version=version, result_id=rid)
+    return types.WorkspaceFullDocumentDiagnosticReport(
+        uri=uri, version=version, items=list(diagnostics), result_id=rid
+    )
+
+
 def _file_items(
     ls: WarpHarnessServer, skip: set[str], previous: dict[str, str]
 ) -> list[types.WorkspaceDocumentDiagnosticReport]:
@@ -207,16 +219,7 @@ def _file_items(
             diagnostics = diagnostics + extra.diagnostics
             rid = result_id(diagnostics, None)
         pulled.reported[unquote(report.uri)] = (rid, None)
-        if previous.get(unquote(report.uri)) == rid:
-            items.append(
-                types.WorkspaceUnchangedDocumentDiagnosticReport(uri=report.uri, version=None, result_id=rid)
-            )
-        else:
-            items.append(
-                types.WorkspaceFullDocumentDiagnosticReport(
-                    uri=report.uri, version=None, items=list(diagnostics), result_id=rid
-                )
-            )
+        items.append(_workspace_item(report.uri, None, diagnostics, rid, previous.get(unquote(report.uri))))
     return items
 
 
@@ -236,36 +239,16 @@ async def workspace_report(
         document = ls.workspace.text_documents.get(uri)
         if document is None:
             continue
-        report = document_report(ls, uri, previous.get(unquote(uri)))
-        if isinstance(report, types.RelatedUnchangedDocumentDiagnosticReport):
-            items.append(
-                types.WorkspaceUnchangedDocumentDiagnosticReport(
-                    uri=uri, version=document.version, result_id=report.result_id
-                )
-            )
-        else:
-            items.append(
-                types.WorkspaceFullDocumentDiagnosticReport(
-                    uri=uri, version=document.version, items=report.items, result_id=report.result_id
-                )
-            )
+        held = previous.get(unquote(uri))
+        report = document_report(ls, uri, held)
+        found = [] if isinstance(report, types.RelatedUnchangedDocumentDiagnosticReport) else report.items
+        items.append(_workspace_item(uri, document.version, found, report.result_id or "", held))
     # an open notebook's records sit on its cells' URIs; its file's URI may still hold the report
     # made from disk before it was opened, which a client keeps until told otherwise: empty it
     for uri in list(ls.workspace.notebook_documents):
         if not uri.startswith("file:"):
             continue
-        if previous.get(unquote(uri)) == OPEN_NOTEBOOK_ID:
-            items.append(
-                types.WorkspaceUnchangedDocumentDiagnosticReport(
-                    uri=uri, version=None, result_id=OPEN_NOTEBOOK_ID
-                )
-            )
-        else:
-            items.append(
-                types.WorkspaceFullDocumentDiagnosticReport(
-                    uri=uri, version=None, items=[], result_id=OPEN_NOTEBOOK_ID
-                )
-            )
+        items.append(_workspace_item(uri, None, [], OPEN_NOTEBOOK_ID, previous.get(unquote(uri))))
     await _scan_files(ls, _open_paths(ls))
     items.extend(_file_items(ls, _open_paths(ls), previous))  # documents opened while it scanned too
     return types.WorkspaceDiagnosticReport(items=items)
