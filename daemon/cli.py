@@ -508,18 +508,22 @@ def cmd_replay(args: argparse.Namespace) -> int:
             _err(str(exc))
             return 2
         with closing(sup), progress_reporter(sys.stderr) as show:
-            for number, stored in enumerate(cases, start=1):
+
+            def starting(number: int, stored: repros.StoredCase) -> None:
                 if show is not None:
                     show({"kind": "file", "path": f"replay {number}/{len(cases)} {stored.label}"})
-                status, records = sup.run_case(stored.case, on_progress=show)
-                rows.append(
-                    {
-                        "case": stored.label,
-                        "file": stored.file.relative_to(workspace).as_posix(),
-                        "status": status,
-                        "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
-                    }
-                )
+
+            # side by side as the executor has slots (one locally), answered in the library's order
+            results = repros.replay(sup, cases, on_start=starting, on_progress=show)
+        for stored, (status, records) in zip(cases, results, strict=True):
+            rows.append(
+                {
+                    "case": stored.label,
+                    "file": stored.file.relative_to(workspace).as_posix(),
+                    "status": status,
+                    "records": [r.to_dict() for r in records if r.severity.value in ("error", "warning")],
+                }
+            )
     failing = [r for r in rows if r["status"] != "pass"]
     if args.format == "json":
         refused = [{"file": str(f), "reason": why} for f, why in loaded.refused]

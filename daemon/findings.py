@@ -367,12 +367,17 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "infrastructure-failure",
         Stage.INTERNAL,
         _E,
-        "the machine that ran the job failed (a Ray worker or node died, twice): no verdict",
+        "the cluster could not run the job (a Ray worker or node died twice, or it has no GPU for "
+        "a CUDA job): no verdict",
         "With `--executor ray` a job runs on a cluster's worker; a worker killed mid-job (preempted, "
         "out of memory, its node lost) says nothing about the kernel. The job is retried once on "
         "another worker; a second loss is reported as this record, never as a kernel's verdict, and "
-        "the result is never cached, so the next run tries again.",
-        "Re-run; if it repeats, look at the cluster (`ray status`, the worker logs) rather than the kernel.",
+        "the result is never cached, so the next run tries again. A job that runs kernels on CUDA "
+        "on a cluster with no GPU is not submitted (it would wait for a GPU until its timeout): it "
+        "is this record at once, and the module's other jobs (its CPU devices) keep their verdicts.",
+        "Re-run; if it repeats, look at the cluster (`ray status`, the worker logs) rather than the "
+        "kernel. No GPU: add GPU nodes (`ray start --num-gpus N`, a KubeRay GPU worker group with at "
+        "least one replica) or run the CPU devices only (`--device cpu`).",
     ),
     DynamicRule(
         UNTRUSTED,

@@ -20,6 +20,15 @@ When ``.warp-harness/kernels`` cannot be used (it, or ``.warp-harness``, is a sy
 out of the workspace, or the folder is read-only or cannot be created) builds go to a private
 temporary folder of the process instead (``0700``, removed at exit): nothing is written
 outside the workspace through a workspace path, and kernels are still checked.
+
+A node's cache: the Ray executor's runners (daemon/ray_executor.py) each hold a private copy of
+the workspace, so a workspace-local cache would be filled again by every runner. They name one
+folder of the node in ``WARP_HARNESS_KERNEL_CACHE`` (inherited by their workers), and builds go
+there instead: a folder this user owns that no one else may write (``private_folder``;
+anything else is ignored and the workspace's cache used). It is safe to share: a build folder is
+named by the full key above (the same name means the same build), and Warp builds into a folder
+of its own process and thread and renames it into place, so concurrent writers of one key leave
+one complete build. ``prune_folder`` keeps it within the runtime options' limits.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import json
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -40,6 +50,31 @@ from warp_harness.daemon.cache import state_path
 
 SCHEMA = 1
 _BINARY_SUFFIXES = (".o", ".cubin", ".ptx", ".so", ".dll")
+
+
+NODE_CACHE_ENV = "WARP_HARNESS_KERNEL_CACHE"
+
+
+def private_folder(folder: Path) -> Path | None:
+    """``folder`` (created ``0700`` when missing) when it is a real folder, not a link, owned by
+    this user and writable by no one else; None otherwise (another user's, a shared /tmp name)."""
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return None
+    return folder
+
+
+def node_root() -> Path | None:
+    """The node's shared cache named by ``WARP_HARNESS_KERNEL_CACHE`` (None: not set, or not a
+    private folder of this user: see ``private_folder``)."""
+    value = os.environ.get(NODE_CACHE_ENV)
+    if not value or not os.path.isabs(value):
+        return None
+    return private_folder(Path(value))
 
 
 def cache_root(workspace: Path) -> Path:
@@ -153,6 +188,20 @@ def prune(
     root = cache_root(workspace)
     if not _inside_workspace(workspace, "-") or not root.is_dir():
         return PruneReport(0, 0, 0, 0)  # never remove anything a symlink leads to
+    return prune_folder(root, keep, max_bytes, min_age_s=min_age_s, now=now)
+
+
+def prune_folder(
+    root: Path,
+    keep: int = 200,
+    max_bytes: int = 2048 * 1024 * 1024,
+    *,
+    min_age_s: float = PRUNE_MIN_AGE_S,
+    now: float | None = None,
+) -> PruneReport:
+    """``prune``'s policy on the build folders of ``root`` (a workspace's cache, a node's)."""
+    if root.is_symlink() or not root.is_dir():
+        return PruneReport(0, 0, 0, 0)
     now = time.time() if now is None else now
     folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and p.name != WARP_DEFAULT]
     ranked = sorted(((_last_used(p), p) for p in folders), key=lambda t: t[0], reverse=True)
@@ -206,8 +255,16 @@ def _writable(folder: Path) -> bool:
 
 
 def usable_folder(workspace: Path, name: str) -> Path:
-    """``.warp-harness/kernels/<name>``, or the same name under ``private_root()`` when that
-    one leads out of the workspace or cannot be written (a build already there may be read)."""
+    """``<node cache>/<name>`` when the process names a node's cache (``node_root``), else
+    ``.warp-harness/kernels/<name>``, or the same name under ``private_root()`` when that one
+    leads out of the workspace or cannot be written (a build already there may be read)."""
+    shared = node_root()
+    if shared is not None:
+        try:
+            os.makedirs(shared / name, exist_ok=True)
+            return shared / name
+        except OSError:
+            pass
     folder = cache_root(workspace) / name
     if _inside_workspace(workspace, name) and (has_binary(folder) or _writable(folder)):
         return folder

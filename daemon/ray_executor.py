@@ -2,16 +2,20 @@
 
 What travels: a content-addressed snapshot of the workspace (a zip of its files, made by the
 driver, put once per content into Ray's object store and fetched by each node that runs a job)
-and the job (the module's workspace-relative path, the steps, the runtime options, the text's
-hash). On the cluster a ``JobRunner`` actor per slot unpacks the snapshot into a private folder
-and runs the job through the same ``Supervisor`` as a local run: the same sandboxed worker
-subprocess, the same time and memory limits, the same verdict worker, kept warm from job to job.
-The ``WorkerResult`` comes back as its dict, with the private folder's paths turned back into the
+and the job (the module's workspace-relative path, the kernel it validates, the steps, the
+runtime options with its one device, the text's hash). A module's check is one job per (kernel,
+device) (executor.plan_parts), merged back on the driver into the result one whole-module job
+gives (executor.merge_parts). On the cluster a ``JobRunner`` actor per slot unpacks the snapshot
+into a private folder and runs the job through the same ``Supervisor`` as a local run: the same
+sandboxed worker subprocess, the same time and memory limits, the same verdict worker, kept warm
+from job to job; the runners of a node share its kernel cache (kernel_cache.NODE_CACHE_ENV). The
+``WorkerResult`` comes back as its dict, with the private folder's paths turned back into the
 driver's, and the driver does the rest (static tier, result cache, failure library, reports), so
 the records are a local run's.
 
 Nothing is read from a shared file system. A job that validates or benchmarks on CUDA asks Ray
-for a whole GPU (``num_gpus=1``), so no two timings share one; the rest asks for one CPU. A
+for a whole GPU (``num_gpus=1``), so no two timings share one (on a cluster with no GPU it is
+not submitted: WHD070 at once, not a wait until its timeout); the rest asks for one CPU. A
 runner lost mid-job (its process or node died) is replaced and the job retried once (actors with
 ``max_restarts=0``, so the retry is ours to count); a second loss is a WHD070 infrastructure
 record, never a kernel's verdict, never cached. The snapshot's module is imported only by the
@@ -22,15 +26,19 @@ Ray is optional (``pip install 'warp-harness[ray]'``): this module imports it on
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import io
+import json
 import logging
 import os
+import secrets
 import shutil
 import socket
 import stat
 import tempfile
 import threading
+import time
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -38,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import findings as F
+from warp_harness.daemon import kernel_cache
+from warp_harness.daemon.executor import JobPart, merge_parts, plan_parts
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step, steps_from_wire
 from warp_harness.daemon.results import WorkerResult
@@ -48,6 +58,7 @@ SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are left out (data sets belong elsewhere)
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 PACKAGES_KEPT = 4  # snapshots the driver keeps in the object store (tune makes a few)
+SUPERVISORS_KEPT = 2  # per runner: a runner serving jobs of two option sets keeps both warm
 # how long the driver waits for a job beyond the job's own budget before calling it lost
 GET_MARGIN_S = 600.0
 
@@ -165,19 +176,40 @@ def _versions() -> dict[str, str]:
     return {"warp-harness": warp_harness.__version__, "warp-lang": warp_version()}
 
 
+def _node_cache() -> Path | None:
+    """The kernel cache the runners of this user share on this node (RUNNER_FOLDERS/kernels),
+    None when RUNNER_FOLDERS is not this user's private folder (kernel_cache.private_folder)."""
+    try:
+        RUNNER_FOLDERS.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    if kernel_cache.private_folder(RUNNER_FOLDERS) is None:
+        return None
+    return kernel_cache.private_folder(RUNNER_FOLDERS / "kernels")
+
+
 class JobRunner:
     """A Ray actor, one per slot (a CPU, or a GPU for CUDA jobs): the snapshot it last unpacked,
     in a private folder, and a ``Supervisor`` on it whose workers stay warm from job to job (Warp
-    imported, the kernel cache filled), as a local run's do. A new snapshot or other runtime
-    options: a fresh folder and a fresh ``Supervisor``."""
+    imported), as a local run's do; at most SUPERVISORS_KEPT of them, one per set of runtime
+    options. A new snapshot: a fresh folder and fresh ``Supervisor``s.
+
+    Builds go to the node's kernel cache, which every runner of this user on the node shares
+    (``RUNNER_FOLDERS/kernels``, through the worker's environment: kernel_cache.NODE_CACHE_ENV):
+    a module built by one runner is a cache hit for the next, whatever snapshot it came in."""
 
     def __init__(self) -> None:
         _sweep_orphans()
         self._digest: str | None = None
-        self._options: dict[str, Any] | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._workspace: Path | None = None
-        self._supervisor: Any = None
+        self._supervisors: OrderedDict[str, Any] = OrderedDict()
+        self._pruned = False
+        shared = _node_cache()
+        if shared is not None:
+            os.environ[kernel_cache.NODE_CACHE_ENV] = str(shared)
+        else:
+            os.environ.pop(kernel_cache.NODE_CACHE_ENV, None)
 
     def pid(self) -> int:
         return os.getpid()
@@ -185,8 +217,6 @@ class JobRunner:
     def run(self, package: list[Any], digest: str, job: dict[str, Any]) -> dict[str, Any]:
         """Run one job; the result as the driver's paths name it. ``package``: [the snapshot's
         object ref], fetched only when this runner does not hold that snapshot already."""
-        from warp_harness.daemon.supervisor import Supervisor
-
         mine = _versions()
         if job.get("versions") != mine:
             return {
@@ -194,7 +224,7 @@ class JobRunner:
                 "install the same warp-harness and warp-lang on every node (the result cache "
                 "keys on them)"
             }
-        if digest != self._digest or job["options"] != self._options or self._workspace is None:
+        if digest != self._digest or self._workspace is None:
             import ray
 
             self.shutdown()
@@ -202,16 +232,17 @@ class JobRunner:
             self._folder = tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=RUNNER_FOLDERS)
             workspace = (Path(self._folder.name) / "workspace").resolve()
             unpack_snapshot(ray.get(package[0]), digest, workspace)
-            options = RuntimeOptions.from_dict(job["options"])
-            self._supervisor = Supervisor(workspace, options, warmup=False)
-            self._workspace, self._digest, self._options = workspace, digest, job["options"]
-        workspace, supervisor = self._workspace, self._supervisor
+            self._workspace, self._digest = workspace, digest
+        workspace = self._workspace
+        supervisor = self._supervisor(workspace, job["options"])
         if job["kind"] == "check":
             result = supervisor.check(
                 workspace / job["path"],
                 display_path=job["display"],
                 steps=steps_from_wire(job["steps"]),
                 source_sha256=job.get("source_sha256"),
+                kernels=job.get("kernels"),
+                seed=job.get("seed"),
             )
             out: dict[str, Any] = {"result": result.to_dict()}
         else:
@@ -220,12 +251,34 @@ class JobRunner:
         relocated: dict[str, Any] = _relocate(out, str(workspace), job["workspace"])
         return relocated
 
+    def _supervisor(self, workspace: Path, wire: dict[str, Any]) -> Any:
+        """The warm ``Supervisor`` of these runtime options (made, and the node's kernel cache
+        pruned once, when there is none)."""
+        from warp_harness.daemon.supervisor import Supervisor
+
+        key = json.dumps(wire, sort_keys=True, default=str)
+        supervisor = self._supervisors.get(key)
+        if supervisor is None:
+            options = RuntimeOptions.from_dict(wire)
+            shared = os.environ.get(kernel_cache.NODE_CACHE_ENV)
+            if shared and not self._pruned:
+                self._pruned = True
+                kernel_cache.prune_folder(
+                    Path(shared), options.kernel_cache_keep, options.kernel_cache_max_mb * 1024 * 1024
+                )
+            supervisor = self._supervisors[key] = Supervisor(workspace, options, warmup=False)
+            while len(self._supervisors) > SUPERVISORS_KEPT:
+                self._supervisors.popitem(last=False)[1].close()
+        self._supervisors.move_to_end(key)
+        return supervisor
+
     def shutdown(self) -> None:
-        if self._supervisor is not None:
-            self._supervisor.close()
+        for supervisor in self._supervisors.values():
+            supervisor.close()
+        self._supervisors.clear()
         if self._folder is not None:
             self._folder.cleanup()
-        self._supervisor = self._folder = self._workspace = self._digest = self._options = None
+        self._folder = self._workspace = self._digest = None
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:
@@ -339,7 +392,10 @@ def _probe(address: str, timeout_s: float = 10.0) -> None:
 
 class RayExecutor:
     """Runs check and case jobs of one (trusted) workspace on a Ray cluster; thread-safe: several
-    threads may wait on their jobs at once (``executor.check_many``), each on a runner of its own."""
+    threads may wait on their jobs at once (``executor.check_many``), each on a runner of its own.
+
+    A module's check is one job per (kernel, device) when its kernels run (executor.plan_parts),
+    submitted together and merged back into the module's result (executor.merge_parts)."""
 
     def __init__(self, workspace: Path, options: RuntimeOptions, *, address: str | None = None) -> None:
         self.workspace = workspace.resolve()
@@ -347,6 +403,8 @@ class RayExecutor:
         self.address = address
         self.retries = 0  # jobs run a second time after a lost worker
         self.failures = 0  # jobs reported as infrastructure failures
+        # every job submitted, in order: (workspace-relative path, kind, kernel or None, device)
+        self.jobs: list[tuple[str, str, str | None, str | None]] = []
         self._lock = threading.Lock()
         self._packages: OrderedDict[str, Any] = OrderedDict()  # digest -> ObjectRef
         self._snapshot_key: tuple[Any, ...] | None = None
@@ -380,12 +438,13 @@ class RayExecutor:
         for pool in pools:
             pool.close()
 
-    def _pool(self, resources: dict[str, float], steps: tuple[Step, ...]) -> _RunnerPool:
+    def _pool(self, resources: dict[str, float]) -> _RunnerPool:
         key = tuple(sorted(resources.items()))
         with self._lock:
             pool = self._pools.get(key)
             if pool is None:
-                pool = self._pools[key] = _RunnerPool(self._actor_class, resources, self.slots(steps))
+                limit = self._total("GPU" if "num_gpus" in resources else "CPU")
+                pool = self._pools[key] = _RunnerPool(self._actor_class, resources, limit)
             return pool
 
     def __enter__(self) -> RayExecutor:
@@ -400,6 +459,7 @@ class RayExecutor:
             "address": self.address,
             "retries": self.retries,
             "failures": self.failures,
+            "jobs": len(self.jobs),
         }
 
     def resources(self, steps: tuple[Step, ...], options: RuntimeOptions | None = None) -> dict[str, float]:
@@ -410,13 +470,18 @@ class RayExecutor:
             return {"num_gpus": 1, "num_cpus": 1}
         return {"num_cpus": 1}
 
-    def slots(self, steps: tuple[Step, ...] = DEFAULT_STEPS) -> int:
-        """Jobs the cluster runs at once: its GPUs for CUDA jobs, its CPUs for the rest."""
+    @staticmethod
+    def _total(kind: str) -> int:
+        """How many of ``kind`` (GPU, CPU) the cluster has now."""
         import ray
 
-        kind = "GPU" if "num_gpus" in self.resources(steps) else "CPU"
         available: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
-        return max(1, int(available.get(kind, 0)))
+        return int(available.get(kind, 0))
+
+    def slots(self, steps: tuple[Step, ...] = DEFAULT_STEPS) -> int:
+        """Jobs the cluster runs at once: its GPUs for CUDA jobs, its CPUs for the rest."""
+        kind = "GPU" if "num_gpus" in self.resources(steps) else "CPU"
+        return max(1, self._total(kind))
 
     # ------------------------------------------------------------ jobs
     def check(
@@ -431,23 +496,43 @@ class RayExecutor:
     ) -> WorkerResult:
         opts = options or self.options
         display = display_path or str(path)
-        job = {
-            "kind": "check",
-            "display": display,
-            "steps": [s.value for s in steps],
-            "options": opts.to_dict(),
-            "source_sha256": source_sha256,
-        }
-        out = self._submit(path, job, steps, opts, on_progress)
-        if "result" in out:
-            return WorkerResult.from_dict(out["result"])
-        return WorkerResult(
-            status="infrastructure",
-            path=display,
-            records=[self._infrastructure_record(display, out)],
-            notes={"transient": True},
-            cacheable=False,
-        )
+        parts = plan_parts(path, steps, opts)
+        # one seed for every job of the module, as one whole-module job would use
+        seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
+
+        def one(part: JobPart) -> WorkerResult:
+            part_opts = part.options(opts)
+            job = {
+                "kind": "check",
+                "display": display,
+                "steps": [s.value for s in steps],
+                "options": part_opts.to_dict(),
+                "source_sha256": source_sha256,
+                "kernels": part.selection,
+                "seed": seed,
+            }
+            out = self._submit(path, job, steps, part_opts, on_progress, part)
+            if "result" in out:
+                return WorkerResult.from_dict(out["result"])
+            return WorkerResult(
+                status="infrastructure",
+                path=display,
+                records=[self._infrastructure_record(display, out, part if len(parts) > 1 else None)],
+                notes={"transient": True},
+                cacheable=False,
+            )
+
+        t0 = time.monotonic()
+        if len(parts) == 1:
+            results = [one(parts[0])]
+        else:
+            with concurrent.futures.ThreadPoolExecutor(
+                max_workers=len(parts), thread_name_prefix="warp-harness-part"
+            ) as pool:
+                results = list(pool.map(one, parts))
+        merged = merge_parts(parts, results, display)
+        merged.elapsed_ms = (time.monotonic() - t0) * 1e3
+        return merged
 
     def run_case(
         self,
@@ -460,7 +545,10 @@ class RayExecutor:
         path = self.workspace / str(case.get("path"))
         job = {"kind": "case", "case": case, "mode": mode, "probe": probe, "options": self.options.to_dict()}
         steps = (Step.VALIDATE,)
-        out = self._submit(path, job, steps, self.options, on_progress)
+        device = str(case.get("device") or "cpu")
+        part = JobPart(str(case.get("kernel")), None, device)
+        opts = self.options.merged({"devices": [device]})  # the case's device decides the resources
+        out = self._submit(path, job, steps, opts, on_progress, part)
         if "status" in out:
             return str(out["status"]), [Record.from_dict(r) for r in out["records"]]
         return "infrastructure", [self._infrastructure_record(str(case.get("path")), out)]
@@ -472,6 +560,7 @@ class RayExecutor:
         steps: tuple[Step, ...],
         opts: RuntimeOptions,
         on_progress: Callable[[dict[str, Any]], None] | None,
+        part: JobPart | None = None,
     ) -> dict[str, Any]:
         """The runner's answer; ``{"infrastructure": why, "lost": ...}`` when there is none."""
         import ray
@@ -483,9 +572,22 @@ class RayExecutor:
             return {"infrastructure": f"{path} is outside the workspace {self.workspace}: it does not travel"}
         except (OSError, SnapshotError) as exc:
             return {"infrastructure": f"the workspace snapshot failed: {exc}"}
+        resources = self.resources(steps, opts)
+        if "num_gpus" in resources and self._total("GPU") < 1:
+            # Ray would keep the job waiting for a GPU that never comes (until timeout_s x 2 + 10 min)
+            with self._lock:
+                self.failures += 1
+            return {
+                "infrastructure": "the cluster has no GPU (ray.cluster_resources() lists none) and "
+                f"the job runs kernels on {', '.join(opts.devices)}",
+                "no_gpu": True,
+            }
         job = {**job, "path": rel, "workspace": str(self.workspace), "versions": _versions()}
         wait_s = opts.timeout_s * 2 + GET_MARGIN_S  # the job's own budget is enforced on the worker
-        pool = self._pool(self.resources(steps, opts), steps)
+        pool = self._pool(resources)
+        with self._lock:
+            kernel = part.kernel if part is not None and (part.owns_one or job["kind"] == "case") else None
+            self.jobs.append((rel, str(job["kind"]), kernel, part.device if part is not None else None))
         why, lost = "", False
         for attempt in (1, 2):
             if self._closing:
@@ -545,8 +647,21 @@ class RayExecutor:
             return self._packages[digest], digest
 
     @staticmethod
-    def _infrastructure_record(display: str, out: dict[str, Any]) -> Record:
+    def _infrastructure_record(display: str, out: dict[str, Any], part: JobPart | None = None) -> Record:
         why = str(out.get("infrastructure"))
+        job = f"the job of {part.label()}" if part is not None else "the job"
+        if out.get("no_gpu"):  # the same for every kernel's job of the device: one record (merge_parts)
+            where = f" on {part.device}" if part is not None and part.device else ""
+            return F.make_record(
+                Stage.INTERNAL,
+                F.INFRASTRUCTURE,
+                Severity.ERROR,
+                display,
+                1,
+                f"the module's jobs{where} were not submitted: no verdict on its kernels there ({why})",
+                hint="add GPU nodes to the cluster (`ray start --num-gpus N`, a KubeRay GPU worker "
+                "group with at least one replica), or run CPU devices only (--device cpu)",
+            )
         what = (
             "was lost on the Ray cluster (tried twice)"
             if out.get("lost")
@@ -558,6 +673,7 @@ class RayExecutor:
             Severity.ERROR,
             display,
             1,
-            f"the job {what}: no verdict on the kernels ({why})",
+            f"{job} {what}: no verdict on the kernels ({why})",
+            kernel=part.kernel if part is not None and part.owns_one else None,
             hint="re-run; if it repeats, look at the cluster (`ray status`, the worker logs)",
         )

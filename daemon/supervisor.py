@@ -27,7 +27,7 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,7 @@ class Supervisor:
         skip: dict[str, str],
         job_id: int,
         sample_seed: int,
+        selection: dict[str, list[str]] | None = None,
     ) -> dict[str, Any] | None:
         """The verdict worker's references for every validation case of ``path`` at ``seed``
         (None: switched off, or the verdict worker failed: the kernel worker's verdict stands)."""
@@ -215,6 +216,8 @@ class Supervisor:
                 return None
         msg = self._base(path, display, opts)
         msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed)
+        if selection:
+            msg["kernels"] = selection
         outcome = worker.call(msg, None)
         if outcome.kind != "done" or not isinstance(outcome.result, dict):
             worker.kill()
@@ -241,12 +244,18 @@ class Supervisor:
         on_progress: Callable[[dict[str, Any]], None] | None = None,
         options: RuntimeOptions | None = None,
         source_sha256: str | None = None,
+        kernels: Mapping[str, list[str]] | None = None,
+        seed: int | None = None,
     ) -> WorkerResult:
         """Run the pipeline's steps (``steps``: the optional ones to run) on one module; the
         worker's result, with crash records merged in.
 
         ``source_sha256``: the text the caller analysed; a worker that finds another text in the
-        file returns status ``stale`` and no records (the file was saved again meanwhile)."""
+        file returns status ``stale`` and no records (the file was saved again meanwhile).
+        ``kernels``: which kernels to validate and benchmark (``{"only": [...]}`` or
+        ``{"except": [...]}``; worker.select_kernels), the module is built whole either way.
+        ``seed``: the inputs' seed when the options name none (the jobs of one module split by
+        kernel share one)."""
         with self._lock:
             opts = options or self.options
             display = display_path or str(path)
@@ -256,7 +265,11 @@ class Supervisor:
             positions = kernel_positions(read_text(path) or "")
             t0 = time.monotonic()
             # the seed is chosen here: the verdict worker and the kernel worker use the same one
-            seed = opts.seed if opts.seed is not None else secrets.randbelow(2**31)
+            if opts.seed is not None:
+                seed = opts.seed
+            elif seed is None:
+                seed = secrets.randbelow(2**31)
+            selection = dict(kernels) if kernels else None
             transient = False
             # the verdict worker computes the references while the kernel worker compiles
             # (daemon/verdict.py): started at the kernel worker's first `compile` (after its
@@ -268,7 +281,7 @@ class Supervisor:
             first_launch: list[float] = []
             if opts.verdict_worker and opts.validate and Step.VALIDATE in steps:
                 sample_seed = secrets.randbelow(2**31)  # the elements of large outputs compared
-                verdict_job = _VerdictJob(self, path, display, opts, seed, dict(skip), sample_seed)
+                verdict_job = _VerdictJob(self, path, display, opts, seed, dict(skip), sample_seed, selection)
                 user_progress = on_progress
                 job = verdict_job
 
@@ -292,6 +305,8 @@ class Supervisor:
                     msg["sample_seed"] = verdict_job.sample_seed
                 if source_sha256:
                     msg["source_sha256"] = source_sha256
+                if selection:
+                    msg["kernels"] = selection
                 if seed is not None:
                     msg["seed"] = seed
                 outcome = self._call(msg, on_progress)
@@ -435,6 +450,7 @@ class _VerdictJob:
         seed: int,
         skip: dict[str, str],
         sample_seed: int,
+        selection: dict[str, list[str]] | None = None,
     ) -> None:
         self.sample_seed = sample_seed
         self.result: dict[str, Any] | None = None
@@ -444,7 +460,7 @@ class _VerdictJob:
 
         def run() -> None:
             try:
-                self.result = sup._references(path, display, opts, seed, skip, job_id, sample_seed)
+                self.result = sup._references(path, display, opts, seed, skip, job_id, sample_seed, selection)
             except Exception:  # the cross-check is extra: its failure leaves the verdict as it was
                 self.result = None
             self.done_at = time.monotonic()

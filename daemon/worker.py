@@ -252,6 +252,7 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
             return _result(job, "stale")
         if not ok:
             return _result(job, "import-error")
+        select_kernels(job, msg.get("kernels"))
         requested = steps_from_wire(msg.get("steps"))
         runners = _runners()
         ran: list[Step] = []
@@ -269,6 +270,23 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         return _result(job, "ok")
     finally:
         guard().restore()  # nothing a module rebound reaches the next job of this worker
+
+
+def select_kernels(job: Any, selection: object) -> None:
+    """Leave out of validation and benchmarks (``job.skip``) every kernel a job's ``kernels``
+    selection leaves out: ``{"only": [names]}`` or ``{"except": [names]}`` (absent: every kernel).
+    The module is still imported, generated and built whole (one build per module), so a job of
+    one kernel reports the module's own findings as a whole-module job does (daemon/executor.py
+    splits a module's check into such jobs and merges them back)."""
+    if not isinstance(selection, dict):
+        return
+    only, excluded = selection.get("only"), selection.get("except")
+    for name in job.kernels:
+        left_out = (isinstance(only, list) and name not in only) or (
+            isinstance(excluded, list) and name in excluded
+        )
+        if left_out:
+            job.skip.setdefault(name, "not-selected")
 
 
 def _sample_seed(msg: dict[str, Any]) -> int | None:
@@ -291,6 +309,7 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
             return {"status": "import-error", "cases": []}
         check_integrity(job, Step.IMPORT)
         check_contracts(job, Step.IMPORT)
+        select_kernels(job, msg.get("kernels"))
         cases = validate.reference_cases(job)
         check_integrity(job, Step.VALIDATE)
         check_contracts(job, Step.VALIDATE)

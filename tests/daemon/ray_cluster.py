@@ -5,7 +5,8 @@ A head that runs nothing (``--num-cpus 0``) and ``workers`` worker nodes of one 
 process in a temporary folder of its own (``--temp-dir``) and in a process group of its own, so
 stopping the cluster kills exactly these processes (never ``ray stop``, which stops every Ray
 cluster of the user). Token authentication stays on, with a token of the cluster's own
-(RAY_AUTH_TOKEN_PATH), never the user's ~/.ray/auth_token.
+(RAY_AUTH_TOKEN_PATH), never the user's ~/.ray/auth_token. The nodes' TMPDIR is the cluster's
+own folder too (``tmp``: the runners' folders and the node's kernel cache live there).
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ class LocalRayCluster:
         token.chmod(0o600)
         # short: Ray's socket paths live under the temp dir and must fit in sun_path
         self.temp_dir = self.folder / "r"
+        # the runners' private folders and the node's kernel cache (daemon/ray_executor.py,
+        # under tempfile.gettempdir()) belong to this cluster: no build of an earlier run is a hit
+        self.tmp = self.folder / "tmp"
+        self.tmp.mkdir(mode=0o700)
         self.env = {
             **os.environ,
+            "TMPDIR": str(self.tmp),
             "RAY_AUTH_MODE": "token",
             "RAY_AUTH_TOKEN_PATH": str(token),
             "RAY_USAGE_STATS_ENABLED": "0",

@@ -7,12 +7,14 @@ import os
 import time
 from pathlib import Path
 
-from daemon_helpers import FAST
+import pytest
+from daemon_helpers import EXAMPLES, FAST
 
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon import protocol as P
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.server import Daemon, DaemonThread
+from warp_harness.daemon.supervisor import Supervisor
 
 DAY = 86400.0
 
@@ -93,3 +95,54 @@ def test_the_daemon_prunes_at_start(tmp_path: Path) -> None:
         assert status["kernel_cache"]["removed"] == 4 and status["kernel_cache"]["kept"] == 2
     kept = sorted(p.name for p in root.iterdir() if p.name != kernel_cache.WARP_DEFAULT)
     assert kept == ["build0", "build1"]
+
+
+def test_a_node_cache_is_used_only_when_it_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine = tmp_path / "node"
+    assert kernel_cache.private_folder(mine) == mine and (mine.stat().st_mode & 0o777) == 0o700
+    open_to_all = tmp_path / "shared"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o777)
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    assert kernel_cache.private_folder(open_to_all) is None
+    assert kernel_cache.private_folder(link) is None
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for value, expected in (
+        (str(mine), mine / "k"),
+        (str(open_to_all), kernel_cache.cache_root(workspace) / "k"),  # refused: the workspace's
+        ("relative/path", kernel_cache.cache_root(workspace) / "k"),
+    ):
+        monkeypatch.setenv(kernel_cache.NODE_CACHE_ENV, value)
+        assert kernel_cache.usable_folder(workspace, "k") == expected
+
+
+SAXPY_SOURCE = (EXAMPLES / "saxpy.py").read_text()
+
+
+@pytest.mark.slow
+def test_a_second_workspace_copy_hits_the_node_cache_the_first_filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What two Ray runners on one node do: each checks its own copy of the workspace, and the
+    second finds the first's build in the node's cache (daemon/ray_executor.py)."""
+    node = tmp_path / "node-cache"
+    monkeypatch.setenv(kernel_cache.NODE_CACHE_ENV, str(node))  # inherited by the workers
+    options = RuntimeOptions(bench=False, seed=3, timeout_s=120.0, verdict_worker=False)
+    states = []
+    for copy in ("runner-1", "runner-2"):
+        workspace = tmp_path / copy
+        workspace.mkdir()
+        path = workspace / "saxpy.py"  # the node's cache is this test's own: the first build is a miss
+        path.write_text(SAXPY_SOURCE)
+        with Supervisor(workspace, options, warmup=False) as sup:
+            result = sup.check(path)
+        states.append(result.kernels["saxpy"]["compile"])
+        assert result.kernels["saxpy"]["validate"] == {"cpu": "pass"}
+        builds = kernel_cache.cache_root(workspace)
+        assert not builds.exists() or not any(builds.iterdir())  # nothing in the copy's own cache
+    assert states == [{"cpu": "compiled"}, {"cpu": "cached"}]
+    assert any(kernel_cache.has_binary(p) for p in node.iterdir())

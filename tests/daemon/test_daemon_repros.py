@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,49 @@ def test_never_writes_outside_the_workspace(tmp_path: Path) -> None:
     with pytest.raises(repros.OutsideWorkspaceError):
         repros.store(ws, ws / "k.py", FAILURE, {})
     assert list(outside.iterdir()) == [outside / "k.py"]
+
+
+class _TimedCases:
+    """An executor whose jobs take a while and say which case they ran: how many ran at once."""
+
+    def __init__(self, slots: int) -> None:
+        self._slots = slots
+        self.running = 0
+        self.most = 0
+        self._lock = threading.Lock()
+
+    def slots(self, steps: object) -> int:
+        return self._slots
+
+    def run_case(self, case: dict[str, object], **_: object) -> tuple[str, list[object]]:
+        with self._lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        time.sleep(0.2 if case["kernel"] == "k0" else 0.05)  # the first case finishes last
+        with self._lock:
+            self.running -= 1
+        return ("pass" if case["size"] % 2 else "fail"), []
+
+
+def _library(tmp_path: Path, count: int) -> list[repros.StoredCase]:
+    mod = tmp_path / "k.py"
+    mod.write_text("")
+    for i in range(count):
+        failure = FailingCase.from_dict(dict(FAILURE_DICT, kernel=f"k{i}", size=i))
+        repros.store(tmp_path, mod, failure, {"mode": "release"})
+    return repros.load_cases(tmp_path).cases
+
+
+def test_replay_runs_cases_side_by_side_and_answers_in_their_order(tmp_path: Path) -> None:
+    cases = _library(tmp_path, 6)
+    serial = _TimedCases(slots=1)
+    expected = repros.replay(serial, cases)  # type: ignore[arg-type]
+    assert serial.most == 1
+    started: list[int] = []
+    wide = _TimedCases(slots=3)
+    got = repros.replay(wide, cases, on_start=lambda n, _: started.append(n))  # type: ignore[arg-type]
+    assert wide.most == 3  # as many at once as the executor has slots
+    assert got == expected and [s for s, _ in got] == [
+        "pass" if c.case["size"] % 2 else "fail" for c in cases
+    ]
+    assert sorted(started) == [1, 2, 3, 4, 5, 6]

@@ -1,11 +1,14 @@
 """The ``ray`` executor on a real local Ray cluster (a head that runs nothing and one worker node
 of one CPU, on 127.0.0.1; tests/daemon/ray_cluster.py), shared by the tests of this module.
 
-- ``ci`` over examples/contracts gives the records a local run gives;
+- ``ci`` over examples/contracts gives the records a local run gives, from one job per kernel;
+  ``replay`` of the cases it stored gives the local verdicts in the same order;
+- a CUDA job on this CPU-only cluster is not submitted: WHD070 at once, the CPU jobs kept;
+- the runners of a node share its kernel cache: a fresh runner finds another's build;
 - a worker killed mid-job is retried once; killed again, the job is an infrastructure failure
   (WHD070), never cached, and the job that finished before it keeps its verdict;
 - an untrusted workspace executes nothing, on the cluster or anywhere;
-- ``replay``, ``bench`` and ``tune`` run their jobs there too.
+- ``bench`` and ``tune`` run their jobs there too.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -29,7 +32,7 @@ from ray_cluster import LocalRayCluster
 
 from warp_harness.config import load_settings
 from warp_harness.daemon import findings as F
-from warp_harness.daemon import repros
+from warp_harness.daemon import ray_executor, repros
 from warp_harness.daemon.benchcmd import run_bench
 from warp_harness.daemon.cache import result_key
 from warp_harness.daemon.ci import run_ci
@@ -88,14 +91,26 @@ def _files(outcome: Any) -> str:
     return json.dumps([{k: v for k, v in f.items() if k not in drop} for f in outcome.files])
 
 
+class _Recorded(RayExecutor):
+    """The executor ``run_ci`` makes, kept for its job list."""
+
+    made: ClassVar[list[RayExecutor]] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _Recorded.made.append(self)
+
+
 def test_ci_over_the_example_contracts_gives_the_local_records(
-    cluster: LocalRayCluster, tmp_path: Path
+    cluster: LocalRayCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for example in EXAMPLES.glob("*.py"):
         shutil.copy(example, tmp_path / example.name)
     (tmp_path / "pyproject.toml").write_text(PYPROJECT)
     local = run_ci([tmp_path], trust=True, workspace=tmp_path)
     shutil.rmtree(tmp_path / ".warp-harness")  # nothing the local run stored helps the remote one
+    monkeypatch.setattr(ray_executor, "RayExecutor", _Recorded)
+    _Recorded.made.clear()
     remote = run_ci(
         [tmp_path], trust=True, workspace=tmp_path, executor=ExecutorChoice("ray", cluster.address)
     )
@@ -105,14 +120,77 @@ def test_ci_over_the_example_contracts_gives_the_local_records(
     assert remote.errors == local.errors > 0  # the examples' bugs were found on the cluster too
     assert sorted(remote.repros) == sorted(local.repros) and remote.repros
     assert all((tmp_path / r).is_file() for r in remote.repros)  # stored by the driver, here
-    # replay: a stored case re-run on the cluster gives the local verdict
-    stored = repros.load_cases(tmp_path).cases[0]
+    # the jobs were one per kernel: a module of several kernels was several jobs, one kernel each
+    [executor] = _Recorded.made
+    jobs = [(path, kernel) for path, kind, kernel, _ in executor.jobs if kind == "check"]
+    # (None: the job of the first kernel, which also owns any kernel the source does not show)
+    assert sorted((k for p, k in jobs if p == "stream_large.py"), key=lambda k: k or "") == [
+        None,
+        "copy_vec4",
+        "saxpy_large",
+    ]
+    assert sorted((k for p, k in jobs if p == "oob_crash.py"), key=lambda k: k or "") == [None, "copy"]
+    assert [k for p, k in jobs if p == "saxpy.py"] == [None]
+    assert len(jobs) == len(remote.dynamic_files) + 3
+    # replay: the stored cases re-run on the cluster (side by side as slots allow) give the
+    # local verdicts, in the same order
+    stored = repros.load_cases(tmp_path).cases
     options = load_runtime_options(tmp_path)
     with Supervisor(tmp_path, options, warmup=False) as sup:
-        status, records = sup.run_case(stored.case)
+        serial = [sup.run_case(c.case) for c in stored]
     with RayExecutor(tmp_path, options, address=cluster.address) as executor:
-        remote_status, remote_records = executor.run_case(stored.case)
-    assert (remote_status, _json(remote_records)) == (status, _json(records)) and status != "pass"
+        replayed = repros.replay(executor, stored)
+        assert [(p, k) for p, kind, k, _ in executor.jobs] == [
+            (c.case["path"], c.case["kernel"]) for c in stored
+        ]
+    assert [(s, _json(r)) for s, r in replayed] == [(s, _json(r)) for s, r in serial]
+    assert len(stored) >= 3 and any(s != "pass" for s, _ in serial)
+
+
+def test_a_cuda_job_on_a_cluster_without_gpus_fails_at_once(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    """No GPU in the cluster: the CUDA jobs are not submitted (they would wait for a GPU until
+    their timeout) and end as one WHD070 for the device; the module's CPU jobs still run."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + 'devices = ["cpu", "cuda"]\n')
+    target = Path(shutil.copy(EXAMPLES / "stream_large.py", tmp_path / "stream_large.py"))
+    options = load_runtime_options(tmp_path)
+    with RayExecutor(tmp_path, options, address=cluster.address) as executor:
+        result = executor.check(target, display_path="stream_large.py")
+        cuda_only = executor.check(
+            target, display_path="stream_large.py", options=options.merged({"devices": ["cuda"]})
+        )
+        submitted = list(executor.jobs)
+    # only the three kernels' CPU jobs reached the cluster
+    expected = [("stream_large.py", "check", k, "cpu") for k in (None, "copy_vec4", "saxpy_large")]
+    assert sorted(submitted, key=str) == sorted(expected, key=str)  # in whichever order they started
+    assert result.status == cuda_only.status == "infrastructure" and not result.cacheable
+    assert {n: s["validate"] for n, s in result.kernels.items()} == {  # the CPU jobs' verdicts are kept
+        "copy_f32": {"cpu": "pass"},
+        "copy_vec4": {"cpu": "pass"},
+        "saxpy_large": {"cpu": "pass"},
+    }
+    infra = [r for r in result.records if r.rule == F.INFRASTRUCTURE]
+    assert len(infra) == 1 and "no GPU" in infra[0].message and "on cuda" in infra[0].message
+    assert [r.rule for r in cuda_only.records] == [F.INFRASTRUCTURE]
+    assert "no GPU" in cuda_only.records[0].message
+
+
+def test_runners_on_one_node_share_its_kernel_cache(cluster: LocalRayCluster, tmp_path: Path) -> None:
+    """A runner that never saw the module finds the build another runner of the node made."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    # a kernel no other test builds (Warp hashes the kernel's own text, comments included)
+    unique = SAXPY.replace("    i = wp.tid()\n", f"    i = wp.tid()  # {tmp_path.name} {time.time()}\n")
+    assert unique != SAXPY
+    target = write(tmp_path, "shared_build.py", unique)
+    options = load_runtime_options(tmp_path)
+    states = []
+    for _ in range(2):  # a fresh executor: fresh runner processes
+        with RayExecutor(tmp_path, options, address=cluster.address) as executor:
+            result = executor.check(target, display_path="shared_build.py")
+        assert result.kernels["saxpy"]["validate"] == {"cpu": "pass"}
+        states.append(result.kernels["saxpy"]["compile"])
+    assert states == [{"cpu": "compiled"}, {"cpu": "cached"}]
+    node_cache = cluster.tmp / f"warp-harness-ray-{os.getuid()}" / "kernels"
+    assert (node_cache.stat().st_mode & 0o777) == 0o700 and any(node_cache.iterdir())
 
 
 # imports `import_count` times and sleeps in the imports up to `sleeps`, after writing its
