@@ -4,8 +4,8 @@ What travels: a content-addressed snapshot of the workspace (a zip of its files,
 driver, put once per content into Ray's object store and fetched by each node that runs a job)
 and the job (the module's workspace-relative path, the kernel it validates, the steps, the
 runtime options with its one device, the text's hash). A module's check is one job per (kernel,
-device) (executor.plan_parts), merged back on the driver into the result one whole-module job
-gives (executor.merge_parts). On the cluster a ``JobRunner`` actor per slot unpacks the snapshot
+device) (job_parts.plan_parts), merged back on the driver into the result one whole-module job
+gives (job_parts.merge_parts). On the cluster a ``JobRunner`` actor per slot unpacks the snapshot
 into a private folder and runs the job through the same ``Supervisor`` as a local run: the same
 sandboxed worker subprocess, the same time and memory limits, the same verdict worker, kept warm
 from job to job; the runners of a node share its kernel cache (kernel_cache.NODE_CACHE_ENV). The
@@ -47,7 +47,7 @@ from typing import Any
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
-from warp_harness.daemon.executor import JobPart, merge_parts, plan_parts
+from warp_harness.daemon.job_parts import JobPart, merge_parts, plan_parts
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step, steps_from_wire
 from warp_harness.daemon.results import WorkerResult
@@ -394,8 +394,8 @@ class RayExecutor:
     """Runs check and case jobs of one (trusted) workspace on a Ray cluster; thread-safe: several
     threads may wait on their jobs at once (``executor.check_many``), each on a runner of its own.
 
-    A module's check is one job per (kernel, device) when its kernels run (executor.plan_parts),
-    submitted together and merged back into the module's result (executor.merge_parts)."""
+    A module's check is one job per (kernel, device) when its kernels run (job_parts.plan_parts),
+    submitted together and merged back into the module's result (job_parts.merge_parts)."""
 
     def __init__(self, workspace: Path, options: RuntimeOptions, *, address: str | None = None) -> None:
         self.workspace = workspace.resolve()

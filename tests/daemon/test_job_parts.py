@@ -13,7 +13,7 @@ import pytest
 from daemon_helpers import EXAMPLES
 
 from warp_harness.daemon import findings as F
-from warp_harness.daemon.executor import JobPart, kernel_names, merge_parts, plan_parts
+from warp_harness.daemon.job_parts import JobPart, kernel_names, merge_parts, plan_parts
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.daemon.results import WorkerResult
