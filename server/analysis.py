@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from warp_harness.config import ConfigError, Settings, load_settings
-from warp_harness.engine import Analysis
-from warp_harness.incremental import IncrementalAnalyser
-from warp_harness.model.project import ProjectIndex, ProjectView, package_root
+
+if TYPE_CHECKING:
+    from warp_harness.engine import Analysis
+    from warp_harness.model.project import ProjectIndex, ProjectView
+
+# The analysis stack (engine, incremental, the model, the rules: ~60 ms of imports) is imported on the
+# analysis thread (server/worker.py), by `warm_up` while the client's initialize handshake runs.
 
 
 class Analyser(Protocol):
@@ -25,7 +29,7 @@ class StaticTier:
     """Runs the analyser with the settings that apply to a file: its pyproject, then the client's."""
 
     def __init__(self, report: Callable[[str], None], analyser: Analyser | None = None) -> None:
-        self.analyser = analyser or IncrementalAnalyser()
+        self._analyser = analyser
         self.overrides: dict[str, Any] = {}
         self._report = report
         self._reported: set[str] = set()
@@ -37,10 +41,20 @@ class StaticTier:
         # per analysed path, the settings of its last analysis (the debounce of the next edit reads them)
         self.last_settings: dict[str, Settings] = {}
 
+    @property
+    def analyser(self) -> Analyser:
+        """The analyser (by default `IncrementalAnalyser`, made on first use)."""
+        if self._analyser is None:
+            from warp_harness.incremental import IncrementalAnalyser
+
+            self._analyser = IncrementalAnalyser()
+        return self._analyser
+
     # --- the workspace model ----------------------------------------------------------------------
     def open_workspace(self, roots: list[Path]) -> None:
         """Index the Python modules of the workspace folders (summaries are built on first use)."""
         from warp_harness.builtins import load_table
+        from warp_harness.model.project import ProjectIndex
 
         self.project = ProjectIndex.for_paths(roots, builtins=load_table())
         self.deps.clear()
@@ -52,6 +66,8 @@ class StaticTier:
             return None
         module = project.module_of(path)
         if module is None:
+            from warp_harness.model.project import package_root
+
             root = package_root(Path(path))
             if (root / "__init__.py").is_file():
                 project.add_tree(root)
@@ -93,6 +109,7 @@ class StaticTier:
         from warp_harness.builtins import load_table
         from warp_harness.rules import all_rules
 
+        self.analyser  # noqa: B018 (made here: it imports the model)
         all_rules()
         load_table()
 
@@ -119,6 +136,9 @@ class StaticTier:
         return settings.debounce_ms / 1000
 
     def analyse(self, text: str, path: str) -> Analysis:
+        from warp_harness.engine import Analysis
+        from warp_harness.incremental import IncrementalAnalyser
+
         settings = self.settings_for(path)
         self.last_settings[path] = settings
         self.analyses += 1

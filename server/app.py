@@ -1,9 +1,12 @@
 """The language server: LSP in, static-tier diagnostics and daemon results out.
 
-Data flow: didOpen/didChange -> debounce -> StaticTier.analyse (the same engine as `check`)
--> records -> diagnostics (convert.py) published with the document's version. The daemon's
-results arrive over its socket (daemon_link.py) and are published next to them. Code actions
-and hovers read the last analysis; nothing here executes workspace code or imports Warp.
+Data flow: didOpen/didChange -> debounce -> StaticTier.analyse (the same engine as `check`) on the
+analysis thread (worker.py; the event loop keeps answering meanwhile) -> records -> diagnostics
+(convert.py) published from the event loop with the document's version, unless a newer version
+arrived while it ran. The daemon's results arrive over its socket (daemon_link.py) and are published
+next to them. Code actions, hovers and pulled diagnostics wait a little (``REQUEST_BUDGET_S``) for
+the analysis of the text as it is now, then answer from the last completed one; nothing here
+executes workspace code or imports Warp.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ import logging
 import resource
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -29,11 +34,15 @@ from warp_harness.safe_read import read_regular_text
 from warp_harness.server import actions, hover, notebooks, pull, transport
 from warp_harness.server.analysis import Analyser, StaticTier
 from warp_harness.server.convert import TUNE_SOURCE, PositionMapper, to_diagnostic
-from warp_harness.server.daemon_link import DaemonLink
 from warp_harness.server.documents import DynamicState, StaticState
 from warp_harness.server.options import SECTION, client_overrides
 from warp_harness.server.text_document import lsp_lines, use_lsp_lines
 from warp_harness.server.tuning import TuneResults, tuned_records
+from warp_harness.server.worker import AnalysisWorker, settled_within
+
+if TYPE_CHECKING:
+    from warp_harness.engine import Analysis
+    from warp_harness.server.daemon_link import DaemonLink
 
 log = logging.getLogger("warp_harness.server")
 
@@ -44,6 +53,18 @@ STOP_DAEMON = "warp-harness.stopDaemon"
 # an edit after this long a pause is analysed at once (after 1 ms, the event loop's timer resolution:
 # changes sent together still arrive within it); edits closer together wait for a pause
 LEADING_EDGE_S = 0.001
+# how long a request (hover, code actions, pull diagnostics) waits for the analysis of the text as it is
+# now before answering from the last completed one
+REQUEST_BUDGET_S = 1.0
+
+
+@dataclass
+class Analysed:
+    """What the analysis thread hands back: the analysis, and the open documents' paths whose launches
+    resolved against the analysed module (re-analysed when its text is new)."""
+
+    analysis: Analysis
+    dependents: list[str]
 
 
 def _version() -> str:
@@ -60,7 +81,8 @@ class WarpHarnessServer(LanguageServer):
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
             notebook_document_sync=notebooks.SYNC,
         )
-        self.tier = StaticTier(report=self.show_error, analyser=analyser)
+        self.tier = StaticTier(report=self.show_error_from_any_thread, analyser=analyser)
+        self.worker = AnalysisWorker()  # the thread that owns the tier's analyser and workspace model
         self.statics: dict[str, StaticState] = {}
         self.dynamics: dict[str, DynamicState] = {}
         self.pending: dict[str, asyncio.TimerHandle] = {}
@@ -82,6 +104,13 @@ class WarpHarnessServer(LanguageServer):
 
     def show_error(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=message))
+
+    def show_error_from_any_thread(self, message: str) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.show_error, message)
+        else:
+            self.show_error(message)
 
     def show_warning(self, message: str) -> None:
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
@@ -107,45 +136,105 @@ class WarpHarnessServer(LanguageServer):
     def _mapper(self, lines: Sequence[str]) -> PositionMapper:
         return PositionMapper(lines, self.workspace.position_encoding)
 
-    def analyse_now(self, uri: str) -> StaticState | None:
+    def request_analysis(self, uri: str, force: bool = False) -> asyncio.Future[Any] | None:
+        """Hand the document's text as it is now to the analysis thread (server/worker.py), unless the
+        last analysis, done or running, is of this text; the running analysis, None when it is done.
+        Its diagnostics are published from the event loop when it finishes, if the text is still current.
+        ``force``: a new analysis even of the same text (the settings changed)."""
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
         document = self.workspace.text_documents.get(uri)
-        if document is None or document.path is None or self.notebooks.owns_cell(uri):
+        if document is None or document.path is None or self.loop is None or self.notebooks.owns_cell(uri):
             return None
-        text = document.source
+        text, version, path = document.source, document.version, document.path
         current = self.statics.get(uri)
-        if current is not None and current.version == document.version and current.text == text:
-            return current
+        if not force and current is not None and current.version == version and current.text == text:
+            return None
+        job = self.worker.submit(
+            self.loop,
+            uri,
+            (version, text),
+            lambda: self._analyse_in_worker(text, path),
+            lambda analysed: self._analysed(uri, version, text, analysed),
+            reuse=not force,
+        )
+        return None if job.future.done() else job.future
+
+    async def settled_state(self, uri: str) -> StaticState | None:
+        """The document's last completed analysis, after waiting up to ``REQUEST_BUDGET_S`` for the one
+        of its current text: a request never waits out the analysis of a huge file."""
+        await settled_within(self.request_analysis(uri), REQUEST_BUDGET_S)
+        return self.statics.get(uri)
+
+    def _analyse_in_worker(self, text: str, path: str) -> Analysed:
+        """On the analysis thread: the analysis, and the documents to re-analyse if the text is new."""
         # the cyclic collector would run as soon as the analysis (which holds it off) returns, over all
         # that the analysis allocated: ~1.5 ms on a 10,000-line file, after the diagnostics are out instead
         collecting = gc.isenabled()
         gc.disable()
         try:
-            analysis = self.tier.analyse(text, document.path)
-            state = StaticState(document.version, text, analysis)
-            self.statics[uri] = state
-            self.publish(uri)
+            analysis = self.tier.analyse(text, path)
         finally:
             if collecting:
                 gc.enable()
+        project = self.tier.project
+        module = project.module_of(path) if project is not None else None
+        return Analysed(analysis, self.tier.dependents(module) if module is not None else [])
+
+    def _analysed(self, uri: str, version: int | None, text: str, analysed: Analysed) -> None:
+        """On the event loop: publish an analysis unless the document changed (or closed) since."""
+        document = self.workspace.text_documents.get(uri)
+        if document is None or document.version != version or document.source != text:
+            return  # stale: the analysis of the newer text follows
+        self.statics[uri] = StaticState(version, text, analysed.analysis)
+        self.publish(uri)
         if self.propagated.get(uri) != text:  # a new text: the documents launching its kernels follow
             self.propagated[uri] = text
-            project = self.tier.project
-            module = project.module_of(document.path) if project is not None else None
-            if module is not None:
-                self.reanalyse_dependents(module, uri)
-        return state
+            self.reanalyse_paths(analysed.dependents, uri)
 
-    def reanalyse_dependents(self, module: str, changed_uri: str | None = None) -> None:
-        """Re-analyse (and re-publish) the open documents whose launches resolved against ``module``."""
-        paths = set(self.tier.dependents(module))
+    def in_worker(self, work: Callable[[], Any]) -> None:
+        """``work()`` on the analysis thread (it owns the analyser and the workspace model), in order."""
+
+        def logged() -> None:
+            try:
+                work()
+            except Exception:
+                log.exception("work on the analysis thread failed")
+
+        self.worker.call_soon(logged)
+
+    def then_dependents(self, work: Callable[[], str | None], changed_uri: str | None) -> None:
+        """``work()`` on the analysis thread, naming the module it changed; then the open documents
+        whose launches resolved against that module are re-analysed."""
+        if self.loop is None:
+            return
+
+        def dependents() -> list[str]:
+            module = work()
+            return self.tier.dependents(module) if module is not None else []
+
+        def done(future: asyncio.Future[list[str]]) -> None:
+            if future.cancelled():
+                return
+            if future.exception() is not None:
+                log.error("a workspace-model update failed", exc_info=future.exception())
+                return
+            self.reanalyse_paths(future.result(), changed_uri)
+
+        self.worker.call(self.loop, dependents).add_done_callback(done)
+
+    def reanalyse_paths(self, dependents: Sequence[str], changed_uri: str | None = None) -> None:
+        """Re-analyse (and re-publish) the open documents among ``dependents`` (paths)."""
+        paths = set(dependents)
+        if not paths:
+            return
         for uri, document in list(self.workspace.text_documents.items()):
             if uri == changed_uri or document.path is None or document.path not in paths:
                 continue
             self.statics.pop(uri, None)
-            self.tier.forget(document.path)
+            self.worker.cancel(uri)  # its last analysis resolved against the module's old text
+            self.in_worker(partial(self.tier.forget, document.path))
             self.schedule(uri)
 
     def publish(self, uri: str) -> None:
@@ -194,10 +283,10 @@ class WarpHarnessServer(LanguageServer):
         wait = LEADING_EDGE_S if idle and handle is None else delay
         self.pending[uri] = self.loop.call_later(wait, self._fire, uri)
 
-    def _fire(self, uri: str) -> None:
+    def _fire(self, uri: str, force: bool = False) -> None:
         self.pending.pop(uri, None)
         try:
-            self.analyse_now(uri)
+            self.request_analysis(uri, force=force)
         except Exception:  # never let one document take the server down
             log.exception("analysis of %s failed", uri)
 
@@ -206,8 +295,8 @@ class WarpHarnessServer(LanguageServer):
             self.statics.pop(uri, None)
             document = self.workspace.text_documents[uri]
             if document.path is not None:
-                self.tier.forget(document.path)
-            self._fire(uri)
+                self.in_worker(partial(self.tier.forget, document.path))
+            self._fire(uri, force=True)
         self.notebooks.reanalyse_all()
         pull.workspace_changed(self)  # the unopened files' reports follow the settings too
 
@@ -215,6 +304,7 @@ class WarpHarnessServer(LanguageServer):
         handle = self.pending.pop(uri, None)
         if handle is not None:
             handle.cancel()
+        self.worker.cancel(uri)
         self.statics.pop(uri, None)
         self.published_pairs.pop(uri, None)
         self.last_change.pop(uri, None)
@@ -222,10 +312,13 @@ class WarpHarnessServer(LanguageServer):
         pull.forget(self, uri)
         path = to_fs_path(uri)
         if path is not None:
-            self.tier.forget(path)
-            module = self.tier.document_changed(path, None)  # the file on disk counts again
-            if module is not None:
-                self.reanalyse_dependents(module, uri)
+            tier = self.tier
+
+            def closed(path: str = path) -> str | None:
+                tier.forget(path)
+                return tier.document_changed(path, None)  # the file on disk counts again
+
+            self.then_dependents(closed, uri)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # ------------------------------------------------------------------ configuration
@@ -259,6 +352,8 @@ class WarpHarnessServer(LanguageServer):
 
     def link(self, root: Path) -> DaemonLink:
         if root not in self.links:
+            from warp_harness.server.daemon_link import DaemonLink  # a workspace without a daemon skips it
+
             self.links[root] = DaemonLink(root, self._from_daemon_thread)
         return self.links[root]
 
@@ -419,7 +514,7 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
             roots = [to_fs_path(params.root_uri)]
         ls.roots = [Path(r).resolve() for r in roots if r]
         ls.apply_client_settings(params.initialization_options)
-        ls.tier.open_workspace(ls.roots)  # the workspace model: kernels launched across modules
+        ls.in_worker(partial(ls.tier.open_workspace, ls.roots))  # the workspace model: kernels across modules
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_workspace_folders(
@@ -493,9 +588,8 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
             path = to_fs_path(change.uri)
             if path is None or not path.endswith(".py"):
                 continue
-            module = ls.tier.file_changed(path, deleted=change.type == types.FileChangeType.Deleted)
-            if module is not None:
-                ls.reanalyse_dependents(module, change.uri)
+            deleted = change.type == types.FileChangeType.Deleted
+            ls.then_dependents(partial(ls.tier.file_changed, path, deleted=deleted), change.uri)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -503,11 +597,13 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
             code_action_kinds=[types.CodeActionKind.QuickFix, actions.FIX_ALL_KIND], resolve_provider=False
         ),
     )
-    def code_action(ls: WarpHarnessServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_action(ls: WarpHarnessServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
         if ls.notebooks.owns_cell(uri):
-            return ls.notebooks.code_actions(params)
-        state = ls.analyse_now(uri)  # answer for the text as it is now, not a debounced older version
+            return await ls.notebooks.code_actions(params)
+        # for the text as it is now when its analysis is quick; else the last one's, its edits marked
+        # with that text's version (a client applies none to a newer text)
+        state = await ls.settled_state(uri)
         document = ls.workspace.text_documents.get(uri)
         if state is None or document is None:
             return []
@@ -525,27 +621,23 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
                 if found is None:
                     continue
                 record, dynamic = found
-                fix = actions.fix_action(record, diagnostic, mapper, uri, document.version)
+                fix = actions.fix_action(record, diagnostic, mapper, uri, state.version)
                 if fix is not None:
                     result.append(fix)
                 if not dynamic:
-                    suppress = actions.suppress_action(
-                        record, diagnostic, lines, mapper, uri, document.version
-                    )
+                    suppress = actions.suppress_action(record, diagnostic, lines, mapper, uri, state.version)
                     if suppress is not None:
                         result.append(suppress)
         if wanted_fix_all:
-            fix_all = actions.fix_all_action(
-                state.text, state.analysis.records, mapper, uri, document.version
-            )
+            fix_all = actions.fix_all_action(state.text, state.analysis.records, mapper, uri, state.version)
             if fix_all is not None:
                 result.append(fix_all)
         return result
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls: WarpHarnessServer, params: types.HoverParams) -> types.Hover | None:
+    async def on_hover(ls: WarpHarnessServer, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
-        state = ls.analyse_now(uri)
+        state = await ls.settled_state(uri)
         if state is None or state.analysis.model is None:
             return None
         model = state.analysis.model

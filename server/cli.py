@@ -42,9 +42,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from warp_harness.server.app import build_server
 
     server = build_server()
-    server.tier.warm_up()
-    gc.freeze()
-    gc.enable()
+
+    def warm_up() -> None:  # on the analysis thread, while the client's initialize handshake runs
+        try:
+            server.tier.warm_up()
+        finally:
+            gc.freeze()
+            gc.enable()
+
+    server.in_worker(warm_up)
     if args.tcp:
         return _serve_tcp(server, args)
     server.start_io()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from warp_harness.engine import Analysis
 from warp_harness.record import Record
+
+if TYPE_CHECKING:
+    from warp_harness.engine import Analysis
 
 
 @dataclass

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from warp_harness.model.kernel import KernelDef
-from warp_harness.model.module import ModuleModel
+if TYPE_CHECKING:
+    from warp_harness.model.kernel import KernelDef
+    from warp_harness.model.module import ModuleModel
 
 
 def kernel_at(model: ModuleModel, line: int, col: int) -> KernelDef | None:

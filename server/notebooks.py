@@ -11,23 +11,25 @@ for a client that pulls (``server/pull.py``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from warp_harness.fixes import compatible_fix_edits
-from warp_harness.notebooks import Joined, join_cells, place_records
 from warp_harness.record import Record
 from warp_harness.server import actions, pull
 from warp_harness.server.convert import PositionMapper, to_diagnostic
 from warp_harness.server.text_document import lsp_lines
 
 if TYPE_CHECKING:
+    from warp_harness.engine import Analysis
+    from warp_harness.notebooks import Joined
     from warp_harness.server.app import WarpHarnessServer
 
 log = logging.getLogger("warp_harness.server.notebooks")
@@ -115,13 +117,17 @@ class NotebookSupport:
 
     # -------------------------------------------------------------- analysis
 
-    def analyse(self, notebook_uri: str, force: bool = False) -> NotebookState | None:
+    def request(self, notebook_uri: str, force: bool = False) -> asyncio.Future[Any] | None:
+        """Hand the notebook's code, joined, to the analysis thread (server/worker.py) unless its last
+        analysis, done or running, is of this code; the running analysis, None when it is done. The
+        cells' diagnostics go out from the event loop when it finishes, if the notebook is unchanged."""
         handle = self.pending.pop(notebook_uri, None)
         if handle is not None:
             handle.cancel()
         notebook = self.server.workspace.get_notebook_document(notebook_uri=notebook_uri)
         path = notebook_path(notebook_uri)
-        if notebook is None or path is None:
+        loop = self.server.loop
+        if notebook is None or path is None or loop is None:
             log.warning("notebook %s: %s", notebook_uri, "not open" if notebook is None else "no path")
             return None
         cells = self._code_cells(notebook)
@@ -133,23 +139,57 @@ class NotebookSupport:
             and current.version == notebook.version
             and current.texts == texts
         ):
-            return current
+            return None
+        from warp_harness.notebooks import join_cells  # imported by the first notebook only
+
         joined = join_cells([(number, text) for number, _, text, _ in cells])
-        analysis = self.server.tier.analyse(joined.text, path)
+        tier = self.server.tier
+        version = notebook.version
+        job = self.server.worker.submit(
+            loop,
+            notebook_uri,
+            (version, texts),
+            lambda: tier.analyse(joined.text, path),
+            lambda analysis: self._analysed(notebook_uri, path, version, cells, joined, analysis),
+            reuse=not force,
+        )
+        return None if job.future.done() else job.future
+
+    async def settled(self, notebook_uri: str) -> NotebookState | None:
+        """The notebook's last completed analysis, after waiting a while for the one of its code now."""
+        from warp_harness.server.app import REQUEST_BUDGET_S
+        from warp_harness.server.worker import settled_within
+
+        await settled_within(self.request(notebook_uri), REQUEST_BUDGET_S)
+        return self.states.get(notebook_uri)
+
+    def _analysed(
+        self,
+        notebook_uri: str,
+        path: str,
+        version: int,
+        cells: list[tuple[int, str, str, int | None]],
+        joined: Joined,
+        analysis: Analysis,
+    ) -> None:
+        notebook = self.server.workspace.get_notebook_document(notebook_uri=notebook_uri)
+        if notebook is None or notebook.version != version:
+            return  # closed, or changed since: the analysis of the newer code follows
         self.analyses += 1
         sources = {number: text for number, _, text, _ in cells}
+        from warp_harness.notebooks import place_records
+
         placed = place_records(analysis.records, path, joined, sources)
-        state = NotebookState(notebook.version, joined, texts=texts)
+        state = NotebookState(version, joined, texts=tuple(text for _, _, text, _ in cells))
         encoding = self.server.workspace.position_encoding
-        for number, uri, text, version in cells:
+        for number, uri, text, cell_version in cells:
             mine = [r for r in placed if r.location.cell == number]
             mapper = PositionMapper(lsp_lines(text), encoding)
             pairs = [(r, to_diagnostic(r, mapper, uri)) for r in mine]
-            state.cells[unquote(uri)] = CellResult(uri, version, text, mine, pairs)
+            state.cells[unquote(uri)] = CellResult(uri, cell_version, text, mine, pairs)
         previous = self.states.get(notebook_uri)
         self.states[notebook_uri] = state
         self._publish(state, previous)
-        return state
 
     def _publish(self, state: NotebookState, previous: NotebookState | None) -> None:
         for cell in state.cells.values():
@@ -162,12 +202,10 @@ class NotebookSupport:
         pull.forget(self.server, uri)
         self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
-    def analyse_now_for_cell(self, cell_uri: str) -> CellResult | None:
+    def request_for_cell(self, cell_uri: str) -> asyncio.Future[Any] | None:
+        """:meth:`request` for the notebook holding ``cell_uri``."""
         notebook = self.notebook_of(cell_uri)
-        if notebook is None:
-            return None
-        state = self.analyse(notebook.uri)
-        return state.cells.get(unquote(cell_uri)) if state is not None else None
+        return self.request(notebook.uri) if notebook is not None else None
 
     def schedule(self, notebook_uri: str) -> None:
         """As the text documents' debounce (server/app.py: schedule): at once after a pause."""
@@ -188,7 +226,7 @@ class NotebookSupport:
     def _fire(self, notebook_uri: str, force: bool = False) -> None:
         self.pending.pop(notebook_uri, None)
         try:
-            self.analyse(notebook_uri, force=force)
+            self.request(notebook_uri, force=force)
         except Exception:  # one notebook must not take the server down
             log.exception("analysis of %s failed", notebook_uri)
 
@@ -196,7 +234,7 @@ class NotebookSupport:
         for uri in list(self.server.workspace.notebook_documents):
             path = notebook_path(uri)
             if path is not None:
-                self.server.tier.forget(path)
+                self.server.in_worker(partial(self.server.tier.forget, path))
             self._fire(uri, force=True)
 
     def close(self, params: types.DidCloseNotebookDocumentParams) -> None:
@@ -205,10 +243,11 @@ class NotebookSupport:
         if handle is not None:
             handle.cancel()
         self.last_change.pop(uri, None)
+        self.server.worker.cancel(uri)
         state = self.states.pop(uri, None)
         path = notebook_path(uri)
         if path is not None:
-            self.server.tier.forget(path)
+            self.server.in_worker(partial(self.server.tier.forget, path))
         for cell in params.cell_text_documents:
             self.clear(cell.uri)
         if state is not None:
@@ -217,13 +256,13 @@ class NotebookSupport:
 
     # -------------------------------------------------------------- code actions
 
-    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         """Quick fixes and suppressions for a cell's diagnostics; fix-all over every cell."""
         uri = params.text_document.uri
         notebook = self.notebook_of(uri)
         if notebook is None:
             return []
-        state = self.analyse(notebook.uri)
+        state = await self.settled(notebook.uri)
         cell = state.cells.get(unquote(uri)) if state is not None else None
         if state is None or cell is None:
             return []
@@ -262,6 +301,8 @@ class NotebookSupport:
         changes: list[types.TextDocumentEdit] = []
         total = 0
         for cell in state.cells.values():
+            from warp_harness.fixes import compatible_fix_edits
+
             edits, count = compatible_fix_edits(cell.text, cell.records, safe_only=True)
             if not count:
                 continue

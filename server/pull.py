@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -53,6 +53,8 @@ class PullState:
     refreshes: int = 0
     files: pull_workspace.WorkspaceFiles = field(default_factory=pull_workspace.WorkspaceFiles)
     refresh_after_scan: bool = False  # a workspace pull answered before its scan finished
+    # documents whose last report was answered while their analysis still ran (from the one before)
+    answered_early: set[str] = field(default_factory=set)
 
 
 def state(ls: WarpHarnessServer) -> PullState:
@@ -93,8 +95,11 @@ def deliver(
     key = unquote(uri)  # as pygls keys documents: a client may quote a cell URI's `=` or not
     pulled.kept[key] = kept
     reported = pulled.reported.get(key)
-    # same text the client last pulled, different diagnostics: it will not ask unless told to
-    if reported is not None and reported[1] == version and reported[0] != kept.result_id:
+    early = key in pulled.answered_early
+    pulled.answered_early.discard(key)
+    # same text the client last pulled (or a pull answered before this analysis was done), different
+    # diagnostics: it will not ask unless told to
+    if reported is not None and (early or reported[1] == version) and reported[0] != kept.result_id:
         request_refresh(ls)
 
 
@@ -102,6 +107,7 @@ def forget(ls: WarpHarnessServer, uri: str) -> None:
     pulled = state(ls)
     pulled.kept.pop(unquote(uri), None)
     pulled.reported.pop(unquote(uri), None)
+    pulled.answered_early.discard(unquote(uri))
 
 
 def request_refresh(ls: WarpHarnessServer) -> None:
@@ -139,14 +145,39 @@ def _report(
     return types.RelatedFullDocumentDiagnosticReport(items=list(kept.diagnostics), result_id=kept.result_id)
 
 
-def document_report(
+def _request_analysis(ls: WarpHarnessServer, uri: str) -> asyncio.Future[Any] | None:
+    """The analysis of the document's text as it is now (an edit may wait for its debounce)."""
+    if ls.notebooks.owns_cell(uri):
+        return ls.notebooks.request_for_cell(uri)
+    return ls.request_analysis(uri)
+
+
+async def _settle(ls: WarpHarnessServer, uris: Sequence[str]) -> None:
+    """Wait up to the server's request budget for the analyses of the documents' texts as they are now
+    (one superseded meanwhile, by a newer text or new settings, is followed by the newer one); those not
+    done by then are answered from their last analysis and marked, so that their result, when it
+    differs, sends a refresh. A client that cannot be sent a refresh (Neovim 0.11 pulls without) waits
+    for the analyses: it would not ask again until the next edit. Other requests are answered meanwhile."""
+    from warp_harness.server.app import REQUEST_BUDGET_S
+    from warp_harness.server.worker import settled_within
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + REQUEST_BUDGET_S if _refresh_supported(ls) else None
+    while running := {uri: f for uri in uris if (f := _request_analysis(ls, uri)) is not None}:
+        everything = asyncio.gather(*running.values(), return_exceptions=True)
+        if deadline is None:
+            await everything
+            continue
+        if not await settled_within(everything, max(0.0, deadline - loop.time())):
+            state(ls).answered_early.update(unquote(uri) for uri, f in running.items() if not f.done())
+            return
+
+
+async def document_report(
     ls: WarpHarnessServer, uri: str, previous: str | None
 ) -> types.RelatedFullDocumentDiagnosticReport | types.RelatedUnchangedDocumentDiagnosticReport:
-    """The report for one document, analysed now if an edit is still waiting for its debounce."""
-    if ls.notebooks.owns_cell(uri):
-        ls.notebooks.analyse_now_for_cell(uri)
-    else:
-        ls.analyse_now(uri)
+    """The report for one document, for its text as it is now unless that analysis takes long."""
+    await _settle(ls, [uri])
     return _report(ls, uri, previous)
 
 
@@ -235,12 +266,13 @@ async def workspace_report(
     client's previous result id still holds."""
     previous = {unquote(p.uri): p.value for p in params.previous_result_ids}
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
+    await _settle(ls, list(ls.workspace.text_documents))
     for uri in list(ls.workspace.text_documents):
         document = ls.workspace.text_documents.get(uri)
         if document is None:
             continue
         held = previous.get(unquote(uri))
-        report = document_report(ls, uri, held)
+        report = _report(ls, uri, held)
         found = [] if isinstance(report, types.RelatedUnchangedDocumentDiagnosticReport) else report.items
         items.append(_workspace_item(uri, document.version, found, report.result_id or "", held))
     # an open notebook's records sit on its cells' URIs; its file's URI may still hold the report
@@ -261,10 +293,10 @@ def register(server: WarpHarnessServer) -> None:
             identifier=IDENTIFIER, inter_file_dependencies=True, workspace_diagnostics=True
         ),
     )
-    def text_document_diagnostic(
+    async def text_document_diagnostic(
         ls: WarpHarnessServer, params: types.DocumentDiagnosticParams
     ) -> types.RelatedFullDocumentDiagnosticReport | types.RelatedUnchangedDocumentDiagnosticReport:
-        return document_report(ls, params.text_document.uri, params.previous_result_id)
+        return await document_report(ls, params.text_document.uri, params.previous_result_id)
 
     @server.feature(types.WORKSPACE_DIAGNOSTIC)
     async def workspace_diagnostic(

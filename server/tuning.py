@@ -14,7 +14,6 @@ import math
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from warp_harness.daemon.cache import inside
 from warp_harness.record import Fix, Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_CONFIG_BYTES, read_regular_text
 from warp_harness.tunables import constant_edits, current_values
@@ -34,7 +33,11 @@ class TuneResults:
         found = []
         for root in roots:
             folder = root / ".warp-harness" / "tune"
-            if not folder.is_dir() or not inside(folder, root):
+            if not folder.is_dir():
+                continue
+            from warp_harness.daemon.cache import inside  # ~20 ms of imports a workspace never tuned skips
+
+            if not inside(folder, root):
                 continue
             for file in sorted(folder.glob("*.json")):
                 data = self._load(file, root)
@@ -51,6 +54,8 @@ class TuneResults:
         if cached is not None and cached[0] == mtime:
             return cached[1]
         data: dict[str, Any] | None = None
+        from warp_harness.daemon.cache import inside
+
         if inside(file, root):
             try:
                 loaded = json.loads(read_regular_text(file, MAX_CONFIG_BYTES))

@@ -36,11 +36,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 from warp_harness.record import Severity
 
 DEFAULT_TARGET = "sm_86"
@@ -214,6 +209,10 @@ def _read_pyproject(path: Path, mtime_ns: int, size: int, ino: int) -> _Parsed:
         return _Parsed(None, exc.reason)
     except (OSError, UnicodeDecodeError):
         return _Parsed(None)
+    if sys.version_info >= (3, 11):  # imported here: a check with no pyproject.toml never parses TOML
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.10 only
+        import tomli as tomllib
     try:
         return _Parsed(tomllib.loads(text))
     except tomllib.TOMLDecodeError:

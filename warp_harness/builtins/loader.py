@@ -13,11 +13,8 @@ does not import Warp.
 from __future__ import annotations
 
 import gc
-import hashlib
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -128,6 +125,9 @@ def load_file(path: Path, origin: str) -> BuiltinTable:
 
 def run_extractor(output: Path, timeout: float = EXTRACT_TIMEOUT_S) -> None:
     """Dump the table to ``output`` in a child process; raises :class:`ExtractionError`."""
+    import subprocess  # here: a table loaded from the cache or the snapshot never runs one
+    import tempfile
+
     python = EXTRACTOR_PYTHON or sys.executable
     cmd = [python, str(EXTRACT_SCRIPT), "--output", str(output)]
     try:
@@ -153,6 +153,8 @@ def extract_to_cache(version: str) -> BuiltinTable:
     When the cache folder cannot be written, the table is extracted to a temporary file and
     returned without being cached.
     """
+    import tempfile
+
     target = cache_path(version)
     cacheable = True
     try:
@@ -185,6 +187,8 @@ def _extractor_id() -> str:
     """Digest of ``extract.py`` (same as ``extract.extractor_id()``, which needs no import here)."""
     global _EXTRACTOR_ID
     if _EXTRACTOR_ID is None:
+        import hashlib
+
         _EXTRACTOR_ID = hashlib.sha256(EXTRACT_SCRIPT.read_bytes()).hexdigest()[:16]
     return _EXTRACTOR_ID
 
