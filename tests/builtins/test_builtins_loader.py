@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -79,6 +80,50 @@ def test_cache_hit_spawns_nothing(
     assert target.stat().st_mtime_ns == before
     assert load_table() is table  # memoised
     assert load_table(allow_extract=False) is table
+
+
+def test_a_cache_is_checked_record_by_record_once_per_content(
+    cache_dir: Path, extracted_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first load checks every record and keeps the bytes' digest beside the cache; later loads
+    of the same bytes skip those checks; changed bytes under an old digest are checked in full (and
+    a malformed record is still discarded)."""
+    from warp_harness.builtins import table as table_module
+
+    version = installed_warp_version()
+    assert version is not None
+    target = cache_path(version)
+    target.parent.mkdir(parents=True)
+    shutil.copy(extracted_cache, target)
+    monkeypatch.setattr(loader, "run_extractor", _no_extraction)
+    checked: list[object] = []
+    real_check = table_module._validate_record
+
+    def counting(rec: object, n_types: int) -> None:
+        checked.append(rec)
+        real_check(rec, n_types)
+
+    monkeypatch.setattr(table_module, "_validate_record", counting)
+    first = load_table()
+    assert first.origin == "cache" and len(checked) == len(first)
+    sidecar = target.with_name(target.name + ".checked")
+    assert sidecar.read_text() == hashlib.sha256(target.read_bytes()).hexdigest()
+
+    clear_memo()
+    checked.clear()
+    again = load_table()
+    assert again.origin == "cache" and checked == []
+    assert again.builtin_names == first.builtin_names
+    assert again.check_call("sqrt", []).is_error
+
+    data = msgpack.unpackb(target.read_bytes(), raw=False, strict_map_key=False)
+    data["builtins"][0]["ovl"][0]["p"] = [["x", 0, len(data["types"]) + 5, False, True]]
+    target.write_bytes(msgpack.packb(data, use_bin_type=True))  # same size class, old digest
+    clear_memo()
+    checked.clear()
+    table = load_table(allow_extract=False)
+    assert table.origin == "snapshot" and checked  # checked in full, found malformed, discarded
+    assert not target.exists() and not sidecar.exists()
 
 
 def test_corrupt_cache_is_rebuilt_by_a_real_extraction(cache_dir: Path, extracted_cache: Path) -> None:

@@ -5,6 +5,8 @@ Warp; otherwise a fresh extraction in a child process (``extract.py``, which imp
 never here), written to the cache atomically; otherwise, when Warp cannot be imported or the
 extraction fails, the snapshot shipped in this package. A cache file that does not decode is
 deleted and rebuilt, never trusted.
+A cache file is checked record by record the first time its bytes are loaded; the digest of bytes
+that passed is kept beside it (``.checked``) so later process starts skip those checks.
 
 The installed Warp version is read from the package metadata (``importlib.metadata``), which
 does not import Warp.
@@ -96,7 +98,7 @@ def _unpackb(payload: bytes) -> Any:
     return msgpack.unpackb(payload, raw=False, strict_map_key=False)
 
 
-def decode(payload: bytes, origin: str) -> BuiltinTable:
+def decode(payload: bytes, origin: str, *, records_checked: bool = False) -> BuiltinTable:
     """Decode a dumped table; raises :class:`TableFormatError` for anything that is not one."""
     # tens of thousands of small containers: the cyclic collector would run many times for nothing
     gc_was_enabled = gc.isenabled()
@@ -109,7 +111,7 @@ def decode(payload: bytes, origin: str) -> BuiltinTable:
         if not isinstance(data, dict):
             raise TableFormatError("top level is not a map")
         try:
-            return BuiltinTable(data, origin)
+            return BuiltinTable(data, origin, records_checked=records_checked)
         except TableFormatError:
             raise
         except Exception as exc:  # a well-formed msgpack file of the wrong shape
@@ -121,6 +123,46 @@ def decode(payload: bytes, origin: str) -> BuiltinTable:
 
 def load_file(path: Path, origin: str) -> BuiltinTable:
     return decode(path.read_bytes(), origin)
+
+
+def _checked_path(path: Path) -> Path:
+    return path.with_name(path.name + ".checked")
+
+
+def _digest(payload: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(payload).hexdigest()
+
+
+def load_cache_file(path: Path) -> BuiltinTable:
+    """A cache file, checked record by record once: the digest of bytes that passed is kept beside
+    it (``<name>.checked``), and the same bytes are then decoded without the per-record checks
+    (about 10 ms of every process start). Any other bytes, a missing or odd sidecar: full checks."""
+    payload = path.read_bytes()
+    digest = _digest(payload)
+    sidecar = _checked_path(path)
+    try:
+        checked = sidecar.read_text(encoding="ascii").strip() == digest
+    except (OSError, UnicodeDecodeError):
+        checked = False
+    table = decode(payload, "cache", records_checked=checked)
+    if not checked:
+        _write_quietly(sidecar, digest)
+    return table
+
+
+def _write_quietly(path: Path, text: str) -> None:
+    """Atomically, or not at all (a read-only cache folder only costs the checks next time)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="ascii")
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
 
 
 def run_extractor(output: Path, timeout: float = EXTRACT_TIMEOUT_S) -> None:
@@ -209,7 +251,7 @@ def _load(allow_extract: bool) -> BuiltinTable:
         path = cache_path(version)
         if path.is_file():
             try:
-                table = load_file(path, "cache")
+                table = load_cache_file(path)
                 if table.dist_version == version and table.extractor_id == _extractor_id():
                     last_load.update(origin="cache", seconds=time.perf_counter() - t0, path=str(path))
                     return table
@@ -218,10 +260,11 @@ def _load(allow_extract: bool) -> BuiltinTable:
                 )
             except (TableFormatError, OSError) as exc:
                 problems.append(f"discarded corrupt cache {path}: {exc}")
-            try:
-                path.unlink()
-            except OSError:
-                pass
+            for stale in (path, _checked_path(path)):
+                try:
+                    stale.unlink()
+                except OSError:
+                    pass
         if allow_extract:
             try:
                 table = extract_to_cache(version)

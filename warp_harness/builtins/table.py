@@ -762,8 +762,11 @@ def _decode_stub(raw: Any) -> _Stub:
 class BuiltinTable:
     """Warp's builtins (kernel-scope functions) and the public names of the ``warp`` module."""
 
-    def __init__(self, data: Mapping[str, Any], origin: str) -> None:
-        """Decode the dumped data; raises :class:`TableFormatError` on anything unexpected."""
+    def __init__(self, data: Mapping[str, Any], origin: str, *, records_checked: bool = False) -> None:
+        """Decode the dumped data; raises :class:`TableFormatError` on anything unexpected.
+
+        ``records_checked``: these very bytes passed the per-record checks before (the loader's
+        sidecar digest), so only the top level is checked again."""
         if not isinstance(data, Mapping):
             raise TableFormatError("top level")
         _require(data.get("format") == FORMAT, "format version")
@@ -797,7 +800,8 @@ class BuiltinTable:
         # records are validated now and turned into objects on first use (most runs touch few)
         self._raw: dict[str, dict[str, Any]] = {}
         for rec in records:
-            _validate_record(rec, len(types))
+            if not records_checked:
+                _validate_record(rec, len(types))
             self._raw[rec["name"]] = rec
         self._built: dict[str, Builtin] = {}
         self._attrs: dict[str, str] = {str(k): str(v) for k, v in attrs.items()}
