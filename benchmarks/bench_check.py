@@ -12,8 +12,10 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 - pyflakes and ``ruff check`` (cold, no cache; ruff warm with its cache), and pyflakes on the empty file
 
 Printed: min / median / max wall seconds, median CPU seconds (user + system, the process tree), peak
-RSS of the largest process (MiB), each row's wall median against the parse floor, pyflakes and ruff,
-and its peak RSS against pyflakes'. Also ``-X importtime`` of checking an empty file.
+RSS of the largest process (MiB), peak PSS of the whole process tree (MiB: the sum over the command and
+its pool workers of their proportional set sizes, sampled while it runs; see `_PeakPss`), each row's wall
+median against the parse floor, pyflakes and ruff, and its peak RSS and PSS against pyflakes'. Also
+``-X importtime`` of checking an empty file.
 
     python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--old-pythonpath DIR] [--corpus newton]
 """
@@ -28,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -58,20 +61,89 @@ def parse_floor(list_file: str) -> None:
             pass
 
 
-def run_once(command: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, float, float]:
+# how often the memory of a command's process tree is sampled (seconds)
+PSS_INTERVAL = 0.05
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux: /proc/PID/task/TID/children)."""
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    stack.extend(int(c) for c in f.read().split())
+            except OSError:
+                pass
+    return found
+
+
+def _pss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+class _PeakPss(threading.Thread):
+    """The largest sum of PSS over a process tree seen while it runs, sampled every PSS_INTERVAL.
+
+    PSS (proportional set size) counts a page shared by n processes as 1/n in each, so the sum over the
+    tree is the memory the whole command holds, forked pool workers included, without counting pages
+    they share with their parent several times (the sum of RSS would) or missing the workers (the peak
+    RSS of the largest process does). A peak shorter than the interval can be missed."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak_kib = 0
+        self._done = threading.Event()
+
+    def run(self) -> None:
+        while not self._done.is_set():
+            self.peak_kib = max(self.peak_kib, sum(_pss_kib(p) for p in _tree(self.pid)))
+            self._done.wait(PSS_INTERVAL)
+
+    def stop(self) -> float:
+        self._done.set()
+        self.join()
+        return self.peak_kib / 1024
+
+
+def run_once(
+    command: list[str], env: dict[str, str], cwd: Path | None = None
+) -> tuple[float, float, float, float]:
     """Wall seconds, CPU seconds (user + system of the command's whole process tree: the pool's
-    workers are reaped by the command, so wait4 counts them) and peak RSS (MiB, the largest process
-    of the tree)."""
+    workers are reaped by the command, so wait4 counts them), peak RSS (MiB, the largest process
+    of the tree) and the peak of the tree's summed PSS (MiB, `_PeakPss`)."""
     start = time.perf_counter()
     proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
+    sampler = _PeakPss(proc.pid)
+    sampler.start()
     assert proc.stderr is not None
     err = proc.stderr.read()
+    # the sampler stops before the reap: a reaped pid may be reused
+    pss = 0.0
+    try:
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    finally:
+        pss = sampler.stop()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(command)} exited {proc.returncode}: {err.decode()[-2000:]}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, pss
 
 
 def main() -> int:
@@ -154,40 +226,49 @@ def main() -> int:
     times: dict[str, list[float]] = {k: [] for k in rows}
     cpu: dict[str, list[float]] = {k: [] for k in rows}
     rss: dict[str, float] = dict.fromkeys(rows, 0.0)
+    pss: dict[str, float] = dict.fromkeys(rows, 0.0)
     for _ in range(args.repeat):
         for name, (command, row_env, prepare) in rows.items():
             if callable(prepare):
                 prepare()
             # not in a checkout: `python -m` would import its warp_harness/ before --old-pythonpath's
-            wall, seconds, peak = run_once(command, row_env, cwd=work)
+            wall, seconds, peak, tree_pss = run_once(command, row_env, cwd=work)
             times[name].append(wall)
             cpu[name].append(seconds)
             rss[name] = max(rss[name], peak)
+            pss[name] = max(pss[name], tree_pss)
     print(f"corpus: {', '.join(tree_args)}")
     print(f"{len(files)} files, {lines:,} lines; {args.repeat} rounds; load {os.getloadavg()[0]:.2f}")
-    _table(times, cpu, rss)
+    _table(times, cpu, rss, pss)
     _importtime(wh, empty, env)
     shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
-def _table(times: dict[str, list[float]], cpu: dict[str, list[float]], rss: dict[str, float]) -> None:
+def _table(
+    times: dict[str, list[float]], cpu: dict[str, list[float]], rss: dict[str, float], pss: dict[str, float]
+) -> None:
     med = {k: statistics.median(v) for k, v in times.items() if v}
 
     def ratio(name: str, peer: str) -> str:
         return f"{med[name] / med[peer]:6.2f}x" if peer in med else "      -"
 
     floor, pyf, ruff = "parse floor (ast.parse, 1 core)", "pyflakes", "ruff check --no-cache"
-    header = f"{'row':<34}{'min':>8}{'median':>8}{'max':>8}{'CPU s':>8}{'RSS MiB':>9}"
-    print(f"{header}{'/floor':>9}{'/pyflakes':>10}{'/ruff':>8}{'RSS/pyfl':>9}")
+    header = f"{'row':<34}{'min':>8}{'median':>8}{'max':>8}{'CPU s':>8}{'RSS MiB':>9}{'PSS MiB':>9}"
+    print(f"{header}{'/floor':>9}{'/pyflakes':>10}{'/ruff':>8}{'RSS/pyfl':>9}{'PSS/pyfl':>9}")
     for name, values in times.items():
         rss_ratio = f"{rss[name] / rss[pyf]:8.2f}x" if rss.get(pyf) else "        -"
+        pss_ratio = f"{pss[name] / pss[pyf]:8.2f}x" if pss.get(pyf) else "        -"
         print(
             f"{name:<34}{min(values):8.3f}{med[name]:8.3f}{max(values):8.3f}"
-            f"{statistics.median(cpu[name]):8.2f}{rss[name]:9.0f}"
-            f"{ratio(name, floor):>9}{ratio(name, pyf):>10}{ratio(name, ruff):>8}{rss_ratio:>9}"
+            f"{statistics.median(cpu[name]):8.2f}{rss[name]:9.0f}{pss[name]:9.0f}"
+            f"{ratio(name, floor):>9}{ratio(name, pyf):>10}{ratio(name, ruff):>8}{rss_ratio:>9}{pss_ratio:>9}"
         )
-    print("wall medians against the peers; CPU s: median user + system of the process tree")
+    print(
+        "wall medians against the peers; CPU s: median user + system of the process tree;\n"
+        "RSS: peak of the largest process (ru_maxrss); PSS: peak of the whole tree's summed PSS, sampled\n"
+        f"every {PSS_INTERVAL}s (a page shared by n processes counts 1/n in each: what the command holds)"
+    )
 
 
 def _importtime(wh: list[str], empty: Path, env: dict[str, str]) -> None:

@@ -60,9 +60,11 @@ import math
 from collections.abc import Iterator
 
 from warp_harness.hardware import HardwareProfile
+from warp_harness.kernel_judgements import judged
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
+from warp_harness.model.module import ModuleModel
 from warp_harness.model.shared_memory import (
     CPU_TILE_ARENA,
     DEFAULT_BLOCK_DIM,
@@ -107,6 +109,27 @@ def _limit(profile: HardwareProfile) -> int | None:
     if profile.device == "cpu":
         return CPU_TILE_ARENA
     return profile.shared_memory_limit if profile.is_cuda else None
+
+
+def _estimate(
+    model: ModuleModel,
+    kernel: KernelDef,
+    types: KernelTypes,
+    max_unroll: int,
+    block_dim: int | None,
+    arch: int | None,
+    cpu: bool,
+) -> Estimate:
+    """The kernel's tiles, estimated once per process for these arguments: every file launching a kernel
+    of another module judges it again (the factory calls `closure_bindings` looks for walk its module)."""
+    return judged(
+        model,
+        kernel,
+        ("WH015", "estimate", max_unroll, block_dim, arch, cpu),
+        lambda: SharedMemoryEstimator(
+            model, kernel, types, max_unroll=max_unroll, block_dim=block_dim, arch=arch, cpu=cpu
+        ).run(),
+    )
 
 
 class TileSharedMemory(Rule):
@@ -178,15 +201,9 @@ class TileSharedMemory(Rule):
         block_dims = self._block_dims(ctx, kernel)
         # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
         estimate = (
-            SharedMemoryEstimator(
-                ctx.model,
-                kernel,
-                types,
-                max_unroll=max_unroll,
-                block_dim=_one(block_dims),
-                arch=None if cpu else profile.arch,
-                cpu=cpu,
-            ).run()
+            _estimate(
+                ctx.model, kernel, types, max_unroll, _one(block_dims), None if cpu else profile.arch, cpu
+            )
             if tiles or reaches_tile(kernel, ctx.model, tile_funcs)
             else Estimate()
         )

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_harness.config import Settings, is_excluded, load_settings, repository_root
-from warp_harness.model.module import ModuleModel, build_model
-from warp_harness.model.source import ParsedSource, SyntaxIssue, decode_source, parse_source
 from warp_harness.output.model import FileResult
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
@@ -21,8 +19,13 @@ from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
+    from warp_harness.model.module import ModuleModel
     from warp_harness.model.project import ProjectIndex, ProjectView
+    from warp_harness.model.source import ParsedSource, SyntaxIssue
     from warp_harness.rules.base import Rule, RuleContext, Scope
+
+# The model stack (model.module: ~20 ms of imports) is imported where a file is analysed: a `check`
+# answered from its result cache, or a file that cannot be decoded, never builds a model.
 
 SYNTAX_RULE = "WH000"
 INTERNAL_RULE = "WH999"
@@ -129,6 +132,8 @@ def analyse_source(
     # The analysis allocates many short-lived, acyclic objects (AST nodes, types); each cyclic-GC
     # pass would also traverse the whole heap, builtin table included: measured ~20% of the time.
     # Reference counting frees them all the same; the collector runs again afterwards.
+    from warp_harness.model.source import parse_source
+
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -147,6 +152,8 @@ def analyse_parsed(
     project: ProjectView | None = None,
 ) -> Analysis:
     """`analyse_source` from the parse on (``model``: already built from ``parsed``)."""
+    from warp_harness.model.module import build_model
+
     records: list[Record] = []
     if parsed.syntax_error is not None:
         records.append(syntax_record(path, parsed.syntax_error))
@@ -218,6 +225,8 @@ def check_bytes(
     builtins: BuiltinTable | None = None,
     project: ProjectView | None = None,
 ) -> FileResult:
+    from warp_harness.model.source import decode_source
+
     text, problem = decode_source(data)
     if text is None:
         assert problem is not None
@@ -240,6 +249,9 @@ def _analyse_in_project(
 ) -> Analysis:
     """`analyse_source` sharing the parse and model with the workspace model: a module already built to
     resolve a launch is not built again, and one built here serves later launches into it."""
+    from warp_harness.model.module import build_model
+    from warp_harness.model.source import parse_source
+
     enabled = gc.isenabled()
     gc.disable()  # as in `analyse_source`
     try:

@@ -31,6 +31,9 @@ class _FileScopes:
 
 
 _FILES: weakref.WeakKeyDictionary[ast.Module, _FileScopes] = weakref.WeakKeyDictionary()
+# the module itself in `_FileScopes.parents`: `_FILES` holds its values strongly, so a value holding its
+# key (the tree) would keep both alive for ever (every file's syntax tree stayed in memory)
+_TOP = ast.Module(body=[], type_ignores=[])
 
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -74,7 +77,7 @@ def _file_scopes(tree: ast.Module) -> _FileScopes:
     if found is not None:
         return found
     parents: dict[int, ast.AST] = {}
-    stack: list[tuple[ast.AST, ast.AST]] = [(child, tree) for child in tree.body]
+    stack: list[tuple[ast.AST, ast.AST]] = [(child, _TOP) for child in tree.body]
     while stack:
         node, scope = stack.pop()
         inner = scope
@@ -158,14 +161,15 @@ def called_func(model: ModuleModel, caller: KernelDef, call: ast.Call) -> Kernel
     scope: ast.AST | None = caller.node
     reached = False
     while scope is not None:
+        real = model.tree if scope is _TOP else scope
         if scope is home:
             reached = True
-            if _binds_cached(scopes, scope, name, func.node):
+            if _binds_cached(scopes, real, name, func.node):
                 return None
             break
         if isinstance(scope, ast.ClassDef):
             pass  # a class body is not an enclosing scope of the functions in it
-        elif _binds_cached(scopes, scope, name, None):
+        elif _binds_cached(scopes, real, name, None):
             return None
         scope = scopes.parents.get(id(scope))
     return func if reached else None

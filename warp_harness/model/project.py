@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, full_body_index
@@ -47,10 +47,15 @@ if TYPE_CHECKING:
 
 # how deep a chain of names, imports and attributes is followed
 MAX_DEPTH = 24
-# models of other modules kept per process (a kernel module is built once per analysis run otherwise)
-MODEL_CACHE_SIZE = 24
-# parsed and summarised modules kept per process (their syntax trees are the bulk of the memory)
-LOADED_CACHE_SIZE = 64
+# models of other modules kept per process (a kernel module is built once per analysis run otherwise),
+# at most this many and, beyond the newest one, at most this much source text: a model and its syntax
+# tree take ~60x their source in memory, and a large file (newton's 1 MB solver) would keep the others'
+MODEL_CACHE_SIZE = 8
+MODEL_CACHE_BYTES = 1_500_000
+# parsed and summarised modules kept per process (their syntax trees are the bulk of the memory), bounded
+# the same way
+LOADED_CACHE_SIZE = 16
+LOADED_CACHE_BYTES = 3_000_000
 # a file larger than this is not summarised (the engine does not check it either)
 MAX_INDEXED_BYTES = 8 * 1024 * 1024
 
@@ -425,6 +430,9 @@ def _digest(data: bytes) -> str:
     return hashlib.sha1(data, usedforsecurity=False).hexdigest()
 
 
+_Entry = TypeVar("_Entry")
+
+
 @dataclass
 class _Loaded:
     """A module's text as read (its digest at once; the parse and summary on first use)."""
@@ -645,8 +653,7 @@ class ProjectIndex:
         path = self._paths[module]
         model = build_model(loaded.parsed.text, self._display(path), self.builtins, loaded.parsed)
         self._models[module] = (loaded.digest, model)
-        while len(self._models) > MODEL_CACHE_SIZE:
-            self._models.popitem(last=False)
+        self._trim_models()
         return model
 
     def checked(self, path: str, data: bytes) -> tuple[ParsedSource, ModuleModel | None] | None:
@@ -676,14 +683,17 @@ class ProjectIndex:
             self._remember(module, kept)
         self._models[module] = (digest, model)
         self._models.move_to_end(module)
-        while len(self._models) > MODEL_CACHE_SIZE:
-            self._models.popitem(last=False)
+        self._trim_models()
+
+    def _trim_models(self) -> None:
+        sizes = [len(model.source.text) for _, model in self._models.values()]
+        _trim(self._models, sizes, MODEL_CACHE_SIZE, MODEL_CACHE_BYTES)
 
     def _remember(self, module: str, loaded: _Loaded) -> None:
         self._loaded[module] = loaded
         self._loaded.move_to_end(module)
-        while len(self._loaded) > LOADED_CACHE_SIZE:
-            self._loaded.popitem(last=False)
+        sizes = [len(entry.text or "") for entry in self._loaded.values()]
+        _trim(self._loaded, sizes, LOADED_CACHE_SIZE, LOADED_CACHE_BYTES)
 
     def kernel(self, ref: KernelRef) -> tuple[ModuleModel, KernelDef] | None:
         model = self.model(ref.module)
@@ -695,6 +705,17 @@ class ProjectIndex:
     def view(self, path: str) -> ProjectView:
         """The index as seen from the file at ``path`` (call `ProjectView.attach` with its model)."""
         return ProjectView(self, self.module_of(path) if path and not path.startswith("<") else None)
+
+
+def _trim(cache: OrderedDict[str, _Entry], sizes: list[int], count: int, budget: int) -> None:
+    """Drop the oldest entries of ``cache`` (``sizes``: their source lengths, in order) until at most
+    ``count`` are left whose sizes add up to at most ``budget``; the newest entry always stays."""
+    total = sum(sizes)
+    for size in sizes[:-1]:
+        if len(cache) <= count and total <= budget:
+            break
+        cache.popitem(last=False)
+        total -= size
 
 
 def _kernel_at(model: ModuleModel, ref: KernelRef) -> KernelDef | None:

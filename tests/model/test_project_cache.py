@@ -1,0 +1,62 @@
+"""The workspace model's per-process caches of other modules' models and parses: bounded by count and by
+source size (a large module does not keep the others' trees alive), the newest always kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from warp_harness.model import project
+from warp_harness.model.project import ProjectIndex
+
+KERNEL = """import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+"""
+
+
+def _index(root: Path, sizes: dict[str, int]) -> ProjectIndex:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, padding in sizes.items():
+        (pkg / f"{name}.py").write_text(KERNEL + "#" * padding + "\n")
+    return ProjectIndex.for_paths([pkg])
+
+
+def test_models_within_the_budget_are_kept(tmp_path: Path) -> None:
+    index = _index(tmp_path, {"a": 0, "b": 0})
+    a = index.model("pkg.a")
+    assert index.model("pkg.b") is not None
+    assert index.model("pkg.a") is a
+
+
+def test_a_large_model_pushes_the_older_ones_out_and_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(project, "MODEL_CACHE_BYTES", 1000)
+    monkeypatch.setattr(project, "LOADED_CACHE_BYTES", 1000)
+    index = _index(tmp_path, {"a": 0, "b": 0, "big": 5000})
+    a = index.model("pkg.a")
+    assert index.model("pkg.b") is not None
+    assert index.model("pkg.a") is a  # two small ones fit
+    big = index.model("pkg.big")
+    assert big is not None and [k.name for k in big.kernels] == ["k"]
+    assert index.model("pkg.big") is big  # the newest stays, over the budget alone
+    again = index.model("pkg.a")  # pushed out: built again, the same kernels
+    assert again is not a
+    assert again is not None and [k.name for k in again.kernels] == ["k"]
+
+
+def test_the_count_bounds_the_models(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(project, "MODEL_CACHE_SIZE", 2)
+    index = _index(tmp_path, {"a": 0, "b": 0, "c": 0})
+    a = index.model("pkg.a")
+    index.model("pkg.b")
+    index.model("pkg.c")
+    assert index.model("pkg.a") is not a
