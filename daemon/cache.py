@@ -20,6 +20,7 @@ is refused (``OutsideWorkspaceError``), never followed.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import logging
@@ -58,6 +59,15 @@ def inside(path: Path, workspace: Path) -> bool:
         return False
 
 
+def _resolves_inside(path: Path, root: Path) -> bool:
+    """``inside`` for a ``root`` already resolved (every state file's path is checked: one
+    resolve instead of two)."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
+
+
 def state_path(workspace: Path, *parts: str) -> Path:
     """``<workspace>/.warp-harness/<parts...>``, after checking that ``.warp-harness`` and every
     folder below it on the way resolve inside the workspace; OutsideWorkspaceError if one does
@@ -70,7 +80,11 @@ def state_path(workspace: Path, *parts: str) -> Path:
     for part in parts[:-1]:
         folders.append(folders[-1] / part)
     for p in folders:
-        if (p.exists() or p.is_symlink()) and not inside(p, root):
+        try:
+            os.lstat(p)  # there, as a folder or a link (dangling too)
+        except OSError:
+            continue
+        if not _resolves_inside(p, root):
             raise OutsideWorkspaceError(
                 f"{p} resolves outside the workspace {root}; refusing to store anything there"
             )
@@ -111,11 +125,25 @@ def _ensure_state_dir(folder: Path) -> None:
         os.close(fd)
 
 
+# how long a looked-up Warp version is reused: reading the installed metadata costs 0.3-0.9 ms
+# (it scans sys.path), and every job computes its result key
+WARP_VERSION_TTL_S = 10.0
+_warp_version: tuple[float, str] | None = None
+
+
 def warp_version() -> str:
+    """The installed ``warp-lang`` version, looked up again after ``WARP_VERSION_TTL_S`` (an
+    upgrade while the daemon runs still changes the result key)."""
+    global _warp_version
+    now = time.monotonic()
+    if _warp_version is not None and now - _warp_version[0] < WARP_VERSION_TTL_S:
+        return _warp_version[1]
     try:
-        return metadata.version("warp-lang")
+        version = metadata.version("warp-lang")
     except metadata.PackageNotFoundError:
-        return "unknown"
+        version = "unknown"
+    _warp_version = (now, version)
+    return version
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -247,21 +275,40 @@ class CacheStats:
 
 
 class ResultCache:
-    def __init__(self, workspace: Path) -> None:
+    """``write_behind``: ``store`` hands the write to a thread of the cache and returns (the
+    daemon pushes the result first, and the file is written while the client reads it).
+    ``lookup`` and ``dependents`` wait for writes still under way (``flush``), so they read
+    the files as if every store had written at once. The thread is a ``ThreadPoolExecutor``'s:
+    it stays for the next store (no thread started per save), and the interpreter's exit waits
+    for its queue. Off by default (``ci``, ``bench``: the file is written when ``store``
+    returns)."""
+
+    def __init__(self, workspace: Path, *, write_behind: bool = False) -> None:
         self.workspace = workspace.resolve()
         self.folder = state_dir(self.workspace) / "results"
         self.stats = CacheStats()
+        self.write_behind = write_behind
         # dependents(): {cache file name: (its stat signature, module path, dependency paths)},
         # so a save re-reads only the result files written since the last one
         self._deps_index: dict[str, tuple[tuple[int, int, int], str | None, frozenset[str]]] = {}
         self._deps_lock = threading.Lock()
+        # write_behind: {cache file name: entry} stored but not yet written, and the writer
+        self._unwritten: dict[str, dict[str, Any]] = {}
+        self._writes = threading.Condition()
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self.write_error: str | None = None  # the last write that failed (read-only, full disk)
+
+    @staticmethod
+    def file_name(path: Path) -> str:
+        return hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:32] + ".msgpack"
 
     def file_for(self, path: Path) -> Path:
         """The cache file of ``path``; OutsideWorkspaceError when the folder leads out."""
-        name = hashlib.sha256(str(path.resolve()).encode("utf-8")).hexdigest()[:32]
-        return state_path(self.workspace, "results", f"{name}.msgpack")
+        return state_path(self.workspace, "results", self.file_name(path))
 
     def lookup(self, path: Path, key: str) -> dict[str, Any] | None:
+        if self._unwritten:
+            self.flush()
         try:
             file = self.file_for(path)
         except OutsideWorkspaceError:
@@ -298,6 +345,8 @@ class ResultCache:
         return result
 
     def store(self, path: Path, key: str, result: dict[str, Any]) -> None:
+        """Store ``result`` (with ``write_behind``: written by the cache's thread; a failed
+        write is kept in ``write_error``, as a result that could not be stored is no error)."""
         deps = result.get("deps") or [[str(path.resolve()), file_sha(path)]]
         entry = {
             "schema": SCHEMA,
@@ -307,8 +356,47 @@ class ResultCache:
             "result": result,
             "created": time.time(),
         }
-        atomic_write_bytes(self.file_for(path), protocol.packb(entry), durable=False)
+        if not self.write_behind:
+            atomic_write_bytes(self.file_for(path), protocol.packb(entry), durable=False)
+            self.stats.stores += 1
+            return
+        name = self.file_name(path)
+        with self._writes:
+            queued = name in self._unwritten  # a write of it is queued or under way: it takes this one
+            self._unwritten[name] = entry
+            if self._writer is None:
+                self._writer = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="warp-harness-result-writer"
+                )
+            if not queued:
+                self._writer.submit(self._write_one, name)
         self.stats.stores += 1
+
+    def _write_one(self, name: str) -> None:
+        """In the writer thread: write the entry stored for ``name``, again while a newer one
+        was stored during the write, until the file holds the latest."""
+        while True:
+            with self._writes:
+                entry = self._unwritten.get(name)
+            if entry is None:
+                return
+            try:
+                data = protocol.packb(entry)
+                atomic_write_bytes(state_path(self.workspace, "results", name), data, durable=False)
+            except Exception as exc:  # OSError, OutsideWorkspaceError, a value msgpack refuses
+                self.write_error = f"{type(exc).__name__}: {exc}"
+                _log.debug("warp-harness: result not stored: %s", self.write_error)
+            with self._writes:
+                if self._unwritten.get(name) is entry:
+                    del self._unwritten[name]
+                    self._writes.notify_all()
+                    return
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every stored entry is written (or its write failed); False after
+        ``timeout``."""
+        with self._writes:
+            return self._writes.wait_for(lambda: not self._unwritten, timeout)
 
     def dependents(self, changed: Path) -> list[Path]:
         """Cached modules that imported ``changed`` (a helper module saved on its own).
@@ -320,6 +408,8 @@ class ResultCache:
             state_path(self.workspace, "results", "-")
         except OutsideWorkspaceError:
             return out
+        if self._unwritten:
+            self.flush()
         if not self.folder.is_dir():
             return out
         with self._deps_lock:
@@ -346,14 +436,18 @@ class ResultCache:
         known = self._deps_index.get(file.name)
         if known is not None and known[0] == signature:
             return known
-        entry = read_msgpack_map(file, SCHEMA)
-        module = entry.get("path") if entry is not None else None
-        deps = entry.get("deps") if entry is not None else None
-        names = frozenset(
-            d[0]
-            for d in (deps if isinstance(deps, list) else [])
-            if isinstance(d, list | tuple) and d and isinstance(d[0], str)
-        )
-        known = (signature, module if isinstance(module, str) else None, names)
+        known = (signature, *_deps_of(read_msgpack_map(file, SCHEMA)))
         self._deps_index[file.name] = known
         return known
+
+
+def _deps_of(entry: dict[str, Any] | None) -> tuple[str | None, frozenset[str]]:
+    """(module path, the paths of its dependencies) of a result entry."""
+    module = entry.get("path") if entry is not None else None
+    deps = entry.get("deps") if entry is not None else None
+    names = frozenset(
+        d[0]
+        for d in (deps if isinstance(deps, list) else [])
+        if isinstance(d, list | tuple) and d and isinstance(d[0], str)
+    )
+    return (module if isinstance(module, str) else None, names)

@@ -122,6 +122,8 @@ class Daemon:
             warmup=warmup,
             on_progress=self._progress_from_thread,
         )
+        # a result is pushed first and written to the result cache after (ResultCache.flush)
+        self.engine.cache.write_behind = True
         self.results: dict[str, CheckReport] = {}
         self.clients: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -256,6 +258,8 @@ class Daemon:
         self._executor.shutdown(wait=False, cancel_futures=True)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.to_thread(self.engine.close), timeout=30)
+        with contextlib.suppress(Exception):  # the results pushed are on disk before the lock goes
+            await asyncio.to_thread(self.engine.cache.flush, 30)
         if self._lock_fd is None:  # never claimed the workspace: the socket and state are not ours
             return
         for path in (self.socket_path, protocol.daemon_state_path(self.workspace)):

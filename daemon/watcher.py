@@ -8,12 +8,16 @@ quiet for ``debounce_s``; the callback then sees ``"changed"`` if the file exist
 
 Two events say a save is complete: the file was closed after writing (inotify
 ``IN_CLOSE_WRITE``, watchdog's ``closed``) and a file was renamed onto the path (``moved``
-with that destination). After one of those the path is delivered once it has been quiet
-for ``settle_s`` (5 ms: the rest of an editor's burst arrives within 1-2 ms) instead of the
-full debounce, which remains for everything else: a write still open, a delete that may be
-followed by a re-create, a file moved in from outside the tree, platforms without close
-events. Our own ``.warp-harness`` folder, VCS and cache folders, editor backups and
-swap files never reach the callback.
+with that destination). After one of those the path is delivered at once (``settle_s``, 0 by
+default: the file holds the whole save the moment it is closed or renamed into place) instead
+of after the full debounce, which remains for everything else: a write still open, a delete
+that may be followed by a re-create, a file moved in from outside the tree, platforms without
+close events, and the third save of a path to complete within ``STORM_S`` (a script or a
+tool saving in a loop: the burst is delivered once it has been quiet for the debounce, not
+save by save). Events after a delivery (an editor that also changes the mode)
+start a new quiet period; the daemon coalesces the jobs (a save during a running job runs it
+once more). Our own ``.warp-harness`` folder, VCS and cache folders, editor backups and swap
+files never reach the callback.
 
 Where the watches go: the workspace folder itself (not recursively) and, recursively,
 each of its sub-folders except the ignored ones (``warp_harness.workspace.IGNORED_DIRS``). So the
@@ -40,7 +44,26 @@ from warp_harness.daemon.discovery import is_candidate_name, is_ignored
 from warp_harness.workspace import IGNORED_DIRS
 
 Callback = Callable[[Path, str], None]
-SETTLE_S = 0.005
+SETTLE_S = 0.0
+# a path's third completed save within this long waits for the debounce: people do not save
+# three times in 50 ms (two: a save, then a tool's rewrite of it), a loop that rewrites the file does
+STORM_S = 0.05
+
+
+def _no_burst_coalescing() -> None:
+    """Make watchdog hand each inotify read on at once.
+
+    watchdog 7 holds a read that comes within 1 ms of the previous one for up to 1 ms more, to
+    batch large bursts (a checkout) into fewer wake-ups. An editor's save is such a burst (the
+    truncate, the write, the close): its close waited 1-3 ms in that window, a tenth of the
+    daemon's fixed cost per save. The constants are module-level in ``watchdog.observers.inotify_c``;
+    releases without them (older, or renamed) are left as they are."""
+    try:
+        from watchdog.observers import inotify_c
+    except ImportError:  # not Linux
+        return
+    if hasattr(inotify_c, "_COALESCE_BURST_GAP_S"):
+        inotify_c._COALESCE_BURST_GAP_S = 0.0
 
 
 class _Handler(FileSystemEventHandler):
@@ -71,6 +94,8 @@ class Watcher:
         self.debounce_s = debounce_s
         self.settle_s = min(settle_s, debounce_s)
         self._pending: dict[Path, float] = {}
+        # when each path's last two saves completed
+        self._completed: dict[Path, tuple[float, float]] = {}
         self._cond = threading.Condition()
         self._stopped = False
         self._observer: Any = Observer()
@@ -82,6 +107,7 @@ class Watcher:
         self.delivered = 0
 
     def start(self) -> None:
+        _no_burst_coalescing()
         self._observer.schedule(self._handler, str(self.root), recursive=False)
         for entry in sorted(os.scandir(self.root), key=lambda e: e.name):
             if entry.is_dir(follow_symlinks=False):
@@ -160,9 +186,18 @@ class Watcher:
         """An event on ``path``: (re)start its quiet period (short when the save is ``complete``)."""
         if not self.accepts(path):
             return
+        now = time.monotonic()
+        quiet = self.debounce_s
         with self._cond:
             self.events_seen += 1
-            self._pending[path] = time.monotonic() + (self.settle_s if complete else self.debounce_s)
+            if complete:
+                before_last, last = self._completed.get(path, (-STORM_S, -STORM_S))
+                if now - before_last >= STORM_S:
+                    quiet = self.settle_s
+                self._completed[path] = (last, now)
+                if len(self._completed) > 4096:  # forget the old ones
+                    self._completed = {p: t for p, t in self._completed.items() if now - t[1] < STORM_S}
+            self._pending[path] = now + quiet
             self._cond.notify_all()
 
     def _run(self) -> None:

@@ -37,6 +37,11 @@ _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
 OUTPUT_TAIL_BYTES = 64 * 1024
 # how long to wait, after the worker died, for the rest of its output to be drained
 _DRAIN_WAIT_S = 5.0
+# the worker's RSS is compared with memory_mb at most this often (and at every 0.25 s wait)
+RSS_CHECK_S = 0.05
+# how much lower the verdict worker's CPU priority is than the kernel worker's
+VERDICT_NICENESS = 10
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
 class WorkerStartError(RuntimeError):
@@ -136,11 +141,16 @@ class WorkerProcess:
             env["CUDA_VISIBLE_DEVICES"] = ""
         memory = options.memory_mb * 1024 * 1024
         limit_as = not cuda or all(d == "cpu" for d in options.devices)
+        # the verdict worker computes its references while the kernel worker compiles: on a busy
+        # machine the compile, which the save waits for, goes first
+        niceness = 0 if cuda else VERDICT_NICENESS
 
         def limits() -> None:  # runs in the child between fork and exec
             if limit_as:
                 resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            if niceness:
+                os.nice(niceness)
 
         from warp_harness.launch import module_command
 
@@ -165,6 +175,7 @@ class WorkerProcess:
         self.jobs = 0
         self.ready: dict[str, Any] = {}
         self.start_s = 0.0
+        self._rss_checked = float("-inf")
 
     def wait_ready(self) -> None:
         """Wait for the worker's ``ready`` (warm import of Warp); WorkerStartError if it dies."""
@@ -201,14 +212,21 @@ class WorkerProcess:
         return max(self.output.total - offset, 0)
 
     def rss_mb(self) -> float:
+        """The worker's resident memory (``/proc/PID/statm``: one short line, where ``status``
+        is formatted field by field)."""
         try:
-            with open(f"/proc/{self.pid}/status", encoding="ascii") as fh:
-                for line in fh:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) / 1024
+            with open(f"/proc/{self.pid}/statm", "rb") as fh:
+                return int(fh.read().split()[1]) * _PAGE_SIZE / (1024 * 1024)
         except (OSError, ValueError, IndexError):
-            pass
-        return 0.0
+            return 0.0
+
+    def over_memory(self, now: float) -> bool:
+        """Whether the worker is above ``memory_mb``, read at most every ``RSS_CHECK_S`` (a job
+        sends a progress message before every step: each one need not read /proc)."""
+        if not self.options.memory_mb or now - self._rss_checked < RSS_CHECK_S:
+            return False
+        self._rss_checked = now
+        return self.rss_mb() > self.options.memory_mb
 
     def kill(self) -> None:
         self.kill_only(drain=False)
@@ -239,7 +257,7 @@ class WorkerProcess:
             now = time.monotonic()
             if now >= min(deadline, job_deadline):
                 return self._killed("timeout", last, offset, now - started)
-            if self.options.memory_mb and self.rss_mb() > self.options.memory_mb:
+            if self.over_memory(now):
                 return self._killed("memory", last, offset, now - started)
             try:
                 reply = protocol.recv_message(

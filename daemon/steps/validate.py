@@ -178,10 +178,21 @@ def input_digest(
     for name, arg_type in params:
         h.update(name.encode())
         if name in originals:
-            h.update(originals[name].dtype.str.encode() + originals[name].tobytes())
+            h.update(originals[name].dtype.str.encode())
+            h.update(_raw_bytes(originals[name]))
         elif not is_array(arg_type):
             h.update(repr(inputs.get(name)).encode())
     return h.hexdigest()
+
+
+def _raw_bytes(array: np.ndarray) -> Any:
+    """``array.tobytes()`` without the copy where the array's memory can be read as it is
+    (100,000 float32 inputs: 0.4 MB copied twice per case in each worker, before)."""
+    try:
+        contiguous: Any = np.ascontiguousarray(array)
+        return memoryview(contiguous).cast("B")
+    except (TypeError, ValueError):  # object arrays and other dtypes a buffer cannot show
+        return array.tobytes()
 
 
 def make_inputs(gen: Generator, size: int, seed: int) -> dict[str, Any]:

@@ -78,3 +78,71 @@ def test_atomic_write_leaves_no_temporary_files(tmp_path: Path) -> None:
     atomic_write_bytes(target, b"two")
     assert target.read_bytes() == b"two"
     assert [p.name for p in target.parent.iterdir()] == ["f.bin"]
+
+
+def test_write_behind_returns_before_the_write_and_readers_wait_for_it(
+    tmp_path: Path, files: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon's store returns before the file is written; a lookup or a helper's dependents
+    meanwhile wait for the write, so they see the latest store, as with a written file."""
+    import threading
+
+    from warp_harness.daemon import cache as cache_module
+
+    mod, helper = files
+    cache = ResultCache(tmp_path, write_behind=True)
+    key = result_key(RuntimeOptions().to_dict())
+    release = threading.Event()
+    real_write = cache_module.atomic_write_bytes
+
+    def held_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+        assert release.wait(10)
+        real_write(path, data, durable=durable)
+
+    monkeypatch.setattr(cache_module, "atomic_write_bytes", held_write)
+    cache.store(mod, key, {**_result(mod, helper), "n": 1})
+    cache.store(mod, key, {**_result(mod, helper), "n": 2})
+    assert not cache.file_for(mod).exists()  # store returned; the write is held
+    assert not cache.flush(timeout=0.05)
+    threading.Timer(0.2, release.set).start()
+    assert cache.lookup(mod, key) == {**_result(mod, helper), "n": 2}
+    assert release.is_set() and cache.file_for(mod).is_file()
+    assert cache.dependents(helper) == [mod.resolve()]
+    fresh = ResultCache(tmp_path)  # only the file
+    assert fresh.lookup(mod, key) == {**_result(mod, helper), "n": 2}
+
+
+def test_write_behind_keeps_a_failed_write_and_the_next_store_still_writes(
+    tmp_path: Path, files: tuple[Path, Path]
+) -> None:
+    mod, _ = files
+    cache = ResultCache(tmp_path, write_behind=True)
+    key = result_key(RuntimeOptions().to_dict())
+    results = tmp_path / ".warp-harness" / "results"
+    results.parent.mkdir()
+    results.write_text("a file where the folder should be")
+    cache.store(mod, key, _result(mod))
+    assert cache.flush(timeout=10)
+    assert cache.write_error is not None and "results" in cache.write_error
+    assert cache.lookup(mod, key) is None  # nothing stored; nothing half-kept in memory
+    results.unlink()
+    cache.store(mod, key, _result(mod))
+    assert cache.flush(timeout=10)
+    assert ResultCache(tmp_path).lookup(mod, key) == _result(mod)
+
+
+def test_a_written_behind_result_survives_the_process_exit(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    """The writer is not a daemon thread: a process that stores and exits at once still writes."""
+    import subprocess
+    import sys
+
+    mod, _ = files
+    key = result_key(RuntimeOptions().to_dict())
+    script = (
+        "import sys; from pathlib import Path; from warp_harness.daemon.cache import ResultCache\n"
+        "ws = Path(sys.argv[1]); c = ResultCache(ws, write_behind=True)\n"
+        "c.store(ws / 'k.py', sys.argv[2], {'status': 'ok', 'records': [], 'blob': b'x' * (32 << 20)})\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path), key], check=True, timeout=60)
+    stored = ResultCache(tmp_path).lookup(mod, key)
+    assert stored is not None and len(stored["blob"]) == 32 << 20

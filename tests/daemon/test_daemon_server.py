@@ -140,6 +140,7 @@ def test_trusted_save_to_result_cache_and_history(tmp_path: Path) -> None:
             assert again["cached"] is True and (time.perf_counter() - t0) < 0.2
             assert by_rule(again, F.UNWRITTEN)[0]["streak"] == 2
             # a corrupt cache file is discarded and the result rebuilt
+            assert t.daemon.engine.cache.flush(timeout=10)  # written after the reply
             cache_file = t.daemon.engine.cache.file_for(ws / "boundary_bug.py")
             cache_file.write_bytes(cache_file.read_bytes()[:40])
             rebuilt = c.request("check", path="boundary_bug.py")

@@ -15,11 +15,13 @@ from warp_harness.daemon.watcher import Watcher
 class Events:
     def __init__(self) -> None:
         self.items: list[tuple[Path, str]] = []
+        self.delivered_at: list[float] = []
         self.cond = threading.Condition()
 
     def __call__(self, path: Path, state: str) -> None:
         with self.cond:
             self.items.append((path, state))
+            self.delivered_at.append(time.monotonic())
             self.cond.notify_all()
 
     def wait(self, n: int, timeout: float = 5.0) -> list[tuple[Path, str]]:
@@ -121,3 +123,41 @@ def test_a_completed_save_does_not_wait_for_the_debounce(tmp_path: Path) -> None
         os.replace(tmp, target)  # an atomic save
         assert events.wait(3, timeout=1.0)[2] == (target, "changed")
         assert time.monotonic() - t0 < 1.0
+
+
+def test_a_backup_rename_save_then_a_mode_change_is_never_a_delete(tmp_path: Path) -> None:
+    """Vim without ``backupcopy``: the file is renamed to its backup, written anew, closed (the
+    save is complete: delivered at once), then its mode set back. Every delivery says
+    ``changed``: the file never looks deleted to the daemon."""
+    ws = tmp_path.resolve()
+    target = ws / "k.py"
+    target.write_text("v = 0\n")
+    events = Events()
+    with Watcher(ws, events, debounce_s=0.3):
+        time.sleep(0.2)
+        os.rename(target, ws / "k.py~")
+        target.write_text("v = 1\n")
+        os.chmod(target, 0o644)
+        assert events.wait(1)[0] == (target, "changed")
+        time.sleep(0.8)  # the mode change's quiet period, if it gave a second delivery
+    assert events.items and all(item == (target, "changed") for item in events.items), events.items
+    assert len(events.items) <= 2
+
+
+def test_saves_in_a_loop_are_delivered_once_the_loop_stops(tmp_path: Path) -> None:
+    """A tool that rewrites the file over and over: the first completed saves are delivered at
+    once, the rest of the burst once the file has been quiet for the debounce, not save by save
+    (each delivery is a job of the worker)."""
+    ws = tmp_path.resolve()
+    target = ws / "k.py"
+    target.write_text("v = 0\n")
+    events = Events()
+    with Watcher(ws, events, debounce_s=0.3):
+        time.sleep(0.2)
+        for i in range(200):
+            target.write_text(f"v = {i}\n")
+        written = time.monotonic()
+        time.sleep(1.0)
+    assert 2 <= len(events.items) <= 3, events.items
+    assert all(item == (target, "changed") for item in events.items)
+    assert events.delivered_at[-1] - written >= 0.25  # the last one waited for the quiet period
