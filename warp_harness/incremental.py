@@ -1,6 +1,6 @@
 """Re-analysis after an edit, for the language server: the records of `engine.analyse_source`, fast.
 
-Three caches, each exact:
+Four caches, each exact:
 
 - chunks (`model.chunks`): only top-level statements whose text changed are parsed again (moved ones
   are shifted in place), and the module's node index is the cached chunk indexes put end to end;
@@ -18,6 +18,14 @@ Three caches, each exact:
 - the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
   context, the names of the units and the settings.
 
+- the last analysis (`_Snapshot`): a keystroke inside one unit's chunk that leaves it the same kernel at
+  the same lines (most keystrokes in a kernel body) is spliced into it: the text is compared with the
+  last one (memcmp speed), only that chunk is parsed, the model is the last one with that kernel
+  replaced (`module.with_kernel_replaced`), the other units' keys and records, the rest's records, the
+  context's node index and what the rules computed once for the whole file (`RuleContext.once`) are
+  kept, and the rules run on that kernel only: a cost that does not grow with the kernels the edit does
+  not touch, but for a few copies of lists at C speed. Any other edit takes the way below.
+
 The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; the
 engine (`engine.scoped_records`) calls a rule once per kernel or launch site of its declared `Scope` and
 files each record under that item, and the records are put back together in the order a full run emits
@@ -33,6 +41,7 @@ import bisect
 import gc
 import re
 from collections import Counter, OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING
@@ -48,12 +57,14 @@ from warp_harness.engine import (
     unused_suppressions,
 )
 from warp_harness.hardware import HardwareProfile, load_profile
-from warp_harness.model.chunks import Chunk, ChunkParser
+from warp_harness.model import func_calls
+from warp_harness.model.chunks import _ODD_BREAKS, Chunk, ChunkParser, parse_chunk
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, body_index
 from warp_harness.model.kernel import KernelDef
-from warp_harness.model.module import ModuleModel, build_model
-from warp_harness.model.source import ParsedSource
+from warp_harness.model.launches import LaunchSite
+from warp_harness.model.module import ModuleModel, build_model, with_kernel_replaced
+from warp_harness.model.source import ParsedSource, _chunk_starts
 from warp_harness.record import Location, Record
 from warp_harness.rules import all_rules
 from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
@@ -61,11 +72,13 @@ from warp_harness.suppressions import MARK, remember_scan
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
-    from warp_harness.model.project import ProjectView
+    from warp_harness.model.project import ProjectIndex, ProjectView
 
 UNIT_CACHE_SIZE = 1024  # besides the units of the document analysed last
 DOCUMENT_CACHE_SIZE = 64
 REST_CACHE_SIZE = 4
+# objects an analysis may leave behind before `IncrementalAnalyser.analyse` runs the collector itself
+COLLECT_AFTER = 500_000
 
 
 @dataclass(frozen=True)
@@ -278,6 +291,7 @@ class _Document:
     last: tuple[str, Settings, Analysis] | None = None
     # the units' keys and layouts at the last analysis, and what they were derived from (`_UnitKeys`)
     unit_keys: _UnitKeys | None = None
+    snapshot: _Snapshot | None = None
 
 
 @dataclass
@@ -289,6 +303,93 @@ class _UnitKeys:
     token: tuple[object, ...]
     around: list[Chunk]
     by_chunk: dict[int, tuple[Chunk, int, tuple[object, ...], _Layout]]
+
+
+@dataclass
+class _KeyContext:
+    """What a unit's key and layout are derived from besides its own chunk: the context, as split by
+    `IncrementalAnalyser._rule_records` (the chunks every unit depends on, and those only some do)."""
+
+    launches: list[LaunchSite]
+    hosts: dict[int, Chunk]
+    funcs: dict[int, Chunk]
+    selective: dict[int, Chunk]
+    core: list[Chunk]
+    core_key: _Key
+    core_layout: _Layout
+    names: Counter[str]  # the units' kernel names
+    any_func: bool | None
+    settings_key: tuple[object, ...]
+    _graph: tuple[dict[str, list[int]], dict[str, set[int]]] | None = None
+    _core_firsts: list[int] | None = None
+
+    def key(self, unit: _Unit) -> tuple[tuple[object, ...], _Layout]:
+        if self._graph is None:
+            self._graph = _graph(self.launches, self.hosts, self.selective)
+        if self._core_firsts is None:
+            self._core_firsts = [c.first for c in self.core]
+        named, launchers = self._graph
+        core_firsts = self._core_firsts
+        chunk = unit.chunk
+        names = self.names
+        reached, relevant = _reached(unit, named, self.funcs, launchers)
+        own = sorted((self.selective[i] for i in relevant), key=lambda c: c.first)
+        seen = sorted([*self.core, *own], key=lambda c: c.first) if own else self.core
+        layout = tuple((c.first, c.end) for c in seen) if own else self.core_layout
+        key = (
+            chunk.text,
+            self.core_key,
+            tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
+            # where it sits among them
+            bisect.bisect(core_firsts, chunk.first) + sum(c.first <= chunk.first for c in own),
+            tuple(sorted((n, names[n]) for n in reached | unit.names if n in names)),
+            self.any_func,
+            self.settings_key,
+        )
+        return key, layout
+
+
+# rule id -> [(position of the kernel or launch site, its records)]
+_Parts = dict[str, list[tuple[int, list[Record]]]]
+
+
+@dataclass
+class _Snapshot:
+    """The last analysis of a document, kept for the next keystroke (`IncrementalAnalyser._spliced`): an
+    edit inside one unit's chunk that leaves it a unit of the same kernel changes that unit only."""
+
+    text: str
+    settings: Settings
+    parsed: ParsedSource
+    chunks: list[Chunk]  # end to end, from the first chunk's line to the end of the text
+    offsets: list[int]  # where each chunk starts in ``text``, then ``len(text)``
+    statements: list[int]  # the position in ``parsed.tree.body`` of each chunk's first statement
+    marks: int  # how many chunks hold the suppression marker (the lines before the first one count as one)
+    model: ModuleModel
+    rules: list[Rule]
+    profile: HardwareProfile
+    imports_key: object
+    keys: _KeyContext
+    factory_names: frozenset[str]  # functions that would be kernel factories but for a mention
+    units: list[_Unit]
+    unit_of_chunk: dict[int, int]  # id(chunk) -> its unit's index in ``units``
+    cached: dict[int, _UnitEntry]  # by unit position
+    with_records: dict[int, tuple[_Unit, _UnitEntry]]  # the units that have records, by position
+    rest_parts: tuple[_Parts, _Parts]  # the records of the rest, on kernels and on launch sites
+    scanned: NodeIndex  # the context's nodes (see `_run_rules`)
+    shared: _Shared
+    project: ProjectIndex | None  # the workspace model the launches were resolved in
+    deps: dict[str, str]  # the modules they resolved into, with their digests (`ProjectView.deps`)
+
+
+@dataclass
+class _Shared:
+    """What the rules computed once for the whole file (`RuleContext.once`, `.rebound`), kept while the
+    context, the units' names and the settings are unchanged: like a unit's records, it follows from them
+    (rules read the rest of the file only through the module-wide facts, which no unit feeds)."""
+
+    once: dict[object, object] = field(default_factory=dict)
+    rebound: dict[int, tuple[ast.AST, frozenset[str]]] = field(default_factory=dict)
 
 
 def _path_of(unit_key: tuple[object, ...]) -> object:
@@ -338,6 +439,11 @@ class IncrementalAnalyser:
         finally:
             if enabled:
                 gc.enable()
+                # an analysis of a large file leaves millions of new objects with the collector off: the
+                # first full collection that follows walks them all (seconds for 8,000 kernels), in some
+                # later keystroke; paid now, after an analysis that took far longer, it is not paid there
+                if gc.get_count()[0] > COLLECT_AFTER:
+                    gc.collect()
 
     def _builtins(self) -> BuiltinTable:
         if self._table is None:
@@ -377,6 +483,11 @@ class IncrementalAnalyser:
         table: BuiltinTable,
         project: ProjectView | None = None,
     ) -> Analysis:
+        snapshot, document.snapshot = document.snapshot, None  # put back only once consistent again
+        if snapshot is not None:
+            spliced = self._spliced(document, snapshot, text, settings, table, project)
+            if spliced is not None:
+                return spliced
         parsed, chunks = document.parser.parse(text)
         facts = _facts()
         if chunks is None:
@@ -387,15 +498,171 @@ class IncrementalAnalyser:
             return analyse_parsed(parsed, path, settings, table, model, project)
         view = project.attach(model) if project is not None and model.launches else None
         try:
-            found, whole = self._rule_records(document, model, chunks, settings, table, facts, view)
+            found, whole, kept = self._rule_records(document, model, chunks, settings, table, facts, view)
         except _RuleFailed:
             document.rest.clear()
             return analyse_parsed(parsed, path, settings, table, model, project)
         records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
         records.extend(found)
-        _scan_for_comments(parsed, chunks)
+        marks = _scan_for_comments(parsed, chunks)
         records.extend(unused_suppressions(whole, found, frozenset()))
+        if parsed.syntax_error is None and marks is not None:
+            deps = dict(view.deps) if view is not None else {}
+            index_of = project.index if project is not None else None
+            document.snapshot = _snapshot(text, settings, parsed, chunks, marks, kept, index_of, deps)
         return Analysis(finish_records(records, parsed, settings), model, parsed)
+
+    def _spliced(
+        self,
+        document: _Document,
+        snapshot: _Snapshot,
+        text: str,
+        settings: Settings,
+        table: BuiltinTable,
+        project: ProjectView | None,
+    ) -> Analysis | None:
+        """The analysis of ``text`` from the last one (``snapshot``), when ``text`` differs from it inside
+        one unit's chunk only and that chunk is still a unit of the same kernel at the same lines: the
+        model spliced, the rules run on that unit only (None: not such an edit).
+
+        With a workspace model: the launches are those of the snapshot, so they resolve into the modules
+        they resolved into then (a caller that changes one of those calls `forget`, see `analyse`)."""
+        index_of = project.index if project is not None else None
+        if snapshot.settings != settings or snapshot.project is not index_of:
+            return None
+        edit = _edited_chunk(snapshot, text)
+        if edit is None:
+            return None
+        number, chunk_text = edit
+        chunk = snapshot.chunks[number]
+        unit_number = snapshot.unit_of_chunk.get(id(chunk))
+        if unit_number is None:
+            return None
+        unit = snapshot.units[unit_number]
+        if len(unit.kernels) != 1:
+            return None
+        lines = snapshot.parsed.lines
+        piece = chunk_text.splitlines(keepends=True)
+        following = lines[chunk.end : chunk.end + 1]
+        if (
+            len(piece) != chunk.end - chunk.first
+            or (following and not chunk_text.endswith(("\n", "\r")))
+            or _ODD_BREAKS.search(chunk_text)
+            or "\0" in chunk_text
+            # one statement start before and after, and the next chunk still starts where it did
+            or _chunk_starts([*piece, *following]) != [0, len(piece)][: 1 + len(following)]
+            or _chunk_starts(lines[chunk.first : chunk.end]) != [0]
+        ):
+            return None
+        new = parse_chunk(chunk.first, chunk.end, chunk_text)
+        body = new.body
+        position, kernel = unit.kernels[0]
+        model = snapshot.model
+        if (
+            body is None
+            or len(body) != 1
+            or type(body[0]) is not ast.FunctionDef
+            or body[0].name != kernel.name
+            or not _isolated(new, model.imports, snapshot.imports_key, _facts())
+            or (snapshot.factory_names & (_mentioned_names(new) | _mentioned_names(chunk)))
+        ):
+            return None
+        node = body[0]
+        statement = snapshot.statements[number]
+        tree_body = snapshot.parsed.tree.body
+        tree = ast.Module(body=[*tree_body[:statement], node, *tree_body[statement + 1 :]], type_ignores=[])
+        # no odd line break in the text (the chunk parser gives no chunks then): its lines are plain
+        parsed = ParsedSource(
+            text, [*lines[: chunk.first], *piece, *lines[chunk.end :]], tree, _plain_lines=True
+        )
+        chunks = [*snapshot.chunks[:number], new, *snapshot.chunks[number + 1 :]]
+        index = NodeIndex.lazy(lambda: NodeIndex.concat(tree, [c.index for c in chunks if c.body]))
+        spliced = with_kernel_replaced(model, position, node, parsed, index)
+        if spliced is None or not spliced.kernels[position].is_kernel:
+            return None
+        func_calls.carry_scopes(snapshot.parsed.tree, tree, kernel.node, node)
+        view = project.attach(spliced) if project is not None and spliced.launches else None
+        if view is not None:
+            view.deps.update(snapshot.deps)
+        replaced = _Unit(position, [(position, spliced.kernels[position])], new, unit.sites)
+        replaced.key, replaced.layout = snapshot.keys.key(replaced)
+        entry = self._cached_unit(replaced)
+        if entry is None:
+            config = (snapshot.profile, table, settings)
+            scanned = snapshot.scanned.rerooted(tree)
+            try:
+                fresh, _ = _run_rules(
+                    spliced,
+                    scanned,
+                    snapshot.rules,
+                    [replaced],
+                    [replaced],
+                    False,
+                    config,
+                    view,
+                    snapshot.shared,
+                )
+            except _RuleFailed:
+                return None
+            entry = self._keep_unit(replaced, fresh[position], len(snapshot.units))
+        whole = RuleContext(spliced, snapshot.profile, table, settings, project=view)
+        with_records = snapshot.with_records
+        with_records.pop(position, None)
+        if entry.found:
+            with_records[position] = (replaced, entry)
+        try:
+            found = _merge(snapshot.rules, with_records.values(), snapshot.rest_parts, whole)
+        except _RuleFailed:
+            document.snapshot = None
+            return None
+        # consistent again: the chunk cache, the units' keys and the snapshot hold the new chunk
+        document.parser.replace(chunk, new)
+        memo = document.unit_keys
+        if memo is not None:
+            memo.by_chunk.pop(id(chunk), None)
+            memo.by_chunk[id(new)] = (new, new.first, replaced.key, replaced.layout)
+        snapshot.unit_of_chunk.pop(id(chunk))
+        snapshot.unit_of_chunk[id(new)] = unit_number
+        snapshot.cached[position] = entry
+        units = list(snapshot.units)
+        units[unit_number] = replaced
+        marks = snapshot.marks - _holds_mark(chunk) + _holds_mark(new)
+        shift = len(text) - len(snapshot.text)
+        offsets = snapshot.offsets
+        if shift:
+            offsets = [*offsets[: number + 1], *(o + shift for o in offsets[number + 1 :])]
+        document.snapshot = replace(
+            snapshot,
+            text=text,
+            parsed=parsed,
+            chunks=chunks,
+            offsets=offsets,
+            marks=marks,
+            model=spliced,
+            units=units,
+        )
+        remember_scan(text, marks > 0)
+        records = list(found)
+        records.extend(unused_suppressions(whole, found, frozenset()))
+        return Analysis(finish_records(records, parsed, settings), spliced, parsed)
+
+    def _cached_unit(self, unit: _Unit) -> _UnitEntry | None:
+        """The unit's records from the cache, moved to its lines (None: not there)."""
+        entry = self._units.get(unit.key)
+        found = entry.at(unit.layout, unit.chunk) if entry is not None else None
+        if found is None:
+            return None
+        self._units.move_to_end(unit.key)
+        if found is not entry:
+            self._units[unit.key] = found
+        return found
+
+    def _keep_unit(self, unit: _Unit, records: _UnitRecords, units: int) -> _UnitEntry:
+        entry = self._units[unit.key] = _UnitEntry.of(records, unit.layout, unit.chunk)
+        # every unit of this document stays: a file with more units than the limit would miss them all
+        while len(self._units) > UNIT_CACHE_SIZE + units:
+            self._units.popitem(last=False)
+        return entry
 
     def _rule_records(
         self,
@@ -406,13 +673,14 @@ class IncrementalAnalyser:
         table: BuiltinTable,
         facts: _Facts,
         view: ProjectView | None = None,
-    ) -> tuple[list[Record], RuleContext]:
-        """Every enabled rule's records, and the context of the whole model they were judged in."""
+    ) -> tuple[list[Record], RuleContext, _Kept]:
+        """Every enabled rule's records, the context of the whole model they were judged in, and what a
+        snapshot keeps of them."""
         profile = load_profile(settings.target)
         rules = [rule for rule in all_rules() if settings.rule_enabled(rule.id)]
         settings_key = (model.path, tuple(rule.id for rule in rules), profile)  # records hold the path
         imports_key = (tuple(model.imports.modules.items()), tuple(model.imports.objects.items()))
-        units = _units(model, chunks, imports_key, facts)
+        units, factory_names = _units(model, chunks, imports_key, facts)
         unit_chunks = {id(u.chunk) for u in units}
         around = [c for c in chunks if c.body is not None and id(c) not in unit_chunks]
         context = _Key(tuple(c.text for c in around))
@@ -433,12 +701,21 @@ class IncrementalAnalyser:
         }
         selective = {**hosts, **funcs}
         core = [c for c in around if id(c) not in selective]
-        core_key = _Key(tuple(c.text for c in core))
-        core_layout = tuple((c.first, c.end) for c in core)
-        core_firsts = [c.first for c in core]
         names = Counter(k.name for u in units for _, k in u.kernels)
         # whether the file has any @wp.func at all (not only those a unit reaches by name)
         any_func = bool(func_nodes) if any(Fact.FUNCS in rule.reads for rule in rules) else None
+        keys = _KeyContext(
+            model.launches,
+            hosts,
+            funcs,
+            selective,
+            core,
+            _Key(tuple(c.text for c in core)),
+            tuple((c.first, c.end) for c in core),
+            names,
+            any_func,
+            settings_key,
+        )
         # a unit's key and layout follow from its chunk and what the token holds: kept between analyses
         token = (
             tuple(map(id, around)),
@@ -451,29 +728,13 @@ class IncrementalAnalyser:
         memo = document.unit_keys
         known = memo.by_chunk if memo is not None and memo.token == token else {}
         by_chunk: dict[int, tuple[Chunk, int, tuple[object, ...], _Layout]] = {}
-        graph: tuple[dict[str, list[int]], dict[str, set[int]]] | None = None
         for unit in units:
             chunk = unit.chunk
             kept = known.get(id(chunk))
             if kept is not None and kept[0] is chunk and kept[1] == chunk.first:
                 unit.key, unit.layout = kept[2], kept[3]
             else:
-                graph = graph or _graph(model, hosts, selective)
-                named, launchers = graph
-                reached, relevant = _reached(unit, named, funcs, launchers)
-                own = sorted((selective[i] for i in relevant), key=lambda c: c.first)
-                seen = sorted([*core, *own], key=lambda c: c.first) if own else core
-                unit.layout = tuple((c.first, c.end) for c in seen) if own else core_layout
-                unit.key = (
-                    chunk.text,
-                    core_key,
-                    tuple((bisect.bisect(core_firsts, c.first), c.text) for c in own),
-                    # where it sits among them
-                    bisect.bisect(core_firsts, chunk.first) + sum(c.first <= chunk.first for c in own),
-                    tuple(sorted((n, names[n]) for n in reached | unit.names if n in names)),
-                    any_func,
-                    settings_key,
-                )
+                unit.key, unit.layout = keys.key(unit)
             by_chunk[id(chunk)] = (chunk, chunk.first, unit.key, unit.layout)
         document.unit_keys = _UnitKeys(token, around, by_chunk)
         # what the launches resolved into through the workspace model (each module's digest)
@@ -486,29 +747,23 @@ class IncrementalAnalyser:
         cached: dict[int, _UnitEntry] = {}
         missing: list[_Unit] = []
         for unit in units:
-            entry = self._units.get(unit.key)
-            found = entry.at(unit.layout, unit.chunk) if entry is not None else None
+            found = self._cached_unit(unit)
             if found is None:
                 missing.append(unit)
-                continue
-            self._units.move_to_end(unit.key)
-            if found is not entry:
-                self._units[unit.key] = found
-            cached[unit.position] = found
+            else:
+                cached[unit.position] = found
         rest = document.rest.get(rest_key)
         rest_found = rest.at(layout) if rest is not None else None
+        # a unit feeds no module-wide fact: the scans behind them need only the context's nodes
+        scanned = NodeIndex.lazy(lambda: NodeIndex.concat(model.tree, [c.index for c in around]))
+        shared = _Shared()
         if missing or rest_found is None:
-            # a unit feeds no module-wide fact: the scans behind them need only the context's nodes
-            scanned = NodeIndex.concat(model.tree, [c.index for c in around])
+            config = (profile, table, settings)
             fresh, placed = _run_rules(
-                model, scanned, rules, units, missing, rest_found is None, (profile, table, settings), view
+                model, scanned, rules, units, missing, rest_found is None, config, view, shared
             )
             for unit in missing:
-                entry = _UnitEntry.of(fresh[unit.position], unit.layout, unit.chunk)
-                cached[unit.position] = self._units[unit.key] = entry
-            # every unit of this document stays: a file with more units than the limit would miss them all
-            while len(self._units) > UNIT_CACHE_SIZE + len(units):
-                self._units.popitem(last=False)
+                cached[unit.position] = self._keep_unit(unit, fresh[unit.position], len(units))
             if rest_found is None:
                 rest_found = _RestEntry.of(rest_key, placed, layout)
         document.rest[rest_key] = rest_found
@@ -516,30 +771,177 @@ class IncrementalAnalyser:
         while len(document.rest) > REST_CACHE_SIZE:
             document.rest.popitem(last=False)
         whole = RuleContext(model, profile, table, settings, project=view)
-        return _assemble(model, rules, units, cached, rest_found.records, whole), whole
+        with_records = {u.position: (u, cached[u.position]) for u in units if cached[u.position].found}
+        rest_parts = _rest_parts(model, units, rest_found.records)
+        found_records = _merge(rules, with_records.values(), rest_parts, whole)
+        snapshot_parts = _Kept(
+            model,
+            rules,
+            profile,
+            imports_key,
+            keys,
+            factory_names,
+            units,
+            cached,
+            with_records,
+            rest_parts,
+            scanned,
+            shared,
+        )
+        return found_records, whole, snapshot_parts
 
 
-def _scan_for_comments(parsed: ParsedSource, chunks: list[Chunk]) -> None:
+@dataclass
+class _Kept:
+    """What `_rule_records` derived that a `_Snapshot` keeps."""
+
+    model: ModuleModel
+    rules: list[Rule]
+    profile: HardwareProfile
+    imports_key: object
+    keys: _KeyContext
+    factory_names: frozenset[str]
+    units: list[_Unit]
+    cached: dict[int, _UnitEntry]
+    with_records: dict[int, tuple[_Unit, _UnitEntry]]
+    rest_parts: tuple[_Parts, _Parts]
+    scanned: NodeIndex
+    shared: _Shared
+
+
+def _snapshot(
+    text: str,
+    settings: Settings,
+    parsed: ParsedSource,
+    chunks: list[Chunk],
+    marks: int,
+    kept: _Kept,
+    project: ProjectIndex | None,
+    deps: dict[str, str],
+) -> _Snapshot | None:
+    """None when the chunks do not run end to end or a chunk holds no statement."""
+    offsets = [len(text) - sum(len(c.text) for c in chunks)]
+    statements = [0]
+    for chunk in chunks:
+        if not chunk.body:
+            return None
+        offsets.append(offsets[-1] + len(chunk.text))
+        statements.append(statements[-1] + len(chunk.body))
+    if "".join(parsed.lines[: chunks[0].first]) != text[: offsets[0]]:
+        return None
+    return _Snapshot(
+        text,
+        settings,
+        parsed,
+        chunks,
+        offsets,
+        statements[:-1],
+        marks,
+        kept.model,
+        kept.rules,
+        kept.profile,
+        kept.imports_key,
+        kept.keys,
+        kept.factory_names,
+        kept.units,
+        {id(u.chunk): n for n, u in enumerate(kept.units)},
+        kept.cached,
+        kept.with_records,
+        kept.rest_parts,
+        kept.scanned,
+        kept.shared,
+        project,
+        deps,
+    )
+
+
+_BLOCK = 1 << 16
+
+
+def _common_prefix(a: str, b: str, n: int) -> int:
+    """The length of the longest common prefix of ``a`` and ``b``, at most ``n`` (compared block by
+    block: slices compare at the speed of memcmp)."""
+    low = 0
+    while low < n:
+        high = min(low + _BLOCK, n)
+        if a[low:high] != b[low:high]:
+            while high - low > 32:
+                middle = (low + high) // 2
+                if a[low:middle] == b[low:middle]:
+                    low = middle
+                else:
+                    high = middle
+            while low < high and a[low] == b[low]:
+                low += 1
+            return low
+        low = high
+    return n
+
+
+def _common_suffix(a: str, b: str, n: int) -> int:
+    """The length of the longest common suffix of ``a`` and ``b``, at most ``n``."""
+    la, lb = len(a), len(b)
+    low = 0
+    while low < n:
+        high = min(low + _BLOCK, n)
+        if a[la - high : la - low] != b[lb - high : lb - low]:
+            while high - low > 32:
+                middle = (low + high) // 2
+                if a[la - middle : la - low] == b[lb - middle : lb - low]:
+                    low = middle
+                else:
+                    high = middle
+            while low < high and a[la - low - 1] == b[lb - low - 1]:
+                low += 1
+            return low
+        low = high
+    return n
+
+
+def _edited_chunk(snapshot: _Snapshot, text: str) -> tuple[int, str] | None:
+    """The one chunk of the snapshot ``text`` differs from it in, and that chunk's text in ``text`` (None:
+    the text before the first chunk differs, or more than one chunk does)."""
+    old = snapshot.text
+    n = min(len(old), len(text))
+    prefix = _common_prefix(old, text, n)
+    suffix = _common_suffix(old, text, n - prefix)
+    offsets = snapshot.offsets
+    number = bisect.bisect_right(offsets, prefix) - 1
+    if not 0 <= number < len(snapshot.chunks) or len(old) - suffix > offsets[number + 1]:
+        return None
+    return number, text[offsets[number] : offsets[number + 1] + len(text) - len(old)]
+
+
+def _holds_mark(chunk: Chunk) -> bool:
+    memo = chunk.facts.get("mark")
+    if not isinstance(memo, bool):
+        memo = chunk.facts["mark"] = MARK in chunk.text
+    return memo
+
+
+def _scan_for_comments(parsed: ParsedSource, chunks: list[Chunk]) -> int | None:
     """Whether the text holds a suppression comment, from what each chunk remembers (only new chunks are
-    scanned), for the finish step (`suppressions.may_hold_comments`). The chunks run end to end from the
-    first one's line to the end of the text; when they do not, nothing is told (the text is scanned)."""
+    scanned), for the finish step (`suppressions.may_hold_comments`): how many chunks hold one (the lines
+    before the first chunk count as one). The chunks run end to end from the first one's line to the end
+    of the text; when they do not, nothing is told (the text is scanned) and None is returned."""
     lines = parsed.lines
     if not chunks or chunks[-1].end != len(lines):
-        return
-    found = any(MARK in line for line in lines[: chunks[0].first])
+        return None
+    found = int(any(MARK in line for line in lines[: chunks[0].first]))
     for before, chunk in zip([None, *chunks], chunks, strict=False):
         if before is not None and before.end != chunk.first:
-            return
-        memo = chunk.facts.get("mark")
-        if not isinstance(memo, bool):
-            memo = chunk.facts["mark"] = MARK in chunk.text
-        found = found or memo
-    remember_scan(parsed.text, found)
+            return None
+        found += _holds_mark(chunk)
+    remember_scan(parsed.text, found > 0)
+    return found
 
 
-def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: _Facts) -> list[_Unit]:
+def _units(
+    model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: _Facts
+) -> tuple[list[_Unit], frozenset[str]]:
     """The units: top-level kernels alone in their chunk, and top-level functions that only define
-    kernels (kernel factories), that feed no module-wide fact."""
+    kernels (kernel factories), that feed no module-wide fact; and the names of the functions that would
+    be kernel factories if no kernel or function mentioned them."""
     single = {id(c.body[0]): c for c in chunks if c.body is not None and len(c.body) == 1}
     kernel_names = Counter(k.name for k in model.kernels if k.is_kernel)
     sites_by_name: dict[str, list[int]] = {}
@@ -558,8 +960,10 @@ def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: 
         if kernel.is_kernel and _isolated(chunk, model.imports, imports_key, facts):
             found.append((position, kernel, chunk))
     units = [_Unit(p, [(p, k)], c, []) for p, k, c in found]
+    factory_names: frozenset[str] = frozenset()
     if nested:
-        units += _factories(model, chunks, nested, imports_key, facts)
+        factories, factory_names = _factories(model, chunks, nested, imports_key, facts)
+        units += factories
     units.sort(key=lambda u: u.position)
     for unit in units:
         unit.sites = sorted(
@@ -568,7 +972,7 @@ def _units(model: ModuleModel, chunks: list[Chunk], imports_key: object, facts: 
             if kernel_names[k.name] == 1
             for site in sites_by_name.get(k.name, [])
         )
-    return units
+    return units, factory_names
 
 
 def _factories(
@@ -577,7 +981,7 @@ def _factories(
     nested: list[tuple[int, KernelDef]],
     imports_key: object,
     facts: _Facts,
-) -> list[_Unit]:
+) -> tuple[list[_Unit], frozenset[str]]:
     """Top-level functions whose nested functions are all ``@wp.kernel``s and which feed no module-wide
     fact otherwise, each a unit of those kernels. Not one whose name a kernel or function of the file
     mentions (WH002 reports calls of plain functions with their line)."""
@@ -599,13 +1003,14 @@ def _factories(
             kernels = sorted((by_node[id(n)] for n in inner), key=lambda item: item[0])
             candidates.append((outer.name, chunk, kernels))
     if not candidates:
-        return []
+        return [], frozenset()
     in_warp_code = _names_in_warp_code(model, chunks)
-    return [
+    units = [
         _Unit(kernels[0][0], kernels, chunk, [])
         for name, chunk, kernels in candidates
         if name not in in_warp_code
     ]
+    return units, frozenset(name for name, _, _ in candidates)
 
 
 def _names_in_warp_code(model: ModuleModel, chunks: list[Chunk]) -> set[str]:
@@ -691,12 +1096,12 @@ def _scan_isolated(
 
 
 def _graph(
-    model: ModuleModel, hosts: dict[int, Chunk], selective: dict[int, Chunk]
+    launches: list[LaunchSite], hosts: dict[int, Chunk], selective: dict[int, Chunk]
 ) -> tuple[dict[str, list[int]], dict[str, set[int]]]:
     """The selective chunks by the name they define, and the hosts launching each kernel name."""
     host_of = {id(c.body[0]): i for i, c in hosts.items() if c.body}
     launchers: dict[str, set[int]] = {}
-    for site in model.launches:
+    for site in launches:
         if site.kernel_name is not None and id(site.scope) in host_of:
             launchers.setdefault(site.kernel_name, set()).add(host_of[id(site.scope)])
     named: dict[str, list[int]] = {}
@@ -744,30 +1149,31 @@ def _run_rules(
     with_rest: bool,
     config: tuple[HardwareProfile, BuiltinTable, Settings],
     view: ProjectView | None = None,
+    shared: _Shared | None = None,
 ) -> tuple[dict[int, _UnitRecords], _PlacedRecords]:
     """Run ``rules`` over the missing units (and everything else when ``with_rest``), each record filed
     under the kernel or launch site it is about."""
-    unit_at = {p: u for u in units for p, _ in u.kernels}
-    owner = {site: u for u in units for site in u.sites}
+    unit_at = {p: u for u in units for p, _ in u.kernels} if with_rest else {}
+    owner = {site: u for u in units for site in u.sites} if with_rest else {}
     wanted = {p for u in missing for p, _ in u.kernels}
-    wanted_units = {u.position for u in missing}
-    kernel_positions = [
-        p for p in range(len(model.kernels)) if p in wanted or (with_rest and p not in unit_at)
-    ]
-    site_positions = [
-        p
-        for p in range(len(model.launches))
-        if (p in owner and owner[p].position in wanted_units) or (with_rest and p not in owner)
-    ]
+    wanted_sites = {site for u in missing for site in u.sites}  # a site has one owner (a unique name)
+    if with_rest:
+        kernel_positions = [p for p in range(len(model.kernels)) if p in wanted or p not in unit_at]
+        site_positions = [p for p in range(len(model.launches)) if p in wanted_sites or p not in owner]
+    else:
+        kernel_positions = sorted(wanted)
+        site_positions = sorted(wanted_sites)
     restricted = model.restricted(
         [model.kernels[p] for p in kernel_positions], [model.launches[p] for p in site_positions], scanned
     )
     ctx = RuleContext(restricted, *config, project=view)
+    if shared is not None:
+        ctx = RuleContext(restricted, *config, rebound=shared.rebound, _once=shared.once, project=view)
     fresh: dict[int, _UnitRecords] = {u.position: {} for u in missing}
     rest: _PlacedRecords = {}
     for rule in rules:
         if rule.scope is Scope.MODULE:
-            continue  # about the whole file: run on it in `_assemble`
+            continue  # about the whole file: run on it in `_merge`
         by_kernel: dict[int, list[Record]] = {}
         by_site: dict[int, list[Record]] = {}
         try:
@@ -791,26 +1197,10 @@ def _run_rules(
     return fresh, rest
 
 
-def _assemble(
-    model: ModuleModel,
-    rules: list[Rule],
-    units: list[_Unit],
-    cached: dict[int, _UnitEntry],
-    rest: _PlacedRecords,
-    whole: RuleContext,
-) -> list[Record]:
-    """Every rule's records in the order a full run over the whole model produces them: per rule, its
-    records on each kernel by position, then on each launch site (``whole``: the context of the whole
-    model, for rules of scope MODULE). Only the lists holding records are visited."""
-    # rule id -> [(position, records)] for kernels and for launch sites
-    on_kernels: dict[str, list[tuple[int, list[Record]]]] = {}
-    on_sites: dict[str, list[tuple[int, list[Record]]]] = {}
-    for unit in units:
-        for rule_id, site, number, part in cached[unit.position].found:
-            if site:
-                on_sites.setdefault(rule_id, []).append((unit.sites[number], part))
-            else:
-                on_kernels.setdefault(rule_id, []).append((unit.kernels[number][0], part))
+def _rest_parts(model: ModuleModel, units: list[_Unit], rest: _PlacedRecords) -> tuple[_Parts, _Parts]:
+    """The rest's records by rule, on each kernel and on each launch site, with its position."""
+    on_kernels: _Parts = {}
+    on_sites: _Parts = {}
     if any(by_kernel or by_site for by_kernel, by_site in rest.values()):
         in_units = {p for u in units for p, _ in u.kernels}
         owned = {site for u in units for site in u.sites}
@@ -823,6 +1213,27 @@ def _assemble(
             for place, part in by_site.items():
                 if place in site_at and part:
                     on_sites.setdefault(rule_id, []).append((site_at[place], part))
+    return on_kernels, on_sites
+
+
+def _merge(
+    rules: list[Rule],
+    with_records: Iterable[tuple[_Unit, _UnitEntry]],
+    rest: tuple[_Parts, _Parts],
+    whole: RuleContext,
+) -> list[Record]:
+    """Every rule's records in the order a full run over the whole model produces them: per rule, its
+    records on each kernel by position, then on each launch site (``with_records``: the units that have
+    records, with them; ``rest``: the other records, from `_rest_parts`; ``whole``: the context of the
+    whole model, for rules of scope MODULE)."""
+    on_kernels = {rule_id: list(parts) for rule_id, parts in rest[0].items()}
+    on_sites = {rule_id: list(parts) for rule_id, parts in rest[1].items()}
+    for unit, entry in with_records:
+        for rule_id, site, number, part in entry.found:
+            if site:
+                on_sites.setdefault(rule_id, []).append((unit.sites[number], part))
+            else:
+                on_kernels.setdefault(rule_id, []).append((unit.kernels[number][0], part))
     records: list[Record] = []
     for rule in rules:
         if rule.scope is Scope.MODULE:

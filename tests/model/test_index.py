@@ -114,3 +114,34 @@ def test_a_compiled_view_leaves_out_hidden_subtrees_and_the_module_index_keeps_t
         set_compiled(function, None)
     assert [ast.unparse(c) for c in body_index(function).of(ast.Call)] == whole
     assert hidden_nodes(function) == frozenset()
+
+
+def test_lazy_and_rerooted_indexes_are_the_index_they_stand_for() -> None:
+    """`NodeIndex.lazy` (built on first use) and `rerooted` (the same statements under another module
+    node, as the keystroke path of the incremental analysis makes them) against a walk of the tree."""
+    for path in _warp_sources()[::7]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        built: list[int] = []
+
+        def build(tree: ast.Module = tree, built: list[int] = built) -> NodeIndex:
+            built.append(1)
+            return NodeIndex.concat(tree, [NodeIndex([stmt]) for stmt in tree.body])
+
+        lazy = NodeIndex.lazy(build)
+        assert built == []
+        whole = NodeIndex([tree])
+        assert lazy.of(ast.Call) == whole.of(ast.Call) and lazy.nodes == whole.nodes
+        assert lazy.of_any(ast.Name, ast.Call) == whole.of_any(ast.Name, ast.Call)
+        assert built == [1]
+        # a lazy index is a part like any other
+        assert NodeIndex.concat(
+            tree, [NodeIndex.lazy(lambda s=s: NodeIndex([s])) for s in tree.body]
+        ).nodes == (whole.nodes)
+        other = ast.Module(body=tree.body, type_ignores=[])
+        moved = whole.rerooted(other)
+        expected = NodeIndex([other])
+        assert moved.of(ast.Module) == [other]
+        assert moved.of(ast.Call) == expected.of(ast.Call)
+        assert moved.nodes == expected.nodes
+        assert moved.of_any(ast.Module, ast.FunctionDef) == expected.of_any(ast.Module, ast.FunctionDef)
+        assert whole.of(ast.Module) == [tree]  # the index it came from is unchanged

@@ -117,6 +117,22 @@ class ChunkParser:
             if c.body and c.end > c.first + 1:
                 self._groups.setdefault(c.first, []).append(c)
 
+    def replace(self, old: Chunk, new: Chunk) -> None:
+        """Keep ``new`` instead of ``old``, at the same lines (a caller that re-chunked an edit itself: the
+        latest text is the last one parsed with ``old`` in the place of ``new``)."""
+        assert new.first == old.first and new.end == old.end
+        same = self._chunks.get(old.text, [])
+        if old in same:
+            same.remove(old)
+            if not same:
+                del self._chunks[old.text]
+        self._chunks.setdefault(new.text, []).append(new)
+        groups = self._groups.get(old.first)
+        if groups is not None and old in groups:
+            groups.remove(old)
+        if new.body and new.end > new.first + 1:
+            self._groups.setdefault(new.first, []).append(new)
+
     def _parse_from(
         self,
         text: str,
@@ -191,12 +207,18 @@ def _move(chunk: Chunk, first: int) -> None:
 
 
 def _parse_chunk(lines: list[str], first: int, end: int) -> Chunk:
-    text = "".join(lines[first:end])
+    return parse_chunk(first, end, "".join(lines[first:end]))
+
+
+def parse_chunk(first: int, end: int, text: str) -> Chunk:
+    """The chunk of ``text``, the file's lines ``first`` to ``end`` (0-based, end excluded)."""
     try:
-        tree = _parse("\n" * first + text)  # padded: the nodes get their line numbers in the file
+        tree = _parse(text)
     except _PARSE_ERRORS:
         return Chunk(first, end, text, None)
-    return Chunk(first, end, text, tree.body)
+    chunk = Chunk(0, end - first, text, tree.body)
+    _move(chunk, first)  # the nodes get their line numbers in the file
+    return chunk
 
 
 def _first_line(stmt: ast.stmt) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
@@ -185,6 +185,16 @@ class NodeIndex:
             index._extend(part)
         return index
 
+    @classmethod
+    def lazy(cls, build: Callable[[], NodeIndex]) -> NodeIndex:
+        """The index ``build()`` returns, built on first use (a model's index no one may ask for)."""
+        return _Lazy(build)
+
+    def rerooted(self, root: ast.AST) -> NodeIndex:
+        """This index of a module with ``root`` in the place of its root node (the same statements under
+        another module node): the buckets are shared, the list of every node is copied on first use."""
+        return _Rerooted(self, root)
+
     def of(self, kind: type[N]) -> list[N]:
         """Every node of exactly this type, in source order (operators and contexts are not indexed)."""
         return self._by_type.get(kind, [])  # type: ignore[return-value]
@@ -194,6 +204,42 @@ class NodeIndex:
             return self._by_type.get(kinds[0], [])
         wanted = set(kinds)
         return [n for n in self.nodes if type(n) in wanted]
+
+
+class _Lazy(NodeIndex):
+    """An index whose node lists are filled from ``build()`` when first read (until then they are unset)."""
+
+    __slots__ = ("_build",)
+
+    def __init__(self, build: Callable[[], NodeIndex]) -> None:
+        self._build = build
+
+    def __getattr__(self, name: str) -> object:  # only called for an attribute not set yet
+        if name not in ("nodes", "_by_type"):
+            raise AttributeError(name)
+        built = self._build()
+        self.nodes = built.nodes
+        self._by_type = built._by_type
+        return getattr(self, name)
+
+
+class _Rerooted(NodeIndex):
+    __slots__ = ("_base", "_root")
+
+    def __init__(self, base: NodeIndex, root: ast.AST) -> None:
+        self._base = base
+        self._root = root
+        old = base.nodes[0]
+        by_type = dict(base._by_type)
+        by_type[type(old)] = [n for n in by_type[type(old)] if n is not old]
+        by_type[type(root)] = [root, *by_type.get(type(root), [])]
+        self._by_type = by_type
+
+    def __getattr__(self, name: str) -> object:  # only called for an attribute not set yet
+        if name != "nodes":
+            raise AttributeError(name)
+        self.nodes = [self._root, *self._base.nodes[1:]]
+        return self.nodes
 
 
 _BODIES: weakref.WeakKeyDictionary[ast.AST, NodeIndex] = weakref.WeakKeyDictionary()

@@ -115,10 +115,20 @@ def find_kernel_nodes(
 ) -> list[tuple[ast.FunctionDef, KernelKind, dict[str, ast.expr]]]:
     found = []
     for node in (index or NodeIndex([tree])).of(ast.FunctionDef):
-        for decorator in node.decorator_list:
-            kind, options = warp_decorator(decorator, imports)
-            if kind is not None:
-                found.append((node, kind, options))
-                break
+        decorated = kernel_decorator(node, imports)
+        if decorated is not None:
+            found.append((node, *decorated))
     found.sort(key=lambda item: (item[0].lineno, item[0].col_offset))
     return found
+
+
+def kernel_decorator(
+    node: ast.FunctionDef, imports: ImportMap
+) -> tuple[KernelKind, dict[str, ast.expr]] | None:
+    """The kind and options of the first of Warp's function decorators on ``node`` (None: not a Warp
+    function)."""
+    for decorator in node.decorator_list:
+        kind, options = warp_decorator(decorator, imports)
+        if kind is not None:
+            return kind, options
+    return None

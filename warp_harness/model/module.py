@@ -11,7 +11,15 @@ from warp_harness.model.constants import ModuleConstants, Value
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, full_body_index, set_compiled
 from warp_harness.model.inference import Inference, KernelTypes, NoReturnTypes, ReturnTypes
-from warp_harness.model.kernel import KernelDef, Param, StructDef, find_kernel_nodes, find_structs
+from warp_harness.model.kernel import (
+    KernelDef,
+    KernelKind,
+    Param,
+    StructDef,
+    find_kernel_nodes,
+    find_structs,
+    kernel_decorator,
+)
 from warp_harness.model.launches import LaunchSite, find_launches
 from warp_harness.model.source import ParsedSource, parse_source
 from warp_harness.model.static_branches import closure_values, compiled_view, is_abstract_body
@@ -45,6 +53,9 @@ class ModuleModel:
     _launches_by_name: dict[str | None, list[LaunchSite]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _overloaded_funcs: frozenset[str] | None = field(default=None, init=False, repr=False, compare=False)
+    # what the parameters' types and the launch sites' folded values depend on (see `build_model`)
+    derived_key: tuple[object, ...] = field(default=(), repr=False, compare=False)
 
     def restricted(
         self, kernels: list[KernelDef], launches: list[LaunchSite], index: NodeIndex | None = None
@@ -53,7 +64,7 @@ class ModuleModel:
         shared); other questions (``funcs``, ``kernel_named``, ``launches_of``) are about the whole file.
         ``index``: the nodes module-wide scans see, when the caller knows the others hold nothing they
         look for."""
-        return replace(
+        restricted = replace(
             self,
             kernels=kernels,
             launches=launches,
@@ -61,6 +72,12 @@ class ModuleModel:
             _all_kernels=self.all_kernels,
             _all_launches=self.all_launches,
         )
+        # the lookups over the whole file are the same: built once, on this model, and shared
+        restricted._funcs = self.funcs
+        restricted._overloaded_funcs = self.overloaded_funcs
+        restricted._kernels_by_name = self._kernel_lists()
+        restricted._launches_by_name = self._launch_lists()
+        return restricted
 
     @property
     def all_kernels(self) -> list[KernelDef]:
@@ -88,35 +105,43 @@ class ModuleModel:
     def overloaded_funcs(self) -> frozenset[str]:
         """Names of the @wp.func defined more than once in the file (`funcs` keeps the last): overloads Warp
         picks among by argument types, or variants made by different factories."""
-        seen: set[str] = set()
-        twice: set[str] = set()
-        for k in self.all_kernels:
-            if k.kind == "func":
-                (twice if k.name in seen else seen).add(k.name)
-        return frozenset(twice)
+        if self._overloaded_funcs is None:
+            seen: set[str] = set()
+            twice: set[str] = set()
+            for k in self.all_kernels:
+                if k.kind == "func":
+                    (twice if k.name in seen else seen).add(k.name)
+            self._overloaded_funcs = frozenset(twice)
+        return self._overloaded_funcs
 
-    def kernel_named(self, name: str | None) -> KernelDef | None:
-        """The single @wp.kernel of that name in this file (None when absent or ambiguous)."""
-        if name is None:
-            return None
+    def _kernel_lists(self) -> dict[str, list[KernelDef]]:
         if self._kernels_by_name is None:
             by_name: dict[str, list[KernelDef]] = {}
             for k in self.all_kernels:
                 if k.is_kernel:
                     by_name.setdefault(k.name, []).append(k)
             self._kernels_by_name = by_name
-        matches = self._kernels_by_name.get(name, [])
-        return matches[0] if len(matches) == 1 else None
+        return self._kernels_by_name
 
-    def launches_of(self, kernel: KernelDef) -> list[LaunchSite]:
-        if self.kernel_named(kernel.name) is not kernel:
-            return []
+    def _launch_lists(self) -> dict[str | None, list[LaunchSite]]:
         if self._launches_by_name is None:
             by_name: dict[str | None, list[LaunchSite]] = {}
             for site in self.all_launches:
                 by_name.setdefault(site.kernel_name, []).append(site)
             self._launches_by_name = by_name
-        return list(self._launches_by_name.get(kernel.name, []))
+        return self._launches_by_name
+
+    def kernel_named(self, name: str | None) -> KernelDef | None:
+        """The single @wp.kernel of that name in this file (None when absent or ambiguous)."""
+        if name is None:
+            return None
+        matches = self._kernel_lists().get(name, [])
+        return matches[0] if len(matches) == 1 else None
+
+    def launches_of(self, kernel: KernelDef) -> list[LaunchSite]:
+        if self.kernel_named(kernel.name) is not kernel:
+            return []
+        return list(self._launch_lists().get(kernel.name, []))
 
     def types(self, kernel: KernelDef) -> KernelTypes:
         key = id(kernel.node)
@@ -222,9 +247,9 @@ def build_model(
     top = {id(stmt) for stmt in tree.body}
     enclosing = _enclosing_functions(index, {id(n) for n, _, _ in found if id(n) not in top})
     for node, kind, options in found:
-        kernel = KernelDef(node.name, kind, node, _params(node, resolver, key), options, node.returns)
-        _mark_compiled(kernel, enclosing.get(id(node), []), constants.values, imports)
-        kernels.append(kernel)
+        kernels.append(
+            _kernel_def(node, kind, options, resolver, key, enclosing.get(id(node), []), constants, imports)
+        )
     launches = find_launches(tree, imports, constants.values, index, key)
     return ModuleModel(
         path,
@@ -238,4 +263,52 @@ def build_model(
         launches,
         builtins or NoReturnTypes(),
         index,
+        derived_key=key,
     )
+
+
+def _kernel_def(
+    node: ast.FunctionDef,
+    kind: KernelKind,
+    options: dict[str, ast.expr],
+    resolver: AnnotationResolver,
+    key: object,
+    enclosing: list[ast.FunctionDef],
+    constants: ModuleConstants,
+    imports: ImportMap,
+) -> KernelDef:
+    kernel = KernelDef(node.name, kind, node, _params(node, resolver, key), options, node.returns)
+    _mark_compiled(kernel, enclosing, constants.values, imports)
+    return kernel
+
+
+def with_kernel_replaced(
+    model: ModuleModel, position: int, node: ast.FunctionDef, source: ParsedSource, index: NodeIndex
+) -> ModuleModel | None:
+    """The model `build_model` makes of ``source``, where ``source`` is ``model``'s source with only the
+    top-level Warp function at ``model.kernels[position]`` replaced by ``node`` (same line and name), which
+    feeds none of what the rest of the model is derived from (imports, constants, classes, other functions,
+    launches: `rules.base.MODEL_FACTS`); ``index``: the index of ``source.tree``. None: ``node`` is not a
+    Warp function (the caller builds the model afresh)."""
+    found = kernel_decorator(node, model.imports)
+    if found is None or model._all_kernels is not None:
+        return None
+    kind, options = found
+    kernel = _kernel_def(
+        node, kind, options, model.resolver, model.derived_key, [], model.constants, model.imports
+    )
+    kernels = list(model.kernels)
+    kernels[position] = kernel
+    spliced = replace(model, source=source, kernels=kernels, index=index, _types={})
+    old = model.kernels[position]
+    if kind == "kernel" and old.kind == "kernel" and old.name == kernel.name:
+        # the lookups by name over the whole file, with the one kernel of that name replaced
+        spliced._funcs = model._funcs
+        spliced._overloaded_funcs = model._overloaded_funcs
+        spliced._launches_by_name = model._launches_by_name
+        by_name = model._kernels_by_name
+        if by_name is not None:
+            by_name = dict(by_name)
+            by_name[kernel.name] = [kernel if k is old else k for k in by_name[kernel.name]]
+            spliced._kernels_by_name = by_name
+    return spliced
