@@ -10,6 +10,8 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 - optionally the old code (``--old-pythonpath``: a checkout whose ``warp_harness`` package shadows
   the installed one, e.g. ``git worktree add /tmp/wh-old HEAD`` copied into the package layout)
 - pyflakes and ``ruff check`` (cold, no cache; ruff warm with its cache), and pyflakes on the empty file
+- the smallest file of the corpus that launches a kernel, checked alone with a warm cache (an editor's save
+  hook), and pyflakes on it
 
 Printed: min / median / max wall seconds, median CPU seconds (user + system, the process tree), peak
 RSS of the largest process (MiB), peak PSS of the whole process tree (MiB: the sum over the command and
@@ -180,6 +182,7 @@ def main() -> int:
     list_file.write_text("\n".join(files))
     empty = work / "empty.py"
     empty.write_text("")
+    small = _small_launching_file(files)
     cache = work / "cache"
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     old_env = {**env, "PYTHONPATH": args.old_pythonpath or ""}
@@ -210,6 +213,13 @@ def main() -> int:
         "check empty file": ([*wh, str(empty)], env, None),
         "pyflakes empty file": ([py, "-m", "pyflakes", str(empty)], env, None),
     }
+    if small is not None:
+        # one file of the tree, as an editor's save hook checks it: start-up, the warm result cache
+        def warm_small() -> None:  # a cold-cache row before it may have emptied the cache
+            subprocess.run([*wh, small], env=env, capture_output=True, cwd=work)
+
+        rows["check small file (warm cache)"] = ([*wh, small], env, warm_small)
+        rows["pyflakes small file"] = ([py, "-m", "pyflakes", small], env, None)
     if args.old_pythonpath:
         old_check = [*wh, "--no-cache", "--jobs", j, *tree_args]
         rows[f"OLD check --no-cache --jobs {j}"] = (old_check, old_env, None)
@@ -243,6 +253,12 @@ def main() -> int:
     _importtime(wh, empty, env)
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _small_launching_file(files: list[str]) -> str | None:
+    """The smallest file of the corpus that launches a kernel (its check may need the workspace model)."""
+    launching = [f for f in files if b"wp.launch(" in Path(f).read_bytes()]
+    return min(launching, key=lambda f: (Path(f).stat().st_size, f)) if launching else None
 
 
 def _table(

@@ -51,6 +51,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
+from warp_harness.kernel_judgements import judged
 from warp_harness.model.index import dropped_nodes
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
@@ -111,40 +112,80 @@ def _stored_names(nodes: list[ast.AST]) -> dict[str, int]:
     return counts
 
 
-def _has_exit(stmt: ast.stmt) -> bool:
-    return any(isinstance(n, ast.Return | ast.Break | ast.Continue) for n in ast.walk(stmt))
+class _Guards:
+    """`guarded` over one kernel's statements, with what it reads of each statement (the statements inside
+    it, whether it may leave, the names of its conditions) worked out once: every candidate access asks
+    about every statement before it again."""
 
+    def __init__(self) -> None:
+        # id(stmt) -> the ids of the statements `iter_statements([stmt])` reaches
+        self._inside: dict[int, set[int]] = {}
+        # id(stmt) -> whether a return, break or continue is in it
+        self._exits: dict[int, bool] = {}
+        # id(stmt) -> the names of each `if`/`while`/conditional-expression test in it
+        self._tests: dict[int, list[frozenset[str]]] = {}
+        # id(expression) -> the names it mentions
+        self._names: dict[int, frozenset[str]] = {}
 
-def _guarded(body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | None:
-    """Whether ``target`` (inside ``body``) is behind a condition on ``names``; None if not in ``body``."""
-    for stmt in body:
-        if stmt is target:
-            return False
-        inner: list[list[ast.stmt]] = []
-        tests: list[ast.expr] = []
-        if isinstance(stmt, ast.If | ast.While):
-            inner, tests = [stmt.body, stmt.orelse], [stmt.test]
-        elif isinstance(stmt, ast.For):
-            inner, tests = [stmt.body, stmt.orelse], [stmt.iter]
-        elif isinstance(stmt, ast.With | ast.Try):
-            inner = [getattr(stmt, "body", [])]
-        # ``target`` comes from `iter_statements`: it is inside ``stmt`` only if reached the same way
-        if any(node is target for node in iter_statements([stmt])):
-            if isinstance(stmt, ast.If | ast.While) and any(mentions(t, names) for t in tests):
+    def _names_in(self, node: ast.AST) -> frozenset[str]:
+        found = self._names.get(id(node))
+        if found is None:
+            found = self._names[id(node)] = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+        return found
+
+    def _mentions(self, node: ast.AST, names: set[str]) -> bool:
+        return not self._names_in(node).isdisjoint(names)
+
+    def _holds(self, stmt: ast.stmt, target: ast.stmt) -> bool:
+        inside = self._inside.get(id(stmt))
+        if inside is None:
+            inside = self._inside[id(stmt)] = {id(s) for s in iter_statements([stmt])}
+        return id(target) in inside
+
+    def _has_exit(self, stmt: ast.stmt) -> bool:
+        found = self._exits.get(id(stmt))
+        if found is None:
+            found = self._exits[id(stmt)] = any(
+                isinstance(n, ast.Return | ast.Break | ast.Continue) for n in ast.walk(stmt)
+            )
+        return found
+
+    def _exit_tests(self, stmt: ast.stmt) -> list[frozenset[str]]:
+        found = self._tests.get(id(stmt))
+        if found is None:
+            conditions = (n for n in ast.walk(stmt) if isinstance(n, ast.If | ast.While | ast.IfExp))
+            found = self._tests[id(stmt)] = [self._names_in(n.test) for n in conditions]
+        return found
+
+    def guarded(self, body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | None:
+        """Whether ``target`` (inside ``body``) is behind a condition on ``names``; None if not in
+        ``body``."""
+        for stmt in body:
+            if stmt is target:
+                return False
+            inner: list[list[ast.stmt]] = []
+            tests: list[ast.expr] = []
+            if isinstance(stmt, ast.If | ast.While):
+                inner, tests = [stmt.body, stmt.orelse], [stmt.test]
+            elif isinstance(stmt, ast.For):
+                inner, tests = [stmt.body, stmt.orelse], [stmt.iter]
+            elif isinstance(stmt, ast.With | ast.Try):
+                inner = [getattr(stmt, "body", [])]
+            # ``target`` comes from `iter_statements`: it is inside ``stmt`` only if reached the same way
+            if self._holds(stmt, target):
+                if isinstance(stmt, ast.If | ast.While) and any(self._mentions(t, names) for t in tests):
+                    return True
+                for block in inner:
+                    found = self.guarded(block, target, names)
+                    if found is not None:
+                        return found
+                return None
+            # an earlier statement that may leave the kernel (or the loop) depending on the index
+            if self._has_exit(stmt) and any(not test.isdisjoint(names) for test in self._exit_tests(stmt)):
                 return True
-            for block in inner:
-                found = _guarded(block, target, names)
-                if found is not None:
-                    return found
-            return None
-        # an earlier statement that may leave the kernel (or the loop) depending on the index
-        if _has_exit(stmt) and any(
-            isinstance(n, ast.If | ast.While | ast.IfExp) and mentions(n.test, names) for n in ast.walk(stmt)
-        ):
-            return True
-        if isinstance(stmt, ast.Assert) and mentions(stmt.test, names):
-            return True
-    return None
+            if isinstance(stmt, ast.Assert) and self._mentions(stmt.test, names):
+                return True
+        return None
 
 
 def _own_expressions(stmt: ast.stmt) -> list[ast.AST]:
@@ -233,8 +274,12 @@ class UnguardedWrite(Rule):
         ]
         if not sites:
             return
-        types = kernel_model(ctx, kernel).types(kernel)
-        accesses = self._unguarded_accesses(ctx, kernel, types)
+        defining = kernel_model(ctx, kernel)
+        types = defining.types(kernel)
+        # the kernel alone decides them: judged once per process for every file launching it
+        accesses = judged(
+            defining, kernel, ("WH011", "accesses"), lambda: self._unguarded_accesses(ctx, kernel, types)
+        )
         if not accesses:
             return
         reported: set[tuple[str, int, int]] = set()
@@ -254,10 +299,13 @@ class UnguardedWrite(Rule):
                 more = tuple(rel for r in records[1:] for rel in r.related)
                 yield replace(first, related=first.related + more) if more else first
 
-    def _unguarded_accesses(self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes) -> list[_Access]:
+    def _unguarded_accesses(
+        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes
+    ) -> tuple[_Access, ...]:
+        """The kernel's thread-indexed accesses no guard covers (from the kernel's own module alone)."""
         params = {p.name: p for p in kernel.params if isinstance(p.type, Array)}
         if not params or not types.tid_vars:
-            return []
+            return ()
         candidates: list[tuple[ast.stmt, ast.Subscript, str, ast.Name, int, bool]] = []
         for stmt in iter_statements(kernel.node.body, dropped_nodes(kernel.node)):
             stores: list[ast.expr] = []
@@ -283,13 +331,14 @@ class UnguardedWrite(Rule):
                     if isinstance(index, ast.Name) and index.id in types.tid_vars:
                         candidates.append((stmt, target, target.value.id, index, position, write))
         if not candidates:
-            return []
+            return ()
         counts: dict[str, int] | None = None
+        guards_of = _Guards()
         found: list[_Access] = []
         derived: dict[str, set[str]] = {}
         for stmt, target, name, index, position, write in candidates:
             # a guard on the index itself is the common case; only then follow values computed from it
-            if _guarded(kernel.node.body, stmt, {index.id}) is not False:
+            if guards_of.guarded(kernel.node.body, stmt, {index.id}) is not False:
                 continue
             if counts is None:
                 counts = _stored_names([*kernel.node.body, kernel.node.args])
@@ -300,13 +349,13 @@ class UnguardedWrite(Rule):
             # a condition on the index, on a value computed from it, or on the array itself
             # (`if a.shape[0] > 0 and a[i]`: Warp's `and` short-circuits)
             guards = derived[index.id] | {name}
-            if _guarded(kernel.node.body, stmt, guards) is not False:
+            if guards_of.guarded(kernel.node.body, stmt, guards) is not False:
                 continue
             if not write and _expression_guarded(ctx, kernel, stmt, target, guards):
                 continue
             found.append(_Access(stmt, target, name, index.id, types.tid_vars[index.id], position, write))
         found.sort(key=lambda a: (a.stmt.lineno, not a.write, a.target.col_offset))
-        return found
+        return tuple(found)
 
     def _check_site(
         self,
@@ -315,7 +364,7 @@ class UnguardedWrite(Rule):
         types: KernelTypes,
         access: _Access,
         site: LaunchSite,
-        accesses: list[_Access],
+        accesses: tuple[_Access, ...],
     ) -> Record | None:
         args = launch_arguments(site)
         if args is None or len(args) != len(kernel.params):
@@ -354,7 +403,7 @@ class UnguardedWrite(Rule):
         types: KernelTypes,
         access: _Access,
         site: LaunchSite,
-        accesses: list[_Access],
+        accesses: tuple[_Access, ...],
         arg: ast.expr,
         comparison: Comparison,
         extent: Extent,
@@ -430,7 +479,7 @@ class UnguardedWrite(Rule):
         kernel: KernelDef,
         types: KernelTypes,
         access: _Access,
-        accesses: list[_Access],
+        accesses: tuple[_Access, ...],
         guard: str,
     ) -> Fix | None:
         tid_stmt = next(

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -295,3 +296,67 @@ def test_an_entry_with_dependencies_round_trips_and_needs_them_unchanged(tmp_pat
     assert cache.get("ab" * 32) is None  # nothing to compare the dependencies with: a miss
     cache.put("cd" * 32, (record,))
     assert cache.get("cd" * 32) == (record,)
+    # `current` is asked only about the modules of an entry that has some (the workspace model is built
+    # only then)
+    asked: list[str] = []
+
+    def digest(module: str) -> str:
+        asked.append(module)
+        return ""
+
+    assert cache.get("cd" * 32, digest) == (record,)
+    assert asked == []
+    # a module whose digest cannot be told (no workspace model) is a miss
+    assert cache.get("ab" * 32, lambda module: None) is None
+
+
+def test_a_warm_file_without_dependencies_does_not_build_the_workspace_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sim.py says "launch" but launches nothing that resolves into another module: its entry has no
+    dependencies, so a warm run of it serves the entry without walking the workspace."""
+    import warp_harness.engine
+
+    pkg = _package(tmp_path / "ws")
+    (pkg / "sim.py").write_text(PKG_SIM.replace("from .kernels import scale\n", "scale = None\n"))
+    cache = CheckCache(tmp_path / "cache")
+    cold = check_files([pkg / "sim.py"], jobs=1, cache=cache)
+    built: list[object] = []
+    real = warp_harness.engine.project_index
+
+    def counted(*args: Any) -> Any:
+        built.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(warp_harness.engine, "project_index", counted)
+    assert check_files([pkg / "sim.py"], jobs=1, cache=cache) == cold
+    assert cache.hits == 1 and built == []
+    # with a dependency (the launch resolves into kernels.py), the warm run builds it to compare digests
+    (pkg / "sim.py").write_text(PKG_SIM)
+    first = check_files([pkg / "sim.py"], jobs=1, cache=cache)
+    built.clear()
+    assert check_files([pkg / "sim.py"], jobs=1, cache=cache) == first
+    assert cache.hits == 2 and len(built) == 1
+
+
+def test_a_profile_file_change_changes_the_key(tmp_path: Path) -> None:
+    """A .toml target counts by its contents; a bundled target by the package's own profile files."""
+    import warp_harness.hardware
+    from warp_harness.config import Settings
+
+    profile = tmp_path / "gpu.toml"
+    bundled = Path(warp_harness.hardware.__file__).parent / "sm_86.toml"
+    profile.write_text(bundled.read_text())
+    cache = CheckCache(tmp_path / "c")
+    custom = cache.key(b"", "a.py", Settings(target=str(profile)))
+    assert len({custom, cache.key(b"", "a.py", Settings(target="sm_86"))}) == 2
+    profile.write_text(bundled.read_text().replace("warp_size = 32", "warp_size = 64"))
+    warp_harness.hardware.load_profile.cache_clear()  # as a new run: a process loads a profile once
+    assert CheckCache(tmp_path / "c").key(b"", "a.py", Settings(target=str(profile))) != custom
+    before = CheckCache(tmp_path / "c").key(b"", "a.py", Settings(target="sm_86"))
+    st = bundled.stat()
+    try:
+        os.utime(bundled, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        assert CheckCache(tmp_path / "c").key(b"", "a.py", Settings(target="sm_86")) != before
+    finally:
+        os.utime(bundled, ns=(st.st_atime_ns, st.st_mtime_ns))

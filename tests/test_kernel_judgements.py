@@ -120,3 +120,72 @@ def test_judgements_go_with_their_model(tmp_path: Path) -> None:
     del index
     gc.collect()
     assert kernel_judgements.held() == 0
+
+
+# WH011: a kernel of one module writing `a[i]` unguarded, launched from three files (two past the end)
+FILL = """
+import warp as wp
+
+
+@wp.kernel
+def fill(a: wp.array(dtype=float)):
+    i = wp.tid()
+{guard}    a[i] = 1.0
+"""
+
+FILL_LAUNCHER = """
+import warp as wp
+from .fill import fill
+
+
+def run(n):
+    a = wp.zeros(n, dtype=float)
+    wp.launch(fill, dim=n + {extra}, inputs=[a])
+"""
+
+
+def _fill_workspace(root: Path) -> Path:
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/fill.py": FILL.format(guard=""),
+        "pkg/run_a.py": FILL_LAUNCHER.format(extra=1),
+        "pkg/run_b.py": FILL_LAUNCHER.format(extra=0),
+        "pkg/run_c.py": FILL_LAUNCHER.format(extra=2),
+    }
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.lstrip(), encoding="utf-8")
+    return root / "pkg"
+
+
+def test_shared_wh011_judgements_give_the_records_of_judging_each_file_afresh(tmp_path: Path) -> None:
+    pkg = _fill_workspace(tmp_path)
+    kernel_judgements.clear()
+    shared = _records(check_files([pkg], jobs=1))
+    alone = []
+    for path in sorted(pkg.glob("*.py")):
+        kernel_judgements.clear()
+        alone.extend(_records(check_paths([path])))
+    assert shared == alone
+    assert [(name, line) for name, rule, line, _, _ in shared if rule == "WH011"] == [
+        ("run_a.py", 7),
+        ("run_c.py", 7),
+    ]
+
+
+def test_a_guard_added_to_the_kernel_is_judged_anew_by_wh011(tmp_path: Path) -> None:
+    pkg = _fill_workspace(tmp_path)
+    index = ProjectIndex.for_paths([pkg])
+    run = pkg / "run_a.py"
+    data = run.read_bytes()
+
+    def wh011_lines() -> list[int]:
+        result = check_bytes(data, str(run), Settings(), project=index.view(str(run)))
+        return [r.location.line for r in result.records if r.rule == "WH011"]
+
+    assert wh011_lines() == [7]
+    index.set_text(pkg / "fill.py", FILL.format(guard="    if i >= a.shape[0]:\n        return\n").lstrip())
+    assert wh011_lines() == []
+    index.set_text(pkg / "fill.py", None)
+    assert wh011_lines() == [7]

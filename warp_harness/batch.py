@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from warp_harness.config import Settings
 from warp_harness.engine import check_bytes, check_file, iter_python_files
-from warp_harness.model.source import decode_source
 from warp_harness.output.model import FileResult
 
 if TYPE_CHECKING:
@@ -82,6 +81,8 @@ def _source_lines(data: bytes, records: tuple[Any, ...], lines: Lines) -> tuple[
     """The lines check_bytes would attach to ``data``'s result, trimmed to what ``lines`` asks."""
     if lines == "none":
         return None
+    from warp_harness.model.source import decode_source  # only here: a check that needs no lines skips it
+
     text, _ = decode_source(data)
     if text is None:
         return None
@@ -101,13 +102,19 @@ def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | 
     job = _job
     assert job is not None
     cache = job.cache
-    project = job.project_for(data)
     key = ""
     if cache is not None:
         key = cache.key(data, shown, settings)
-        records = cache.get(key, project.digest if project is not None else None)
+
+        def current(module: str) -> str | None:
+            # the workspace model only for an entry that depends on other modules
+            project = job.project_for(data)
+            return project.digest(module) if project is not None else None
+
+        records = cache.get(key, current)
         if records is not None:
             return FileResult(shown, records, _source_lines(data, records, job.lines))
+    project = job.project_for(data)
     view = project.view(shown) if project is not None else None
     result = check_bytes(data, shown, settings, table, project=view)
     if cache is not None:

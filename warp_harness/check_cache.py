@@ -251,6 +251,10 @@ class CheckCache:
 
     def _profile(self, target: str) -> str:
         """The resolved hardware profile (a .toml target's contents count, not just its name)."""
+        if not target.endswith(".toml"):
+            # a bundled profile (or an unknown name) is read from the package's own .toml files, which the
+            # code fingerprint covers: the name says it all, and loading it would cost a small check ~7 ms
+            return f"bundled: {target}"
         if target not in self._profiles:
             from warp_harness.hardware import load_profile
 
@@ -272,10 +276,11 @@ class CheckCache:
     def _entry(self, key: str) -> Path:
         return self.entries / key[:2] / key[2:]
 
-    def get(self, key: str, current: Callable[[str], str] | None = None) -> tuple[Record, ...] | None:
+    def get(self, key: str, current: Callable[[str], str | None] | None = None) -> tuple[Record, ...] | None:
         """The records stored under ``key``; None when there are none or when a module they depend on
-        changed (``current``: a module's digest now, "" when it does not exist; without it, an entry
-        with dependencies is a miss)."""
+        changed (``current``: a module's digest now, "" when it does not exist, None when it cannot be
+        told; without it, an entry with dependencies is a miss). ``current`` is called only for an entry
+        with dependencies."""
         entry = self._read(self._entry(key))
         records: tuple[Record, ...] | None = None
         if entry is not None:

@@ -211,3 +211,61 @@ def test_type_text() -> None:
         "mat33d",
     ]
     assert type_text(Vector(5, FLOAT32)) == "vector(length=5, dtype=float32)"
+
+
+NESTED_STORES = """
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+class Sim:
+    def __init__(self, n):
+        self.a = wp.zeros(n, dtype=wp.float64)
+        self.b = wp.zeros(n, dtype=wp.float64)
+        self.c = wp.zeros(n, dtype=wp.float64)
+        self.d = wp.zeros(n, dtype=wp.float64)
+        self.e = wp.zeros(n, dtype=wp.float64)
+
+        def later(other):
+            other.b = None
+            self.c = np.zeros(n)
+
+    def step(self, n):
+        wp.launch(k, dim=n, inputs=[self.a, self.b, self.c, self.d, self.e])
+
+
+class Other:
+    def __init__(self, n):
+        self.a = np.zeros(n)
+
+
+def helper(sim):
+    sim.a = None
+    setattr(sim, "e", None)
+
+
+setattr(Sim, "d", None)
+"""
+
+
+def test_stores_in_nested_functions_top_level_functions_and_setattr() -> None:
+    model = build_model(NESTED_STORES)
+    host = HostDtypes(model.tree, model.imports, model.resolver)
+    (step,) = model.launches
+    inputs = step.argument_list("inputs")
+    assert inputs is not None
+    found = [host.array_type(arg, step.scope, step.local_aliases) for arg in inputs]
+    # a: stores in top-level functions and in unrelated classes do not count; b: stored on another
+    # object in a nested function; c: the method's nested function stores `self.c` too (another type);
+    # d: set from module-level code; e: setattr in a top-level function is not followed
+    assert [f.scalar.name if f else None for f in found] == ["float64", None, None, None, "float64"]
+    # the stores of a class are worked out only for the classes asked about (Other is not related)
+    facts = host._facts
+    assert facts is not None
+    (sim, other) = [n for n in model.tree.body if isinstance(n, ast.ClassDef)]
+    assert id(sim) in facts._stores and id(other) not in facts._stores

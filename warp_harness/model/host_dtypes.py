@@ -24,6 +24,7 @@ certain: the answer is None.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -228,86 +229,125 @@ def _function_bindings(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, 
 _Method = ast.FunctionDef | ast.AsyncFunctionDef
 
 
+_Stores = dict[str, list[tuple[ast.expr, _Method, dict[str, ast.expr]]]]
+
+
 @dataclass
 class _ClassFacts:
-    """What the file's classes store in ``self.<attr>``, computed once per module."""
+    """What the file's classes store in ``self.<attr>``: the module-wide facts computed in one walk, a
+    class's own stores only when a question is about it."""
 
+    # every class of the file, in `ast.walk` order
+    classes: list[ast.ClassDef]
     # each method's class (methods directly in a class body)
     method_class: dict[int, ast.ClassDef]
-    # class -> attribute -> (value, method, the method's single assignments) of each `self.attr = value`
-    values: dict[int, dict[str, list[tuple[ast.expr, _Method, dict[str, ast.expr]]]]]
-    # class -> attributes stored in `self` some other way (augmented, unpacked, deleted)
-    opaque: dict[int, set[str]]
     # attributes stored on anything but a method's `self` (`sim.x = ...`), or through setattr
     foreign: set[str]
+    # class -> attribute -> (value, method, the method's single assignments) of each `self.attr = value`,
+    # and the attributes it stores in `self` some other way (augmented, unpacked, deleted)
+    _stores: dict[int, tuple[_Stores, set[str]]]
     # class -> the classes of the file it inherits from or that inherit from it, itself included
-    related: dict[int, list[ast.ClassDef]]
+    _related: dict[int, list[ast.ClassDef]] | None = None
+
+    def related(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
+        if self._related is None:
+            self._related = _related(self.classes)
+        return self._related[id(cls)]
+
+    def stores(self, cls: ast.ClassDef) -> tuple[_Stores, set[str]]:
+        """(values, opaque) of ``cls``: see the fields' comments."""
+        found = self._stores.get(id(cls))
+        if found is None:
+            found = self._stores[id(cls)] = _class_stores(cls)
+        return found
 
 
-def _class_facts(tree: ast.Module) -> _ClassFacts:
-    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
-    method_class: dict[int, ast.ClassDef] = {}
-    values: dict[int, dict[str, list[tuple[ast.expr, _Method, dict[str, ast.expr]]]]] = {}
-    opaque: dict[int, set[str]] = {}
-    self_stores: set[int] = set()
-    for cls in classes:
-        values[id(cls)], opaque[id(cls)] = {}, set()
-        for method in cls.body:
-            if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            method_class[id(method)] = cls
-            positional = [*method.args.posonlyargs, *method.args.args]
-            if not positional or not _is_self(method, positional[0].arg):
-                continue
-            receiver = positional[0].arg
-            bindings: dict[str, ast.expr] | None = None
-            simple: dict[int, ast.expr] = {}
-            for node in ast.walk(method):
-                if isinstance(node, ast.Assign) and len(node.targets) == 1:
+def _self_receiver(method: _Method) -> str | None:
+    """The name of a method's receiver (its first positional parameter), None for static and class
+    methods and methods without one."""
+    positional = [*method.args.posonlyargs, *method.args.args]
+    if not positional or not _is_self(method, positional[0].arg):
+        return None
+    return positional[0].arg
+
+
+def _class_stores(cls: ast.ClassDef) -> tuple[_Stores, set[str]]:
+    values: _Stores = {}
+    opaque: set[str] = set()
+    for method in cls.body:
+        if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        receiver = _self_receiver(method)
+        if receiver is None:
+            continue
+        bindings: dict[str, ast.expr] | None = None
+        # breadth first: an assignment is met before its target
+        simple: dict[int, ast.expr] = {}
+        for node in ast.walk(method):
+            if isinstance(node, ast.Assign):
+                if len(node.targets) == 1:
                     simple[id(node.targets[0])] = node.value
-            for node in ast.walk(method):
-                if not (
-                    isinstance(node, ast.Attribute)
-                    and isinstance(node.ctx, ast.Store | ast.Del)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id == receiver
-                ):
-                    continue
-                self_stores.add(id(node))
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store | ast.Del)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == receiver
+            ):
                 value = simple.get(id(node))
                 if value is None:
-                    opaque[id(cls)].add(node.attr)
+                    opaque.add(node.attr)
                     continue
                 if bindings is None:
                     bindings = _function_bindings(method)
-                values[id(cls)].setdefault(node.attr, []).append((value, method, bindings))
+                values.setdefault(node.attr, []).append((value, method, bindings))
+    return values, opaque
+
+
+def _class_facts(tree: ast.Module) -> _ClassFacts:
+    classes: list[ast.ClassDef] = []
+    method_class: dict[int, ast.ClassDef] = {}
     foreign: set[str] = set()
     # not inside top-level functions: the language server's caches keep what is said about a launch while
     # a plain host function elsewhere changes, so nothing may depend on them (stores in other modules are
-    # not seen either)
-    top_functions = {
-        id(n)
-        for stmt in tree.body
-        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)
-        for n in ast.walk(stmt)
-    }
-    for node in ast.walk(tree):
-        if id(node) in top_functions:
+    # not seen either). A store on the receiver of an enclosing method is that class's own.
+    # (node, the receivers of the methods it is in, whether it is in a top-level function), breadth first
+    queue: deque[tuple[ast.AST, frozenset[str], bool]] = deque()
+    none: frozenset[str] = frozenset()
+    for stmt in tree.body:
+        queue.append((stmt, none, isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)))
+    while queue:
+        node, receivers, in_top = queue.popleft()
+        if isinstance(node, ast.ClassDef):
+            classes.append(node)
+            methods: dict[int, frozenset[str]] = {}
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                    method_class[id(method)] = node
+                    receiver = _self_receiver(method)
+                    if receiver is not None:
+                        methods[id(method)] = receivers | {receiver}
+            for child in ast.iter_child_nodes(node):
+                queue.append((child, methods.get(id(child), receivers), in_top))
             continue
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
-            if id(node) not in self_stores:
-                foreign.add(node.attr)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in ("setattr", "delattr")
-        ):
-            name = node.args[1] if len(node.args) > 1 else None
-            if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                foreign.add(name.value)
-            else:
-                foreign.add("*")
-    return _ClassFacts(method_class, values, opaque, foreign, _related(classes))
+        if not in_top:
+            if isinstance(node, ast.Attribute):
+                if isinstance(node.ctx, ast.Store | ast.Del) and not (
+                    isinstance(node.value, ast.Name) and node.value.id in receivers
+                ):
+                    foreign.add(node.attr)
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "delattr")
+            ):
+                name = node.args[1] if len(node.args) > 1 else None
+                if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                    foreign.add(name.value)
+                else:
+                    foreign.add("*")
+        for child in ast.iter_child_nodes(node):
+            queue.append((child, receivers, in_top))
+    return _ClassFacts(classes, method_class, foreign, {})
 
 
 def _related(classes: list[ast.ClassDef]) -> dict[int, list[ast.ClassDef]]:
@@ -570,10 +610,11 @@ class HostDtypes:
         if cls is None or node.attr in facts.foreign or "*" in facts.foreign:
             return None
         assigned: list[tuple[ast.expr, _Method, dict[str, ast.expr]]] = []
-        for other in facts.related[id(cls)]:
-            if node.attr in facts.opaque[id(other)]:
+        for other in facts.related(cls):
+            values, opaque = facts.stores(other)
+            if node.attr in opaque:
                 return None
-            assigned.extend(facts.values[id(other)].get(node.attr, []))
+            assigned.extend(values.get(node.attr, []))
         if not assigned:
             return None
         found: list[HostArrayType] = []

@@ -6,6 +6,7 @@ Shared by the tile rules (WH009, WH014, WH015) and the shared-memory estimate.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -295,6 +296,35 @@ def _param_default(func: ast.FunctionDef, name: str) -> ast.expr | None:
     return None
 
 
+# a call with the function that contains it (each enclosing one, then None for the module)
+_Caller = tuple[ast.Call, ast.FunctionDef | None]
+# per module: the calls of each called name (`f(...)` and `x.f(...)`), collected once: each factory kernel of
+# a module asked for its factory's calls and walked the whole module again. A value holds nodes of the tree,
+# never the tree itself (the module is None): a value holding its key would keep both alive for ever.
+_CALLS: weakref.WeakKeyDictionary[ast.Module, dict[str, list[_Caller]]] = weakref.WeakKeyDictionary()
+
+
+def _calls_by_name(tree: ast.Module) -> dict[str, list[_Caller]]:
+    """Each called name's calls, each with its caller: per enclosing ``def`` (the module first, then the
+    functions in `ast.walk` order), its calls in `ast.walk` order."""
+    found = _CALLS.get(tree)
+    if found is None:
+        found = {}
+        for outer in ast.walk(tree):
+            if not isinstance(outer, ast.FunctionDef | ast.Module):
+                continue
+            caller = outer if isinstance(outer, ast.FunctionDef) else None
+            for node in ast.walk(outer):
+                if isinstance(node, ast.Call):
+                    func = node.func
+                    if isinstance(func, ast.Name):
+                        found.setdefault(func.id, []).append((node, caller))
+                    elif isinstance(func, ast.Attribute):
+                        found.setdefault(func.attr, []).append((node, caller))
+        _CALLS[tree] = found
+    return found
+
+
 def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Value]) -> dict[str, Value]:
     """Values a kernel defined in a factory (``def make(block_size): @wp.kernel def k(...)``) reads from the
     factory's parameters, as the factory's calls in this file pass them (a constant, or a parameter of the
@@ -308,16 +338,7 @@ def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Va
     wanted = [p for p in params if p in used and p not in {q.name for q in kernel.params}]
     if not wanted:
         return {}
-    calls: list[tuple[ast.Call, ast.FunctionDef | None]] = []
-    for outer in ast.walk(model.source.tree):
-        if not isinstance(outer, ast.FunctionDef | ast.Module):
-            continue
-        for node in ast.walk(outer):
-            if isinstance(node, ast.Call) and (
-                (isinstance(node.func, ast.Name) and node.func.id == factory.name)
-                or (isinstance(node.func, ast.Attribute) and node.func.attr == factory.name)
-            ):
-                calls.append((node, outer if isinstance(outer, ast.FunctionDef) else None))
+    calls = _calls_by_name(model.source.tree).get(factory.name, [])
     result: dict[str, Value] = {}
     positional = [a.arg for a in (*factory.args.posonlyargs, *factory.args.args)]
     for name in wanted:
