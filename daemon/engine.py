@@ -148,6 +148,7 @@ class Engine:
         if self.supervisor is not None:
             self.supervisor.close()
         self._static_pool.shutdown(wait=False, cancel_futures=True)
+        self.history.flush(30)  # the streaks pushed are on disk before the daemon's lock goes
 
     def check(
         self, path: Path, *, force: bool = False, steps: tuple[Step, ...] = DEFAULT_STEPS
@@ -181,6 +182,8 @@ class Engine:
         ordered_dynamic = feedback.order(dynamic)
         everything = feedback.order([*static, *dynamic])
         t = time.perf_counter()
+        # the daemon's result cache writes behind its push (server.py); so does the history
+        self.history.write_behind = self.cache.write_behind
         streaks = self.history.update(display, everything) if self.record_history else {}
         report.timings["history_ms"] = (time.perf_counter() - t) * 1e3
         tiers = {id(r): "static" for r in ordered_static} | {id(r): "dynamic" for r in ordered_dynamic}

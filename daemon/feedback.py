@@ -8,6 +8,7 @@ survives restarts; informational records (measurements, "validated") do not coun
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -31,13 +32,25 @@ def _streak_key(record: Record) -> str:
 
 
 class History:
-    """Consecutive-save counters per file, kernel and rule."""
+    """Consecutive-save counters per file, kernel and rule.
 
-    def __init__(self, workspace: Path) -> None:
+    ``write_behind`` (the daemon's, like ``ResultCache``'s): ``update`` returns the streaks at
+    once and a thread of the history writes the file after (the result is pushed first). The
+    file always holds every file's counters, so the writer writes the latest counters and
+    again while an update came during its write: no update is lost. ``flush`` waits for it
+    (``Engine.close``); the interpreter's exit waits for the writer's queue too."""
+
+    def __init__(self, workspace: Path, *, write_behind: bool = False) -> None:
         self.workspace = workspace.resolve()
         self.path = self.workspace / ".warp-harness" / "history.msgpack"
         self._lock = threading.Lock()
         self.save_error: str | None = None  # the last failed save (read-only or escaping folder)
+        self.write_behind = write_behind
+        self._version = 0  # counts updates; the writer writes until it has written the latest
+        self._written = 0
+        self._writing = False
+        self._writes = threading.Condition(self._lock)
+        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
         try:
             data = read_msgpack_map(state_path(self.workspace, "history.msgpack"), HISTORY_SCHEMA)
         except OutsideWorkspaceError:
@@ -60,21 +73,53 @@ class History:
                     if key not in current:
                         current[key] = previous.get(key, 0) + 1
             self.files[path] = current
-            self._save()
+            self._version += 1
+            if not self.write_behind:
+                self._save(protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}))
+                self._written = self._version
+            elif not self._writing:
+                self._writing = True
+                if self._writer is None:
+                    self._writer = concurrent.futures.ThreadPoolExecutor(
+                        max_workers=1, thread_name_prefix="warp-harness-history-writer"
+                    )
+                self._writer.submit(self._write_latest)
             return current
+
+    def _write_latest(self) -> None:
+        """In the writer thread: write the counters, again while updates came during the write."""
+        while True:
+            with self._lock:
+                if self._written == self._version:
+                    self._writing = False
+                    self._writes.notify_all()
+                    return
+                version = self._version
+                try:
+                    data: bytes | None = protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files})
+                except Exception as exc:  # never leaves flush waiting
+                    self.save_error, data = f"{type(exc).__name__}: {exc}", None
+            try:
+                if data is not None:
+                    self._save(data)
+            finally:
+                with self._lock:
+                    self._written = version
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the latest counters are written (or their write failed); False after
+        ``timeout``."""
+        with self._writes:
+            return self._writes.wait_for(lambda: not self._writing, timeout)
 
     def streak(self, path: str, record: Record) -> int:
         return self.files.get(path, {}).get(_streak_key(record), 0)
 
-    def _save(self) -> None:
-        """Write the counters; a folder that cannot be written (read-only, deleted and not
-        re-creatable, a symlink out of the workspace) keeps them in memory only."""
+    def _save(self, data: bytes) -> None:
+        """Write the packed counters; a folder that cannot be written (read-only, deleted and
+        not re-creatable, a symlink out of the workspace) keeps them in memory only."""
         try:
-            atomic_write_bytes(
-                state_path(self.workspace, "history.msgpack"),
-                protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}),
-                durable=False,
-            )
+            atomic_write_bytes(state_path(self.workspace, "history.msgpack"), data, durable=False)
         except OSError as exc:
             self.save_error = f"{type(exc).__name__}: {exc}"
         else:

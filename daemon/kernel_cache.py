@@ -254,6 +254,42 @@ def _writable(folder: Path) -> bool:
     return True
 
 
+# {cache root: the lstat signature it had when a file could be created in it}. A probe file per
+# build folder cost ~1 ms a cache miss; the root is probed again only when its signature
+# changes (chmod, replaced by another folder or a link), and a build folder that cannot be
+# created under it still sends the build to ``private_root``.
+_writable_roots: dict[Path, tuple[int, int, int, int]] = {}
+
+
+def _root_signature(root: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.lstat(root)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_uid)
+
+
+def _writable_build_folder(root: Path, name: str) -> bool:
+    """Whether ``root/name`` exists or could be created, and files can be written under
+    ``root`` (probed once per root, see ``_writable_roots``)."""
+    signature = _root_signature(root)
+    if signature is None or _writable_roots.get(root) != signature:
+        if not _writable(root):
+            _writable_roots.pop(root, None)
+            return False
+        signature = _root_signature(root)
+        if signature is None:
+            return False
+        _writable_roots[root] = signature
+    try:
+        os.makedirs(root / name, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(root / name, os.W_OK | os.X_OK)  # a build folder left read-only
+
+
 def usable_folder(workspace: Path, name: str) -> Path:
     """``<node cache>/<name>`` when the process names a node's cache (``node_root``), else
     ``.warp-harness/kernels/<name>``, or the same name under ``private_root()`` when that one
@@ -265,8 +301,9 @@ def usable_folder(workspace: Path, name: str) -> Path:
             return shared / name
         except OSError:
             pass
-    folder = cache_root(workspace) / name
-    if _inside_workspace(workspace, name) and (has_binary(folder) or _writable(folder)):
+    root = cache_root(workspace)
+    folder = root / name
+    if _inside_workspace(workspace, name) and (has_binary(folder) or _writable_build_folder(root, name)):
         return folder
     folder = private_root() / name
     os.makedirs(folder, exist_ok=True)

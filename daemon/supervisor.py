@@ -23,6 +23,7 @@ The process itself is ``worker_process.WorkerProcess``; what a death means is
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import sys
 import threading
@@ -262,7 +263,13 @@ class Supervisor:
             skip: dict[str, str] = {}
             extra: list[Record] = []
             failures: list[FailingCase] = []
-            positions = kernel_positions(read_text(path) or "")
+            text = read_text(path) or ""
+            positions = kernel_positions(text)
+            # sent with the job: the worker need not parse the same text again
+            known_positions = {
+                "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                "kernels": {name: list(pos) for name, pos in positions.items()},
+            }
             t0 = time.monotonic()
             # the seed is chosen here: the verdict worker and the kernel worker use the same one
             if opts.seed is not None:
@@ -305,6 +312,7 @@ class Supervisor:
                     msg["sample_seed"] = verdict_job.sample_seed
                 if source_sha256:
                     msg["source_sha256"] = source_sha256
+                msg["positions"] = known_positions
                 if selection:
                     msg["kernels"] = selection
                 if seed is not None:

@@ -182,7 +182,26 @@ def _make_job(msg: dict[str, Any], progress: Any) -> Any:
     )
     expected = msg.get("source_sha256")
     job.source_sha256 = expected if isinstance(expected, str) and expected else None
+    job.known_positions, job.known_positions_sha256 = _known_positions(msg.get("positions"))
     return job
+
+
+def _known_positions(value: object) -> tuple[dict[str, tuple[int, int, int]] | None, str | None]:
+    """The job's ``positions`` ({"sha256": ..., "kernels": {name: [line, col, end col]}}), or
+    (None, None) when it has none or another shape."""
+    if not isinstance(value, dict):
+        return None, None
+    sha, kernels = value.get("sha256"), value.get("kernels")
+    if not isinstance(sha, str) or not isinstance(kernels, dict):
+        return None, None
+    out: dict[str, tuple[int, int, int]] = {}
+    for name, pos in kernels.items():
+        if not isinstance(name, str) or not isinstance(pos, list | tuple) or len(pos) != 3:
+            return None, None
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in pos):
+            return None, None
+        out[name] = (pos[0], pos[1], pos[2])
+    return out, sha
 
 
 def _configure_warp(options: RuntimeOptions) -> None:

@@ -77,6 +77,10 @@ class Job:
     # import, the SHA-256 of the text the worker imported
     source_sha256: str | None = None
     stale: bool = False  # the file changed after the daemon read it: the job describes no save
+    # the kernels' positions the supervisor parsed, and the SHA-256 of the text (UTF-8) it
+    # parsed them from: used when the worker imports that text, parsed again otherwise
+    known_positions: dict[str, tuple[int, int, int]] | None = None
+    known_positions_sha256: str | None = None
     # the cross-check (daemon/verdict.py): whether to send the outputs of passing cases back,
     # and those outputs
     verdict: bool = False

@@ -62,6 +62,12 @@ def _in_workspace(file: str | None, workspace: Path) -> bool:
     return resolved.is_relative_to(workspace)
 
 
+# (workspace, {name: module}): the sys.modules entries the last job's ``_collect_deps`` found to
+# be no workspace module; the next purge looks only at the others (one walk of ~800 modules
+# per save instead of two)
+_CHECKED: tuple[Path | None, dict[str, Any]] = (None, {})
+
+
 def purge_workspace_modules(workspace: Path) -> None:
     """Forget every module imported from the workspace, so a save is seen by the next import.
 
@@ -73,7 +79,10 @@ def purge_workspace_modules(workspace: Path) -> None:
     context: Any = importlib.import_module("warp._src.context")
 
     purged = []
+    checked = _CHECKED[1] if _CHECKED[0] == workspace else {}
     for name, mod in list(sys.modules.items()):
+        if checked.get(name) is mod:
+            continue
         if _in_workspace(getattr(mod, "__file__", None), workspace):
             del sys.modules[name]
             purged.append(name)
@@ -221,6 +230,8 @@ def load(job: Job) -> bool:
     purge_workspace_modules(job.workspace)
     for sibling in contract_siblings(job.path):  # a module planted under its name by an earlier job
         sys.modules.pop(module_name_for(sibling)[0], None)
+    # no workspace module is left in sys.modules: _collect_deps looks only at what the import adds
+    library = dict(sys.modules)
     data = job.path.read_bytes()
     if _is_stale(job, hashlib.sha256(data).hexdigest()):
         return False
@@ -234,10 +245,10 @@ def load(job: Job) -> bool:
         return False
     job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
     if module is None:
-        _collect_deps(job)
+        _collect_deps(job, library)
         return False
     job.module = module
-    positions = kernel_positions(source)
+    positions = _positions(job, source)
     for value in list(vars(module).values()):
         if not isinstance(value, wp.Kernel) or getattr(value.func, "__module__", None) != module.__name__:
             continue
@@ -257,8 +268,16 @@ def load(job: Job) -> bool:
     job.contracts = contracts
     for c in contracts:
         _attach(job, c)
-    _collect_deps(job)
+    _collect_deps(job, library)
     return True
+
+
+def _positions(job: Job, source: str) -> dict[str, tuple[int, int, int]]:
+    """The kernels' positions in ``source``: the supervisor's when it parsed this very text."""
+    known = job.known_positions
+    if known is not None and job.known_positions_sha256 == hashlib.sha256(source.encode("utf-8")).hexdigest():
+        return known
+    return kernel_positions(source)
 
 
 def _is_file_module(module: ModuleType, path: Path) -> bool:
@@ -321,14 +340,23 @@ def _attach(job: Job, c: contract_api.Contract) -> None:
     info.contract = c
 
 
-def _collect_deps(job: Job) -> None:
+def _collect_deps(job: Job, library: dict[str, Any]) -> None:
+    """``job.deps``: the workspace files imported; ``library``: sys.modules before the import,
+    when it held no workspace module (only modules added or replaced since are looked at)."""
     # the text imported, not the file as it is now: a result is cached under the text it describes
+    global _CHECKED
     seen: dict[str, str] = {str(job.path): job.source_sha256 or _file_sha(job.path)}
-    for mod in list(sys.modules.values()):
+    checked = dict(library)
+    for name, mod in list(sys.modules.items()):
+        if library.get(name) is mod:
+            continue
         file = getattr(mod, "__file__", None)
         if _in_workspace(file, job.workspace) and file:
             p = Path(file).resolve()
             seen.setdefault(str(p), _file_sha(p))
+        else:
+            checked[name] = mod
+    _CHECKED = (job.workspace, checked)
     for sibling in contract_siblings(job.path):
         seen.setdefault(str(sibling), _file_sha(sibling))
     job.deps = sorted(seen.items())

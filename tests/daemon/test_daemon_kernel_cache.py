@@ -146,3 +146,34 @@ def test_a_second_workspace_copy_hits_the_node_cache_the_first_filled(
         assert not builds.exists() or not any(builds.iterdir())  # nothing in the copy's own cache
     assert states == [{"cpu": "compiled"}, {"cpu": "cached"}]
     assert any(kernel_cache.has_binary(p) for p in node.iterdir())
+
+
+def test_the_cache_root_is_probed_once_and_again_when_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe file per build folder cost ~1 ms a miss: the root is probed once, and again when
+    it is replaced; a root that cannot be written sends builds to the private folder."""
+    monkeypatch.delenv(kernel_cache.NODE_CACHE_ENV, raising=False)
+    monkeypatch.setattr(kernel_cache, "_writable_roots", {})
+    probed: list[Path] = []
+    real = kernel_cache._writable
+
+    def counting(folder: Path) -> bool:
+        probed.append(folder)
+        return real(folder)
+
+    monkeypatch.setattr(kernel_cache, "_writable", counting)
+    root = kernel_cache.cache_root(tmp_path)
+    for key in ("a" * 64, "b" * 64, "c" * 64):
+        assert kernel_cache.usable_folder(tmp_path, key) == root / key
+        assert (root / key).is_dir()
+    assert probed == [root]
+    # replaced by a file: nothing can be built under it any more
+    for child in root.iterdir():
+        child.rmdir()
+    root.rmdir()
+    root.write_text("not a folder")
+    assert kernel_cache.usable_folder(tmp_path, "d" * 64) == kernel_cache.private_root() / ("d" * 64)
+    root.unlink()
+    assert kernel_cache.usable_folder(tmp_path, "e" * 64) == root / ("e" * 64)
+    assert probed[-1] == root and len(probed) == 3
