@@ -184,7 +184,10 @@ def main() -> int:
     empty.write_text("")
     small = _small_launching_file(files)
     cache = work / "cache"
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    # commands run as installed ones do: with their bytecode cached (where PYTHONDONTWRITEBYTECODE is set,
+    # every changed module would be compiled again on every run)
+    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env = {**inherited, "XDG_CACHE_HOME": str(cache)}
     old_env = {**env, "PYTHONPATH": args.old_pythonpath or ""}
     py = sys.executable
     wh = [py, "-m", "warp_harness", "check", "--exit-zero", "--output-format", "concise"]

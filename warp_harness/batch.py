@@ -51,7 +51,7 @@ class _Job:
     overrides: Mapping[str, Any] | None
     lines: Lines
     cache: CheckCache | None
-    table: BuiltinTable
+    table: BuiltinTable | None  # None: loaded where first needed
     # the workspace model (every file under the roots and their packages), summarised lazily per process
     project: ProjectIndex | None = None
     # the roots the workspace model is built from when first needed (`project_for`)
@@ -62,9 +62,10 @@ class _Job:
         word never has launch sites, so the model changes nothing in its records (checking a file of a
         large folder does not walk the folder). A coding line can spell the word in other bytes."""
         if self.project is None and self.roots and (b"launch" in data or b"coding" in data[:512]):
+            from warp_harness.builtins import load_table
             from warp_harness.engine import project_index
 
-            self.project = project_index(self.roots, self.table)
+            self.project = project_index(self.roots, self.table or load_table())
         return self.project
 
 
@@ -175,11 +176,17 @@ def _size(path: Path) -> int:
         return 0
 
 
-def table_identity(table: BuiltinTable) -> str:
-    from warp_harness.builtins.table import FORMAT
+def table_identity(table: BuiltinTable | None = None) -> str:
+    """What the result cache keys on for the builtin table: ``table``'s identity, or (None) that of the
+    table `load_table` would give, known without loading it when its cache file is vouched for."""
+    from warp_harness.builtins.cache_files import cached_identity
 
-    # repr: the Warp version, where the table came from (snapshot or extracted) and its size
-    return f"{FORMAT}:{table.dist_version}:{table!r}"
+    identity = cached_identity() if table is None else table.identity
+    if identity is None:
+        from warp_harness.builtins.loader import load_table
+
+        identity = load_table().identity
+    return identity
 
 
 def _pool_context() -> Any:
@@ -204,24 +211,25 @@ def check_files(
     result cache (skipped with a warning when its folder cannot be trusted), or a CheckCache.
     """
     global _job
-    from warp_harness.builtins import load_table
-
     files = list(iter_python_files(paths, overrides))
     if not files:
         return []
-    table = load_table()
     store: CheckCache | None = None
     if cache is True:
         from warp_harness.check_cache import open_cache
 
-        store = open_cache(table_identity(table), warn=lambda line: print(line, file=sys.stderr))
+        store = open_cache(table_identity(), warn=lambda line: print(line, file=sys.stderr))
     elif cache is not False:
         store = cache
     jobs = default_jobs() if jobs is None else max(1, jobs)
-    job = _Job(overrides, lines, store, table, roots=list(paths))
+    job = _Job(overrides, lines, store, None, roots=list(paths))
     _job = job
     if jobs == 1 or len(files) < MIN_PARALLEL_FILES:
+        # the table is loaded by the first file the result cache cannot answer (`check_bytes`)
         return [_check_one(p) for p in files]
+    from warp_harness.builtins.loader import load_table
+
+    table = job.table = load_table()
     from warp_harness.engine import project_index
 
     # built before the pool forks: every process shares the walk and the module names

@@ -95,11 +95,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
         except UnknownProfileError as exc:
             print(f"warp-harness: {exc}", file=sys.stderr)
             return 2
-    from warp_harness.builtins import load_table
-
-    table = load_table()
     if args.paths == ["-"]:
-        return _check_stdin(args, overrides, table)
+        from warp_harness.builtins import load_table
+
+        return _check_stdin(args, overrides, load_table())
     from warp_harness.batch import check_files, lines_for_format
 
     results: list[FileResult] = check_files(
@@ -110,7 +109,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         # --fix re-checks and renders the files it changed in full
         lines="all" if args.fix else lines_for_format(args.output_format),
     )
-    fixing = _Fixing(args, overrides, table)
+    fixing = _Fixing(args, overrides, None)  # the table: loaded by a re-check, if any
     results = [fixing.fix(result) for result in results]
     if args.diff:
         sys.stdout.write("".join(fixing.diffs))

@@ -15,6 +15,7 @@ import pytest
 from warp_harness.builtins import (
     BuiltinTable,
     TableFormatError,
+    cache_files,
     cache_path,
     clear_memo,
     installed_warp_version,
@@ -107,7 +108,9 @@ def test_a_cache_is_checked_record_by_record_once_per_content(
     first = load_table()
     assert first.origin == "cache" and len(checked) == len(first)
     sidecar = target.with_name(target.name + ".checked")
-    assert sidecar.read_text() == hashlib.sha256(target.read_bytes()).hexdigest()
+    digest = hashlib.sha256(target.read_bytes()).hexdigest()
+    assert sidecar.read_text().split() == [digest, version, loader._extractor_id()]
+    assert cache_files.cached_identity() == first.identity == f"cache:{version}:{digest}"
 
     clear_memo()
     checked.clear()
@@ -241,3 +244,37 @@ def test_unwritable_cache_folder_still_extracts(
     table = load_table()
     assert table.origin == "extracted"
     assert blocker.read_text() == "not a folder"
+
+
+def test_a_check_answered_from_its_result_cache_never_loads_the_table(
+    cache_dir: Path, extracted_cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result cache is keyed on the table's identity, known from the cache file's vouched-for digest
+    without decoding it; the table is loaded only for a file that must be analysed, and both runs agree."""
+    from warp_harness.batch import check_files, table_identity
+
+    version = installed_warp_version()
+    assert version is not None
+    target = cache_path(version)
+    target.parent.mkdir(parents=True)
+    shutil.copy(extracted_cache, target)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(loader, "run_extractor", _no_extraction)
+    source = tmp_path / "k.py"
+    source.write_text(
+        "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    a[0] = wp.sqrt()\n"
+    )
+    first = check_files([source], cache=True, jobs=1)
+    assert loader._memo  # analysed: the table was loaded (and its sidecar written)
+    identity = table_identity()
+    assert identity == table_identity(load_table())
+
+    clear_memo()
+    again = check_files([source], cache=True, jobs=1)
+    assert not loader._memo  # every file answered from the result cache: no table decoded
+    assert [r.to_dict() for r in again[0].records] == [r.to_dict() for r in first[0].records]
+    assert [r.rule for r in first[0].records] == ["WH004"]  # the builtin table was used
+
+    source.write_text(source.read_text() + "\n")  # a changed file is analysed again
+    check_files([source], cache=True, jobs=1)
+    assert loader._memo

@@ -6,10 +6,11 @@ never here), written to the cache atomically; otherwise, when Warp cannot be imp
 extraction fails, the snapshot shipped in this package. A cache file that does not decode is
 deleted and rebuilt, never trusted.
 A cache file is checked record by record the first time its bytes are loaded; the digest of bytes
-that passed is kept beside it (``.checked``) so later process starts skip those checks.
+that passed is kept beside it (``.checked``) so later process starts skip those checks, and
+`cached_identity` names the table without decoding it.
 
-The installed Warp version is read from the package metadata (``importlib.metadata``), which
-does not import Warp.
+The installed Warp version, the cache's paths and its identity: `cache_files`, which a run answered
+from a result cache imports alone (no table decoded, no table code imported).
 """
 
 from __future__ import annotations
@@ -22,10 +23,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cache_files import (
+    EXTRACT_SCRIPT,
+    _checked_path,
+    _digest,
+    _extractor_id,
+    _sidecar_fields,
+    cache_path,
+    installed_warp_version,
+)
 from .table import BuiltinTable, TableFormatError
 
-CACHE_ENV = "WARP_HARNESS_CACHE_DIR"
-EXTRACT_SCRIPT = Path(__file__).with_name("extract.py")
 SNAPSHOT = Path(__file__).with_name("snapshot.msgpack")
 EXTRACT_TIMEOUT_S = 120.0
 
@@ -35,61 +43,6 @@ EXTRACTOR_PYTHON: str | None = None
 
 class ExtractionError(RuntimeError):
     """The child process could not dump the table (Warp missing, broken, or too slow)."""
-
-
-def _dist_info_version() -> str | None:
-    """Fast path: the first ``warp_lang-*.dist-info`` on ``sys.path``, as importlib.metadata finds it.
-
-    ``import importlib.metadata`` alone costs about 90 ms (email, zipfile, csv...); this is a
-    directory listing. Anything unusual (eggs, zip imports) is left to importlib.metadata.
-    """
-    for entry in sys.path:
-        folder = Path(entry or ".")
-        try:
-            names = [
-                n
-                for n in os.listdir(folder)
-                if n.lower().startswith("warp_lang-") and n.endswith(".dist-info")
-            ]
-        except OSError:
-            continue
-        for n in sorted(names):
-            try:
-                with open(folder / n / "METADATA", encoding="utf-8") as fh:
-                    for line in fh:
-                        if line.startswith("Version:"):
-                            return line.split(":", 1)[1].strip()
-                        if not line.strip():
-                            break
-            except OSError:
-                continue
-    return None
-
-
-def installed_warp_version() -> str | None:
-    """The installed ``warp-lang`` version, from package metadata only (Warp is not imported);
-    None when it is not installed."""
-    fast = _dist_info_version()
-    if fast is not None:
-        return fast
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("warp-lang")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def cache_dir() -> Path:
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override).expanduser()
-    return Path.home() / ".cache" / "warp-harness"
-
-
-def cache_path(version: str) -> Path:
-    safe = "".join(c if c.isalnum() or c in ".-_+" else "_" for c in version)
-    return cache_dir() / f"builtins-{safe}.msgpack"
 
 
 def _unpackb(payload: bytes) -> Any:
@@ -125,30 +78,20 @@ def load_file(path: Path, origin: str) -> BuiltinTable:
     return decode(path.read_bytes(), origin)
 
 
-def _checked_path(path: Path) -> Path:
-    return path.with_name(path.name + ".checked")
-
-
-def _digest(payload: bytes) -> str:
-    import hashlib
-
-    return hashlib.sha256(payload).hexdigest()
-
-
 def load_cache_file(path: Path) -> BuiltinTable:
-    """A cache file, checked record by record once: the digest of bytes that passed is kept beside
-    it (``<name>.checked``), and the same bytes are then decoded without the per-record checks
-    (about 10 ms of every process start). Any other bytes, a missing or odd sidecar: full checks."""
+    """A cache file, checked record by record once: what bytes passed is kept beside it
+    (``<name>.checked``: their digest, Warp version and extractor), and the same bytes are then
+    decoded without the per-record checks (about 10 ms of every process start). Any other bytes, a
+    missing or odd sidecar: full checks."""
     payload = path.read_bytes()
     digest = _digest(payload)
     sidecar = _checked_path(path)
-    try:
-        checked = sidecar.read_text(encoding="ascii").strip() == digest
-    except (OSError, UnicodeDecodeError):
-        checked = False
-    table = decode(payload, "cache", records_checked=checked)
-    if not checked:
-        _write_quietly(sidecar, digest)
+    checked = _sidecar_fields(sidecar)
+    table = decode(payload, "cache", records_checked=checked is not None and checked[0] == digest)
+    table.identity = f"cache:{table.dist_version}:{digest}"
+    fields = (digest, table.dist_version, table.extractor_id or "-")
+    if checked != fields and all(f and not any(c.isspace() for c in f) for f in fields):
+        _write_quietly(sidecar, " ".join(fields))
     return table
 
 
@@ -220,19 +163,6 @@ def extract_to_cache(version: str) -> BuiltinTable:
             tmp.unlink()
         except OSError:
             pass
-
-
-_EXTRACTOR_ID: str | None = None
-
-
-def _extractor_id() -> str:
-    """Digest of ``extract.py`` (same as ``extract.extractor_id()``, which needs no import here)."""
-    global _EXTRACTOR_ID
-    if _EXTRACTOR_ID is None:
-        import hashlib
-
-        _EXTRACTOR_ID = hashlib.sha256(EXTRACT_SCRIPT.read_bytes()).hexdigest()[:16]
-    return _EXTRACTOR_ID
 
 
 def load_snapshot() -> BuiltinTable:

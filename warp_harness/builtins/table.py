@@ -790,6 +790,8 @@ class BuiltinTable:
 
         self.warp_version: str = str(version)
         self.origin: str = origin
+        # what a result cache keys on: a cache file's digest (the loader sets it), else what it says
+        self.identity: str = f"{origin}:{data.get('dist_version', version)}:{len(records)}"
         extractor = data.get("extractor")
         self.extractor_id: str | None = extractor if isinstance(extractor, str) else None
         dist = data.get("dist_version")
