@@ -269,7 +269,8 @@ def test_state_folder_deleted_while_running(served: Served) -> None:
     state = served.ws / ".warp-harness"
     remove_tree(state)
     served.healthy()  # between jobs
-    assert (state / "results").is_dir()
+    # the result cache is written behind the push (docs/protocol.md, "Watching"): soon, not before the reply
+    wait_for(lambda: (state / "results").is_dir(), 10, "the results folder made again")
     # and in the middle of a job that compiles new code into it
     module = served.ws / "fresh.py"
     module.write_text((EXAMPLES / "saxpy.py").read_text().replace("a * x[i] + y[i]", "y[i] + a * x[i]"))
