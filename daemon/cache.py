@@ -20,7 +20,6 @@ is refused (``OutsideWorkspaceError``), never followed.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
 import logging
@@ -30,12 +29,14 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import protocol
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
+from warp_harness.daemon.write_behind import LatestWrites
 from warp_harness.safe_read import FileTooLargeError, read_regular
 
 SCHEMA = 1
@@ -275,13 +276,11 @@ class CacheStats:
 
 
 class ResultCache:
-    """``write_behind``: ``store`` hands the write to a thread of the cache and returns (the
-    daemon pushes the result first, and the file is written while the client reads it).
+    """``write_behind``: ``store`` hands the write over (`write_behind.LatestWrites`) and returns
+    (the daemon pushes the result first, and the file is written while the client reads it).
     ``lookup`` and ``dependents`` wait for writes still under way (``flush``), so they read
-    the files as if every store had written at once. The thread is a ``ThreadPoolExecutor``'s:
-    it stays for the next store (no thread started per save), and the interpreter's exit waits
-    for its queue. Off by default (``ci``, ``bench``: the file is written when ``store``
-    returns)."""
+    the files as if every store had written at once. Off by default (``ci``, ``bench``: the
+    file is written when ``store`` returns)."""
 
     def __init__(self, workspace: Path, *, write_behind: bool = False) -> None:
         self.workspace = workspace.resolve()
@@ -292,10 +291,7 @@ class ResultCache:
         # so a save re-reads only the result files written since the last one
         self._deps_index: dict[str, tuple[tuple[int, int, int], str | None, frozenset[str]]] = {}
         self._deps_lock = threading.Lock()
-        # write_behind: {cache file name: entry} stored but not yet written, and the writer
-        self._unwritten: dict[str, dict[str, Any]] = {}
-        self._writes = threading.Condition()
-        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writes = LatestWrites("warp-harness-result-writer")
         self.write_error: str | None = None  # the last write that failed (read-only, full disk)
 
     @staticmethod
@@ -307,7 +303,7 @@ class ResultCache:
         return state_path(self.workspace, "results", self.file_name(path))
 
     def lookup(self, path: Path, key: str) -> dict[str, Any] | None:
-        if self._unwritten:
+        if self._writes.pending:
             self.flush()
         try:
             file = self.file_for(path)
@@ -361,42 +357,21 @@ class ResultCache:
             self.stats.stores += 1
             return
         name = self.file_name(path)
-        with self._writes:
-            queued = name in self._unwritten  # a write of it is queued or under way: it takes this one
-            self._unwritten[name] = entry
-            if self._writer is None:
-                self._writer = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="warp-harness-result-writer"
-                )
-            if not queued:
-                self._writer.submit(self._write_one, name)
+        self._writes.submit(name, partial(self._write_entry, name, entry))
         self.stats.stores += 1
 
-    def _write_one(self, name: str) -> None:
-        """In the writer thread: write the entry stored for ``name``, again while a newer one
-        was stored during the write, until the file holds the latest."""
-        while True:
-            with self._writes:
-                entry = self._unwritten.get(name)
-            if entry is None:
-                return
-            try:
-                data = protocol.packb(entry)
-                atomic_write_bytes(state_path(self.workspace, "results", name), data, durable=False)
-            except Exception as exc:  # OSError, OutsideWorkspaceError, a value msgpack refuses
-                self.write_error = f"{type(exc).__name__}: {exc}"
-                _log.debug("warp-harness: result not stored: %s", self.write_error)
-            with self._writes:
-                if self._unwritten.get(name) is entry:
-                    del self._unwritten[name]
-                    self._writes.notify_all()
-                    return
+    def _write_entry(self, name: str, entry: dict[str, Any]) -> None:
+        try:
+            data = protocol.packb(entry)
+            atomic_write_bytes(state_path(self.workspace, "results", name), data, durable=False)
+        except Exception as exc:  # OSError, OutsideWorkspaceError, a value msgpack refuses
+            self.write_error = f"{type(exc).__name__}: {exc}"
+            _log.debug("warp-harness: result not stored: %s", self.write_error)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every stored entry is written (or its write failed); False after
         ``timeout``."""
-        with self._writes:
-            return self._writes.wait_for(lambda: not self._unwritten, timeout)
+        return self._writes.flush(timeout)
 
     def dependents(self, changed: Path) -> list[Path]:
         """Cached modules that imported ``changed`` (a helper module saved on its own).
@@ -408,7 +383,7 @@ class ResultCache:
             state_path(self.workspace, "results", "-")
         except OutsideWorkspaceError:
             return out
-        if self._unwritten:
+        if self._writes.pending:
             self.flush()
         if not self.folder.is_dir():
             return out

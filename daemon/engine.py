@@ -182,8 +182,6 @@ class Engine:
         ordered_dynamic = feedback.order(dynamic)
         everything = feedback.order([*static, *dynamic])
         t = time.perf_counter()
-        # the daemon's result cache writes behind its push (server.py); so does the history
-        self.history.write_behind = self.cache.write_behind
         streaks = self.history.update(display, everything) if self.record_history else {}
         report.timings["history_ms"] = (time.perf_counter() - t) * 1e3
         tiers = {id(r): "static" for r in ordered_static} | {id(r): "dynamic" for r in ordered_dynamic}

@@ -8,7 +8,6 @@ survives restarts; informational records (measurements, "validated") do not coun
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 from warp_harness.daemon import protocol
 from warp_harness.daemon.cache import OutsideWorkspaceError, atomic_write_bytes, read_msgpack_map, state_path
 from warp_harness.daemon.results import ReportedRecord
+from warp_harness.daemon.write_behind import LatestWrites
 from warp_harness.record import Record, Severity
 
 HISTORY_SCHEMA = 1
@@ -35,10 +35,9 @@ class History:
     """Consecutive-save counters per file, kernel and rule.
 
     ``write_behind`` (the daemon's, like ``ResultCache``'s): ``update`` returns the streaks at
-    once and a thread of the history writes the file after (the result is pushed first). The
-    file always holds every file's counters, so the writer writes the latest counters and
-    again while an update came during its write: no update is lost. ``flush`` waits for it
-    (``Engine.close``); the interpreter's exit waits for the writer's queue too."""
+    once and the file is written after (`write_behind.LatestWrites`; the result is pushed
+    first). The file always holds every file's counters, so the latest write holds every
+    update. ``flush`` waits for it (``Engine.close``)."""
 
     def __init__(self, workspace: Path, *, write_behind: bool = False) -> None:
         self.workspace = workspace.resolve()
@@ -46,11 +45,7 @@ class History:
         self._lock = threading.Lock()
         self.save_error: str | None = None  # the last failed save (read-only or escaping folder)
         self.write_behind = write_behind
-        self._version = 0  # counts updates; the writer writes until it has written the latest
-        self._written = 0
-        self._writing = False
-        self._writes = threading.Condition(self._lock)
-        self._writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._writes = LatestWrites("warp-harness-history-writer")
         try:
             data = read_msgpack_map(state_path(self.workspace, "history.msgpack"), HISTORY_SCHEMA)
         except OutsideWorkspaceError:
@@ -73,44 +68,26 @@ class History:
                     if key not in current:
                         current[key] = previous.get(key, 0) + 1
             self.files[path] = current
-            self._version += 1
-            if not self.write_behind:
+            if self.write_behind:
+                # every write packs the counters as they are then: the latest write holds every update
+                self._writes.submit("history", self._write_current)
+            else:
                 self._save(protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files}))
-                self._written = self._version
-            elif not self._writing:
-                self._writing = True
-                if self._writer is None:
-                    self._writer = concurrent.futures.ThreadPoolExecutor(
-                        max_workers=1, thread_name_prefix="warp-harness-history-writer"
-                    )
-                self._writer.submit(self._write_latest)
             return current
 
-    def _write_latest(self) -> None:
-        """In the writer thread: write the counters, again while updates came during the write."""
-        while True:
-            with self._lock:
-                if self._written == self._version:
-                    self._writing = False
-                    self._writes.notify_all()
-                    return
-                version = self._version
-                try:
-                    data: bytes | None = protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files})
-                except Exception as exc:  # never leaves flush waiting
-                    self.save_error, data = f"{type(exc).__name__}: {exc}", None
+    def _write_current(self) -> None:
+        with self._lock:
             try:
-                if data is not None:
-                    self._save(data)
-            finally:
-                with self._lock:
-                    self._written = version
+                data = protocol.packb({"schema": HISTORY_SCHEMA, "files": self.files})
+            except Exception as exc:
+                self.save_error = f"{type(exc).__name__}: {exc}"
+                return
+        self._save(data)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the latest counters are written (or their write failed); False after
         ``timeout``."""
-        with self._writes:
-            return self._writes.wait_for(lambda: not self._writing, timeout)
+        return self._writes.flush(timeout)
 
     def streak(self, path: str, record: Record) -> int:
         return self.files.get(path, {}).get(_streak_key(record), 0)

@@ -122,8 +122,9 @@ class Daemon:
             warmup=warmup,
             on_progress=self._progress_from_thread,
         )
-        # a result is pushed first and written to the result cache after (ResultCache.flush)
+        # a result is pushed first and written to the result cache and the history after (flush)
         self.engine.cache.write_behind = True
+        self.engine.history.write_behind = True
         self.results: dict[str, CheckReport] = {}
         self.clients: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
