@@ -231,7 +231,9 @@ def check_bytes(
     if text is None:
         assert problem is not None
         return FileResult(path, (syntax_record(path, problem),), None)
-    if project is not None:
+    if not names_warp(text):
+        analysis = _syntax_only(text, path, settings or Settings())
+    elif project is not None:
         analysis = _analyse_in_project(
             data, text, path, settings or Settings(), builtins or _builtins(), project
         )
@@ -242,6 +244,23 @@ def check_bytes(
         tuple(analysis.records),
         tuple(line.rstrip("\r\n") for line in analysis.source.lines) if analysis.source else None,
     )
+
+
+def names_warp(text: str) -> bool:
+    """Whether ``text`` may refer to Warp at all. Without the word, no import reaches Warp, so the model
+    has no kernel and no launch and no rule runs: only the syntax matters. Identifiers are NFKC-normalised
+    (``import ｗarp`` imports warp), so a text that is not ASCII is assumed to name it."""
+    return "warp" in text or not text.isascii()
+
+
+def _syntax_only(text: str, path: str, settings: Settings) -> Analysis:
+    """`analyse_source` of a text that does not name Warp: its syntax error if any, without the model
+    stack or the builtin table (a cold `check` of such a file imports neither)."""
+    from warp_harness.model.source import parse_source
+
+    parsed = parse_source(text)
+    records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
+    return Analysis(finish_records(records, parsed, settings), None, parsed)
 
 
 def _analyse_in_project(

@@ -84,3 +84,33 @@ def test_syntax_error_reported_once_and_other_kernels_still_checked() -> None:
 def test_check_bytes_reports_undecodable_file() -> None:
     result = check_bytes(b"\x00\x01", "bin.py")
     assert len(result.records) == 1 and result.records[0].stage is Stage.SYNTAX
+
+
+def test_a_file_that_never_names_warp_is_only_parsed() -> None:
+    """No import can reach Warp without the word, so `check_bytes` parses such a file for its syntax
+    and skips the model and the rules: a fresh process imports neither the model nor the builtin table,
+    and a syntax error is still reported."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from warp_harness.engine import check_bytes\n"
+        "ok = check_bytes(b'import numpy as np\\nx = np.zeros(3)\\n', 'a.py')\n"
+        "bad = check_bytes(b'def f(:\\n    pass\\n', 'b.py')\n"
+        "print(len(ok.records), [r.rule for r in bad.records], bad.records[0].location.line)\n"
+        "heavy = ('warp_harness.model.module', 'warp_harness.builtins.table', 'warp_harness.rules')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    command = [sys.executable, "-c", code]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    assert proc.stdout.splitlines() == ["0 ['WH000'] 1", "[]"]
+
+
+def test_a_warp_import_spelled_in_other_letters_is_still_analysed() -> None:
+    """Python reads identifiers NFKC-normalised: ``import ｗarp`` imports warp, so a text that is not ASCII
+    is analysed whole (Warp rejects the kernel's missing return annotation all the same)."""
+    source = BUGGY.replace("import warp as wp", "import \uff57arp as wp")
+    assert "warp" not in source
+    rules = [r.rule for r in check_bytes(source.encode(), "k.py").records]
+    assert {"WH001", "WH005"} <= set(rules)
