@@ -181,6 +181,7 @@ def summary(
         "file": file,
         "p50": statistics.median(ordered),
         "p95": ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        "max": ordered[-1],
         "first": statistics.median(firsts),
         "rss": max(rss),
         "latencies": latencies,

@@ -31,7 +31,7 @@ def add_subcommands(subparsers: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     # Start-up builds a few hundred thousand long-lived objects (lsprotocol's classes, the builtin
     # table, the rules); collecting while they are made only re-traverses them (~30 ms measured).
-    # Frozen afterwards, later collections skip them: they live as long as the server.
+    # Frozen afterwards (server/collector.py), later collections skip them: they live as long as the server.
     gc.disable()
     if args.log_file:
         logging.basicConfig(
@@ -47,8 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             server.tier.warm_up()
         finally:
-            gc.freeze()
-            gc.enable()
+            server.collector.start_up_done()
 
     server.in_worker(warm_up)
     if args.tcp:

@@ -4,64 +4,75 @@ pygls splits with `str.splitlines`, which also breaks at \\x0b, \\x0c, \\x1c-\\x
 \\u2028 and \\u2029. A client that types one of those (a form feed, a pasted line separator)
 counts one line where pygls counts two, and every later incremental change lands on the
 wrong line: the server's copy of the document silently diverges from the editor's.
+
+An incremental change re-cuts only the lines around it (server/lines.py keeps them in blocks), and
+the document's text is joined from the lines when it is next read: a burst of keystrokes between two
+analyses joins it once.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from typing import Any
 
 from lsprotocol import types
 from pygls.workspace import TextDocument, Workspace
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+from warp_harness.server.lines import Lines, lsp_lines
 
-
-def lsp_lines(text: str) -> list[str]:
-    """``text`` cut after each \\r\\n, \\r or \\n (line ends kept)."""
-    return _LINE.findall(text)
+__all__ = ["LspTextDocument", "LspWorkspace", "lsp_lines", "use_lsp_lines"]
 
 
 class LspTextDocument(TextDocument):
-    """Lines kept with the text they were cut from; an incremental change re-cuts only the lines it
-    touches (pygls splits the whole document, twice, for every keystroke)."""
+    """The text as pygls keeps it (``_source``), or as lines edited since (``_lines``), joined on demand."""
 
-    _cut: tuple[str, tuple[str, ...]] | None = None  # (source, its lines)
+    _text: str | None = None
+    _lines: Lines | None = None  # its lines: cut from _text when first asked for; after an edit, the text
 
     @property
-    def lines(self) -> Sequence[str]:
-        source = self.source
-        cut = self._cut
-        if cut is not None and cut[0] is source:
-            return cut[1]
-        lines = tuple(lsp_lines(source))
-        self._cut = (source, lines)
+    def _source(self) -> str | None:
+        """pygls' own field (read by ``source``; set by pygls' constructor and full changes)."""
+        text = self._text
+        if text is None and self._lines is not None:
+            text = self._text = self._lines.text()
+        return text
+
+    @_source.setter
+    def _source(self, text: str | None) -> None:
+        self._text = text
+        self._lines = None
+
+    @property
+    def lines(self) -> Lines:
+        lines = self._lines
+        if lines is None:
+            source = self._text
+            if source is None:  # not open: pygls reads the file at each use
+                return Lines.cut(self.source)
+            lines = self._lines = Lines.cut(source)
         return lines
 
     def _apply_incremental_change(self, change: types.TextDocumentContentChangePartial) -> None:
         """pygls' own change (the text before the range's start, the new text, the text after its end),
-        built from the lines around the range."""
+        made on the lines from the one before the range to the one after it: a line end joining across
+        either seam (\\r, then \\n) is in what is cut again."""
         lines = self.lines
         range_ = self._position_codec.range_from_client_units(lines, change.range)
         start, end = range_.start, range_.end
         if not start.line < len(lines) or end.line < start.line:
             super()._apply_incremental_change(change)  # at the very end, or a reversed range
             return
-        tail = lines[end.line][end.character :] if end.line < len(lines) else ""
-        middle = lines[start.line][: start.character] + change.text + tail
-        before, after = lines[: start.line], lines[end.line + 1 :]
-        source = "".join((*before, middle, *after))
-        self._source = source
-        # the lines cut from the middle alone are the document's unless a line end joins across a seam
-        joins_before = bool(before) and before[-1].endswith("\r") and middle.startswith("\n")
-        open_end = bool(after) and (
-            not middle
-            or not middle.endswith(("\n", "\r"))
-            or (middle.endswith("\r") and after[0].startswith("\n"))
+        first, stop = max(start.line - 1, 0), min(end.line + 2, len(lines))
+        text = "".join(
+            (
+                *lines[first : start.line],
+                lines[start.line][: start.character],
+                change.text,
+                lines[end.line][end.character :],
+                *lines[end.line + 1 : stop],
+            )
         )
-        if not joins_before and not open_end:
-            self._cut = (source, (*before, *lsp_lines(middle), *after))
+        self._lines = lines.replaced(first, stop, lsp_lines(text))
+        self._text = None
 
 
 class LspWorkspace(Workspace):
