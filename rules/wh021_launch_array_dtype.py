@@ -70,6 +70,7 @@ from warp_harness.model.host_dtypes import (
 from warp_harness.model.kernel import KernelDef, Param
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.types import Array, WarpType
+from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Related, Severity, TextEdit
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import definition_location, empty_launch, launch_arguments, launch_kernel
@@ -124,8 +125,9 @@ class LaunchArrayDtype(Rule):
         args = launch_arguments(site)
         if args is None or len(args) != len(kernel.params) or empty_launch(ctx, site):
             return  # WH006 reports a count mismatch; an empty launch checks nothing
+        model = ctx.model
         host = ctx.once(
-            (self.id, "host"), lambda: HostDtypes(ctx.model.tree, ctx.model.imports, ctx.model.resolver)
+            (self.id, "host"), lambda: HostDtypes(model.tree, model.imports, model.resolver, model.index)
         )
         for arg, param in zip(args, kernel.params, strict=True):
             t = param.type
@@ -223,4 +225,4 @@ class LaunchArrayDtype(Rule):
 
 
 def _inside(outer: ast.AST, node: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(outer))
+    return any(n is node for n in walk(outer))

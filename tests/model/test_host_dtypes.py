@@ -269,3 +269,145 @@ def test_stores_in_nested_functions_top_level_functions_and_setattr() -> None:
     assert facts is not None
     (sim, other) = [n for n in model.tree.body if isinstance(n, ast.ClassDef)]
     assert id(sim) in facts._stores and id(other) not in facts._stores
+
+
+def _launch_inputs(source: str) -> list[HostArrayType | None]:
+    model = build_model(source)
+    host = HostDtypes(model.tree, model.imports, model.resolver, model.index)
+    (site,) = model.launches
+    inputs = site.argument_list("inputs")
+    assert inputs is not None
+    return [host.array_type(arg, site.scope, site.local_aliases) for arg in inputs]
+
+
+TWICE_IN_ONE_METHOD = """
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+class Sim:
+    def __init__(self, n, flag):
+        if flag:
+            self.x = wp.zeros(n, dtype=wp.float64)
+        self.x = wp.zeros(2 * n, dtype=wp.float64)
+
+    def step(self, n):
+        wp.launch(k, dim=n, inputs=[self.x])
+"""
+
+
+def test_the_origin_of_an_attribute_assigned_twice_is_the_first_in_walk_order() -> None:
+    # `ast.walk` is breadth first: the assignment directly in the body comes before the one in the `if`
+    (found,) = _launch_inputs(TWICE_IN_ONE_METHOD)
+    assert found is not None and found.scalar.name == "float64"
+    assert isinstance(found.origin, ast.Call)
+    assert (
+        found.origin.lineno
+        == TWICE_IN_ONE_METHOD.splitlines().index("        self.x = wp.zeros(2 * n, dtype=wp.float64)") + 1
+    )
+
+
+NESTED_SCOPES = """
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+class Sim:
+    def __init__(self, n):
+        data = np.zeros(n)
+        twice = np.zeros(n)
+        twice = np.zeros(n, dtype=np.float32)
+
+        def later():
+            data = None
+            return data
+
+        squares = [data for data in range(3)]
+        self.a = wp.array(data)
+        self.b = wp.array(twice)
+        self.c = squares
+
+    def step(self, n):
+        wp.launch(k, dim=n, inputs=[self.a, self.b])
+"""
+
+
+def test_names_bound_in_nested_scopes_are_not_the_methods() -> None:
+    # `data` is bound once in `__init__` (the nested function's and the comprehension's are their own);
+    # `twice` twice
+    found = _launch_inputs(NESTED_SCOPES)
+    assert [f.scalar.name if f else None for f in found] == ["float64", None]
+
+
+STORES_OUTSIDE_BODIES = """
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+def helper(marks=[0 for Sim.b in range(1)]):
+    pass
+
+
+class Sim:
+    def __init__(self, n):
+        self.a = wp.zeros(n, dtype=wp.float64)
+        self.b = wp.zeros(n, dtype=wp.float64)
+
+    def reset(self, marks=[0 for self.a in range(1)]):
+        pass
+
+    def step(self, n):
+        wp.launch(k, dim=n, inputs=[self.a, self.b])
+"""
+
+
+def test_stores_in_comprehension_targets_of_defaults() -> None:
+    # a: `reset`'s default stores it (another way than `self.a = value`); b: stored in a top-level
+    # function's default, not followed
+    found = _launch_inputs(STORES_OUTSIDE_BODIES)
+    assert [f.scalar.name if f else None for f in found] == [None, "float64"]
+
+
+CLASSES_IN_A_FUNCTION = """
+import warp as wp
+
+
+@wp.kernel
+def k(a: wp.array(dtype=float)):
+    pass
+
+
+def make(n):
+    class Base:
+        def __init__(self, n):
+            self.x = wp.zeros(n, dtype=wp.float64)
+
+    class Sim(Base):
+        def step(self, n):
+            wp.launch(k, dim=n, inputs=[self.x, self.y])
+
+    if n:
+        class Other(Sim):
+            def grow(self, n):
+                self.y = wp.zeros(n, dtype=wp.float16)
+
+    return Sim(n)
+"""
+
+
+def test_classes_below_the_top_level_and_their_bases() -> None:
+    found = _launch_inputs(CLASSES_IN_A_FUNCTION)
+    assert [f.scalar.name if f else None for f in found] == ["float64", "float16"]

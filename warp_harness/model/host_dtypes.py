@@ -24,12 +24,15 @@ certain: the answer is None.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from warp_harness.model.annotations import AnnotationResolver
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex, around_body, child_nodes, full_body_index
 from warp_harness.model.types import (
     FLOAT32,
     FLOAT64,
@@ -42,6 +45,9 @@ from warp_harness.model.types import (
     Vector,
     WarpType,
 )
+from warp_harness.model.walk import walk, walk_all
+
+N = TypeVar("N", bound=ast.AST)
 
 _MAX_DEPTH = 8
 
@@ -199,67 +205,240 @@ def _literal_kind(node: ast.expr) -> str | None:
     return "float" if isinstance(value, float) else "int"
 
 
-def _function_bindings(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+_Method = ast.FunctionDef | ast.AsyncFunctionDef
+
+# scopes of their own, whose bindings are not the function's (nor looked into for them)
+_NESTED_SCOPES: tuple[type[ast.AST], ...] = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
+
+# what depends on a function's or a class's subtree alone, kept with its node (the incremental analysis
+# reuses the nodes of unchanged chunks)
+_BINDINGS: weakref.WeakKeyDictionary[ast.AST, dict[str, ast.expr]] = weakref.WeakKeyDictionary()
+_RECEIVER_STORES: weakref.WeakKeyDictionary[ast.AST, list[tuple[ast.Attribute, ast.expr | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _function_bindings(fn: _Method) -> dict[str, ast.expr]:
     """Names of ``fn`` bound exactly once, by a plain ``name = value`` (parameters excluded)."""
+    found = _BINDINGS.get(fn)
+    if found is None:
+        found = _BINDINGS[fn] = _read_bindings(fn)
+    return found
+
+
+def _read_bindings(fn: _Method) -> dict[str, ast.expr]:
     counts: dict[str, int] = {}
-    values: dict[str, ast.expr] = {}
     args = fn.args
     for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
         if a is not None:
             counts[a.arg] = counts.get(a.arg, 0) + 1
-    stack: list[ast.AST] = list(fn.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            counts[node.name] = counts.get(node.name, 0) + 1
-            continue
-        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
-            continue
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            counts[node.id] = counts.get(node.id, 0) + 1
-        elif isinstance(node, ast.Global | ast.Nonlocal):
-            for name in node.names:
-                counts[name] = counts.get(name, 0) + 2
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            values[node.targets[0].id] = node.value
-        stack.extend(ast.iter_child_nodes(node))
+    names: list[ast.Name]
+    assigns: list[ast.Assign]
+    declared: list[ast.Global | ast.Nonlocal]
+    if isinstance(fn, ast.FunctionDef):
+        # the body's shared index, less what is inside the nested scopes
+        index = full_body_index(fn)
+        nested = [scope for kind in _NESTED_SCOPES for scope in index.of(kind)]
+        hidden: set[int] = set()
+        for scope in nested:
+            if id(scope) in hidden:  # inside one seen already
+                continue
+            hidden.update(map(id, _inner_nodes(scope)))
+            if isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                counts[scope.name] = counts.get(scope.name, 0) + 1
+        names = [name for name in index.of(ast.Name) if type(name.ctx) is not ast.Load]
+        assigns = index.of(ast.Assign)
+        declared = [*index.of(ast.Global), *index.of(ast.Nonlocal)]
+        if hidden:
+            names = [name for name in names if id(name) not in hidden]
+            assigns = [assign for assign in assigns if id(assign) not in hidden]
+            declared = [statement for statement in declared if id(statement) not in hidden]
+    else:
+        names, assigns, declared = [], [], []
+        stack: list[ast.AST] = list(fn.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                counts[node.name] = counts.get(node.name, 0) + 1
+                continue
+            if isinstance(node, _NESTED_SCOPES):
+                continue
+            if isinstance(node, ast.Name):
+                if type(node.ctx) is not ast.Load:
+                    names.append(node)
+            elif isinstance(node, ast.Assign):
+                assigns.append(node)
+            elif isinstance(node, ast.Global | ast.Nonlocal):
+                declared.append(node)
+            stack.extend(child_nodes(node))
+    for name in names:  # stored or deleted
+        counts[name.id] = counts.get(name.id, 0) + 1
+    for statement in declared:
+        for declared_name in statement.names:
+            counts[declared_name] = counts.get(declared_name, 0) + 2
+    values: dict[str, ast.expr] = {}
+    for assign in assigns:
+        if len(assign.targets) == 1 and isinstance(assign.targets[0], ast.Name):
+            values[assign.targets[0].id] = assign.value
     return {name: value for name, value in values.items() if counts.get(name) == 1}
 
 
-_Method = ast.FunctionDef | ast.AsyncFunctionDef
+def _inner_nodes(scope: ast.AST) -> list[ast.AST]:
+    """Every node below ``scope`` (itself excluded)."""
+    if isinstance(scope, ast.FunctionDef):
+        before, after = around_body(scope)
+        return [*walk_all([*before, *after]), *full_body_index(scope).nodes]
+    return walk(scope)[1:]
+
+
+def _expression_stores(index: NodeIndex) -> bool:
+    """Whether an expression may store an attribute: a comprehension's target (``for self.i in ...``), the
+    one place outside statements. When none does, the decorators, defaults and annotations of a function
+    store nothing."""
+    for comprehension in index.of(ast.comprehension):
+        target = comprehension.target
+        if type(target) is not ast.Name and any(isinstance(node, ast.Attribute) for node in walk(target)):
+            return True
+    return False
+
+
+def _nodes_of(fn: _Method, kind: type[N], outside: bool = True) -> list[N]:
+    """Every node of type ``kind`` in ``fn``, from the body's shared index; ``outside``: decorators,
+    arguments and annotations included."""
+    index = full_body_index(fn)
+    if not isinstance(fn, ast.FunctionDef):
+        return index.of(kind)  # an index of the whole function
+    if not outside:
+        return index.of(kind)
+    before, after = around_body(fn)
+    found = [node for node in walk_all([*before, *after]) if isinstance(node, kind)]
+    return [*index.of(kind), *found] if found else index.of(kind)
+
+
+def _statement_order(fn: _Method) -> dict[int, int]:
+    """The position of each statement of ``fn``'s body in ``ast.walk``'s order (a statement in a field this
+    Python has and `_BLOCKS` does not know is missing)."""
+    order: dict[int, int] = {}
+    queue: deque[ast.AST] = deque(fn.body)
+    while queue:
+        node = queue.popleft()
+        order[id(node)] = len(order)
+        for name in _BLOCKS.get(type(node), ()):
+            queue.extend(getattr(node, name))
+    return order
+
+
+def _receiver_stores(method: _Method, outside: bool = True) -> list[tuple[ast.Attribute, ast.expr | None]]:
+    """Each store (or deletion) of ``<receiver>.<attr>`` anywhere in a method, with the value when it is
+    the single target of an assignment (None otherwise); [] for methods without a receiver. An attribute
+    assigned more than once comes in ``ast.walk``'s order (the first is the origin a record names).
+    ``outside``: look in the decorators, defaults and annotations too (False only when `_expression_stores`
+    says nothing there can store an attribute: the answer is the same, kept with the method)."""
+    found = _RECEIVER_STORES.get(method)
+    if found is not None:
+        return found
+    found = []
+    receiver = _self_receiver(method)
+    stored = (
+        []
+        if receiver is None
+        else [
+            node
+            for node in _nodes_of(method, ast.Attribute, outside)
+            if type(node.ctx) is not ast.Load and type(node.value) is ast.Name and node.value.id == receiver
+        ]
+    )
+    if stored:
+        # assignments are statements: never outside the body
+        simple = {id(a.targets[0]): a for a in _nodes_of(method, ast.Assign, False) if len(a.targets) == 1}
+        assignments: dict[int, ast.Assign] = {}
+        for node in stored:
+            assignment = simple.get(id(node))
+            if assignment is not None:
+                assignments[id(node)] = assignment
+            found.append((node, None if assignment is None else assignment.value))
+        assigned = {node.attr for node, value in found if value is not None}
+        if len(assigned) != len(assignments):
+            # the assignments are statements, each one level above its target: their order is the targets'
+            order = _statement_order(method)
+            if all(id(a) in order for a in assignments.values()):
+                # (the other stores' order does not matter)
+                ranks = {target: order[id(a)] for target, a in assignments.items()}
+                found.sort(key=lambda store: ranks.get(id(store[0]), -1))
+            else:
+                walked = {id(node): position for position, node in enumerate(walk(method))}
+                found.sort(key=lambda store: walked[id(store[0])])
+    _RECEIVER_STORES[method] = found
+    return found
 
 
 _Stores = dict[str, list[tuple[ast.expr, _Method, dict[str, ast.expr]]]]
 
+_CLASS_STORES: weakref.WeakKeyDictionary[ast.ClassDef, tuple[_Stores, set[str]]] = weakref.WeakKeyDictionary()
+
 
 @dataclass
 class _ClassFacts:
-    """What the file's classes store in ``self.<attr>``: the module-wide facts computed in one walk, a
-    class's own stores only when a question is about it."""
+    """What the file's classes store in ``self.<attr>``, each part worked out when first asked: a class's
+    own stores only when a question is about it, the module-wide stores only for an answer that would
+    otherwise be certain."""
 
-    # every class of the file, in `ast.walk` order
+    tree: ast.Module
+    # the index of `tree`
+    index: NodeIndex
+    # every class of the file, in source order
     classes: list[ast.ClassDef]
     # each method's class (methods directly in a class body)
     method_class: dict[int, ast.ClassDef]
-    # attributes stored on anything but a method's `self` (`sim.x = ...`), or through setattr
-    foreign: set[str]
     # class -> attribute -> (value, method, the method's single assignments) of each `self.attr = value`,
     # and the attributes it stores in `self` some other way (augmented, unpacked, deleted)
     _stores: dict[int, tuple[_Stores, set[str]]]
-    # class -> the classes of the file it inherits from or that inherit from it, itself included
+    # class -> the classes of the file it inherits from or that inherit from it, itself included; as
+    # `_related` gives them from the classes in source order, and (when a class has related ones, whose
+    # order is the order of their stores) in `ast.walk`'s order
     _related: dict[int, list[ast.ClassDef]] | None = None
+    _related_walked: dict[int, list[ast.ClassDef]] | None = None
+    # attributes stored on anything but a method's `self` (`sim.x = ...`), or through setattr
+    _foreign: set[str] | None = None
+    # whether an expression may store an attribute (`_expression_stores`)
+    _outside: bool | None = None
+
+    def outside(self) -> bool:
+        if self._outside is None:
+            self._outside = _expression_stores(self.index)
+        return self._outside
 
     def related(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
         if self._related is None:
             self._related = _related(self.classes)
-        return self._related[id(cls)]
+        found = self._related[id(cls)]
+        if len(found) == 1:
+            return found
+        if self._related_walked is None:
+            self._related_walked = _related(_classes_breadth_first(self.tree, self.classes))
+        return self._related_walked[id(cls)]
 
     def stores(self, cls: ast.ClassDef) -> tuple[_Stores, set[str]]:
         """(values, opaque) of ``cls``: see the fields' comments."""
         found = self._stores.get(id(cls))
         if found is None:
-            found = self._stores[id(cls)] = _class_stores(cls)
+            found = self._stores[id(cls)] = _class_stores(cls, self.outside())
         return found
+
+    def foreign(self) -> set[str]:
+        """The attributes stored on anything but a method's `self`, ``"*"`` for a `setattr` of any name."""
+        if self._foreign is None:
+            self._foreign = _foreign_stores(self.tree, self.index, self.classes, self.outside())
+        return self._foreign
 
 
 def _self_receiver(method: _Method) -> str | None:
@@ -271,83 +450,124 @@ def _self_receiver(method: _Method) -> str | None:
     return positional[0].arg
 
 
-def _class_stores(cls: ast.ClassDef) -> tuple[_Stores, set[str]]:
+def _class_stores(cls: ast.ClassDef, outside: bool = True) -> tuple[_Stores, set[str]]:
+    """``outside``: as for `_receiver_stores`."""
+    found = _CLASS_STORES.get(cls)
+    if found is not None:
+        return found
     values: _Stores = {}
     opaque: set[str] = set()
     for method in cls.body:
         if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
-        receiver = _self_receiver(method)
-        if receiver is None:
-            continue
         bindings: dict[str, ast.expr] | None = None
-        # breadth first: an assignment is met before its target
-        simple: dict[int, ast.expr] = {}
-        for node in ast.walk(method):
-            if isinstance(node, ast.Assign):
-                if len(node.targets) == 1:
-                    simple[id(node.targets[0])] = node.value
-            elif (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.ctx, ast.Store | ast.Del)
-                and isinstance(node.value, ast.Name)
-                and node.value.id == receiver
-            ):
-                value = simple.get(id(node))
-                if value is None:
-                    opaque.add(node.attr)
-                    continue
-                if bindings is None:
-                    bindings = _function_bindings(method)
-                values.setdefault(node.attr, []).append((value, method, bindings))
-    return values, opaque
+        for node, value in _receiver_stores(method, outside):
+            if value is None:
+                opaque.add(node.attr)
+                continue
+            if bindings is None:
+                bindings = _function_bindings(method)
+            values.setdefault(node.attr, []).append((value, method, bindings))
+    found = _CLASS_STORES[cls] = (values, opaque)
+    return found
 
 
-def _class_facts(tree: ast.Module) -> _ClassFacts:
-    classes: list[ast.ClassDef] = []
-    method_class: dict[int, ast.ClassDef] = {}
-    foreign: set[str] = set()
-    # not inside top-level functions: the language server's caches keep what is said about a launch while
-    # a plain host function elsewhere changes, so nothing may depend on them (stores in other modules are
-    # not seen either). A store on the receiver of an enclosing method is that class's own.
-    # (node, the receivers of the methods it is in, whether it is in a top-level function), breadth first
-    queue: deque[tuple[ast.AST, frozenset[str], bool]] = deque()
-    none: frozenset[str] = frozenset()
-    for stmt in tree.body:
-        queue.append((stmt, none, isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)))
+# the fields of a node that hold statements (or the handlers and cases holding them), in field order
+_BLOCKS: dict[type[ast.AST], tuple[str, ...]] = {
+    ast.FunctionDef: ("body",),
+    ast.AsyncFunctionDef: ("body",),
+    ast.ClassDef: ("body",),
+    ast.For: ("body", "orelse"),
+    ast.AsyncFor: ("body", "orelse"),
+    ast.While: ("body", "orelse"),
+    ast.If: ("body", "orelse"),
+    ast.With: ("body",),
+    ast.AsyncWith: ("body",),
+    ast.Try: ("body", "handlers", "orelse", "finalbody"),
+    ast.ExceptHandler: ("body",),
+    ast.Match: ("cases",),
+    ast.match_case: ("body",),
+}
+_TRY_STAR: type[ast.AST] | None = getattr(ast, "TryStar", None)
+if _TRY_STAR is not None:
+    _BLOCKS[_TRY_STAR] = ("body", "handlers", "orelse", "finalbody")
+
+
+def _classes_breadth_first(tree: ast.Module, classes: list[ast.ClassDef]) -> list[ast.ClassDef]:
+    """``classes`` (every class of ``tree``, in source order) in ``ast.walk``'s order."""
+    if sum(isinstance(stmt, ast.ClassDef) for stmt in tree.body) == len(classes):
+        return list(classes)  # all at the top level: the same order
+    # a class is a statement: a walk of the statements alone meets the classes as the full walk does
+    found: list[ast.ClassDef] = []
+    queue: deque[ast.AST] = deque(tree.body)
     while queue:
-        node, receivers, in_top = queue.popleft()
+        node = queue.popleft()
         if isinstance(node, ast.ClassDef):
-            classes.append(node)
-            methods: dict[int, frozenset[str]] = {}
-            for method in node.body:
+            found.append(node)
+        for name in _BLOCKS.get(type(node), ()):
+            queue.extend(getattr(node, name))
+    if len(found) != len(classes):  # a statement field this Python has and `_BLOCKS` does not know
+        found = [node for node in walk(tree) if isinstance(node, ast.ClassDef)]
+    return found
+
+
+_SET_ATTRIBUTE = ("setattr", "delattr")
+
+
+def _is_setattr(call: ast.Call) -> bool:
+    return type(call.func) is ast.Name and call.func.id in _SET_ATTRIBUTE
+
+
+def _class_facts(tree: ast.Module, index: NodeIndex) -> _ClassFacts:
+    classes = index.of(ast.ClassDef)
+    method_class: dict[int, ast.ClassDef] = {}
+    for cls in classes:
+        for method in cls.body:
+            if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+                method_class[id(method)] = cls
+    return _ClassFacts(tree, index, classes, method_class, {})
+
+
+def _foreign_stores(
+    tree: ast.Module, index: NodeIndex, classes: list[ast.ClassDef], outside: bool
+) -> set[str]:
+    """Attributes stored (or deleted) outside top-level functions on anything but the receiver of an
+    enclosing method, or named by a `setattr`/`delattr` there (``"*"``: a name not literal).
+
+    Not inside top-level functions: the language server's caches keep what is said about a launch while a
+    plain host function elsewhere changes, so nothing may depend on them (stores in other modules are not
+    seen either). A store on the receiver of an enclosing method is that class's own."""
+    stores = [node for node in index.of(ast.Attribute) if type(node.ctx) is not ast.Load]
+    setattrs = [
+        call
+        for call in index.of(ast.Call)
+        if type(call.func) is ast.Name and call.func.id in _SET_ATTRIBUTE  # `_is_setattr`, inlined
+    ]
+    top_functions = [stmt for stmt in tree.body if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef)]
+    foreign: set[str] = set()
+    if stores:
+        left_out = {
+            id(node)
+            for fn in top_functions
+            for node in _nodes_of(fn, ast.Attribute, outside)
+            if type(node.ctx) is not ast.Load
+        }
+        for cls in classes:
+            for method in cls.body:
                 if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
-                    method_class[id(method)] = node
-                    receiver = _self_receiver(method)
-                    if receiver is not None:
-                        methods[id(method)] = receivers | {receiver}
-            for child in ast.iter_child_nodes(node):
-                queue.append((child, methods.get(id(child), receivers), in_top))
-            continue
-        if not in_top:
-            if isinstance(node, ast.Attribute):
-                if isinstance(node.ctx, ast.Store | ast.Del) and not (
-                    isinstance(node.value, ast.Name) and node.value.id in receivers
-                ):
-                    foreign.add(node.attr)
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Name)
-                and node.func.id in ("setattr", "delattr")
-            ):
-                name = node.args[1] if len(node.args) > 1 else None
-                if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                    foreign.add(name.value)
-                else:
-                    foreign.add("*")
-        for child in ast.iter_child_nodes(node):
-            queue.append((child, receivers, in_top))
-    return _ClassFacts(classes, method_class, foreign, {})
+                    left_out.update(id(node) for node, _ in _receiver_stores(method, outside))
+        foreign.update(node.attr for node in stores if id(node) not in left_out)
+    if setattrs:
+        in_top = {id(call) for fn in top_functions for call in _nodes_of(fn, ast.Call) if _is_setattr(call)}
+        for call in setattrs:
+            if id(call) in in_top:
+                continue
+            name = call.args[1] if len(call.args) > 1 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                foreign.add(name.value)
+            else:
+                foreign.add("*")
+    return foreign
 
 
 def _related(classes: list[ast.ClassDef]) -> dict[int, list[ast.ClassDef]]:
@@ -386,11 +606,21 @@ def _related(classes: list[ast.ClassDef]) -> dict[int, list[ast.ClassDef]]:
 class HostDtypes:
     """Answers `array_type` for the host expressions of one module (build once per analysis)."""
 
-    def __init__(self, tree: ast.Module, imports: ImportMap, resolver: AnnotationResolver) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        imports: ImportMap,
+        resolver: AnnotationResolver,
+        index: NodeIndex | None = None,
+    ) -> None:
+        """``index``: the model's index of ``tree`` (built when needed if not given)."""
         self.tree = tree
         self.imports = imports
         self.resolver = resolver
+        self._index = index
         self._facts: _ClassFacts | None = None
+        # (class id, attribute, depth) -> `_self_attribute`'s answer
+        self._attributes: dict[tuple[int, str, int], HostArrayType | None] = {}
 
     # the question -------------------------------------------------------------------------------
     def array_type(
@@ -604,17 +834,28 @@ class HostDtypes:
         ):
             return None
         if self._facts is None:
-            self._facts = _class_facts(self.tree)
-        facts = self._facts
-        cls = facts.method_class.get(id(scope))
-        if cls is None or node.attr in facts.foreign or "*" in facts.foreign:
+            index = self._index if self._index is not None else NodeIndex([self.tree])
+            self._facts = _class_facts(self.tree, index)
+        cls = self._facts.method_class.get(id(scope))
+        if cls is None:
             return None
+        # the same attribute is asked of many launches of a class
+        key = (id(cls), node.attr, depth)
+        if key in self._attributes:
+            return self._attributes[key]
+        found = self._attributes[key] = self._stored_type(self._facts, cls, node.attr, depth)
+        return found
+
+    def _stored_type(
+        self, facts: _ClassFacts, cls: ast.ClassDef, attr: str, depth: int
+    ) -> HostArrayType | None:
+        """The type every ``self.<attr> = value`` of ``cls`` and its related classes gives, if certain."""
         assigned: list[tuple[ast.expr, _Method, dict[str, ast.expr]]] = []
         for other in facts.related(cls):
             values, opaque = facts.stores(other)
-            if node.attr in opaque:
+            if attr in opaque:
                 return None
-            assigned.extend(values.get(node.attr, []))
+            assigned.extend(values.get(attr, []))
         if not assigned:
             return None
         found: list[HostArrayType] = []
@@ -625,6 +866,10 @@ class HostDtypes:
             found.append(t)
         first = found[0]
         if any((t.interop, t.scalar, t.dtype) != (first.interop, first.scalar, first.dtype) for t in found):
+            return None
+        # last: the one module-wide question, asked only of an answer otherwise certain
+        foreign = facts.foreign()
+        if attr in foreign or "*" in foreign:
             return None
         return first
 
