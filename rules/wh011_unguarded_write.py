@@ -48,21 +48,22 @@ def fill(a: wp.array(dtype=float)):
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, replace
 
 from warp_harness.kernel_judgements import judged
-from warp_harness.model.index import dropped_nodes
+from warp_harness.model.index import body_index, child_nodes, dropped_nodes, full_body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import Comparison, Cover, Extent, ShapeEnv, compare, launch_env, param_ranks
 from warp_harness.model.types import Array
+from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import (
     deferred_launch,
-    derived_names,
     empty_launch,
     iter_statements,
     kernel_location,
@@ -71,7 +72,6 @@ from warp_harness.rules.queries import (
     launch_kernel,
     launched_elsewhere,
     launches_of,
-    mentions,
 )
 
 _ATOMIC_WRITES = {
@@ -89,6 +89,18 @@ _ATOMIC_WRITES = {
 # builtins choosing between values by a condition: an access in them may be guarded by it
 _SELECTS = {"where", "select"}
 
+# statements with expressions after their blocks (decorators, handlers' exception types, match cases), and
+# f-strings (the positions of their expressions are not reliable before Python 3.12)
+_OWNERS_OUT_OF_ORDER = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Try,
+    ast.Match,
+    ast.JoinedStr,
+    *((ast.TryStar,) if hasattr(ast, "TryStar") else ()),
+)
+
 
 @dataclass
 class _Access:
@@ -101,15 +113,93 @@ class _Access:
     write: bool
 
 
-def _stored_names(nodes: list[ast.AST]) -> dict[str, int]:
+@dataclass(frozen=True)
+class _Launch:
+    """A launch site with its arguments, shapes and dim rank, as every access of the kernel reads them."""
+
+    site: LaunchSite
+    args: list[ast.expr]
+    env: ShapeEnv
+    rank: int
+
+
+def _stored_names(kernel: ast.FunctionDef) -> dict[str, int]:
+    """How often each name is bound in the kernel (stored or deleted, or a parameter, of the kernel or of a
+    lambda in it)."""
     counts: dict[str, int] = {}
-    for root in nodes:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-                counts[node.id] = counts.get(node.id, 0) + 1
-            elif isinstance(node, ast.arg):
-                counts[node.arg] = counts.get(node.arg, 0) + 1
+    index = full_body_index(kernel)
+    outside = walk(kernel.args)
+    for node in [*index.of(ast.Name), *(n for n in outside if isinstance(n, ast.Name))]:
+        if isinstance(node.ctx, ast.Store | ast.Del):
+            counts[node.id] = counts.get(node.id, 0) + 1
+    for arg in [*index.of(ast.arg), *(n for n in outside if isinstance(n, ast.arg))]:
+        counts[arg.arg] = counts.get(arg.arg, 0) + 1
     return counts
+
+
+def _statement_parents(body: list[ast.stmt]) -> dict[int, ast.stmt]:
+    """id(statement) -> the statement whose block holds it, for every statement below ``body`` (every
+    kind of block, ``match`` cases included)."""
+    parents: dict[int, ast.stmt] = {}
+    stack: list[ast.stmt] = list(body)
+    while stack:
+        stmt = stack.pop()
+        blocks: list[list[ast.stmt]] = []
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(stmt, field, None)
+            if isinstance(block, list):
+                blocks.append(block)
+        blocks.extend(h.body for h in getattr(stmt, "handlers", None) or [])
+        blocks.extend(c.body for c in getattr(stmt, "cases", None) or [])
+        for block in blocks:
+            for inner in block:
+                if isinstance(inner, ast.stmt):
+                    parents[id(inner)] = stmt
+                    stack.append(inner)
+    return parents
+
+
+class _Derived:
+    """`queries.derived_names` for one kernel, with its assignments read once for every seed."""
+
+    def __init__(self, kernel: ast.FunctionDef) -> None:
+        index = body_index(kernel)
+        self._edges: list[tuple[frozenset[str], frozenset[str]]] = []
+        self._found: dict[str, set[str]] = {}
+        for node in index.of(ast.Assign):
+            self._edge(node.value, node.targets)
+        for aug in index.of(ast.AugAssign):
+            self._edge(aug.value, [aug.target])
+        for annotated in index.of(ast.AnnAssign):
+            if annotated.value is not None:
+                self._edge(annotated.value, [annotated.target])
+        for loop in index.of(ast.For):
+            self._edge(loop.iter, [loop.target])
+        for named in index.of(ast.NamedExpr):
+            self._edge(named.value, [named.target])
+
+    def _edge(self, value: ast.expr, targets: list[ast.expr]) -> None:
+        sources = frozenset(n.id for n in walk(value) if isinstance(n, ast.Name))
+        stored = frozenset(
+            n.id for t in targets for n in walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        )
+        if sources and stored:
+            self._edges.append((sources, stored))
+
+    def of(self, seed: str) -> set[str]:
+        """``seed`` and every local computed (directly or not) from it."""
+        found = self._found.get(seed)
+        if found is None:
+            tainted = {seed}
+            changed = True
+            while changed:
+                changed = False
+                for sources, stored in self._edges:
+                    if not stored <= tainted and not sources.isdisjoint(tainted):
+                        tainted |= stored
+                        changed = True
+            found = self._found[seed] = tainted
+        return found
 
 
 class _Guards:
@@ -117,45 +207,60 @@ class _Guards:
     it, whether it may leave, the names of its conditions) worked out once: every candidate access asks
     about every statement before it again."""
 
-    def __init__(self) -> None:
-        # id(stmt) -> the ids of the statements `iter_statements([stmt])` reaches
-        self._inside: dict[int, set[int]] = {}
-        # id(stmt) -> whether a return, break or continue is in it
-        self._exits: dict[int, bool] = {}
+    def __init__(self, kernel: ast.FunctionDef) -> None:
+        self._parents = _statement_parents(kernel.body)
+        # the ids of the statements holding a return, break or continue (themselves included)
+        self._exits: set[int] = set()
+        index = full_body_index(kernel)
+        for exit_stmt in [*index.of(ast.Return), *index.of(ast.Break), *index.of(ast.Continue)]:
+            current: ast.stmt | None = exit_stmt
+            while current is not None and id(current) not in self._exits:
+                self._exits.add(id(current))
+                current = self._parents.get(id(current))
+        # id(target) -> the ids of the statements holding it (itself included)
+        self._holders: dict[int, set[int]] = {}
         # id(stmt) -> the names of each `if`/`while`/conditional-expression test in it
         self._tests: dict[int, list[frozenset[str]]] = {}
         # id(expression) -> the names it mentions
         self._names: dict[int, frozenset[str]] = {}
+        # id(stmt) -> id(node) -> its parent, for the nodes of the statement
+        self._node_parents: dict[int, dict[int, ast.AST]] = {}
 
-    def _names_in(self, node: ast.AST) -> frozenset[str]:
+    def names_in(self, node: ast.AST) -> frozenset[str]:
         found = self._names.get(id(node))
         if found is None:
-            found = self._names[id(node)] = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+            found = self._names[id(node)] = frozenset(n.id for n in walk(node) if isinstance(n, ast.Name))
         return found
 
-    def _mentions(self, node: ast.AST, names: set[str]) -> bool:
-        return not self._names_in(node).isdisjoint(names)
+    def mentions(self, node: ast.AST, names: set[str]) -> bool:
+        return not self.names_in(node).isdisjoint(names)
 
     def _holds(self, stmt: ast.stmt, target: ast.stmt) -> bool:
-        inside = self._inside.get(id(stmt))
-        if inside is None:
-            inside = self._inside[id(stmt)] = {id(s) for s in iter_statements([stmt])}
-        return id(target) in inside
-
-    def _has_exit(self, stmt: ast.stmt) -> bool:
-        found = self._exits.get(id(stmt))
-        if found is None:
-            found = self._exits[id(stmt)] = any(
-                isinstance(n, ast.Return | ast.Break | ast.Continue) for n in ast.walk(stmt)
-            )
-        return found
+        holders = self._holders.get(id(target))
+        if holders is None:
+            holders = self._holders[id(target)] = set()
+            current: ast.stmt | None = target
+            while current is not None:
+                holders.add(id(current))
+                current = self._parents.get(id(current))
+        return id(stmt) in holders
 
     def _exit_tests(self, stmt: ast.stmt) -> list[frozenset[str]]:
         found = self._tests.get(id(stmt))
         if found is None:
-            conditions = (n for n in ast.walk(stmt) if isinstance(n, ast.If | ast.While | ast.IfExp))
-            found = self._tests[id(stmt)] = [self._names_in(n.test) for n in conditions]
+            conditions = (n for n in walk(stmt) if isinstance(n, ast.If | ast.While | ast.IfExp))
+            found = self._tests[id(stmt)] = [self.names_in(n.test) for n in conditions]
         return found
+
+    def node_parents(self, stmt: ast.stmt) -> dict[int, ast.AST]:
+        """id(node) -> its parent, for every node below ``stmt``."""
+        parents = self._node_parents.get(id(stmt))
+        if parents is None:
+            parents = self._node_parents[id(stmt)] = {}
+            for node in walk(stmt):
+                for child in child_nodes(node):
+                    parents[id(child)] = node
+        return parents
 
     def guarded(self, body: list[ast.stmt], target: ast.stmt, names: set[str]) -> bool | None:
         """Whether ``target`` (inside ``body``) is behind a condition on ``names``; None if not in
@@ -163,27 +268,26 @@ class _Guards:
         for stmt in body:
             if stmt is target:
                 return False
-            inner: list[list[ast.stmt]] = []
-            tests: list[ast.expr] = []
-            if isinstance(stmt, ast.If | ast.While):
-                inner, tests = [stmt.body, stmt.orelse], [stmt.test]
-            elif isinstance(stmt, ast.For):
-                inner, tests = [stmt.body, stmt.orelse], [stmt.iter]
-            elif isinstance(stmt, ast.With | ast.Try):
-                inner = [getattr(stmt, "body", [])]
             # ``target`` comes from `iter_statements`: it is inside ``stmt`` only if reached the same way
             if self._holds(stmt, target):
-                if isinstance(stmt, ast.If | ast.While) and any(self._mentions(t, names) for t in tests):
-                    return True
+                inner: list[list[ast.stmt]] = []
+                if isinstance(stmt, ast.If | ast.While):
+                    if self.mentions(stmt.test, names):
+                        return True
+                    inner = [stmt.body, stmt.orelse]
+                elif isinstance(stmt, ast.For):
+                    inner = [stmt.body, stmt.orelse]
+                elif isinstance(stmt, ast.With | ast.Try):
+                    inner = [getattr(stmt, "body", [])]
                 for block in inner:
                     found = self.guarded(block, target, names)
                     if found is not None:
                         return found
                 return None
             # an earlier statement that may leave the kernel (or the loop) depending on the index
-            if self._has_exit(stmt) and any(not test.isdisjoint(names) for test in self._exit_tests(stmt)):
+            if id(stmt) in self._exits and any(not test.isdisjoint(names) for test in self._exit_tests(stmt)):
                 return True
-            if isinstance(stmt, ast.Assert) and self._mentions(stmt.test, names):
+            if isinstance(stmt, ast.Assert) and self.mentions(stmt.test, names):
                 return True
         return None
 
@@ -199,34 +303,27 @@ def _own_expressions(stmt: ast.stmt) -> list[ast.AST]:
     return found
 
 
-def _parents(root: ast.AST) -> dict[int, ast.AST]:
-    parents: dict[int, ast.AST] = {}
-    for node in ast.walk(root):
-        for child in ast.iter_child_nodes(node):
-            parents[id(child)] = node
-    return parents
-
-
 def _expression_guarded(
-    ctx: RuleContext, kernel: KernelDef, stmt: ast.stmt, node: ast.AST, names: set[str]
+    ctx: RuleContext, kernel: KernelDef, guards: _Guards, stmt: ast.stmt, node: ast.AST, names: set[str]
 ) -> bool:
     """An access inside a conditional expression, a short-circuit operand or a ``wp.where``/``wp.select``
     whose condition looks at ``names`` (read as guarded: no false alarm on ``a[i] if i < n else 0.0``)."""
-    parents = _parents(stmt)
+    parents = guards.node_parents(stmt)
     child: ast.AST = node
     current = parents.get(id(node))
     imports = kernel_model(ctx, kernel).imports
     while current is not None and current is not stmt:
-        if isinstance(current, ast.IfExp) and child is not current.test and mentions(current.test, names):
-            return True
+        if isinstance(current, ast.IfExp) and child is not current.test:
+            if guards.mentions(current.test, names):
+                return True
         if isinstance(current, ast.BoolOp):
             for value in current.values:
                 if value is child:
                     break
-                if mentions(value, names):
+                if guards.mentions(value, names):
                     return True
         if isinstance(current, ast.Call) and imports.warp_name(current.func) in _SELECTS:
-            if current.args and current.args[0] is not child and mentions(current.args[0], names):
+            if current.args and current.args[0] is not child and guards.mentions(current.args[0], names):
                 return True
         child, current = current, parents.get(id(current))
     return False
@@ -248,6 +345,109 @@ def _block_after(body: list[ast.stmt], stmt: ast.stmt) -> ast.stmt | None:
 
 def _indices(target: ast.Subscript) -> list[ast.expr]:
     return list(target.slice.elts) if isinstance(target.slice, ast.Tuple) else [target.slice]
+
+
+_Candidate = tuple[ast.stmt, ast.Subscript, str, ast.Name, int, bool]
+
+
+def _candidates(kernel: ast.FunctionDef, arrays: Container[str], tids: Container[str]) -> list[_Candidate]:
+    """Each access ``a[..., i, ...]`` to an array parameter by a thread index, in a statement Warp may
+    compile: the statement, the subscript, the array, the index, its position, and whether it is a write
+    (the subscript an assignment stores to; every other subscript that is read)."""
+    index = full_body_index(kernel)
+    wanted: list[tuple[ast.Subscript, str, list[tuple[int, ast.Name]]]] = []
+    for sub in index.of(ast.Subscript):
+        array = sub.value
+        if not isinstance(array, ast.Name) or array.id not in arrays or isinstance(sub.ctx, ast.Del):
+            continue
+        indices = [(k, i) for k, i in enumerate(_indices(sub)) if isinstance(i, ast.Name) and i.id in tids]
+        if indices:
+            wanted.append((sub, array.id, indices))
+    if not wanted:
+        return []
+    if any(index.of(kind) for kind in _OWNERS_OUT_OF_ORDER):
+        return _walked_candidates(kernel, arrays, tids)
+    # the statement an access belongs to is the last one starting before it
+    dropped = dropped_nodes(kernel)
+    found: list[tuple[tuple[int, bool, int], _Candidate]] = []
+    for sub, array_name, indices in wanted:
+        stmt = _owner(kernel.body, sub, dropped)
+        if stmt is None:
+            continue
+        write = isinstance(sub.ctx, ast.Store)
+        if write and not (
+            (isinstance(stmt, ast.Assign) and any(t is sub for t in stmt.targets))
+            or (isinstance(stmt, ast.AugAssign) and stmt.target is sub)
+        ):
+            continue  # stored to by unpacking or a loop: not followed
+        for position, name in indices:
+            found.append(
+                ((stmt.lineno, not write, sub.col_offset), (stmt, sub, array_name, name, position, write))
+            )
+    # the caller keeps the order of accesses of one line and column; it is the order of `_walked_candidates`
+    # (breadth-first in a statement), not the source order, when two of them share a column on two lines of
+    # one statement
+    seen: dict[tuple[int, bool, int], ast.Subscript] = {}
+    for key, (_, sub, *_rest) in found:
+        if seen.setdefault(key, sub) is not sub:
+            return _walked_candidates(kernel, arrays, tids)
+    return [candidate for _, candidate in found]
+
+
+def _start(node: ast.stmt | ast.expr) -> tuple[int, int]:
+    return node.lineno, node.col_offset
+
+
+def _owner(body: list[ast.stmt], node: ast.expr, dropped: frozenset[int]) -> ast.stmt | None:
+    """The statement of ``body`` (or of a block in it) whose own expressions hold ``node``: the last one
+    starting before it, in the last block starting before it (blocks and their statements are in source order,
+    and a statement's expressions come before its blocks, `_OWNERS_OUT_OF_ORDER` aside). None when it is in a
+    branch Warp drops (``dropped``, as `iter_statements` skips it)."""
+    start = _start(node)
+    block = body
+    while True:
+        position = bisect_right(block, start, key=_start)
+        if position == 0:
+            return None
+        stmt = block[position - 1]
+        if id(stmt) in dropped:
+            return None
+        inner: list[ast.stmt] | None = None
+        for field in ("orelse", "body"):
+            candidate = getattr(stmt, field, None)
+            if candidate and _start(candidate[0]) <= start:
+                inner = candidate
+                break
+        if inner is None:
+            return stmt
+        block = inner
+
+
+def _walked_candidates(
+    kernel: ast.FunctionDef, arrays: Container[str], tids: Container[str]
+) -> list[_Candidate]:
+    """`_candidates` by walking each compiled statement's own expressions."""
+    candidates: list[_Candidate] = []
+    for stmt in iter_statements(kernel.body, dropped_nodes(kernel)):
+        stores: list[ast.expr] = []
+        if isinstance(stmt, ast.Assign):
+            stores = list(stmt.targets)
+        elif isinstance(stmt, ast.AugAssign):
+            stores = [stmt.target]
+        subscripts: list[tuple[ast.Subscript, bool]] = [
+            (t, True) for t in stores if isinstance(t, ast.Subscript)
+        ]
+        for root in _own_expressions(stmt):
+            subscripts.extend(
+                (n, False) for n in walk(root) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
+            )
+        for target, write in subscripts:
+            if not isinstance(target.value, ast.Name) or target.value.id not in arrays:
+                continue
+            for position, index in enumerate(_indices(target)):
+                if isinstance(index, ast.Name) and index.id in tids:
+                    candidates.append((stmt, target, target.value.id, index, position, write))
+    return candidates
 
 
 class UnguardedWrite(Rule):
@@ -282,18 +482,26 @@ class UnguardedWrite(Rule):
         )
         if not accesses:
             return
-        reported: set[tuple[str, int, int]] = set()
+        # whether an access is reported depends only on this key: each is judged once (and reported once:
+        # one finding, and one guard, per array, axis and index)
+        tried: set[tuple[str, int, int]] = set()
+        launched: dict[int, _Launch | None] = {}
         for access in accesses:
             key = (access.array, access.position, access.axis)
-            if key in reported:
-                continue  # one finding (and one guard) per array, axis and index
-            records = [
-                r
-                for r in (self._check_site(ctx, kernel, types, access, site, accesses) for site in sites)
-                if r is not None
-            ]
+            if key in tried:
+                continue
+            tried.add(key)
+            records: list[Record] = []
+            for site in sites:
+                if id(site) not in launched:
+                    launched[id(site)] = self._launch(ctx, kernel, types, site)
+                found = launched[id(site)]
+                record = (
+                    None if found is None else self._check_site(ctx, kernel, types, access, found, accesses)
+                )
+                if record is not None:
+                    records.append(record)
             if records:
-                reported.add(key)
                 records.sort(key=lambda r: r.severity != Severity.ERROR)  # a certain excess first
                 first = records[0]
                 more = tuple(rel for r in records[1:] for rel in r.related)
@@ -306,66 +514,39 @@ class UnguardedWrite(Rule):
         params = {p.name: p for p in kernel.params if isinstance(p.type, Array)}
         if not params or not types.tid_vars:
             return ()
-        candidates: list[tuple[ast.stmt, ast.Subscript, str, ast.Name, int, bool]] = []
-        for stmt in iter_statements(kernel.node.body, dropped_nodes(kernel.node)):
-            stores: list[ast.expr] = []
-            if isinstance(stmt, ast.Assign):
-                stores = list(stmt.targets)
-            elif isinstance(stmt, ast.AugAssign):
-                stores = [stmt.target]
-            subscripts: list[tuple[ast.Subscript, bool]] = [
-                (t, True) for t in stores if isinstance(t, ast.Subscript)
-            ]
-            for root in _own_expressions(stmt):
-                subscripts.extend(
-                    (n, False)
-                    for n in ast.walk(root)
-                    if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load)
-                )
-            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Subscript):
-                subscripts = [(s, w) for s, w in subscripts if s is not stmt.target or w]
-            for target, write in subscripts:
-                if not isinstance(target.value, ast.Name) or target.value.id not in params:
-                    continue
-                for position, index in enumerate(_indices(target)):
-                    if isinstance(index, ast.Name) and index.id in types.tid_vars:
-                        candidates.append((stmt, target, target.value.id, index, position, write))
+        candidates = _candidates(kernel.node, params, types.tid_vars)
         if not candidates:
             return ()
         counts: dict[str, int] | None = None
-        guards_of = _Guards()
+        guards_of = _Guards(kernel.node)
         found: list[_Access] = []
-        derived: dict[str, set[str]] = {}
+        derived: _Derived | None = None
         for stmt, target, name, index, position, write in candidates:
             # a guard on the index itself is the common case; only then follow values computed from it
             if guards_of.guarded(kernel.node.body, stmt, {index.id}) is not False:
                 continue
             if counts is None:
-                counts = _stored_names([*kernel.node.body, kernel.node.args])
+                counts = _stored_names(kernel.node)
             if counts.get(name, 0) != 1 or counts.get(index.id) != 1:
                 continue  # the array or the index is reassigned in the kernel
-            if index.id not in derived:
-                derived[index.id] = derived_names(kernel, index.id)
+            if derived is None:
+                derived = _Derived(kernel.node)
             # a condition on the index, on a value computed from it, or on the array itself
             # (`if a.shape[0] > 0 and a[i]`: Warp's `and` short-circuits)
-            guards = derived[index.id] | {name}
+            guards = derived.of(index.id) | {name}
             if guards_of.guarded(kernel.node.body, stmt, guards) is not False:
                 continue
-            if not write and _expression_guarded(ctx, kernel, stmt, target, guards):
+            if not write and _expression_guarded(ctx, kernel, guards_of, stmt, target, guards):
                 continue
             found.append(_Access(stmt, target, name, index.id, types.tid_vars[index.id], position, write))
         found.sort(key=lambda a: (a.stmt.lineno, not a.write, a.target.col_offset))
         return tuple(found)
 
-    def _check_site(
-        self,
-        ctx: RuleContext,
-        kernel: KernelDef,
-        types: KernelTypes,
-        access: _Access,
-        site: LaunchSite,
-        accesses: tuple[_Access, ...],
-    ) -> Record | None:
+    def _launch(
+        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, site: LaunchSite
+    ) -> _Launch | None:
+        """What every access asks of ``site``; None when its arguments or its dim's rank cannot be matched
+        with the kernel."""
         args = launch_arguments(site)
         if args is None or len(args) != len(kernel.params):
             return None
@@ -375,7 +556,21 @@ class UnguardedWrite(Rule):
         rank = env.dim_rank()
         if rank is None:
             rank = site.dim_rank(model.constants.values, model.imports)
-        if rank is None or names not in ((rank, rank + 1) if site.tiled else (rank,)) or access.axis >= rank:
+        if rank is None or names not in ((rank, rank + 1) if site.tiled else (rank,)):
+            return None
+        return _Launch(site, args, env, rank)
+
+    def _check_site(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        types: KernelTypes,
+        access: _Access,
+        launch: _Launch,
+        accesses: tuple[_Access, ...],
+    ) -> Record | None:
+        site, args, env, rank = launch.site, launch.args, launch.env, launch.rank
+        if access.axis >= rank:
             return None
         position = next(k for k, p in enumerate(kernel.params) if p.name == access.array)
         arg = args[position]

@@ -52,7 +52,7 @@ import ast
 from collections.abc import Iterator
 
 from warp_harness.model.inference import KernelTypes
-from warp_harness.model.int_arith import Overflow
+from warp_harness.model.int_arith import Overflow, may_overflow
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array
 from warp_harness.record import Fix, Record, Severity
@@ -88,6 +88,8 @@ class Int32HashOverflow(Rule):
         if not kernel.has_python_body:
             return
         model = kernel_model(ctx, kernel)
+        if not may_overflow(kernel.node, model.constants.values, model.imports):
+            return  # no product by a hashing constant: no remainder may be negative
         types = model.types(kernel)
         overflow: Overflow | None = None
         reported: set[int] = set()

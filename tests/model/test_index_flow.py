@@ -107,3 +107,24 @@ def test_thread_indices_and_loop_counters_are_the_threads_own(flow: IndexFlow) -
 
     assert own("i") and own("plain") and own("own")
     assert not own("b") and not own("vertex") and not own("0")
+
+
+def test_expressions_asked_one_after_another_each_get_their_own_origin(flow: IndexFlow) -> None:
+    """Origins of compound expressions are remembered by node: a node built, asked and dropped must not
+    answer for the next one (which may reuse its memory)."""
+    cases = [
+        ("values[i] + 0", Origin.GATHERED),
+        ("scaled * 8 + 1", Origin.BINNED),
+        ("i * 2 + 1", Origin.NONE),
+    ]
+    for _ in range(50):
+        for text, expected in cases:
+            assert flow.origin(ast.parse(text, mode="eval").body) is expected, text
+
+
+def test_deeply_nested_arithmetic_keeps_the_origin_of_its_operands(flow: IndexFlow) -> None:
+    # each level asks for its operands' origins twice (`own`, then `origin`)
+    binned = ast.parse(" + ".join(["scaled"] * 40), mode="eval").body
+    own = ast.parse(" + ".join(["plain"] * 40), mode="eval").body
+    assert flow.origin(binned) is Origin.BINNED
+    assert flow.origin(own) is Origin.NONE and flow.own(own)

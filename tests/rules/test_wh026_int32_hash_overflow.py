@@ -207,3 +207,43 @@ def test_on_the_cpu_negative_offsets_land_in_another_segment_and_whole_indices_w
     assert "good=[1000, 1000, 1000, 1000]" in error, error
     negative = int(error.split("negative=")[1].split()[0])
     assert negative > 300, error  # about half of the "uniform [0, 1)" samples are negative
+
+
+NAMED = """
+import warp as wp
+
+HASH = wp.constant(73856093)
+SMALL = 1000003
+
+
+@wp.kernel
+def rolled(keys: wp.array(dtype=int), table: wp.array(dtype=int), n: int):
+    i = wp.tid()
+    h = int(2166136)
+    for _ in range(keys[i]):
+        h *= 16777619
+    table[n + h % n] = i
+
+
+@wp.kernel
+def named(keys: wp.array(dtype=int), start: wp.array(dtype=int), out: wp.array(dtype=int), n: int):
+    i = wp.tid()
+    b = (keys[i] * HASH) % n
+    out[i] = start[b + 1]
+
+
+@wp.kernel
+def small(keys: wp.array(dtype=int), table: wp.array(dtype=int), n: int):
+    i = wp.tid()
+    h = keys[i] * SMALL
+    table[n + h % n] = i
+"""
+
+
+def test_products_in_place_or_by_a_named_constant_are_followed(analyse: Analyse) -> None:
+    records = analyse(NAMED, select=["WH026"])
+    assert [(r.location.kernel, r.location.line) for r in records] == [
+        ("rolled", _line(NAMED, "table[n + h % n]")),
+        ("named", _line(NAMED, "b = (keys[i] * HASH) % n")),
+    ]
+    assert warp_error(NAMED) is None

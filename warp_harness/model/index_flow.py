@@ -67,9 +67,14 @@ class IndexFlow:
         # (the analysis does not follow the order of statements, so it keeps to what holds for all)
         names = {n for assigned, _ in self._assigned for n in assigned}
         self.origins: dict[str, Origin] = dict.fromkeys(names, Origin.BINNED)
+        # id(expression) -> (the expression, its origin) under the current `origins`: a binary operation
+        # asks for its operands' origins twice (`own`, then `origin`), so without it nested arithmetic costs
+        # twice as much per level. Emptied whenever `origins` changes; the last round's is the final one.
+        self._memo: dict[int, tuple[ast.expr, Origin]] = {}
         changed = True
         while changed:
             changed = False
+            self._memo.clear()
             weakest: dict[str, Origin] = {}
             for assigned, value in self._assigned:
                 origin = self.origin(value)
@@ -109,6 +114,14 @@ class IndexFlow:
             return self.origins.get(node.id, Origin.NONE)
         if isinstance(node, ast.Constant):
             return Origin.NONE
+        found = self._memo.get(id(node))
+        if found is not None and found[0] is node:
+            return found[1]
+        origin = self._origin(node)
+        self._memo[id(node)] = (node, origin)  # the node is held: its id is not reused while it is here
+        return origin
+
+    def _origin(self, node: ast.expr) -> Origin:
         if isinstance(node, ast.Subscript):
             return self._subscript(node)
         if isinstance(node, ast.Attribute):

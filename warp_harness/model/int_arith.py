@@ -18,8 +18,10 @@ from collections.abc import Mapping
 
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import around_body, full_body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.types import INT32, Scalar
+from warp_harness.model.walk import walk
 
 # a product of a non-constant int32 by a constant at least this large overflows for |x| >= 2048: every
 # hashing multiplier (73856093, 19349663, 83492791, 16777619, 1103515245, 2654435761) is far above it
@@ -47,7 +49,30 @@ def int_division(types: KernelTypes, node: ast.AST) -> bool:
 
 
 def _stored(target: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _big_constant(node: ast.expr, constants: Mapping[str, Value], imports: ImportMap) -> bool:
+    value = fold(node, constants, imports)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= BIG_MULTIPLIER
+
+
+def may_overflow(function: ast.FunctionDef, constants: Mapping[str, Value], imports: ImportMap) -> bool:
+    """Whether ``function``'s body holds a product by a constant of at least `BIG_MULTIPLIER` (``x * C``,
+    ``x *= C``): without one `Overflow` finds no value that may be negative. Most kernels have none, and
+    this costs a look at each product instead of `Overflow`'s walks of the whole function."""
+    index = full_body_index(function)
+    for node in index.of(ast.BinOp):
+        if isinstance(node.op, ast.Mult) and (
+            _big_constant(node.left, constants, imports) or _big_constant(node.right, constants, imports)
+        ):
+            return True
+    for aug in index.of(ast.AugAssign):
+        if isinstance(aug.op, ast.Mult) and (
+            _big_constant(aug.value, constants, imports) or _big_constant(aug.target, constants, imports)
+        ):
+            return True
+    return False
 
 
 def _bindings(function: ast.FunctionDef) -> tuple[dict[str, list[ast.AST]], set[str]]:
@@ -55,7 +80,7 @@ def _bindings(function: ast.FunctionDef) -> tuple[dict[str, list[ast.AST]], set[
     any binding of which cannot be followed (tuple unpacking, loop targets, ``with ... as``)."""
     bound: dict[str, list[ast.AST]] = {}
     opaque: set[str] = set()
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -76,9 +101,10 @@ def _bindings(function: ast.FunctionDef) -> tuple[dict[str, list[ast.AST]], set[
 def _compared(function: ast.FunctionDef) -> set[str]:
     """Names a comparison looks at (a sign check such as ``if b < 0: b += n`` may repair them)."""
     names: set[str] = set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.Compare):
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    before, after = around_body(function)  # arguments' defaults, decorators
+    outside = [n for part in (*before, *after) for n in walk(part) if isinstance(n, ast.Compare)]
+    for node in [*full_body_index(function).of(ast.Compare), *outside]:
+        names.update(n.id for n in walk(node) if isinstance(n, ast.Name))
     return names
 
 
@@ -229,4 +255,4 @@ class Overflow:
         return None
 
 
-__all__ = ["BIG_MULTIPLIER", "Overflow", "int_division", "is_int"]
+__all__ = ["BIG_MULTIPLIER", "Overflow", "int_division", "is_int", "may_overflow"]

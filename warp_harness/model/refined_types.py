@@ -6,6 +6,7 @@ and struct names defined twice. Everywhere else they are the model's inference.
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from warp_harness.model.index import body_index
@@ -22,6 +23,7 @@ from warp_harness.model.types import (
     named_warp_type,
     python_value_type,
 )
+from warp_harness.model.walk import walk
 
 if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
@@ -88,7 +90,7 @@ class ModuleTypeFacts:
             if isinstance(value.func, ast.Name) and value.func.id in ("int", "float") and not value.keywords:
                 return self._plain_type(name)
             return UNKNOWN
-        for n in ast.walk(value):
+        for n in walk(value):
             if isinstance(n, ast.Call):
                 return UNKNOWN
             if isinstance(n, ast.Name) and self._constant_type(n.id, depth + 1) != self._plain_type(n.id):
@@ -115,12 +117,19 @@ class RefinedTypes:
         # with the builtin table, a builtin call over corrected arguments gets its type recomputed
         self.builtins = builtins
         self.imports = facts.model.imports
-        self.local = set(types.variables) | {p.name for p in kernel.params}
-        names = {n.id for n in body_index(kernel.node).of(ast.Name)}
-        self.constants = {k: v for k, v in facts.constants.items() if k not in self.local and k in names}
-        self.redefined = {
-            t.name for t in types.variables.values() if isinstance(t, Struct) and t.name in facts.redefined
-        }
+        self._kernel = kernel
+        # most files have neither typed constants nor redefined structs: then nothing below looks at the body
+        self.constants: dict[str, WarpType] = {}
+        if facts.constants:
+            names = {n.id for n in body_index(kernel.node).of(ast.Name)}
+            self.constants = {k: v for k, v in facts.constants.items() if k not in self.local and k in names}
+        self.redefined: set[str] = set()
+        if facts.redefined:
+            self.redefined = {
+                t.name
+                for t in types.variables.values()
+                if isinstance(t, Struct) and t.name in facts.redefined
+            }
         self._memo: dict[int, WarpType] = {}
         # locals computed from such constants or structs: their inferred types cannot be trusted
         self.tainted: set[str] = set()
@@ -144,6 +153,11 @@ class RefinedTypes:
                     for bound in targets:
                         if bound is not None:
                             self._assign(bound, None)
+
+    @cached_property
+    def local(self) -> set[str]:
+        """The kernel's locals and parameters (a module constant of the same name is not seen there)."""
+        return set(self.types.variables) | {p.name for p in self._kernel.params}
 
     def _assign(self, target: ast.expr, value: ast.expr | None) -> None:
         if isinstance(target, ast.Name):
@@ -173,7 +187,7 @@ class RefinedTypes:
         return result
 
     def _mentions_tainted(self, node: ast.AST) -> bool:
-        for n in ast.walk(node):
+        for n in walk(node):
             if self.redefined and isinstance(n, ast.Attribute):
                 base = self.types.of(n.value)
                 if isinstance(base, Struct) and base.name in self.redefined:
