@@ -4,6 +4,7 @@ certainly runs, whether a launch is deferred or empty, which builtins a kernel r
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -11,8 +12,9 @@ from warp_harness.model.index import NodeIndex, around_body, body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
+from warp_harness.model.walk import walk
 from warp_harness.record import Location
-from warp_harness.rules.base import RuleContext, walk_body
+from warp_harness.rules.base import RuleContext
 
 # how each binary operator is written, for messages and fixes
 OPERATOR_TEXT: dict[type[ast.operator], str] = {
@@ -84,7 +86,7 @@ def _module_names(tree: ast.Module) -> frozenset[str]:
         # a module-level `k = something` next to the `def k` makes `k` ambiguous
         if isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            names.update(n.id for t in targets for n in walk(t) if isinstance(n, ast.Name))
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             names.update(alias.asname or alias.name.split(".")[0] for alias in stmt.names)
     return frozenset(names)
@@ -192,20 +194,31 @@ def uses_warp_builtin(ctx: RuleContext, kernel: KernelDef, names: set[str]) -> b
     """Whether ``kernel`` (or a ``@wp.func`` of its file it calls, transitively) calls one of ``names``."""
     model = kernel_model(ctx, kernel)
     funcs = model.funcs
+    warp_name = model.imports.warp_name
     seen: set[str] = set()
     stack = [kernel]
     while stack:
         current = stack.pop()
-        for node in ast.walk(current.node):
-            if not isinstance(node, ast.Call):
-                continue
-            warp = model.imports.warp_name(node.func)
+        for node in _calls_in(current.node):
+            warp = warp_name(node.func)
             if warp is not None and warp in names:
                 return True
-            if isinstance(node.func, ast.Name) and node.func.id in funcs and node.func.id not in seen:
-                seen.add(node.func.id)
-                stack.append(funcs[node.func.id])
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in funcs and func.id not in seen:
+                seen.add(func.id)
+                stack.append(funcs[func.id])
     return False
+
+
+# per function node: every call in it, decorators and annotations included (kept while the node lives)
+_CALLS: weakref.WeakKeyDictionary[ast.AST, list[ast.Call]] = weakref.WeakKeyDictionary()
+
+
+def _calls_in(node: ast.AST) -> list[ast.Call]:
+    calls = _CALLS.get(node)
+    if calls is None:
+        calls = _CALLS[node] = [n for n in walk(node) if isinstance(n, ast.Call)]
+    return calls
 
 
 def deferred_launch(site: LaunchSite) -> bool:
@@ -237,45 +250,45 @@ def iter_statements(body: list[ast.stmt], skip: frozenset[int] = frozenset()) ->
     """Every statement in ``body`` and in the blocks nested in it (cheaper than walking expressions),
     except those whose id is in ``skip`` and what is below them (``index.dropped_nodes(kernel.node)``:
     the branches Warp never compiles)."""
-    stack = list(reversed(body))
+    stack = body[::-1]
+    pop = stack.pop
+    push_all = stack.extend
+    blocks_of = _BLOCKS
     while stack:
-        stmt = stack.pop()
-        if id(stmt) in skip:
+        stmt = pop()
+        if skip and id(stmt) in skip:
             continue
         yield stmt
-        for field in ("orelse", "finalbody", "body"):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list):
-                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
-        for handler in getattr(stmt, "handlers", []) or []:
-            stack.extend(reversed(handler.body))
+        kind = type(stmt)
+        blocks = blocks_of.get(kind)
+        if blocks is None:
+            blocks = blocks_of[kind] = _block_fields(kind)
+        if not blocks:
+            continue
+        fields, handlers = blocks
+        for field in fields:
+            block = getattr(stmt, field)
+            if block:
+                push_all(block[::-1])
+        if handlers:
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                push_all(handler.body[::-1])
+
+
+# per statement class: its statement blocks among orelse, finalbody, body (the order `iter_statements` has
+# always pushed them in), and whether it has exception handlers; () for a simple statement
+_BLOCKS: dict[type[ast.stmt], tuple[tuple[str, ...], bool] | tuple[()]] = {}
+
+
+def _block_fields(kind: type[ast.stmt]) -> tuple[tuple[str, ...], bool] | tuple[()]:
+    fields = tuple(f for f in ("orelse", "finalbody", "body") if f in kind._fields)
+    handlers = "handlers" in kind._fields
+    return (fields, handlers) if fields or handlers else ()
 
 
 def derived_names(kernel: KernelDef, seed: str) -> set[str]:
     """``seed`` and every local computed (directly or not) from it."""
-    edges: list[tuple[set[str], set[str]]] = []
-    for node in walk_body(kernel.node):
-        value: ast.expr | None = None
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            value, targets = node.value, list(node.targets)
-        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and node.value is not None:
-            value, targets = node.value, [node.target]
-        elif isinstance(node, ast.For):
-            value, targets = node.iter, [node.target]
-        elif isinstance(node, ast.NamedExpr):
-            value, targets = node.value, [node.target]
-        if value is None:
-            continue
-        sources = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)}
-        stored = {
-            n.id
-            for t in targets
-            for n in ast.walk(t)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
-        if sources and stored:
-            edges.append((sources, stored))
+    edges = _assignment_edges(kernel.node)
     tainted = {seed}
     changed = True
     while changed:
@@ -287,5 +300,37 @@ def derived_names(kernel: KernelDef, seed: str) -> set[str]:
     return tainted
 
 
+# per kernel node: (the body index read, its (names read, names stored) per assignment)
+_EDGES: weakref.WeakKeyDictionary[ast.AST, tuple[NodeIndex, list[tuple[set[str], set[str]]]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _assignment_edges(node: ast.AST) -> list[tuple[set[str], set[str]]]:
+    """(names read, names stored) of every assignment, loop and walrus of the body Warp compiles (made
+    again when `body_index` changes: a constant decides another branch)."""
+    index = body_index(node)
+    cached = _EDGES.get(node)
+    if cached is not None and cached[0] is index:
+        return cached[1]
+    pairs: list[tuple[ast.expr, list[ast.expr]]] = [(n.value, n.targets) for n in index.of(ast.Assign)]
+    augmented: list[ast.AugAssign | ast.AnnAssign] = [*index.of(ast.AugAssign), *index.of(ast.AnnAssign)]
+    for aug in augmented:
+        if aug.value is not None:
+            pairs.append((aug.value, [aug.target]))
+    pairs += [(loop.iter, [loop.target]) for loop in index.of(ast.For)]
+    pairs += [(named.value, [named.target]) for named in index.of(ast.NamedExpr)]
+    edges: list[tuple[set[str], set[str]]] = []
+    for value, targets in pairs:
+        sources = {n.id for n in walk(value) if isinstance(n, ast.Name)}
+        stored = {
+            n.id for t in targets for n in walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+        }
+        if sources and stored:
+            edges.append((sources, stored))
+    _EDGES[node] = (index, edges)
+    return edges
+
+
 def mentions(node: ast.AST, names: set[str]) -> bool:
-    return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id in names for n in walk(node))

@@ -51,6 +51,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from warp_harness.builtins import CallStatus
 from warp_harness.model.index import body_index
@@ -59,6 +60,9 @@ from warp_harness.model.refined_types import ModuleTypeFacts, RefinedTypes
 from warp_harness.model.types import WarpType
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
+
+if TYPE_CHECKING:
+    from warp_harness.builtins import BuiltinTable
 
 # names that are not attributes of the warp module yet mean something inside kernels
 _KERNEL_ONLY = {"tid", "static"}
@@ -91,53 +95,61 @@ _HOST_PREFIXES = (
 )
 
 
-def _registered_names(nodes: list[ast.AST], warp_modules: set[str]) -> tuple[set[str], bool]:
+# calls that may add a name to Warp's module
+_REGISTERING = frozenset({"add_builtin", "register_builtin", "setattr"})
+
+
+def _registrations(ctx: RuleContext, warp_modules: set[str]) -> tuple[set[str], bool]:
     """``warp.<name>`` attributes this file creates: submodules it imports (``import warp.tests.x``) and
     builtins it registers (``wp.build_experimental.add_builtin("name", ...)``); True when it registers
-    one whose name is not a literal (then no name can be called unknown)."""
+    one whose name is not a literal (then no name can be called unknown). The answer is a set and a flag:
+    the nodes are read kind by kind, in no particular order."""
+    index = ctx.model.index
     names: set[str] = set()
     dynamic = False
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                parts = alias.name.split(".")
-                if parts[0] == "warp" and len(parts) > 1:
-                    names.add(parts[1])
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            parts = node.module.split(".")
+    for imported in index.of(ast.Import):
+        for alias in imported.names:
+            parts = alias.name.split(".")
             if parts[0] == "warp" and len(parts) > 1:
                 names.add(parts[1])
-            elif node.module == "warp":
-                names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.Call):
-            func = node.func
-            attr = (
-                func.attr
-                if isinstance(func, ast.Attribute)
-                else func.id
-                if isinstance(func, ast.Name)
-                else None
+    for source in index.of(ast.ImportFrom):
+        if source.module and source.level == 0:
+            parts = source.module.split(".")
+            if parts[0] == "warp" and len(parts) > 1:
+                names.add(parts[1])
+            elif source.module == "warp":
+                names.update(alias.name for alias in source.names)
+    for call in index.of(ast.Call):
+        func = call.func
+        kind = type(func)
+        if kind is ast.Attribute:
+            attr = func.attr  # type: ignore[attr-defined]
+        elif kind is ast.Name:
+            attr = func.id  # type: ignore[attr-defined]
+        else:
+            continue
+        if attr not in _REGISTERING:
+            continue
+        if attr != "setattr":
+            first = (
+                call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "key"), None)
             )
-            if attr in ("add_builtin", "register_builtin"):
-                first = (
-                    node.args[0]
-                    if node.args
-                    else next((k.value for k in node.keywords if k.arg == "key"), None)
-                )
-                if isinstance(first, ast.Constant) and isinstance(first.value, str):
-                    names.add(first.value)
-                else:
-                    dynamic = True
-            elif (
-                attr == "setattr"
-                and node.args
-                and isinstance(node.args[0], ast.Name)
-                and node.args[0].id in warp_modules
-            ):
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+            else:
                 dynamic = True
-        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
-            # wp.my_helper = ... adds a name to the module
-            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+        elif call.args and isinstance(call.args[0], ast.Name) and call.args[0].id in warp_modules:
+            dynamic = True
+    if warp_modules:
+        # wp.my_helper = ... adds a name to the module
+        assignments: list[ast.Assign | ast.AnnAssign | ast.AugAssign] = [
+            *index.of(ast.Assign),
+            *index.of(ast.AnnAssign),
+            *index.of(ast.AugAssign),
+        ]
+        for assignment in assignments:
+            targets = assignment.targets if isinstance(assignment, ast.Assign) else [assignment.target]
+            for target in targets:
                 if (
                     isinstance(target, ast.Attribute)
                     and isinstance(target.value, ast.Name)
@@ -147,11 +159,9 @@ def _registered_names(nodes: list[ast.AST], warp_modules: set[str]) -> tuple[set
     return names, dynamic
 
 
-def _registrations(ctx: RuleContext, warp_modules: set[str]) -> tuple[set[str], bool]:
-    index = ctx.model.index
-    kinds = (ast.Import, ast.ImportFrom, ast.Call, ast.Assign, ast.AnnAssign, ast.AugAssign)
-    # the answer is a set and a flag: the order of the nodes does not matter
-    return _registered_names([n for k in kinds for n in index.of(k)], warp_modules)
+def _known(table: BuiltinTable, name: str) -> bool:
+    """A name that is Warp's (or means something in kernels, or a dunder): never reported unknown."""
+    return name in _KERNEL_ONLY or table.warp_attribute_kind(name) is not None or name.startswith("__")
 
 
 class BuiltinCall(Rule):
@@ -172,37 +182,43 @@ class BuiltinCall(Rule):
         return RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
+            return
         imports = ctx.model.imports
         warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
         table = ctx.builtins
-        registered, dynamic = ctx.once((self.id, "registered"), lambda: _registrations(ctx, warp_modules))
-        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
-            return
         types: RefinedTypes | None = None
         body = body_index(kernel.node)
-        called = {id(node.func) for node in body.of(ast.Call) if isinstance(node.func, ast.Attribute)}
+        called: set[int] | None = None
         params = {p.name for p in kernel.params}
         # only attributes and calls can be reported
         for node in body.of_any(ast.Attribute, ast.Call):
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in warp_modules
-                and isinstance(node.ctx, ast.Load)
-                and node.value.id not in params
-            ):
+            if isinstance(node, ast.Attribute):
+                value = node.value
+                if not (
+                    isinstance(value, ast.Name)
+                    and value.id in warp_modules
+                    and isinstance(node.ctx, ast.Load)
+                    and value.id not in params
+                ):
+                    continue
+                if _known(table, node.attr):
+                    continue
+                # the file's registrations, read only when a name is not Warp's own
+                registered, dynamic = ctx.once(
+                    (self.id, "registered"), lambda: _registrations(ctx, warp_modules)
+                )
                 if dynamic or node.attr in registered:
                     continue
-                record = self._unknown(ctx, kernel, node, id(node) in called)
-                if record is not None:
-                    yield record
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id in warp_modules
-            ):
-                name = node.func.attr
+                if called is None:
+                    called = {id(c.func) for c in body.of(ast.Call) if isinstance(c.func, ast.Attribute)}
+                yield self._unknown(ctx, kernel, node, id(node) in called)
+                continue
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            func = node.func
+            if isinstance(func.value, ast.Name) and func.value.id in warp_modules:
+                name = func.attr
                 if table.warp_attribute_kind(name) is None and name not in _KERNEL_ONLY:
                     continue  # reported as an unknown name
                 if types is None:
@@ -210,11 +226,11 @@ class BuiltinCall(Rule):
                 record = self._call(ctx, kernel, types, node, name)
                 if record is not None:
                     yield record
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                math_name = imports.math_name(node.func)
-                if math_name is None or not isinstance(node.func.value, ast.Name):
+            else:
+                math_name = imports.math_name(func)
+                if math_name is None or not isinstance(func.value, ast.Name):
                     continue
-                if node.func.value.id in params:
+                if func.value.id in params:
                     continue
                 if types is None:
                     types = self._types(ctx, kernel)
@@ -242,13 +258,10 @@ class BuiltinCall(Rule):
             + (f" (close builtins: {', '.join(f'`wp.{s}`' for s in similar)})" if similar else ""),
         )
 
-    def _unknown(
-        self, ctx: RuleContext, kernel: KernelDef, node: ast.Attribute, is_call: bool
-    ) -> Record | None:
+    def _unknown(self, ctx: RuleContext, kernel: KernelDef, node: ast.Attribute, is_call: bool) -> Record:
+        """``wp.<name>`` where ``name`` is not `_known` nor registered by the file."""
         table = ctx.builtins
         name = node.attr
-        if name in _KERNEL_ONLY or table.warp_attribute_kind(name) is not None or name.startswith("__"):
-            return None
         prefix = ctx.source_of(node.value)
         suggestions = table.closest(name, n=6)
         if is_call:

@@ -45,8 +45,10 @@ wp.launch(axpy, dim=n, inputs=[2.0, x], outputs=[y])
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Iterator
 
+from warp_harness.model.index import NodeIndex, full_body_index
 from warp_harness.model.kernel import KernelDef, Param
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
@@ -280,9 +282,9 @@ def _declared(ctx: RuleContext, site: LaunchSite, name: str) -> tuple[Array | Sc
     annotation, or the literal default of an unannotated one. Bools (accepted by any scalar) are left out."""
     scope = site.scope
     alias = site.local_aliases.get(name)
-    number = _literal_number(alias) if alias is not None else None
     if alias is not None:
-        if isinstance(number, bool) or number is None or _declared_global(scope, name):
+        number = _literal_number(alias)
+        if isinstance(number, bool) or number is None or name in _declared_global(scope):
             return None
         return (
             Scalar("float32" if isinstance(number, float) else "int32"),
@@ -293,13 +295,8 @@ def _declared(ctx: RuleContext, site: LaunchSite, name: str) -> tuple[Array | Sc
         return None
     args = scope.args
     positional = [*args.posonlyargs, *args.args]
-    defaults: dict[str, ast.expr] = dict(
-        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults, strict=True)
-    )
-    keyword_defaults = zip(args.kwonlyargs, args.kw_defaults, strict=True)
-    defaults.update({a.arg: d for a, d in keyword_defaults if d is not None})
     param = next((a for a in [*positional, *args.kwonlyargs] if a.arg == name), None)
-    if param is None or _rebound_in(scope, name):
+    if param is None or name in _rebound_in(scope):
         return None
     if param.annotation is not None:
         declared = ctx.model.resolver.resolve(param.annotation)
@@ -307,6 +304,11 @@ def _declared(ctx: RuleContext, site: LaunchSite, name: str) -> tuple[Array | Sc
             origin = f"`{name}: {ctx.source_of(param.annotation)}` in `{scope.name}`"
             return declared, origin, Severity.WARNING
         return None
+    defaults: dict[str, ast.expr] = dict(
+        zip([a.arg for a in positional[len(positional) - len(args.defaults) :]], args.defaults, strict=True)
+    )
+    keyword_defaults = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    defaults.update({a.arg: d for a, d in keyword_defaults if d is not None})
     default = defaults.get(name)
     value = _literal_number(default) if default is not None else None
     if value is None or isinstance(value, bool) or default is None:
@@ -315,18 +317,35 @@ def _declared(ctx: RuleContext, site: LaunchSite, name: str) -> tuple[Array | Sc
     return kind, f"`{name}={ctx.source_of(default)}` in `{scope.name}`", Severity.WARNING
 
 
-def _declared_global(scope: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Global | ast.Nonlocal) and name in n.names for n in ast.walk(scope))
+# per scope node, what depends on its subtree alone (kept while the node lives, as the model's indexes are)
+_GLOBALS: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
+_REBOUND: weakref.WeakKeyDictionary[ast.AST, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
-def _rebound_in(scope: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
-    """Whether the function (or a function nested in it) stores, deletes or declares ``name`` anywhere."""
-    for statement in scope.body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store | ast.Del):
-                return True
-            if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
-                return True
-            if isinstance(node, ast.arg) and node.arg == name:
-                return True  # a nested function's or lambda's parameter: another variable of that name
-    return False
+def _index(scope: ast.AST) -> NodeIndex:
+    """Every node of ``scope``'s body (a function's: shared with the model; the module's: all of it)."""
+    if isinstance(scope, ast.FunctionDef):
+        return full_body_index(scope)
+    return NodeIndex(scope.body if isinstance(scope, ast.AsyncFunctionDef) else [scope])
+
+
+def _declared_global(scope: ast.AST) -> frozenset[str]:
+    """Names declared ``global`` or ``nonlocal`` anywhere in ``scope`` (a function, or the module)."""
+    names = _GLOBALS.get(scope)
+    if names is None:
+        index = _index(scope)
+        declarations: list[ast.Global | ast.Nonlocal] = [*index.of(ast.Global), *index.of(ast.Nonlocal)]
+        names = _GLOBALS[scope] = frozenset(name for node in declarations for name in node.names)
+    return names
+
+
+def _rebound_in(scope: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The names the function's body (or a function nested in it) stores, deletes or declares anywhere; a
+    nested function's or lambda's parameter counts too (another variable of that name)."""
+    names = _REBOUND.get(scope)
+    if names is None:
+        index = _index(scope)
+        found = {n.id for n in index.of(ast.Name) if not isinstance(n.ctx, ast.Load)}
+        found.update(a.arg for a in index.of(ast.arg))
+        names = _REBOUND[scope] = frozenset(found.union(_declared_global(scope)))
+    return names

@@ -144,8 +144,9 @@ class FuncCall(Rule):
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body or not ctx.model.funcs:
             return
         types: RefinedTypes | None = None
+        funcs = ctx.model.funcs
         for call in body_index(kernel.node).of(ast.Call):
-            if not isinstance(call.func, ast.Name) or call.func.id not in ctx.model.funcs:
+            if not isinstance(call.func, ast.Name) or call.func.id not in funcs:
                 continue
             func = called_func(ctx.model, kernel, call)
             if func is None or func.node is kernel.node:
@@ -156,9 +157,8 @@ class FuncCall(Rule):
             if types is None:
                 facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
                 types = RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
-            related = [Related(self._definition(ctx, func), f"`{func.name}` is defined here")]
             if binding.error is not None:
-                yield self._arity(ctx, kernel, func, call, binding.error, types, related)
+                yield self._arity(ctx, kernel, func, call, binding.error, types, self._related(ctx, func))
                 continue
             mismatches = []
             for name, argument in binding.arguments.items():
@@ -169,7 +169,10 @@ class FuncCall(Rule):
                 if _accepts(param.type, actual) is False:
                     mismatches.append(_Mismatch(param, argument, actual))
             if mismatches:
-                yield self._types(ctx, kernel, func, call, mismatches, types, related)
+                yield self._types(ctx, kernel, func, call, mismatches, types, self._related(ctx, func))
+
+    def _related(self, ctx: RuleContext, func: KernelDef) -> list[Related]:
+        return [Related(self._definition(ctx, func), f"`{func.name}` is defined here")]
 
     def _definition(self, ctx: RuleContext, func: KernelDef) -> Location:
         node = func.node

@@ -43,6 +43,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from warp_harness.model.index import NodeIndex, around_body, full_body_index
 from warp_harness.model.launches import LaunchSite
 from warp_harness.record import Fix, Record, Related, Severity, TextEdit
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, byte_to_char_col
@@ -219,11 +220,16 @@ class LaunchDimFloat(Rule):
             names = {
                 a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a
             }
-            for n in ast.walk(scope):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store | ast.Del):
-                    names.add(n.id)
-                elif isinstance(n, ast.Global | ast.Nonlocal):
-                    names.update(n.names)
+            # the body's nodes by kind from the model's shared index; the rest of the function is small
+            before, after = around_body(scope)
+            for index in (full_body_index(scope), NodeIndex([*before, *after])):
+                names.update(n.id for n in index.of(ast.Name) if not isinstance(n.ctx, ast.Load))
+                declarations: list[ast.Global | ast.Nonlocal] = [
+                    *index.of(ast.Global),
+                    *index.of(ast.Nonlocal),
+                ]
+                for declaration in declarations:
+                    names.update(declaration.names)
             return frozenset(names)
 
         return ctx.once((self.id, "bound", id(scope)), compute)

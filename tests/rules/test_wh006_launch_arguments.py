@@ -279,3 +279,59 @@ def test_declared_kinds_that_warp_accepts_pass(analyse: Analyse) -> None:
     """An int for a float parameter, a bool for an int, a converted value: Warp launches them all."""
     assert analyse(DECLARED_GOOD, select=["WH006"]) == []
     assert warp_error(DECLARED_GOOD, launch=True) is None
+
+
+# `count` is a float parameter (or a once-assigned float) in each function; only `plain` never rebinds it
+REBOUND = (
+    KERNELS
+    + """
+LIMIT = 2.5
+
+
+def plain(y, count: float):
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y])
+
+
+def by_lambda(y, count: float):
+    key = lambda count: count + 1
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y])
+
+
+def by_nested(y, count: float):
+    def inner(count=1):
+        return count
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y])
+
+
+def by_walrus(y, count: float):
+    sizes = [(count := s) for s in range(3)]
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y])
+
+
+def by_del(y, count: float):
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y])
+    del count
+
+
+def by_loop(y, count: float):
+    for count in range(2):
+        pass
+    wp.launch(offset, dim=4, inputs=[count, wp.vec3(), y])
+
+
+def rebinds_limit():
+    global LIMIT
+    LIMIT = 3
+
+
+wp.launch(offset, dim=4, inputs=[LIMIT, wp.vec3(), y])
+"""
+)
+
+
+def test_a_name_the_function_rebinds_anywhere_is_not_judged_by_its_declaration(analyse: Analyse) -> None:
+    records = analyse(REBOUND, select=["WH006"])
+    lines = REBOUND.splitlines()
+    plain = next(n for n, line in enumerate(lines, 1) if line == "def plain(y, count: float):") + 1
+    # a lambda's or nested function's parameter, a walrus, `del`, a loop, a `global` elsewhere: all rebind
+    assert [(r.location.line, r.severity.value) for r in records] == [(plain, "warning")]

@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex, around_body, body_index, child_nodes
+from warp_harness.model.index import (
+    _MANY,
+    _ONE,
+    _WALK_FIELDS,
+    N,
+    NodeIndex,
+    _walk_fields,
+    around_body,
+    body_index,
+    child_nodes,
+)
+from warp_harness.model.walk import walk
 
 _LAUNCH_POSITIONAL = (
     "kernel",
@@ -32,6 +43,7 @@ _LAUNCH_POSITIONAL = (
     "block_dim",
 )
 _LAUNCH_NAMES = ("launch", "launch_tiled")
+_LAUNCH_NAME_SET = frozenset(_LAUNCH_NAMES)
 _ALLOCATORS = {
     "zeros",
     "empty",
@@ -155,13 +167,13 @@ def _expects_failure(item: ast.withitem) -> bool:
     return name.startswith("assertRaises") or name == "raises"
 
 
-def _inside_expected_failure(nodes: list[ast.AST]) -> set[int]:
-    """ids of the nodes inside the body of a with-block that expects an exception."""
+def _expected_failures(withs: list[ast.With]) -> set[int]:
+    """ids of the calls inside the body of a with-block (one of ``withs``) that expects an exception."""
     inside: set[int] = set()
-    for node in nodes:
-        if isinstance(node, ast.With) and any(_expects_failure(i) for i in node.items):
+    for node in withs:
+        if any(_expects_failure(i) for i in node.items):
             for stmt in node.body:
-                inside.update(id(n) for n in ast.walk(stmt))
+                inside.update(id(n) for n in walk(stmt) if type(n) is ast.Call)
     return inside
 
 
@@ -192,26 +204,62 @@ class _Scopes:
 
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_NESTED_SCOPE_TYPES: frozenset[type[ast.AST]] = frozenset(_NESTED_SCOPES)
 
 
-def _own_nodes(scope: ast.AST) -> list[ast.AST]:
+def _own_nodes(scope: ast.AST) -> tuple[list[ast.AST], NodeIndex | None, list[ast.AST]]:
     """Nodes of ``scope`` not inside a nested function or class (contexts and operators left out), in
-    preorder."""
+    preorder. For a function with no nested scope, also its body's shared index (built with the module's)
+    and the nodes around the body: the own nodes of a kind are then found without a scan."""
     if isinstance(scope, ast.FunctionDef):
-        # the body's index is shared (built with the module's): with no nested scope, it is the answer
-        before, after = around_body(scope)
-        parts = (NodeIndex(before), body_index(scope), NodeIndex(after))
-        if not any(part.of(kind) for part in parts for kind in _NESTED_SCOPES):
-            return [node for part in parts for node in part.nodes]
+        body = body_index(scope)
+        if not any(body.of(kind) for kind in _NESTED_SCOPES):
+            before, after = around_body(scope)
+            head, pruned_head = _preorder_without_scopes(before)
+            tail, pruned_tail = _preorder_without_scopes(after)
+            if not (pruned_head or pruned_tail):
+                return [*head, *body.nodes, *tail], body, [*head, *tail]
+    nodes, _ = _preorder_without_scopes(child_nodes(scope))
+    return nodes, None, nodes
+
+
+def _preorder_without_scopes(roots: list[ast.AST]) -> tuple[list[ast.AST], bool]:
+    """The preorder of ``roots`` without nested functions, classes and lambdas (nor what is below them),
+    and whether there was one."""
     found: list[ast.AST] = []
-    stack = child_nodes(scope)[::-1]
+    append = found.append
+    stack: list[ast.AST | None] = [*reversed(roots)]
+    pop = stack.pop
+    push = stack.append
+    push_all = stack.extend
+    nested = _NESTED_SCOPE_TYPES
+    pruned = False
+    walk_fields = _WALK_FIELDS
     while stack:
-        node = stack.pop()
-        if type(node) in _NESTED_SCOPES:
+        node = pop()
+        if node is None:  # an empty slot of a list field (`Dict.keys`)
             continue
-        found.append(node)
-        stack.extend(reversed(child_nodes(node)))
-    return found
+        kind = type(node)
+        if kind in nested:
+            pruned = True
+            continue
+        append(node)
+        fields = walk_fields.get(kind)
+        if fields is None:
+            fields = _walk_fields(kind)
+        for name, how in fields:  # last field first, so that the children pop in field order
+            value = getattr(node, name, None)
+            if how == _MANY:
+                if value:
+                    push_all(reversed(value))
+            elif how == _ONE:
+                if value is not None:
+                    push(value)
+            elif type(value) is list:
+                push_all(child for child in reversed(value) if isinstance(child, ast.AST))
+            elif isinstance(value, ast.AST):
+                push(value)
+    return found, pruned
 
 
 _BINDINGS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr, ast.With})
@@ -220,25 +268,30 @@ _BINDINGS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.Na
 def _single_assignments(nodes: list[ast.AST]) -> dict[str, ast.expr]:
     counts: dict[str, int] = {}
     values: dict[str, ast.expr] = {}
+    bindings = _BINDINGS
     # last binding first: the order `_derived` has always folded values in (a value does not see the
     # locals assigned before it)
     for node in reversed(nodes):
-        if type(node) not in _BINDINGS:
+        kind = type(node)
+        if kind not in bindings:
             continue
-        targets: list[ast.expr] = []
         value: ast.expr | None = None
-        if isinstance(node, ast.Assign):
-            targets, value = list(node.targets), node.value
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.NamedExpr):
-            targets = [node.target]
-        elif isinstance(node, ast.With):
-            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+        if kind is ast.Assign:
+            targets: list[ast.expr] = node.targets  # type: ignore[attr-defined]
+            value = node.value  # type: ignore[attr-defined]
+        elif kind is ast.With:
+            targets = [i.optional_vars for i in node.items if i.optional_vars is not None]  # type: ignore[attr-defined]
+        else:  # AnnAssign, AugAssign, For, NamedExpr
+            targets = [node.target]  # type: ignore[attr-defined]
         for target in targets:
-            for n in ast.walk(target):
-                if isinstance(n, ast.Name):
+            if type(target) is ast.Name:
+                counts[target.id] = counts.get(target.id, 0) + 1
+                if value is not None:
+                    values[target.id] = value
+                continue
+            for n in walk(target):
+                if type(n) is ast.Name:
                     counts[n.id] = counts.get(n.id, 0) + 1
-                    if isinstance(target, ast.Name) and value is not None:
-                        values[n.id] = value
     return {k: v for k, v in values.items() if counts.get(k) == 1}
 
 
@@ -272,30 +325,58 @@ def allocation(call: ast.Call, imports: ImportMap, name: str = "") -> HostArray 
     return HostArray(name, extent, call, shape=shape, data=wrapped, allocator=allocator)
 
 
-@dataclass
 class _ScopeFacts:
-    nodes: list[ast.AST]
-    expected: set[int]
-    own: set[int]
-    aliases: dict[str, ast.expr]
-    # (key of the imports and constants, local values, host arrays) of the latest call that gave a key
-    derived: tuple[object, dict[str, Value], dict[str, HostArray]] | None = None
+    """What depends on a scope's subtree alone; all but its nodes made when first asked for (the shape
+    model asks only for the nodes of every method of a class)."""
+
+    __slots__ = ("_aliases", "_body", "_expected", "_others", "_own_calls", "derived", "nodes")
+
+    def __init__(self, scope: ast.AST) -> None:
+        # `_body`: the body's index when all of it is the scope's own; `_others`: the own nodes outside it
+        self.nodes, self._body, self._others = _own_nodes(scope)
+        self._expected: set[int] | None = None
+        self._own_calls: set[int] | None = None
+        self._aliases: dict[str, ast.expr] | None = None
+        # (key of the imports and constants, local values, host arrays) of the latest call that gave a key
+        self.derived: tuple[object, dict[str, Value], dict[str, HostArray]] | None = None
+
+    def _of(self, kind: type[N]) -> list[N]:
+        """The own nodes of one kind (in no particular order)."""
+        found: list[N] = [node for node in self._others if type(node) is kind]
+        if self._body is not None:
+            found += self._body.of(kind)
+        return found
+
+    @property
+    def expected(self) -> set[int]:
+        """ids of the calls inside a with-block that expects an exception."""
+        if self._expected is None:
+            self._expected = _expected_failures(self._of(ast.With))
+        return self._expected
+
+    @property
+    def own_calls(self) -> set[int]:
+        """ids of the calls among the scope's own nodes."""
+        if self._own_calls is None:
+            self._own_calls = {id(call) for call in self._of(ast.Call)}
+        return self._own_calls
+
+    @property
+    def aliases(self) -> dict[str, ast.expr]:
+        if self._aliases is None:
+            self._aliases = _single_assignments(self.nodes)
+        return self._aliases
 
 
 # per scope node: what depends on its subtree alone (kept while the node lives: the incremental
-# analysis reuses the nodes of unchanged functions)
+# analysis reuses the nodes of unchanged functions; a module's serve the rules of its own analysis)
 _SCOPES: weakref.WeakKeyDictionary[ast.AST, _ScopeFacts] = weakref.WeakKeyDictionary()
 
 
 def _scope_facts(scope: ast.AST) -> _ScopeFacts:
     facts = _SCOPES.get(scope)
     if facts is None:
-        nodes = _own_nodes(scope)
-        facts = _ScopeFacts(
-            nodes, _inside_expected_failure(nodes), {id(n) for n in nodes}, _single_assignments(nodes)
-        )
-        if not isinstance(scope, ast.Module):  # a module is new on every parse
-            _SCOPES[scope] = facts
+        facts = _SCOPES[scope] = _ScopeFacts(scope)
     return facts
 
 
@@ -304,10 +385,12 @@ def _derived(
 ) -> tuple[dict[str, Value], dict[str, HostArray]]:
     """Local values folded and host arrays found among a scope's single assignments."""
     local_values: dict[str, Value] = {}
+    env = dict(constants)  # the constants with the local values found so far over them
     for name, value_node in aliases.items():
-        value = fold(value_node, {**constants, **local_values}, imports)
+        value = fold(value_node, env, imports)
         if value is not None:
             local_values[name] = value
+            env[name] = value
     host_arrays = {}
     for name, value_node in aliases.items():
         if isinstance(value_node, ast.Call):
@@ -343,11 +426,32 @@ def _owner_class(scope: ast.AST, classes: list[ast.ClassDef]) -> ast.ClassDef | 
     return None
 
 
-def _may_launch(func: ast.expr, imports: ImportMap) -> bool:
-    """Cheap necessary condition for ``imports.warp_name(func)`` to be ``launch``/``launch_tiled``."""
-    if isinstance(func, ast.Attribute):
-        return func.attr in _LAUNCH_NAMES
-    return isinstance(func, ast.Name) and (func.id in imports.objects or func.id in imports.modules)
+def _launch_calls(calls: list[ast.Call], imports: ImportMap) -> list[ast.Call]:
+    """The calls of ``wp.launch`` / ``wp.launch_tiled`` (however Warp is imported) among ``calls``."""
+    objects = imports.objects
+    modules = imports.modules
+    warp_name = imports.warp_name
+    wanted = _LAUNCH_NAME_SET
+    attribute, name_node = ast.Attribute, ast.Name
+    # whether a plain name is Warp's launch depends on the name alone: asked once per name
+    names: dict[str, bool] = {}
+    found: list[ast.Call] = []
+    for call in calls:
+        func = call.func
+        kind = type(func)
+        if kind is attribute:
+            # a cheap necessary condition first: `imports.warp_name` is cached, but per node
+            if func.attr in wanted and warp_name(func) in wanted:  # type: ignore[attr-defined]
+                found.append(call)
+        elif kind is name_node:
+            name: str = func.id  # type: ignore[attr-defined]
+            launches = names.get(name)
+            if launches is None:
+                imported = name in objects or name in modules
+                launches = names[name] = imported and warp_name(func) in wanted
+            if launches:
+                found.append(call)
+    return found
 
 
 def find_launches(
@@ -360,11 +464,7 @@ def find_launches(
     """``key``, when given, identifies ``imports`` and ``constants``: what a scope derives from them is
     kept with the scope's node and reused while the key is equal."""
     index = index or NodeIndex([tree])
-    launch_calls = [
-        c
-        for c in index.of(ast.Call)
-        if _may_launch(c.func, imports) and imports.warp_name(c.func) in _LAUNCH_NAMES
-    ]
+    launch_calls = _launch_calls(index.of(ast.Call), imports)
     if not launch_calls:
         return []
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
@@ -384,7 +484,7 @@ def find_launches(
         if not calls_here:
             continue
         # a launch inside a lambda or class body sits in no function's own nodes: keep it anyway
-        launch_calls_here = [c for c in calls_here if id(c) in facts.own] or calls_here
+        launch_calls_here = [c for c in calls_here if id(c) in facts.own_calls] or calls_here
         aliases = scope_aliases(scope)
         owner = _owner_class(scope, classes)
         if key is not None and facts.derived is not None and facts.derived[0] == key:
