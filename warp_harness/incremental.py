@@ -18,13 +18,18 @@ Four caches, each exact:
 - the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
   context, the names of the units and the settings.
 
-- the last analysis (`_Snapshot`): a keystroke inside one unit's chunk that leaves it the same kernel at
-  the same lines (most keystrokes in a kernel body) is spliced into it: the text is compared with the
-  last one (memcmp speed), only that chunk is parsed, the model is the last one with that kernel
-  replaced (`module.with_kernel_replaced`), the other units' keys and records, the rest's records, the
-  context's node index and what the rules computed once for the whole file (`RuleContext.once`) are
-  kept, and the rules run on that kernel only: a cost that does not grow with the kernels the edit does
-  not touch, but for a few copies of lists at C speed. Any other edit takes the way below.
+- the last analysis (`_Snapshot`): a keystroke inside one unit's chunk that leaves it the same kernel
+  (most keystrokes in a kernel body) is spliced into it: the text is compared with the last one (memcmp
+  speed), only that chunk is parsed, the model is the last one with that kernel replaced
+  (`module.with_kernel_replaced`), the other units' keys and records, the rest's records, the context's
+  node index and what the rules computed once for the whole file (`RuleContext.once`) are kept, and the
+  rules run on that kernel only: a cost that does not grow with the kernels the edit does not touch, but
+  for a few copies of lists at C speed. Any other edit takes the way below.
+  An edit that adds or deletes lines there (Enter, a deleted or pasted line) moves the later chunks'
+  lines (`Chunk.shift`) and the records on them (`_Shift`; not when a record quotes one of those lines),
+  not their nodes: those lag (`Chunk.lag`) until the model is read (`_Settling`) or the chunk parser
+  reuses them. While any lag, the rules see only the chunks the unit's records depend on (its key's),
+  settled, and what they compute once is not kept.
 
 The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; the
 engine (`engine.scoped_records`) calls a rule once per kernel or launch site of its declared `Scope` and
@@ -40,10 +45,11 @@ import ast
 import bisect
 import gc
 import re
+import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING
 
 from warp_harness.config import Settings
@@ -79,6 +85,8 @@ DOCUMENT_CACHE_SIZE = 64
 REST_CACHE_SIZE = 4
 # objects an analysis may leave behind before `IncrementalAnalyser.analyse` runs the collector itself
 COLLECT_AFTER = 500_000
+# how long reading a lagging model (another thread, during an analysis) waits to move its nodes
+SETTLE_WAIT_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -201,6 +209,22 @@ class _UnitEntry:
             return None
         return _UnitEntry.of(moved, layout, chunk)
 
+    def shifted(self, shift: _Shift) -> _UnitEntry:
+        """These records after an edit above some of their lines (`_Shift`)."""
+        records: _UnitRecords = {
+            rule: (
+                [[shift.record(r) for r in kernel] for kernel in kernels],
+                [[shift.record(r) for r in site] for site in sites],
+            )
+            for rule, (kernels, sites) in self.records.items()
+        }
+        first, end = shift.span((self.first, self.end))
+        layout = tuple(shift.span(span) for span in self.layout)
+        found = tuple(
+            (rule, site, number, records[rule][int(site)][number]) for rule, site, number, _ in self.found
+        )
+        return _UnitEntry(records, layout, first, end, self.movable, found)
+
 
 @dataclass(frozen=True)
 class _RestEntry:
@@ -247,22 +271,11 @@ def _movable(record: Record) -> bool:
     return not any(_MENTIONS_LINE.search(t) for t in texts)
 
 
-class _LineMap:
-    """Old line -> new line, for lines inside chunks that moved without changing (1-based lines)."""
-
-    def __init__(self, old: list[tuple[int, int]], new: list[tuple[int, int]]) -> None:
-        pairs = sorted(zip(old, new, strict=True))
-        self._firsts = [o[0] for o, _ in pairs]
-        self._pairs = pairs
+class _Lines:
+    """Old line -> new line (1-based lines), applied to records."""
 
     def line(self, line: int) -> int:
-        i = bisect.bisect_left(self._firsts, line) - 1  # the chunk whose first (0-based) is < line
-        if i < 0:
-            raise _NotMovable
-        (first, end), (new_first, _) = self._pairs[i]
-        if not first < line <= end:
-            raise _NotMovable
-        return line + new_first - first
+        raise NotImplementedError
 
     def place(self, place: tuple[int, int]) -> tuple[int, int]:
         return (self.line(place[0]), place[1])
@@ -280,6 +293,65 @@ class _LineMap:
             fix = replace(fix, edits=edits)
         related = tuple(replace(r, location=self.location(r.location)) for r in record.related)
         return replace(record, location=self.location(record.location), related=related, fix=fix)
+
+
+class _LineMap(_Lines):
+    """Old line -> new line, for lines inside chunks that moved without changing (1-based lines)."""
+
+    def __init__(self, old: list[tuple[int, int]], new: list[tuple[int, int]]) -> None:
+        pairs = sorted(zip(old, new, strict=True))
+        self._firsts = [o[0] for o, _ in pairs]
+        self._pairs = pairs
+
+    def line(self, line: int) -> int:
+        i = bisect.bisect_left(self._firsts, line) - 1  # the chunk whose first (0-based) is < line
+        if i < 0:
+            raise _NotMovable
+        (first, end), (new_first, _) = self._pairs[i]
+        if not first < line <= end:
+            raise _NotMovable
+        return line + new_first - first
+
+
+class _Shift(_Lines):
+    """The lines after line ``after`` (1-based; ``after`` is also the 0-based line where the chunks that
+    move begin) moved by ``delta``: an edit in the chunk ending there that changed its line count."""
+
+    def __init__(self, after: int, delta: int) -> None:
+        self.after = after
+        self.delta = delta
+
+    def line(self, line: int) -> int:
+        return line + self.delta if line > self.after else line
+
+    def span(self, span: tuple[int, int]) -> tuple[int, int]:
+        """A chunk's (0-based first, end)."""
+        return (span[0] + self.delta, span[1] + self.delta) if span[0] >= self.after else span
+
+    def moves(self, record: Record) -> bool:
+        after = self.after
+        loc = record.location
+        if loc.line > after or (loc.end_line or 0) > after:
+            return True
+        if any(r.location.line > after or (r.location.end_line or 0) > after for r in record.related):
+            return True
+        return record.fix is not None and any(e.end_line > after for e in record.fix.edits)
+
+
+def _last_line_mentioned(records: Iterable[Record]) -> int:
+    """The largest number in the texts of those ``records`` that quote a line number (0: none do)."""
+    last = 0
+    for record in records:
+        if not _movable(record):
+            texts = [record.message, record.hint or "", repr(record.expected), repr(record.actual)]
+            texts += [r.message for r in record.related]
+            if record.fix is not None:
+                texts += [record.fix.title, *(e.new_text for e in record.fix.edits)]
+            last = max([last, *(int(n) for t in texts for n in _NUMBER.findall(t))])
+    return last
+
+
+_NUMBER = re.compile(r"\d+")
 
 
 @dataclass
@@ -323,17 +395,31 @@ class _KeyContext:
     _graph: tuple[dict[str, list[int]], dict[str, set[int]]] | None = None
     _core_firsts: list[int] | None = None
 
-    def key(self, unit: _Unit) -> tuple[tuple[object, ...], _Layout]:
+    def _own(self, unit: _Unit) -> tuple[set[str], list[Chunk]]:
+        """The names the unit reaches and the selective chunks it depends on, in order."""
         if self._graph is None:
             self._graph = _graph(self.launches, self.hosts, self.selective)
+        named, launchers = self._graph
+        reached, relevant = _reached(unit, named, self.funcs, launchers)
+        return reached, sorted((self.selective[i] for i in relevant), key=lambda c: c.first)
+
+    def seen(self, unit: _Unit) -> list[Chunk]:
+        """The context chunks the unit's records depend on (and may point into), in order."""
+        _, own = self._own(unit)
+        return sorted([*self.core, *own], key=lambda c: c.first) if own else list(self.core)
+
+    def moved(self) -> None:
+        """The chunks were shifted (`_Shift`): positions are derived again."""
+        self.core_layout = tuple((c.first, c.end) for c in self.core)
+        self._core_firsts = None
+
+    def key(self, unit: _Unit) -> tuple[tuple[object, ...], _Layout]:
         if self._core_firsts is None:
             self._core_firsts = [c.first for c in self.core]
-        named, launchers = self._graph
         core_firsts = self._core_firsts
         chunk = unit.chunk
         names = self.names
-        reached, relevant = _reached(unit, named, self.funcs, launchers)
-        own = sorted((self.selective[i] for i in relevant), key=lambda c: c.first)
+        reached, own = self._own(unit)
         seen = sorted([*self.core, *own], key=lambda c: c.first) if own else self.core
         layout = tuple((c.first, c.end) for c in seen) if own else self.core_layout
         key = (
@@ -380,6 +466,9 @@ class _Snapshot:
     shared: _Shared
     project: ProjectIndex | None  # the workspace model the launches were resolved in
     deps: dict[str, str]  # the modules they resolved into, with their digests (`ProjectView.deps`)
+    rest_mentions: int  # the largest number in the rest's records that quote a line (0: none do)
+    # some chunks were shifted by an edit that changed the line count, their nodes not (`Chunk.lag`)
+    lagging: bool = False
 
 
 @dataclass
@@ -390,6 +479,66 @@ class _Shared:
 
     once: dict[object, object] = field(default_factory=dict)
     rebound: dict[int, tuple[ast.AST, frozenset[str]]] = field(default_factory=dict)
+
+
+class _Settling(Analysis):
+    """An analysis whose model's nodes may lag behind their lines (`Chunk.lag`, after an edit that changed
+    the line count): they are moved to their lines (``settle``) when the model is read."""
+
+    def __init__(
+        self,
+        records: list[Record],
+        model: ModuleModel | None,
+        source: ParsedSource | None,
+        settle: Callable[[], bool] | None = None,
+    ) -> None:
+        self._settle = settle
+        super().__init__(records, model, source)
+
+    @property
+    def model(self) -> ModuleModel | None:
+        if self._settle is not None and self._settle():
+            self._settle = None
+        return self._model
+
+    @model.setter
+    def model(self, model: ModuleModel | None) -> None:
+        self._model = model
+
+
+def _copy(analysis: Analysis) -> Analysis:
+    """A copy of ``analysis`` for a caller (its own list of records; a model settled when read)."""
+    if isinstance(analysis, _Settling):
+        return _Settling(list(analysis.records), analysis._model, analysis.source, analysis._settle)
+    return Analysis(list(analysis.records), analysis.model, analysis.source)
+
+
+def _moved_records(
+    snapshot: _Snapshot, edited: int, shift: _Shift
+) -> tuple[dict[int, tuple[_Unit, _UnitEntry]], tuple[_Parts, _Parts]] | None:
+    """The snapshot's records but those of the unit at position ``edited``, after an edit in that unit's
+    chunk that moved the lines below it (None: a record quotes one of them)."""
+    if snapshot.rest_mentions > shift.after:
+        return None
+    with_records: dict[int, tuple[_Unit, _UnitEntry]] = {}
+    for position, (unit, entry) in snapshot.with_records.items():
+        if position == edited:
+            continue
+        records = [r for *_, part in entry.found for r in part]
+        if not entry.movable and _last_line_mentioned(records) > shift.after:
+            return None
+        if any(map(shift.moves, records)):
+            entry = entry.shifted(shift)
+        with_records[position] = (unit, entry)
+    moved_parts = []
+    for parts in snapshot.rest_parts:
+        moved: _Parts = {}
+        for rule_id, items in parts.items():
+            if any(shift.moves(r) for _, part in items for r in part):
+                items = [(p, [shift.record(r) for r in part]) for p, part in items]
+            moved[rule_id] = items
+        moved_parts.append(moved)
+    return with_records, (moved_parts[0], moved_parts[1])
 
 
 def _path_of(unit_key: tuple[object, ...]) -> object:
@@ -406,14 +555,27 @@ class IncrementalAnalyser:
 
     The `Analysis.model` / `.source` it returns share AST nodes with later analyses of the same path, and
     a later analysis moves unchanged chunks to their new lines in place: read an analysis' model before
-    analysing the same path again (its records are plain values and stay valid). Not thread-safe: one
-    analyser per thread, or a lock around `analyse`.
+    analysing the same path again (its records are plain values and stay valid). `analyse` holds a lock:
+    one thread analyses, another may read the model of the last analysis (which may move its nodes).
     """
 
     def __init__(self, builtins: BuiltinTable | None = None) -> None:
         self._table = builtins
         self._documents: OrderedDict[str, _Document] = OrderedDict()
         self._units: OrderedDict[tuple[object, ...], _UnitEntry] = OrderedDict()
+        # held by `analyse`; a lagging model read by another thread (the server's hover) moves its nodes
+        # only between analyses
+        self._lock = threading.Lock()
+
+    def _settle(self, parser: ChunkParser) -> bool:
+        """Move the nodes of ``parser``'s chunks to their lines (False: an analysis ran all along)."""
+        if not self._lock.acquire(timeout=SETTLE_WAIT_S):
+            return False
+        try:
+            parser.settle()
+            return True
+        finally:
+            self._lock.release()
 
     def forget(self, path: str) -> None:
         """Drop the caches of a closed document."""
@@ -432,7 +594,8 @@ class IncrementalAnalyser:
         enabled = gc.isenabled()
         gc.disable()  # same reason as in `analyse_source`
         try:
-            return self._analyse(text, path, settings or Settings(), table, project)
+            with self._lock:
+                return self._analyse(text, path, settings or Settings(), table, project)
         except Exception:  # never worse than the full analysis
             self._documents.pop(path, None)
             return analyse_source(text, path, settings, builtins=table, project=project)
@@ -468,11 +631,11 @@ class IncrementalAnalyser:
         document = self._document(path)
         last = document.last
         if last is not None and last[0] == text and last[1] == settings and project is None:
-            return Analysis(list(last[2].records), last[2].model, last[2].source)
+            return _copy(last[2])
         document.last = None
         analysis = self._analyse_new(document, text, path, settings, table, project)
         document.last = (text, settings, analysis)
-        return Analysis(list(analysis.records), analysis.model, analysis.source)
+        return _copy(analysis)
 
     def _analyse_new(
         self,
@@ -522,8 +685,9 @@ class IncrementalAnalyser:
         project: ProjectView | None,
     ) -> Analysis | None:
         """The analysis of ``text`` from the last one (``snapshot``), when ``text`` differs from it inside
-        one unit's chunk only and that chunk is still a unit of the same kernel at the same lines: the
-        model spliced, the rules run on that unit only (None: not such an edit).
+        one unit's chunk only and that chunk is still a unit of the same kernel, from the same line (it may
+        have gained or lost lines: the chunks below move, see the module docstring): the model spliced,
+        the rules run on that unit only (None: not such an edit).
 
         With a workspace model: the launches are those of the snapshot, so they resolve into the modules
         they resolved into then (a caller that changes one of those calls `forget`, see `analyse`)."""
@@ -543,10 +707,10 @@ class IncrementalAnalyser:
             return None
         lines = snapshot.parsed.lines
         piece = chunk_text.splitlines(keepends=True)
+        delta = len(piece) - (chunk.end - chunk.first)  # lines inserted (deleted: below 0)
         following = lines[chunk.end : chunk.end + 1]
         if (
-            len(piece) != chunk.end - chunk.first
-            or (following and not chunk_text.endswith(("\n", "\r")))
+            (following and not chunk_text.endswith(("\n", "\r")))
             or _ODD_BREAKS.search(chunk_text)
             or "\0" in chunk_text
             # one statement start before and after, and the next chunk still starts where it did
@@ -554,7 +718,7 @@ class IncrementalAnalyser:
             or _chunk_starts(lines[chunk.first : chunk.end]) != [0]
         ):
             return None
-        new = parse_chunk(chunk.first, chunk.end, chunk_text)
+        new = parse_chunk(chunk.first, chunk.end + delta, chunk_text)
         body = new.body
         position, kernel = unit.kernels[0]
         model = snapshot.model
@@ -567,6 +731,21 @@ class IncrementalAnalyser:
             or (snapshot.factory_names & (_mentioned_names(new) | _mentioned_names(chunk)))
         ):
             return None
+        with_records, rest_parts = snapshot.with_records, snapshot.rest_parts
+        if delta:
+            moved = _moved_records(snapshot, position, _Shift(chunk.end, delta))
+            if moved is None:
+                return None
+            with_records, rest_parts = moved
+            # the later chunks' lines move, their nodes lag (the rules below read only settled ones)
+            for later in snapshot.chunks[number + 1 :]:
+                later.first += delta
+                later.end += delta
+                later.lag += delta
+            document.parser.lines_moved()
+            document.unit_keys = None
+            snapshot.keys.moved()
+        lagging = snapshot.lagging or delta != 0
         node = body[0]
         statement = snapshot.statements[number]
         tree_body = snapshot.parsed.tree.body
@@ -589,7 +768,17 @@ class IncrementalAnalyser:
         entry = self._cached_unit(replaced)
         if entry is None:
             config = (snapshot.profile, table, settings)
-            scanned = snapshot.scanned.rerooted(tree)
+            shared = snapshot.shared
+            if lagging:
+                # what the unit's records depend on, settled; the scans see only that (the other chunks
+                # do not change them, and their nodes may lag); what the rules compute once is not kept
+                seen = snapshot.keys.seen(replaced)
+                for part in seen:
+                    part.settle()
+                scanned = NodeIndex.concat(tree, [c.index for c in seen])
+                shared = _Shared(dict(shared.once), dict(shared.rebound))
+            else:
+                scanned = snapshot.scanned.rerooted(tree)
             try:
                 fresh, _ = _run_rules(
                     spliced,
@@ -600,18 +789,17 @@ class IncrementalAnalyser:
                     False,
                     config,
                     view,
-                    snapshot.shared,
+                    shared,
                 )
             except _RuleFailed:
                 return None
             entry = self._keep_unit(replaced, fresh[position], len(snapshot.units))
         whole = RuleContext(spliced, snapshot.profile, table, settings, project=view)
-        with_records = snapshot.with_records
         with_records.pop(position, None)
         if entry.found:
             with_records[position] = (replaced, entry)
         try:
-            found = _merge(snapshot.rules, with_records.values(), snapshot.rest_parts, whole)
+            found = _merge(snapshot.rules, with_records.values(), rest_parts, whole)
         except _RuleFailed:
             document.snapshot = None
             return None
@@ -640,11 +828,17 @@ class IncrementalAnalyser:
             marks=marks,
             model=spliced,
             units=units,
+            with_records=with_records,
+            rest_parts=rest_parts,
+            lagging=lagging,
         )
         remember_scan(text, marks > 0)
         records = list(found)
         records.extend(unused_suppressions(whole, found, frozenset()))
-        return Analysis(finish_records(records, parsed, settings), spliced, parsed)
+        finished = finish_records(records, parsed, settings)
+        if lagging:
+            return _Settling(finished, spliced, parsed, partial(self._settle, document.parser))
+        return Analysis(finished, spliced, parsed)
 
     def _cached_unit(self, unit: _Unit) -> _UnitEntry | None:
         """The unit's records from the cache, moved to its lines (None: not there)."""
@@ -852,6 +1046,9 @@ def _snapshot(
         kept.shared,
         project,
         deps,
+        _last_line_mentioned(
+            r for parts in kept.rest_parts for items in parts.values() for _, rs in items for r in rs
+        ),
     )
 
 

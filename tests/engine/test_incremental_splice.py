@@ -376,3 +376,221 @@ def test_keystrokes_with_the_workspace_model(
     changed = same(text)
     assert set(changed) == set(deps) and changed != deps  # the new digest
     assert spy.builds == 1
+
+
+def _same_tree(analyser: IncrementalAnalyser, text: str, table: BuiltinTable) -> None:
+    """The model of the analyser's last analysis of ``text``, when read, has every node at its line."""
+    analysis = analyser.analyse(text, "s.py", Settings())
+    fresh = analyse_source(text, "s.py", Settings(), builtins=table)
+    assert analysis.model is not None and fresh.model is not None
+    assert ast.dump(analysis.model.tree, include_attributes=True) == ast.dump(
+        fresh.model.tree, include_attributes=True
+    )
+    kernels = [(k.name, k.node.lineno, k.node.end_lineno) for k in analysis.model.kernels]
+    assert kernels == [(k.name, k.node.lineno, k.node.end_lineno) for k in fresh.model.kernels]
+
+
+def _line_end(text: str, anchor: str, kernel: str) -> int:
+    start = text.index(anchor, text.index(f"def {kernel}("))
+    return text.index("\n", start)
+
+
+# a kernel whose record quotes the line of its launch (WH007): lines moving above that line are not spliced
+_QUOTING = (
+    _BUGGY
+    + """
+
+@wp.kernel
+def ranked(a: wp.array(dtype=float)):
+    i, j = wp.tid()
+    a[i] = float(j)
+
+
+def launch_ranked(a: wp.array(dtype=float)):
+    wp.launch(ranked, dim=4, inputs=[a])
+"""
+)
+
+
+@pytest.mark.parametrize("source", ["generated", "buggy", "factories", "quoting"])
+def test_lines_added_and_deleted_in_a_kernel(
+    table: BuiltinTable, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """Enter, typing on the new line, a pasted block and deleted lines in one kernel: spliced (the later
+    chunks' records moved with their lines), the records and, once read, the model's positions those of a
+    fresh analysis. A record quoting a line below the edit (WH007's launch line) sends it the full way."""
+    text = {"generated": _GENERATED, "buggy": _BUGGY, "factories": _FACTORIES, "quoting": _QUOTING}[source]
+    quoting = source == "quoting"
+    if quoting:
+        records = analyse_source(text, "s.py", Settings(), builtins=table).records
+        assert any(r.rule == "WH007" and "at line" in (r.hint or "") for r in records)
+    analyser = IncrementalAnalyser(table)
+    _same(analyser, text, table)
+    spy = _Spy(monkeypatch)
+    versions: list[tuple[str, bool]] = []  # (text, whether lines moved)
+    at = _line_end(text, "    a = x[i] * scale", "kernel_4")
+    text = text[:at] + "\n    " + text[at:]  # Enter
+    versions.append((text, True))
+    versions += [(typed, False) for typed in _typed(text, at + 5, "q_a")]  # typed on the new line
+    text = versions[-1][0]
+    at = _line_end(text, "    q_a", "kernel_4")
+    text = text[:at] + "\n    r = a * 2.0\n    s2 = r + 1.0" + text[at:]  # a block pasted
+    versions.append((text, True))
+    for line in ("    s2 = r + 1.0\n", "    r = a * 2.0\n", "    q_a\n"):  # lines deleted
+        start = text.index(line, text.index("def kernel_4("))
+        text = text[:start] + text[start + len(line) :]
+        versions.append((text, True))
+    for version, moved in versions:
+        _same(analyser, version, table, spy)
+        assert (spy.builds == 0) is not (quoting and moved)
+        if not quoting:
+            assert spy.checked in ([], ["kernel_4"])
+    _same_tree(analyser, text, table)
+
+
+def test_keystrokes_after_many_lines_added_above(
+    table: BuiltinTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines added in one kernel leave the nodes below them behind their lines (moved when the model is
+    read): keystrokes in the kernels below, whose launches and helpers lag, still give a fresh analysis's
+    records, and so do lines deleted there."""
+    text = _BUGGY
+    analyser = IncrementalAnalyser(table)
+    _same(analyser, text, table)
+    spy = _Spy(monkeypatch)
+    for _ in range(6):
+        at = _line_end(text, "    i = wp.tid()", "kernel_2")
+        text = text[:at] + "\n    t0 = 1.0" + text[at:]
+        _same(analyser, text, table, spy)
+        assert spy.builds == 0
+    for name in ("tile_kernel_2", "kernel_3", "mixed", "quiet"):
+        at = text.index(" = wp.tid()", text.index(f"def {name}("))
+        for version in _typed(text, at, "_z"):
+            _same(analyser, version, table, spy)
+            assert spy.builds == 0
+            assert spy.checked == [name]
+        text = version
+        start = text.rindex("\n", 0, text.index("_z = wp.tid()\n", text.index(f"def {name}("))) + 1
+        text = text[:start] + text[text.index("\n", start) + 1 :]  # its line deleted
+        _same(analyser, text, table, spy)
+        assert spy.builds == 0
+    _same_tree(analyser, text, table)
+    # and the full way from there (a context edit): the lagging chunks are moved as they are reused
+    text = text.replace("TILE_K = wp.constant(8)", "TILE_K = wp.constant(4)")
+    _same(analyser, text, table)
+    _same_tree(analyser, text, table)
+
+
+_LINE_SNIPPETS = [
+    "\n",
+    "\n    ",
+    "\n    q = 1.0",
+    "\n\n",
+    "\n    x[i] = 2.0",
+    "\n    if i > 0:\n        return",
+]
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    source=st.sampled_from(["generated", "buggy", "factories", "quoting"]),
+    edits=st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=40),  # which def
+            st.integers(min_value=0, max_value=600),  # how far after it
+            st.sampled_from(["at a line's end", "here", "delete line"]),
+            st.sampled_from(_LINE_SNIPPETS + _SNIPPETS),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_lines_added_and_deleted_near_definitions_give_the_records_of_a_fresh_analysis(
+    table: BuiltinTable, source: str, edits: list[tuple[int, int, str, str]]
+) -> None:
+    """Edits that change the line count in and around kernels, between keystrokes that do not, most of
+    them spliced; at the end, the model's positions."""
+    text = {"generated": _GENERATED, "buggy": _BUGGY, "factories": _FACTORIES, "quoting": _QUOTING}[source]
+    analyser = IncrementalAnalyser(table)
+    _same(analyser, text, table)
+    for which, offset, kind, snippet in edits:
+        defs = [i for i in range(len(text)) if text.startswith("def ", i)]
+        at = min(defs[which % len(defs)] + offset, len(text))
+        if kind == "at a line's end":
+            at = text.find("\n", at)
+            at = len(text) if at < 0 else at
+            text = text[:at] + snippet + text[at:]
+        elif kind == "here":
+            text = text[:at] + snippet + text[at:]
+        else:
+            start = text.rfind("\n", 0, at) + 1
+            end = text.find("\n", at)
+            text = text[:start] + (text[end + 1 :] if end >= 0 else "")
+        _same(analyser, text, table)
+    _same_tree(analyser, text, table)
+
+
+def test_a_lagging_model_is_moved_to_its_lines_between_analyses(
+    table: BuiltinTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server reads the last analysis' model (hover) on another thread than the one analysing: read
+    during an analysis, its nodes are not moved (they may lag); read after it, they are."""
+    analyser = IncrementalAnalyser(table)
+    _same(analyser, _GENERATED, table)
+    at = _line_end(_GENERATED, "    a = x[i] * scale", "kernel_4")
+    text = _GENERATED[:at] + "\n    q = a\n" + _GENERATED[at:]
+    analysis = analyser.analyse(text, "s.py", Settings())
+    fresh = analyse_source(text, "s.py", Settings(), builtins=table).model
+    assert fresh is not None
+    expected = [k.node.lineno for k in fresh.kernels]
+    monkeypatch.setattr(incremental, "SETTLE_WAIT_S", 0.01)
+    with analyser._lock:  # an analysis running on another thread
+        model = analysis.model
+        assert model is not None
+        assert [k.node.lineno for k in model.kernels] != expected  # the kernels below kernel_4 lag
+    model = analysis.model
+    assert model is not None
+    assert [k.node.lineno for k in model.kernels] == expected
+
+
+def test_lines_added_with_the_workspace_model(
+    table: BuiltinTable, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Enter and a deleted line in the kernels of a module launching another module's kernel, with the
+    workspace model: spliced, the records of a fresh analysis (the launches below the edit lag)."""
+    from warp_harness.model.project import ProjectIndex
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "kernels.py").write_text(_KERNELS)
+    sim = tmp_path / "pkg" / "sim.py"
+    # the kernels launched with the ranks they unpack: no record quoting a launch's line (never moved)
+    source = _SIM.replace("    i, j = wp.tid()\n    a[i] = float(j)", "    i = wp.tid()\n    a[i] = 2.0")
+    source = source.replace("dim=(n, m)", "dim=n")
+    sim.write_text(source)
+    index = ProjectIndex.for_paths([tmp_path / "pkg"], builtins=table)
+    analyser = IncrementalAnalyser(table)
+    path = str(sim)
+    spy = _Spy(monkeypatch)
+
+    def same(text: str) -> None:
+        index.set_text(sim, text)
+        fresh = analyse_source(text, path, Settings(), builtins=table, project=index.view(path)).records
+        spy.reset()
+        assert analyser.analyse(text, path, Settings(), index.view(path)).records == fresh
+
+    same(source)
+    text = source
+    for name in ("local", "other", "local"):
+        at = _line_end(text, " = wp.tid()", name)
+        text = text[:at] + "\n    t = 1.0" + text[at:]
+        same(text)
+        assert spy.builds == 0
+    start = text.index("    t = 1.0\n", text.index("def other("))
+    text = text[:start] + text[start + len("    t = 1.0\n") :]
+    same(text)
+    assert spy.builds == 0

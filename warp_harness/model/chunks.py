@@ -5,6 +5,9 @@ chunks the tree is made of. A chunk is one or more top-level statements starting
 `_chunk_starts` picks; it is cached by (first line, text), so its nodes (and the indexes kept for them)
 are reused as long as neither changes. Concatenating chunks that each parse on their own is the parse
 of the whole: each ends outside any bracket, string or continuation, where the tokenizer starts afresh.
+
+A chunk's lines may be moved without its nodes (`Chunk.shift`, for an edit above it that changed the line
+count): its nodes then lag behind its lines until `Chunk.settle` (or a reuse by the parser) moves them.
 """
 
 from __future__ import annotations
@@ -37,12 +40,25 @@ class Chunk:
     _index: NodeIndex | None = field(default=None, repr=False)
     # what callers derive from the chunk alone, kept with it (e.g. names it mentions)
     facts: dict[str, object] = field(default_factory=dict, repr=False)
+    # how many lines the nodes' line numbers are behind ``first`` (see `shift`)
+    lag: int = field(default=0, repr=False)
 
     @property
     def index(self) -> NodeIndex:
         if self._index is None:
             self._index = NodeIndex(self.body or [])
         return self._index
+
+    def shift(self, delta: int) -> None:
+        """Move the chunk ``delta`` lines, its nodes not yet (they lag until `settle`)."""
+        self.first += delta
+        self.end += delta
+        self.lag += delta
+
+    def settle(self) -> None:
+        """Give the nodes the line numbers of the chunk's lines (after `shift`)."""
+        if self.lag:
+            _move(self, self.first)
 
 
 class ChunkParser:
@@ -56,9 +72,13 @@ class ChunkParser:
         self._chunks: dict[str, list[Chunk]] = {}
         # chunks spanning several `_chunk_starts` pieces (a string with lines at column 0), by first line
         self._groups: dict[int, list[Chunk]] = {}
+        self._groups_moved = False  # chunks were shifted since ``_groups`` was made: make it again
 
     def parse(self, text: str) -> tuple[ParsedSource, list[Chunk] | None]:
         """The parse of ``text`` and the chunks its tree is made of (None: only the full parse is known)."""
+        if self._groups_moved:
+            self._keep([c for same in self._chunks.values() for c in same])
+            self._groups_moved = False
         lines = text.splitlines(keepends=True)
         if _ODD_BREAKS.search(text) or "\0" in text:
             return parse_source(text), None
@@ -118,9 +138,12 @@ class ChunkParser:
                 self._groups.setdefault(c.first, []).append(c)
 
     def replace(self, old: Chunk, new: Chunk) -> None:
-        """Keep ``new`` instead of ``old``, at the same lines (a caller that re-chunked an edit itself: the
-        latest text is the last one parsed with ``old`` in the place of ``new``)."""
-        assert new.first == old.first and new.end == old.end
+        """Keep ``new`` instead of ``old``, from the same line (a caller that re-chunked an edit itself: the
+        latest text is the last one parsed with ``old`` in the place of ``new``, and the chunks after it
+        `Chunk.shift`-ed by the lines it gained or lost)."""
+        assert new.first == old.first
+        if new.end != old.end:
+            self.lines_moved()
         same = self._chunks.get(old.text, [])
         if old in same:
             same.remove(old)
@@ -132,6 +155,17 @@ class ChunkParser:
             groups.remove(old)
         if new.body and new.end > new.first + 1:
             self._groups.setdefault(new.first, []).append(new)
+
+    def lines_moved(self) -> None:
+        """Kept chunks were `Chunk.shift`-ed (by a caller that re-chunked an edit itself)."""
+        self._groups_moved = True
+
+    def settle(self) -> None:
+        """`Chunk.settle` every chunk kept (the nodes of the latest text's chunks at its lines)."""
+        for same in self._chunks.values():
+            for chunk in same:
+                if chunk.lag:
+                    _move(chunk, chunk.first)
 
     def _parse_from(
         self,
@@ -189,7 +223,11 @@ _POSITIONED: dict[type[ast.AST], bool] = {}
 
 
 def _move(chunk: Chunk, first: int) -> None:
-    delta = first - chunk.first
+    """Move the chunk to ``first`` and its nodes with it (those lagging too)."""
+    delta = first - chunk.first + chunk.lag
+    chunk.end += first - chunk.first
+    chunk.first = first
+    chunk.lag = 0
     if not delta:
         return
     for node in chunk.index.nodes:
@@ -202,8 +240,6 @@ def _move(chunk: Chunk, first: int) -> None:
             end = getattr(node, "end_lineno", None)
             if end is not None:
                 node.end_lineno = end + delta  # type: ignore[attr-defined]
-    chunk.first = first
-    chunk.end += delta
 
 
 def _parse_chunk(lines: list[str], first: int, end: int) -> Chunk:
