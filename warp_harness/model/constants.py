@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import child_nodes
 
 Value = int | float | bool | tuple["Value", ...]
 
@@ -263,7 +264,7 @@ def _assigned_names(stmt: ast.stmt) -> list[str]:
             continue
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names.append(node.id)
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(child_nodes(node))
     return names
 
 

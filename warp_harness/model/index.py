@@ -93,6 +93,18 @@ def around_body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.
     return before, after
 
 
+# marks of `NodeIndex._collect` (an end mark's kind is where its body started: 0 or more)
+_START, _END, _SPLICE = -1, -2, -3
+
+
+def _function_parts(node: ast.FunctionDef) -> tuple[list[ast.AST], list[ast.AST]]:
+    """`around_body`, each part last-first (as `NodeIndex` pushes them)."""
+    before, after = around_body(node)
+    before.reverse()
+    after.reverse()
+    return before, after
+
+
 def child_nodes(node: ast.AST) -> list[ast.AST]:
     """``ast.iter_child_nodes`` without the context and operator singletons (they hold no nodes)."""
     children: list[ast.AST] = []
@@ -112,11 +124,15 @@ class NodeIndex:
         """The preorder of ``roots``, without the nodes whose id is in ``hidden`` and what is below them."""
         self.nodes: list[ast.AST] = []
         self._by_type: dict[type[ast.AST], list[ast.AST]] = {}
-        self._collect(roots, hidden)
+        if hidden:
+            self._collect_visible(roots, hidden)
+        else:
+            self._collect(roots)
 
-    def _collect(self, roots: Sequence[ast.AST], hidden: AbstractSet[int] = frozenset()) -> None:
-        """Append the preorder of ``roots``. A function's body is indexed on its own (see `body_index`) and
-        spliced in, so the rules' per-kernel indexes cost no second walk."""
+    def _collect(self, roots: Sequence[ast.AST]) -> None:
+        """Append the preorder of ``roots``. A function's body is walked in the same pass and its index
+        (`full_body_index`) made a slice of this one, so the rules' per-kernel indexes cost no second walk;
+        a body whose index exists already is spliced in instead of walked."""
         nodes = self.nodes
         by_type = self._by_type
         stack: list[ast.AST | None] = list(reversed(roots))
@@ -125,11 +141,23 @@ class NodeIndex:
         push = stack.append
         push_all = stack.extend
         walk_fields = _WALK_FIELDS
+        function_def = ast.FunctionDef
+        # where a function's body starts and ends, and a body to splice in: a None pushed on the stack,
+        # with its place there and what to do (an empty slot of a list field is a None too, elsewhere);
+        # an end mark holds where its body started, once known
+        marks: list[tuple[int, int, ast.FunctionDef, NodeIndex | None]] = []
         while stack:
             node = pop()
-            if node is None:  # an empty slot of a list field
-                continue
-            if hidden and id(node) in hidden:
+            if node is None:
+                if marks and marks[-1][0] == len(stack):
+                    _, what, function, part = marks.pop()
+                    if what == _SPLICE:
+                        assert part is not None
+                        self._extend(part)
+                    elif what == _START:  # the body's end is the mark below: tell it where the body starts
+                        marks[-1] = (marks[-1][0], len(nodes), function, None)
+                    else:  # the end of a body: `what` is where it started
+                        _BODIES[function] = _Slice(nodes[what:])
                 continue
             append(node)
             kind: type[ast.AST] = type(node)
@@ -138,8 +166,19 @@ class NodeIndex:
                 by_type[kind] = [node]
             else:
                 bucket.append(node)
-            if kind is ast.FunctionDef:
-                self._function(node)  # type: ignore[arg-type]
+            if kind is function_def:
+                before, after = _function_parts(node)  # type: ignore[arg-type]
+                push_all(after)
+                push(None)
+                body = _BODIES.get(node)
+                if body is not None:
+                    marks.append((len(stack) - 1, _SPLICE, node, body))  # type: ignore[arg-type]
+                else:
+                    marks.append((len(stack) - 1, _END, node, None))  # type: ignore[arg-type]
+                    push_all(reversed(node.body))  # type: ignore[attr-defined]
+                    push(None)
+                    marks.append((len(stack) - 1, _START, node, None))  # type: ignore[arg-type]
+                push_all(before)
                 continue
             fields = walk_fields.get(kind)
             if fields is None:
@@ -157,12 +196,26 @@ class NodeIndex:
                 elif isinstance(value, ast.AST):
                     push(value)
 
-    def _function(self, node: ast.FunctionDef) -> None:
-        """The children of ``node`` in field order, its body from the shared `body_index`."""
-        before, after = around_body(node)
-        self._collect(before)
-        self._extend(full_body_index(node))
-        self._collect(after)
+    def _collect_visible(self, roots: Sequence[ast.AST], hidden: AbstractSet[int]) -> None:
+        """`_collect` leaving out the subtrees whose root's id is in ``hidden`` (outside nested functions: a
+        nested function's body is its whole `full_body_index`)."""
+        nodes = self.nodes
+        by_type = self._by_type
+        stack: list[ast.AST | None] = list(reversed(roots))
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in hidden:
+                continue
+            nodes.append(node)
+            kind: type[ast.AST] = type(node)
+            by_type.setdefault(kind, []).append(node)
+            if kind is ast.FunctionDef:
+                before, after = around_body(node)  # type: ignore[arg-type]
+                self._collect(before)
+                self._extend(full_body_index(node))
+                self._collect(after)
+                continue
+            stack.extend(reversed(child_nodes(node)))
 
     def _extend(self, part: NodeIndex) -> None:
         self.nodes.extend(part.nodes)
@@ -240,6 +293,31 @@ class _Rerooted(NodeIndex):
             raise AttributeError(name)
         self.nodes = [self._root, *self._base.nodes[1:]]
         return self.nodes
+
+
+class _Slice(NodeIndex):
+    """The index of a run of another index's preorder (a function's body walked with the module): its
+    nodes, grouped by type when first asked for (most bodies never are). Holds no node above the run: an
+    entry of `_BODIES` must not keep its function alive."""
+
+    __slots__ = ()
+
+    def __init__(self, nodes: list[ast.AST]) -> None:
+        self.nodes = nodes
+
+    def __getattr__(self, name: str) -> object:  # only called for an attribute not set yet
+        if name != "_by_type":
+            raise AttributeError(name)
+        by_type: dict[type[ast.AST], list[ast.AST]] = {}
+        get = by_type.get
+        for node in self.nodes:
+            bucket = get(type(node))
+            if bucket is None:
+                by_type[type(node)] = [node]
+            else:
+                bucket.append(node)
+        self._by_type = by_type
+        return by_type
 
 
 _BODIES: weakref.WeakKeyDictionary[ast.AST, NodeIndex] = weakref.WeakKeyDictionary()

@@ -37,6 +37,7 @@ from warp_harness.model.types import (
     named_warp_type,
     python_value_type,
 )
+from warp_harness.model.walk import walk
 
 
 class ReturnTypes(Protocol):
@@ -376,7 +377,7 @@ class Inference:
 
     def _folded(self, node: ast.expr | None) -> Value | None:
         """``node``'s constant value, when it names no local (a local may shadow a module constant)."""
-        if node is None or any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(node)):
+        if node is None or any(isinstance(n, ast.Name) and n.id in self.env for n in walk(node)):
             return None
         return fold(node, self.constants, self.imports)
 
@@ -470,13 +471,13 @@ class Inference:
         ).run()
         found: WarpType | None = None
         local = set(body.variables)
-        for node in ast.walk(func.node):
+        for node in walk(func.node):
             if isinstance(node, ast.Name) and node.id in self.constants and node.id not in local:
                 # a module constant may have a Warp type its Python value does not show
                 # (`wp.constant(wp.uint32(7))`, see `refined_types`): not followed through a call
                 memo[key] = (func.node, UNKNOWN)
                 return UNKNOWN
-        for stmt in ast.walk(func.node):
+        for stmt in walk(func.node):
             if (
                 isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
                 and stmt is not func.node

@@ -34,6 +34,7 @@ from warp_harness.model.imports import ImportMap
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite, allocation, scope_aliases, scope_nodes
 from warp_harness.model.types import Array
+from warp_harness.model.walk import walk
 
 SCALAR = 0  # the kind of an integer; a positive kind is the length of a tuple
 
@@ -213,7 +214,7 @@ def _scope_info(scope: ast.AST) -> _ScopeInfo:
             if text is not None:
                 info.stored_attributes.add(text)
         elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
-            info.loop_bound.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+            info.loop_bound.update(n.id for n in walk(node.target) if isinstance(n, ast.Name))
         elif isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
             if isinstance(target, ast.Tuple | ast.List) and all(isinstance(e, ast.Name) for e in target.elts):
@@ -282,7 +283,7 @@ def _class_info(cls: ast.ClassDef) -> _ClassInfo:
                     if name is not None:
                         info.fields.setdefault(name, []).append((node.value, method))
                     elif not isinstance(target, ast.Name):
-                        inner = (_self_field(t) for t in ast.walk(target) if isinstance(t, ast.expr))
+                        inner = (_self_field(t) for t in walk(target) if isinstance(t, ast.expr))
                         info.rebound.update(n for n in inner if n)
             elif isinstance(node, ast.AugAssign | ast.AnnAssign):
                 name = _self_field(node.target)
@@ -340,9 +341,18 @@ class ShapeEnv:
             self.env = {**constants, **(local_values or {})}
             self.aliases = aliases if aliases is not None else scope_aliases(scope)
         self.info = _scope_info(self.scope)
-        self._class = _class_info(self.owner) if self.owner is not None else None
+        # what the owner class binds, read when first needed (most launch dims never ask)
+        self._class_read = False
+        self._class_known: _ClassInfo | None = None
         # the envs of the class's other methods, made when first needed
         self._methods: dict[int, ShapeEnv] = {}
+
+    @property
+    def _class(self) -> _ClassInfo | None:
+        if not self._class_read:
+            self._class_known = _class_info(self.owner) if self.owner is not None else None
+            self._class_read = True
+        return self._class_known
 
     # names -------------------------------------------------------------------------------------
     def _stable_name(self, name: str) -> bool:
@@ -690,7 +700,7 @@ class ShapeEnv:
 
     def _opaque(self, node: ast.expr) -> Extent | None:
         """An expression the model does not take apart, as one symbol (its names must be stable)."""
-        for sub in ast.walk(node):
+        for sub in walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
                 if sub.id in self.imports.modules or sub.id in self.imports.objects:
                     continue

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from warp_harness.model.constants import Value, fold_static
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import full_body_index
+from warp_harness.model.walk import walk
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def _bindings(stmt: ast.stmt) -> Iterator[tuple[str, ast.expr | None]]:
             if isinstance(target, ast.Name):
                 yield target.id, stmt.value
             else:
-                yield from ((n.id, None) for n in ast.walk(target) if isinstance(n, ast.Name))
+                yield from ((n.id, None) for n in walk(target) if isinstance(n, ast.Name))
     elif isinstance(stmt, ast.AnnAssign):
         if isinstance(stmt.target, ast.Name):
             yield stmt.target.id, stmt.value
@@ -166,11 +167,11 @@ def _bindings(stmt: ast.stmt) -> Iterator[tuple[str, ast.expr | None]]:
         if isinstance(stmt.target, ast.Name):
             yield stmt.target.id, None
     elif isinstance(stmt, ast.For | ast.AsyncFor):
-        yield from ((n.id, None) for n in ast.walk(stmt.target) if isinstance(n, ast.Name))
+        yield from ((n.id, None) for n in walk(stmt.target) if isinstance(n, ast.Name))
     elif isinstance(stmt, ast.With | ast.AsyncWith):
         for item in stmt.items:
             if item.optional_vars is not None:
-                yield from ((n.id, None) for n in ast.walk(item.optional_vars) if isinstance(n, ast.Name))
+                yield from ((n.id, None) for n in walk(item.optional_vars) if isinstance(n, ast.Name))
     elif isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         yield stmt.name, None
     elif isinstance(stmt, ast.Import | ast.ImportFrom):
@@ -186,9 +187,7 @@ def static_condition(
     """(whether Warp folds ``test`` when it compiles, its truth value when the checker knows it)."""
     if isinstance(test, ast.Call) and imports.warp_name(test.func) == "static":
         argument = test.args[0] if len(test.args) == 1 and not test.keywords else None
-        if argument is None or any(
-            isinstance(n, ast.Name) and n.id in local_names for n in ast.walk(argument)
-        ):
+        if argument is None or any(isinstance(n, ast.Name) and n.id in local_names for n in walk(argument)):
             # Warp also sees the function's constant locals (an unrolled loop's variable): not the module's
             return True, None
         value = fold_static(argument, env, imports)
