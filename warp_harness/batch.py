@@ -137,6 +137,10 @@ def _check_one(path: Path) -> FileResult:
     finally:
         if enabled:
             gc.enable()
+            # the cycles this file left (few, small) are freed now, while its tree's memory is free: left
+            # for the next automatic collection, they pin the allocator's arenas (peak RSS 326 -> 137 MB
+            # over newton with --jobs 1); the collection only sees what survived this file
+            gc.collect(0)
 
 
 def _check_group(paths: list[Path]) -> list[FileResult]:

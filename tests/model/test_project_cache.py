@@ -60,3 +60,25 @@ def test_the_count_bounds_the_models(tmp_path: Path, monkeypatch: pytest.MonkeyP
     index.model("pkg.b")
     index.model("pkg.c")
     assert index.model("pkg.a") is not a
+
+
+def test_a_checked_module_is_kept_only_when_it_defines_a_kernel(tmp_path: Path) -> None:
+    """`keep` serves launches resolving into the checked module: one without a kernel (nothing can
+    resolve into it) is not kept, so its tree is freed with its check."""
+    from warp_harness.builtins import load_table
+    from warp_harness.engine import check_bytes
+
+    index = _index(tmp_path, {"kernels": 0})
+    plain = tmp_path / "pkg" / "plain.py"
+    plain.write_text("import warp as wp\n\n\ndef run(a, n):\n    wp.launch(k, dim=n, inputs=[a])\n")
+    index.add_file(plain)
+    table = load_table()
+    for path in (tmp_path / "pkg" / "kernels.py", plain):
+        data = path.read_bytes()
+        check_bytes(data, str(path), builtins=table, project=index.view(str(path)))
+    kernels = tmp_path / "pkg" / "kernels.py"
+    kept = index.checked(str(kernels), kernels.read_bytes())
+    assert kept is not None and kept[1] is not None
+    assert [k.name for k in kept[1].kernels] == ["k"]
+    assert index.model("pkg.kernels") is kept[1]  # a launch into it reuses the check's model
+    assert index.checked(str(plain), plain.read_bytes()) is None

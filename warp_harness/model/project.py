@@ -49,13 +49,15 @@ if TYPE_CHECKING:
 MAX_DEPTH = 24
 # models of other modules kept per process (a kernel module is built once per analysis run otherwise),
 # at most this many and, beyond the newest one, at most this much source text: a model and its syntax
-# tree take ~60x their source in memory, and a large file (newton's 1 MB solver) would keep the others'
+# tree take ~60x their source in memory (700 kB: ~40 MB). Over newton, the modules one file launches into
+# add up to 575 kB at most (its 1 MB steel solver), and this budget rebuilds no more models than twice
+# as much did
 MODEL_CACHE_SIZE = 8
-MODEL_CACHE_BYTES = 1_500_000
+MODEL_CACHE_BYTES = 700_000
 # parsed and summarised modules kept per process (their syntax trees are the bulk of the memory), bounded
 # the same way
 LOADED_CACHE_SIZE = 16
-LOADED_CACHE_BYTES = 3_000_000
+LOADED_CACHE_BYTES = 700_000
 # a file larger than this is not summarised (the engine does not check it either)
 MAX_INDEXED_BYTES = 8 * 1024 * 1024
 
@@ -672,9 +674,11 @@ class ProjectIndex:
         return loaded._parsed, cached[1]
 
     def keep(self, path: str, data: bytes, parsed: ParsedSource, model: ModuleModel) -> None:
-        """A check built ``model`` from ``data`` at ``path``: launches resolving into it reuse it."""
+        """A check built ``model`` from ``data`` at ``path``: launches resolving into it reuse it. Kept only
+        when it defines a kernel (nothing resolves into another module's model otherwise): the trees of
+        the other files checked are freed with their check."""
         module = self._modules.get(os.path.abspath(path))
-        if module is None or module in self._overlay:
+        if module is None or module in self._overlay or not any(k.is_kernel for k in model.all_kernels):
             return
         digest = _digest(data)
         loaded = self._loaded.get(module)
