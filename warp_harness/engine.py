@@ -231,7 +231,7 @@ def check_bytes(
     if text is None:
         assert problem is not None
         return FileResult(path, (syntax_record(path, problem),), None)
-    if not names_warp(text):
+    if not may_hold_kernels(text):
         analysis = _syntax_only(text, path, settings or Settings())
     elif project is not None:
         analysis = _analyse_in_project(
@@ -246,15 +246,19 @@ def check_bytes(
     )
 
 
-def names_warp(text: str) -> bool:
-    """Whether ``text`` may refer to Warp at all. Without the word, no import reaches Warp, so the model
-    has no kernel and no launch and no rule runs: only the syntax matters. Identifiers are NFKC-normalised
-    (``import ｗarp`` imports warp), so a text that is not ASCII is assumed to name it."""
-    return "warp" in text or not text.isascii()
+def may_hold_kernels(text: str) -> bool:
+    """Whether the model of ``text`` may have a kernel, a Warp function or a launch: only then does a rule
+    run. Each is reached through an import of Warp and spelled with one of Warp's names (``kernel``,
+    ``func``, ``func_native``, ..., ``launch``, ``launch_tiled``); without them only the syntax matters.
+    Identifiers are NFKC-normalised (``import ｗarp`` imports warp), so a text that is not ASCII is
+    assumed to hold them."""
+    if not text.isascii():
+        return True
+    return "warp" in text and ("kernel" in text or "func" in text or "launch" in text)
 
 
 def _syntax_only(text: str, path: str, settings: Settings) -> Analysis:
-    """`analyse_source` of a text that does not name Warp: its syntax error if any, without the model
+    """`analyse_source` of a text without kernels and launches: its syntax error if any, without the model
     stack or the builtin table (a cold `check` of such a file imports neither)."""
     from warp_harness.model.source import parse_source
 

@@ -86,10 +86,10 @@ def test_check_bytes_reports_undecodable_file() -> None:
     assert len(result.records) == 1 and result.records[0].stage is Stage.SYNTAX
 
 
-def test_a_file_that_never_names_warp_is_only_parsed() -> None:
-    """No import can reach Warp without the word, so `check_bytes` parses such a file for its syntax
-    and skips the model and the rules: a fresh process imports neither the model nor the builtin table,
-    and a syntax error is still reported."""
+def test_a_file_that_cannot_hold_kernels_is_only_parsed() -> None:
+    """No import can reach Warp without the word, and no kernel or launch without Warp's names for them,
+    so `check_bytes` parses such a file for its syntax and skips the model and the rules: a fresh process
+    imports neither the model nor the builtin table, and a syntax error is still reported."""
     import subprocess
     import sys
 
@@ -98,6 +98,8 @@ def test_a_file_that_never_names_warp_is_only_parsed() -> None:
         "from warp_harness.engine import check_bytes\n"
         "ok = check_bytes(b'import numpy as np\\nx = np.zeros(3)\\n', 'a.py')\n"
         "bad = check_bytes(b'def f(:\\n    pass\\n', 'b.py')\n"
+        "host = check_bytes(b'import warp as wp\\nx = wp.zeros(3)\\n', 'c.py')\n"
+        "assert not host.records\n"
         "print(len(ok.records), [r.rule for r in bad.records], bad.records[0].location.line)\n"
         "heavy = ('warp_harness.model.module', 'warp_harness.builtins.table', 'warp_harness.rules')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
