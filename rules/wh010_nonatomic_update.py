@@ -85,7 +85,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from warp_harness.model.index import dropped_nodes
+from warp_harness.model.index import child_nodes, dropped_nodes
 from warp_harness.model.index_flow import IndexFlow, Origin
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
@@ -99,6 +99,7 @@ from warp_harness.model.types import (
     Vector,
 )
 from warp_harness.model.uniformity import Reach, Uniformity, names_stored
+from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import OPERATOR_TEXT, deferred_launch, iter_statements, uses_warp_builtin
@@ -121,18 +122,38 @@ def _exits(stmt: ast.stmt, in_loop: bool) -> bool:
     stack: list[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Return):
+        kind = type(node)
+        if kind is ast.Return:
             return True
-        if in_loop and isinstance(node, ast.Break | ast.Continue):
+        if in_loop and (kind is ast.Break or kind is ast.Continue):
             return True
-        if isinstance(node, ast.For | ast.While) and node is not stmt:
+        if (kind is ast.For or kind is ast.While) and node is not stmt:
             # break/continue inside a nested loop only leave that loop
-            for child in ast.walk(node):
-                if isinstance(child, ast.Return):
-                    return True
+            if _returns(node):
+                return True
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(_blocks(node))
     return False
+
+
+def _returns(stmt: ast.AST) -> bool:
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if type(node) is ast.Return:
+            return True
+        stack.extend(_blocks(node))
+    return False
+
+
+# what may hold a statement: a statement's blocks, an ``except`` clause's, a ``case``'s
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _blocks(node: ast.AST) -> list[ast.AST]:
+    """The children of ``node`` that are or hold statements (``return``/``break``/``continue`` are
+    statements: no expression holds one)."""
+    return [child for child in child_nodes(node) if isinstance(child, _HOLDS_STATEMENTS)]
 
 
 def _ends_with_exit(body: list[ast.stmt]) -> bool:
@@ -236,32 +257,47 @@ class NonAtomicUpdate(Rule):
         def element(node: ast.expr) -> tuple[str, str] | None:
             if not isinstance(node, ast.Subscript) or _root_name(node.value) not in params:
                 return None
-            names = {n.id for n in ast.walk(node.slice) if isinstance(n, ast.Name)}
-            loads = any(isinstance(n, ast.Subscript | ast.Call) for n in ast.walk(node.slice))
+            names: set[str] = set()
+            loads = False
+            for n in walk(node.slice):
+                kind = type(n)
+                if kind is ast.Name:
+                    names.add(n.id)  # type: ignore[attr-defined]
+                elif kind is ast.Subscript or kind is ast.Call:
+                    loads = True
+                    break
             if names and names <= tids and not loads:
                 return None  # the thread's own element
             return ast.dump(node.value), ast.dump(node.slice)
 
         statements = list(iter_statements(kernel.node.body, dropped_nodes(kernel.node)))
-        read_into: dict[str, tuple[str, str]] = {}  # t = s[k]: t -> the element
-        for node in statements:
-            if (
-                isinstance(node, ast.Assign)
-                and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name)
-            ):
-                read = element(node.value)
-                if read is not None:
-                    read_into[node.targets[0].id] = read
+        read_into: dict[str, tuple[str, str]] | None = None  # t = s[k]: t -> the element
+
+        def reads() -> dict[str, tuple[str, str]]:
+            """``read_into``, collected when a store first asks (most kernels store no shared element)."""
+            nonlocal read_into
+            if read_into is None:
+                read_into = {}
+                for node in statements:
+                    if (
+                        isinstance(node, ast.Assign)
+                        and len(node.targets) == 1
+                        and isinstance(node.targets[0], ast.Name)
+                    ):
+                        read = element(node.value)
+                        if read is not None:
+                            read_into[node.targets[0].id] = read
+            return read_into
+
         for node in statements:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 stored = element(node.targets[0])
                 if stored is None:
                     continue
-                for n in ast.walk(node.value):
+                for n in walk(node.value):
                     if isinstance(n, ast.Subscript) and element(n) == stored:
                         return True
-                    if isinstance(n, ast.Name) and read_into.get(n.id) == stored:
+                    if isinstance(n, ast.Name) and reads().get(n.id) == stored:
                         return True
             elif isinstance(node, ast.AugAssign) and element(node.target) is not None:
                 if type(node.op) not in _ATOMIC_AUG:

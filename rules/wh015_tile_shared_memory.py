@@ -188,9 +188,7 @@ class TileSharedMemory(Rule):
         profile = ctx.profile
         limit = _limit(profile)
         assert limit is not None  # see `applies`
-        max_unroll = ctx.once((self.id, "max_unroll"), lambda: max_unroll_of(ctx.model))
-        tile_funcs: dict[str, bool] = ctx.once((self.id, "tile funcs"), dict)
-        tiles = calls_tile(kernel, ctx.model)
+        tiles, reaches = self._tile_calls(ctx, kernel)
         if not tiles and not ctx.model.funcs:
             return
         # a kernel every launch of which pins device="cpu" never meets the GPU: judge it on Warp's CPU arena
@@ -200,11 +198,12 @@ class TileSharedMemory(Rule):
         types = ctx.model.types(kernel)
         block_dims = self._block_dims(ctx, kernel)
         # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
+        max_unroll = self._max_unroll(ctx) if reaches else None
         estimate = (
             _estimate(
                 ctx.model, kernel, types, max_unroll, _one(block_dims), None if cpu else profile.arch, cpu
             )
-            if tiles or reaches_tile(kernel, ctx.model, tile_funcs)
+            if max_unroll is not None
             else Estimate()
         )
         if estimate.assumed:
@@ -216,6 +215,21 @@ class TileSharedMemory(Rule):
             register = self._check_registers(ctx, kernel, estimate, block_dims)
             if register is not None:
                 yield register
+
+    def _max_unroll(self, ctx: RuleContext) -> int:
+        return ctx.once((self.id, "max_unroll"), lambda: max_unroll_of(ctx.model))
+
+    def _tile_calls(self, ctx: RuleContext, kernel: KernelDef) -> tuple[bool, bool]:
+        """Whether the kernel calls a ``tile*`` builtin, and whether it or a function it calls does (a kernel
+        launched from another file is judged twice there: see `_launched_elsewhere`)."""
+        model = ctx.model
+        tile_funcs: dict[str, bool] = ctx.once((self.id, "tile funcs"), dict)
+
+        def find() -> tuple[bool, bool]:
+            tiles = calls_tile(kernel, model)
+            return tiles, tiles or (bool(model.funcs) and reaches_tile(kernel, model, tile_funcs))
+
+        return judged(model, kernel, (self.id, "tile calls"), find)
 
     def _cpu_only(self, ctx: RuleContext, kernel: KernelDef) -> bool:
         """Whether the kernel has launches and every one of them says ``device="cpu"``."""
@@ -240,15 +254,14 @@ class TileSharedMemory(Rule):
         sites = launches_of(ctx, kernel)
         if not sites:
             return None
-        # a module-wide block_dim (wp.set_module_options({"block_dim": 64}) or the decorator) replaces 256
-        module_default = "block_dim" not in kernel.options and not any(
-            isinstance(key, ast.Constant) and key.value == "block_dim"
-            for node in ctx.model.index.of(ast.Dict)
-            for key in node.keys
-        )
+        module_default: bool | None = None  # read once a launch without block_dim asks
         for site in sites:
             if site.block_dim is None:
-                if site.tiled or not module_default:
+                if site.tiled:
+                    return None
+                if module_default is None:
+                    module_default = self._default_block_dim(ctx, kernel)
+                if not module_default:
                     return None
                 dims.append(DEFAULT_BLOCK_DIM)
                 continue
@@ -257,6 +270,16 @@ class TileSharedMemory(Rule):
                 return None
             dims.append(value)
         return dims
+
+    @staticmethod
+    def _default_block_dim(ctx: RuleContext, kernel: KernelDef) -> bool:
+        """Whether a launch without block_dim runs 256 threads: no module-wide block_dim
+        (``wp.set_module_options({"block_dim": 64})`` or the decorator) replaces it."""
+        return "block_dim" not in kernel.options and not any(
+            isinstance(key, ast.Constant) and key.value == "block_dim"
+            for node in ctx.model.index.of(ast.Dict)
+            for key in node.keys
+        )
 
     # shared memory --------------------------------------------------------------------------------
     def _budget(
@@ -276,13 +299,16 @@ class TileSharedMemory(Rule):
         estimate: Estimate,
         limit: int,
         block_dims: list[int] | None,
-        max_unroll: int,
+        max_unroll: int | None,
         cpu: bool = False,
     ) -> Record | None:
+        """``max_unroll``: the file's, None when not read yet (no estimate was needed)."""
         budget, block_dim = self._budget(ctx, limit, block_dims, cpu)
         request = estimate.minimum
         if request <= budget:
             return None
+        if max_unroll is None:
+            max_unroll = self._max_unroll(ctx)
         sites = estimate.shared_sites
         # group the copies of one statement (unrolled loops)
         grouped: dict[int, list[Site]] = {}

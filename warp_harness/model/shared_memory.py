@@ -39,8 +39,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from warp_harness.kernel_judgements import judged
 from warp_harness.model.constants import Value, fold
-from warp_harness.model.index import NodeIndex, body_index
+from warp_harness.model.index import body_index, child_nodes
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.tiles import (
@@ -63,6 +64,7 @@ from warp_harness.model.types import (
     WarpType,
     byte_size,
 )
+from warp_harness.model.walk import walk, walk_all
 
 if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
@@ -278,6 +280,7 @@ class SharedMemoryEstimator:
         self.stack = (*stack, kernel.name)
         self._steps = 0
         self._loops: tuple[tuple[ast.For, int], ...] = ()
+        self._static: dict[int, tuple[ast.AST, bool]] = {}
 
     def run(self) -> Estimate:
         try:
@@ -331,7 +334,7 @@ class SharedMemoryEstimator:
             if stmt.value is not None:
                 self._expr(stmt.value, env)
         else:
-            for child in ast.iter_child_nodes(stmt):
+            for child in child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self._expr(child, env)
 
@@ -343,7 +346,7 @@ class SharedMemoryEstimator:
             self._force(self._expr(target.value, env))
             self._expr(target.slice, env)
         else:
-            for n in ast.walk(target):
+            for n in walk(target):
                 if isinstance(n, ast.Name):
                     env[n.id] = None
                 elif isinstance(n, ast.Subscript):
@@ -351,7 +354,7 @@ class SharedMemoryEstimator:
 
     @staticmethod
     def _assigned(body: list[ast.stmt]) -> set[str]:
-        return {n.id for n in NodeIndex(body).of(ast.Name) if isinstance(n.ctx, ast.Store)}
+        return {n.id for n in walk_all(body) if type(n) is ast.Name and isinstance(n.ctx, ast.Store)}
 
     def _forget(self, body: list[ast.stmt], env: dict[str, Site | None]) -> None:
         for name in self._assigned(body):
@@ -368,10 +371,7 @@ class SharedMemoryEstimator:
 
     def _if(self, stmt: ast.If, env: dict[str, Site | None]) -> None:
         self._expr(stmt.test, env)
-        static = any(
-            isinstance(n, ast.Call) and self.model.imports.warp_name(n.func) == "static"
-            for n in ast.walk(stmt.test)
-        )
+        static = self._mentions_static(stmt.test)
         constant = (
             static
             or isinstance(stmt.test, ast.Constant)
@@ -415,6 +415,17 @@ class SharedMemoryEstimator:
         typed.linked.append(phi)
         return phi
 
+    def _mentions_static(self, node: ast.AST) -> bool:
+        """Whether a ``wp.static(...)`` call is in ``node`` (a loop's is asked again per unrolled copy of an
+        enclosing loop: kept per node)."""
+        key = id(node)
+        found = self._static.get(key)
+        if found is None or found[0] is not node:
+            warp_name = self.model.imports.warp_name
+            found = (node, any(type(n) is ast.Call and warp_name(n.func) == "static" for n in walk(node)))
+            self._static[key] = found
+        return found[1]
+
     def trip_count(self, stmt: ast.For) -> int | None:
         """Iterations of a loop Warp surely unrolls; None for a loop it keeps (or might keep)."""
         it = stmt.iter
@@ -447,11 +458,7 @@ class SharedMemoryEstimator:
             count = len(range(*values))
         except ValueError:
             return None
-        static = any(
-            isinstance(n, ast.Call) and self.model.imports.warp_name(n.func) == "static"
-            for n in ast.walk(stmt)
-        )
-        if static:
+        if self._mentions_static(stmt):
             return count
         if count > self.max_unroll or _breaks(stmt.body):
             return None
@@ -531,7 +538,7 @@ class SharedMemoryEstimator:
             self._force(self._expr(node.value, env))
             self._expr(node.slice, env)
             return None
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             if isinstance(child, ast.expr):
                 self._expr(child, env)
         return None
@@ -540,7 +547,8 @@ class SharedMemoryEstimator:
         return fold(node, self.env, self.model.imports) if node is not None else None
 
     def _mentions_constant(self, node: ast.expr) -> bool:
-        return any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(node))
+        env = self.env
+        return any(type(n) is ast.Name and n.id in env for n in walk(node))
 
     def _call(self, node: ast.Call, env: dict[str, Site | None]) -> Site | None:
         positional = [self._expr(a, env) for a in node.args]
@@ -803,17 +811,32 @@ class SharedMemoryEstimator:
             return
         if node.func.id in self.types.variables:
             return
-        inner = SharedMemoryEstimator(
-            self.model,
-            func,
-            self.model.types(func),
-            self.constants,
-            self.max_unroll,
-            self.stack,
-            block_dim=self.block_dim,
-            arch=self.arch,
-            cpu=self.cpu,
-        ).run()
+
+        def estimate() -> Estimate:
+            return SharedMemoryEstimator(
+                self.model,
+                func,
+                self.model.types(func),
+                self.constants,
+                self.max_unroll,
+                self.stack,
+                block_dim=self.block_dim,
+                arch=self.arch,
+                cpu=self.cpu,
+            ).run()
+
+        # a function called again (another call site, an unrolled copy) has the same frame: estimated once
+        # per model and call stack (the stack stops recursion); refolded constants are asked once each
+        inner = (
+            judged(
+                self.model,
+                func,
+                ("frame", self.max_unroll, self.stack, self.block_dim, self.arch, self.cpu),
+                estimate,
+            )
+            if self.constants is None
+            else estimate()
+        )
         self._extra(node, inner.request, inner.minimum)
         self.result.assumed = self.result.assumed or inner.assumed
 

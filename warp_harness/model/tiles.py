@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from warp_harness.model.constants import Value, fold
-from warp_harness.model.index import body_index
+from warp_harness.model.index import around_body, body_index, child_nodes, full_body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import UNKNOWN, Scalar, Tile, WarpType
+from warp_harness.model.walk import walk, walk_all
 
 if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
@@ -296,6 +297,20 @@ def _param_default(func: ast.FunctionDef, name: str) -> ast.expr | None:
     return None
 
 
+# statements that may hold a `def` (in a body of theirs)
+_COMPOUND = (
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    getattr(ast, "TryStar", ast.Try),  # Python 3.11
+    ast.Match,
+)
 # a call with the function that contains it (each enclosing one, then None for the module)
 _Caller = tuple[ast.Call, ast.FunctionDef | None]
 # per module: the calls of each called name (`f(...)` and `x.f(...)`), collected once: each factory kernel of
@@ -305,24 +320,67 @@ _CALLS: weakref.WeakKeyDictionary[ast.Module, dict[str, list[_Caller]]] = weakre
 
 
 def _calls_by_name(tree: ast.Module) -> dict[str, list[_Caller]]:
-    """Each called name's calls, each with its caller: per enclosing ``def`` (the module first, then the
-    functions in `ast.walk` order), its calls in `ast.walk` order."""
+    """Each called name's calls, each with its caller: every call once with None (the module), and once
+    with each ``def`` around it (its decorators and annotations included). The order is no answer's: the
+    factory's parameter takes the largest value the calls pass. Function bodies are read from their cached
+    indexes; only what lies outside every function is walked."""
     found = _CALLS.get(tree)
     if found is None:
         found = {}
-        for outer in ast.walk(tree):
-            if not isinstance(outer, ast.FunctionDef | ast.Module):
-                continue
-            caller = outer if isinstance(outer, ast.FunctionDef) else None
-            for node in ast.walk(outer):
-                if isinstance(node, ast.Call):
-                    func = node.func
-                    if isinstance(func, ast.Name):
-                        found.setdefault(func.id, []).append((node, caller))
-                    elif isinstance(func, ast.Attribute):
-                        found.setdefault(func.attr, []).append((node, caller))
+        outside, functions = _outside_functions(tree)
+        _add_calls(found, outside, None)
+        for top in functions:
+            _add_calls(found, full_body_index(top).of(ast.Call), None)
+        for top in functions:
+            for function in (top, *full_body_index(top).of(ast.FunctionDef)):
+                around = [n for n in walk_all(_around(function)) if type(n) is ast.Call]
+                _add_calls(found, around, function)
+                _add_calls(found, full_body_index(function).of(ast.Call), function)
         _CALLS[tree] = found
     return found
+
+
+def _outside_functions(tree: ast.Module) -> tuple[list[ast.Call], list[ast.FunctionDef]]:
+    """The calls outside every function's body, and the functions outside every other function's body.
+    Only compound statements can hold a ``def``: anything else is walked whole."""
+    calls: list[ast.Call] = []
+    functions: list[ast.FunctionDef] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if isinstance(node, ast.FunctionDef):
+            functions.append(node)
+            calls.extend(n for n in walk_all(_around(node)) if type(n) is ast.Call)
+        elif isinstance(node, ast.expr) or (isinstance(node, ast.stmt) and kind not in _COMPOUND):
+            calls.extend(n for n in walk(node) if type(n) is ast.Call)
+        else:
+            stack.extend(child_nodes(node))
+    return calls, functions
+
+
+def _around(node: ast.FunctionDef) -> list[ast.AST]:
+    """A function's child nodes other than its body: arguments, decorators, annotations."""
+    before, after = around_body(node)
+    return [*before, *after]
+
+
+def _add_calls(
+    found: dict[str, list[_Caller]], calls: list[ast.Call], caller: ast.FunctionDef | None
+) -> None:
+    for node in calls:
+        func = node.func
+        if isinstance(func, ast.Name):
+            found.setdefault(func.id, []).append((node, caller))
+        elif isinstance(func, ast.Attribute):
+            found.setdefault(func.attr, []).append((node, caller))
+
+
+def _names_in(node: ast.FunctionDef) -> set[str]:
+    """Every name a function mentions: its body, arguments, annotations and decorators."""
+    names = {n.id for n in full_body_index(node).of(ast.Name)}
+    names.update(n.id for n in walk_all(_around(node)) if type(n) is ast.Name)
+    return names
 
 
 def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Value]) -> dict[str, Value]:
@@ -334,7 +392,7 @@ def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Va
     if factory is None:
         return {}
     params = [a.arg for a in (*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs)]
-    used = {n.id for n in ast.walk(kernel.node) if isinstance(n, ast.Name)}
+    used = _names_in(kernel.node)
     wanted = [p for p in params if p in used and p not in {q.name for q in kernel.params}]
     if not wanted:
         return {}

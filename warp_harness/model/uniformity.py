@@ -8,6 +8,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from warp_harness.model.constants import fold
+from warp_harness.model.index import child_nodes
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import (
@@ -19,6 +20,7 @@ from warp_harness.model.types import (
     Vector,
     named_warp_type,
 )
+from warp_harness.model.walk import walk
 
 if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
@@ -58,7 +60,8 @@ class Reach(IntEnum):
 
 
 def names_stored(node: ast.AST) -> list[str]:
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    """The names ``node`` binds, in ``ast.walk``'s order."""
+    return [n.id for n in walk(node) if type(n) is ast.Name and isinstance(n.ctx, ast.Store)]
 
 
 @dataclass
@@ -275,7 +278,7 @@ class Uniformity:
             if isinstance(test.op, ast.And) == positive:
                 return any(parts)  # `a and b` holds, or `a or b` fails: every part restricts
             return all(parts)
-        if any(self._atomic_call(n) for n in ast.walk(test)):
+        if any(self._atomic_call(n) for n in walk(test)):
             return True
         if isinstance(test, ast.Compare):
             equal = (ast.Eq, ast.Is) if positive else (ast.NotEq, ast.IsNot)
@@ -298,7 +301,7 @@ class Uniformity:
             return node.id in self.types.tid_vars
         if isinstance(node, ast.Subscript):
             return self._mentions_tid(node.value)
-        return any(self._mentions_tid(child) for child in ast.iter_child_nodes(node))
+        return any(self._mentions_tid(child) for child in child_nodes(node))
 
     def _atomic_call(self, node: ast.AST) -> bool:
         if not isinstance(node, ast.Call):
@@ -325,5 +328,9 @@ def loop_exits(body: list[ast.stmt]) -> bool:
             continue
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        # `break`/`continue` are statements: only what holds statements can hold one
+        stack.extend(c for c in child_nodes(node) if isinstance(c, _HOLDS_STATEMENTS))
     return False
+
+
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
