@@ -241,3 +241,15 @@ def test_scope_facts_of_a_function_with_and_without_nested_scopes() -> None:
     assert first.local_values == {"n": 4} and set(first.host_arrays) == {"b", "c"}
     # `y` of the nested function is not this scope's
     assert list(second.local_aliases) == ["y", "x"] and second.local_values == {"x": 5}
+
+
+def test_launches_are_found_under_any_spelling_of_launch() -> None:
+    """`build_model` looks for launches only in a text that may spell ``launch``: an alias spells it where
+    it is imported, and a name in other letters (NFKC-normalised by Python) is still looked for."""
+    body = "@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    a[0] = 1.0\n\n"
+    aliased = "import warp as wp\nfrom warp import launch as go\n\n" + body + "go(k, dim=1, inputs=[None])\n"
+    assert [site.kernel_name for site in build_model(aliased).launches] == ["k"]
+    other_letters = "import warp as wp\n\n" + body + "wp.\uff4caunch(k, dim=1, inputs=[None])\n"
+    assert "launch" not in other_letters
+    assert [site.kernel_name for site in build_model(other_letters).launches] == ["k"]
+    assert build_model("import warp as wp\n\n" + body).launches == []

@@ -217,6 +217,14 @@ def _enclosing_functions(index: NodeIndex, wanted: set[int]) -> dict[int, list[a
     return found
 
 
+def _may_launch(text: str) -> bool:
+    """A launch is a call of Warp's ``launch`` or ``launch_tiled``, reached under a name that spells it
+    somewhere in the text (``wp.launch``, ``from warp import launch as go``); identifiers are
+    NFKC-normalised, so a text that is not ASCII may spell it in other letters. Most files that use Warp
+    launch nothing: their every call is not looked at."""
+    return "launch" in text or not text.isascii()
+
+
 def build_model(
     text: str,
     path: str = "<memory>",
@@ -250,7 +258,7 @@ def build_model(
         kernels.append(
             _kernel_def(node, kind, options, resolver, key, enclosing.get(id(node), []), constants, imports)
         )
-    launches = find_launches(tree, imports, constants.values, index, key)
+    launches = find_launches(tree, imports, constants.values, index, key) if _may_launch(source.text) else []
     return ModuleModel(
         path,
         source,
