@@ -117,7 +117,7 @@ def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | 
             return FileResult(shown, records, _source_lines(data, records, job.lines))
     project = job.project_for(data)
     view = project.view(shown) if project is not None else None
-    result = check_bytes(data, shown, settings, table, project=view)
+    result = check_bytes(data, shown, settings, table, project=view, keep_lines=job.lines != "none")
     if cache is not None:
         # the modules its launches resolved against (and failed to): their digests key the entry too
         cache.put(key, result.records, view.deps if view is not None else None)

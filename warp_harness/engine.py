@@ -224,7 +224,11 @@ def check_bytes(
     settings: Settings | None = None,
     builtins: BuiltinTable | None = None,
     project: ProjectView | None = None,
+    *,
+    keep_lines: bool = True,
 ) -> FileResult:
+    """The records of one file's bytes, with its source lines unless ``keep_lines`` is False (an output
+    that shows no source text: newton's 819k lines are not cut again for nothing)."""
     from warp_harness.model.source import decode_source
 
     text, problem = decode_source(data)
@@ -242,7 +246,9 @@ def check_bytes(
     return FileResult(
         path,
         tuple(analysis.records),
-        tuple(line.rstrip("\r\n") for line in analysis.source.lines) if analysis.source else None,
+        tuple(line.rstrip("\r\n") for line in analysis.source.lines)
+        if analysis.source and keep_lines
+        else None,
     )
 
 
