@@ -379,6 +379,30 @@ def test_module_names_and_relative_imports(tmp_path: Path) -> None:
     assert set(index.modules) == {"top", "top.sub", "top.sub.m"}
 
 
+def test_a_namespace_folder_resolves_from_the_package_or_from_the_repository_above(tmp_path: Path) -> None:
+    """newton's layout: ``newton/_src/`` has no ``__init__.py``, so its files' module names start below it,
+    and imports spell them from the top package (``newton._src.solvers.k``). Either root, the package or
+    the repository folder holding it (``check .`` at its top), resolves the launch."""
+    _write(
+        tmp_path,
+        {
+            "repo/newton/__init__.py": "",
+            "repo/newton/_src/solvers/__init__.py": "",
+            "repo/newton/_src/solvers/k.py": KERNELS,
+            "repo/newton/_src/solvers/use.py": """
+            import warp as wp
+            from newton._src.solvers.k import scale
+
+            def run(a):
+                wp.launch(scale, dim=4, inputs=[a, 1.0])
+            """,
+        },
+    )
+    for root in (tmp_path / "repo" / "newton", tmp_path / "repo"):
+        found = {line: _name(hit) for line, hit in _resolved(root, "solvers.use").items()}
+        assert found == {5: "solvers.k:scale"}, root
+
+
 def test_statistics_count_forms_and_resolutions(project: Path) -> None:
     _write(
         project,

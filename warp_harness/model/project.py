@@ -519,8 +519,10 @@ class ProjectIndex:
                 self.add_file(root)
             return
         # a package's folders without an __init__.py (implicit namespace packages, newton's `_src`) start
-        # new module names; imports spell the names from the top package down: both name the module
-        top = root.parent if (root / "__init__.py").is_file() else None
+        # new module names; imports spell the names from the top package down: both name the module. The
+        # top packages are held by the root's parent when the root is a package, else by the root (a
+        # repository checked at its top: ``newton/`` is below it)
+        top = root.parent if (root / "__init__.py").is_file() else root
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(".egg-info"))
             self._package_dirs[Path(folder)] = "__init__.py" in files
