@@ -255,12 +255,10 @@ def check_bytes(
 def may_hold_kernels(text: str) -> bool:
     """Whether the model of ``text`` may have a kernel, a Warp function or a launch: only then does a rule
     run. Each is reached through an import of Warp and spelled with one of Warp's names (``kernel``,
-    ``func``, ``func_native``, ..., ``launch``, ``launch_tiled``); without them only the syntax matters.
-    Identifiers are NFKC-normalised (``import ｗarp`` imports warp), so a text that is not ASCII is
-    assumed to hold them."""
-    if not text.isascii():
-        return True
-    return "warp" in text and ("kernel" in text or "func" in text or "launch" in text)
+    ``func``, ``func_native``, ..., ``launch``, ``launch_tiled``); without them only the syntax matters."""
+    from warp_harness.model.source import may_spell
+
+    return may_spell(text, "warp") and may_spell(text, "kernel", "func", "launch")
 
 
 def _syntax_only(text: str, path: str, settings: Settings) -> Analysis:

@@ -21,7 +21,7 @@ from warp_harness.model.kernel import (
     kernel_decorator,
 )
 from warp_harness.model.launches import LaunchSite, find_launches
-from warp_harness.model.source import ParsedSource, parse_source
+from warp_harness.model.source import ParsedSource, may_spell, parse_source
 from warp_harness.model.static_branches import closure_values, compiled_view, is_abstract_body
 from warp_harness.model.types import UNKNOWN, UnknownType, WarpType
 
@@ -217,14 +217,6 @@ def _enclosing_functions(index: NodeIndex, wanted: set[int]) -> dict[int, list[a
     return found
 
 
-def _may_launch(text: str) -> bool:
-    """A launch is a call of Warp's ``launch`` or ``launch_tiled``, reached under a name that spells it
-    somewhere in the text (``wp.launch``, ``from warp import launch as go``); identifiers are
-    NFKC-normalised, so a text that is not ASCII may spell it in other letters. Most files that use Warp
-    launch nothing: their every call is not looked at."""
-    return "launch" in text or not text.isascii()
-
-
 def build_model(
     text: str,
     path: str = "<memory>",
@@ -258,7 +250,11 @@ def build_model(
         kernels.append(
             _kernel_def(node, kind, options, resolver, key, enclosing.get(id(node), []), constants, imports)
         )
-    launches = find_launches(tree, imports, constants.values, index, key) if _may_launch(source.text) else []
+    # a launch calls Warp's ``launch`` or ``launch_tiled`` under a name that spells it somewhere
+    # (``wp.launch``, ``from warp import launch as go``): most files that use Warp launch nothing
+    launches: list[LaunchSite] = []
+    if may_spell(source.text, "launch"):
+        launches = find_launches(tree, imports, constants.values, index, key)
     return ModuleModel(
         path,
         source,

@@ -78,6 +78,12 @@ class ParsedSource:
 _OTHER_LINE_BREAKS = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 
 
+def may_spell(text: str, *words: str) -> bool:
+    """Whether an identifier of ``text`` may be one of ``words``. Python reads identifiers NFKC-normalised
+    (``import ｗarp`` imports warp), so a text that is not ASCII may spell any of them in other letters."""
+    return not text.isascii() or any(word in text for word in words)
+
+
 def decode_source(data: bytes) -> tuple[str | None, SyntaxIssue | None]:
     """Decode file bytes the way Python does (PEP 263 coding line, BOM, default UTF-8)."""
     if len(data) > MAX_SOURCE_BYTES:
