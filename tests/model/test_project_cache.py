@@ -82,3 +82,20 @@ def test_a_checked_module_is_kept_only_when_it_defines_a_kernel(tmp_path: Path) 
     assert [k.name for k in kept[1].kernels] == ["k"]
     assert index.model("pkg.kernels") is kept[1]  # a launch into it reuses the check's model
     assert index.checked(str(plain), plain.read_bytes()) is None
+
+
+def test_a_large_file_s_view_makes_room_for_its_own_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a file is analysed, the other modules' models and parses are trimmed to the budgets less its
+    size (its tree and model do not come on top of full caches), the oldest first; its own stay."""
+    monkeypatch.setattr(project, "MODEL_CACHE_BYTES", 10_000)
+    index = _index(tmp_path, {"a": 0, "b": 0, "big": 700})
+    a, b, big = index.model("pkg.a"), index.model("pkg.b"), index.model("pkg.big")
+    assert a is not None and b is not None and big is not None
+    size = len(big.source.text)
+    monkeypatch.setattr(project, "MODEL_CACHE_BYTES", size + len(b.source.text))
+    index.view(str(tmp_path / "pkg" / "big.py"))
+    assert index.model("pkg.big") is big
+    assert index.model("pkg.b") is b
+    assert index.model("pkg.a") is not a  # the oldest: dropped

@@ -54,10 +54,14 @@ MAX_DEPTH = 24
 # as much did
 MODEL_CACHE_SIZE = 8
 MODEL_CACHE_BYTES = 700_000
-# parsed and summarised modules kept per process (their syntax trees are the bulk of the memory), bounded
-# the same way
+# parsed modules kept per process (their syntax trees are the bulk of the memory), bounded the same way
 LOADED_CACHE_SIZE = 16
 LOADED_CACHE_BYTES = 700_000
+# module summaries kept per process: detached from the trees (~0.4x their source in memory), so many more,
+# and a module is parsed for its summary once while its text stays the same (over newton a process
+# summarises ~60 modules, 4 MB of source)
+SUMMARY_CACHE_SIZE = 2048
+SUMMARY_CACHE_BYTES = 16_000_000
 # a file larger than this is not summarised (the engine does not check it either)
 MAX_INDEXED_BYTES = 8 * 1024 * 1024
 
@@ -102,13 +106,54 @@ _Value = _Module | _Kernel | _Factory | _Class
 _Binding = tuple[object, ...]
 
 
+@dataclass(eq=False)
+class _Scope:
+    """A method of a detached class summary, in place of its node: its ``self`` parameter and the bindings
+    (pruned, see `_prune`) of the names the attribute values it assigns can lead to."""
+
+    self_name: str | None
+    bindings: dict[str, list[_Binding]]
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+# what a class attribute's value is evaluated in: the method assigning it (a node, or a `_Scope` in a
+# detached summary), None for the class body
+_Method = _Function | _Scope | None
+
+# stand-ins for what the evaluator does not look into (pruned values share them)
+_NONE = ast.Constant(value=None)
+_OPAQUE = ast.Constant(value=Ellipsis)
+
+
+def _prune(node: ast.expr | None) -> ast.expr:
+    """A copy of the parts of ``node`` `ProjectView._eval` reads (names, attributes, a call's callee, a
+    conditional's branches, a ``None``), the rest an opaque constant: a summary keeping it keeps no subtree
+    of its module's syntax tree."""
+    if isinstance(node, ast.Name):
+        return ast.Name(id=node.id)
+    if isinstance(node, ast.Attribute):
+        return ast.Attribute(value=_prune(node.value), attr=node.attr)
+    if isinstance(node, ast.Call):
+        return ast.Call(func=_prune(node.func), args=[], keywords=[])
+    if isinstance(node, ast.IfExp):
+        return ast.IfExp(test=_OPAQUE, body=_prune(node.body), orelse=_prune(node.orelse))
+    if isinstance(node, ast.Constant) and node.value is None:
+        return _NONE
+    return _OPAQUE
+
+
+def _names_in(node: ast.expr) -> Iterator[str]:
+    return (sub.id for sub in ast.walk(node) if isinstance(sub, ast.Name))
+
+
 @dataclass
 class _ClassSummary:
     name: str
     bases: list[ast.expr]
     # attribute -> its assignments: (value, the method assigning it, None for the class body)
-    attrs: dict[str, list[tuple[ast.expr | KernelRef, ast.FunctionDef | ast.AsyncFunctionDef | None]]]
-    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    attrs: dict[str, list[tuple[ast.expr | KernelRef, _Method]]]
+    # the methods' nodes (None in a detached summary: their factories are worked out already)
+    methods: dict[str, _Function | None]
     imports: ImportMap
     module: str
     _factories: dict[str, KernelRef | None] = field(default_factory=dict, repr=False)
@@ -123,7 +168,13 @@ class _ClassSummary:
 
 @dataclass
 class ModuleSummary:
-    """What a module exposes that can lead to a kernel (see the module docstring)."""
+    """What a module exposes that can lead to a kernel (see the module docstring).
+
+    A detached summary (`summarise` with ``detached``, what `ProjectIndex` keeps) holds no node of its
+    module's syntax tree: values are pruned (`_prune`), functions stand as the kernel or factory they
+    define, classes are summarised at once, so it outlives the tree and is valid while ``digest`` is the
+    module's. The summary of the file under analysis (`ProjectView`) works on that file's tree lazily.
+    """
 
     name: str
     package: bool
@@ -280,8 +331,11 @@ def _stored_targets(node: ast.AST) -> Iterator[str]:
                 yield sub.id
 
 
-def summarise(tree: ast.Module, module: str, package: bool, digest: str = "") -> ModuleSummary:
-    """A module's summary from its syntax tree (cheap: module-level statements and class bodies)."""
+def summarise(
+    tree: ast.Module, module: str, package: bool, digest: str = "", *, detached: bool = False
+) -> ModuleSummary:
+    """A module's summary from its syntax tree (cheap: module-level statements and class bodies; a
+    detached one, see `ModuleSummary`, also looks into functions for kernel factories)."""
     top = list(_top_statements(tree.body))
     imports = ImportMap.from_tree(
         tree, NodeIndex([s for s in top if isinstance(s, ast.Import | ast.ImportFrom)])
@@ -297,6 +351,8 @@ def summarise(tree: ast.Module, module: str, package: bool, digest: str = "") ->
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             if _is_warp_kernel(stmt, imports):
                 bind(stmt.name, ("kernel", KernelRef(module, stmt.lineno, stmt.col_offset, stmt.name)))
+            elif detached:
+                bind(stmt.name, _def_binding(stmt, imports, module))
             else:
                 bind(stmt.name, ("def", stmt))  # a kernel factory? (`ModuleSummary.factory`, when asked)
         elif isinstance(stmt, ast.ClassDef):
@@ -312,18 +368,92 @@ def summarise(tree: ast.Module, module: str, package: bool, digest: str = "") ->
         elif (
             isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
         ):
-            bind(stmt.targets[0].id, ("expr", stmt.value, None))
+            bind(stmt.targets[0].id, ("expr", _prune(stmt.value) if detached else stmt.value, None))
         elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
-            bind(stmt.target.id, ("expr", stmt.value, None))
+            bind(stmt.target.id, ("expr", _prune(stmt.value) if detached else stmt.value, None))
         else:
             for name in _stored_targets(stmt):
                 bind(name, ("other",))
-    return ModuleSummary(module, package, digest, names, stars, classes, imports)
+    summary = ModuleSummary(module, package, digest, names, stars, classes, imports)
+    if detached:
+        # the import map without the answers it cached per node (decorators)
+        summary.imports = ImportMap(dict(imports.modules), dict(imports.objects))
+        for name, node in classes.items():
+            info = summary._classes[name] = _summarise_class(node, imports, module, package, detached=True)
+            info.imports = summary.imports
+        summary.classes = {}
+    return summary
 
 
-def _summarise_class(node: ast.ClassDef, imports: ImportMap, module: str) -> _ClassSummary:
-    attrs: dict[str, list[tuple[ast.expr | KernelRef, ast.FunctionDef | ast.AsyncFunctionDef | None]]] = {}
-    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+def _def_binding(fn: _Function, imports: ImportMap, module: str) -> _Binding:
+    """A ``def``'s binding as `ProjectView._binding` would take it: the kernel it defines, the kernel it
+    is a factory of, or nothing."""
+    if _is_warp_kernel(fn, imports):
+        return ("kernel", KernelRef(module, fn.lineno, fn.col_offset, fn.name))
+    ref = _factory_kernel(fn, imports, module)
+    return ("factory", ref) if ref is not None else ("other",)
+
+
+def _scope(fn: _Function, values: list[ast.expr], imports: ImportMap, module: str, package: bool) -> _Scope:
+    """``fn``'s stand-in in a detached class summary, ``values`` (pruned) being what it assigns to
+    attributes: the bindings of every name evaluating them can reach, pruned."""
+    every = _function_bindings(fn, module, package)
+    scope = _Scope(_self_name(fn), {})
+    pending = [name for value in values for name in _names_in(value)]
+    while pending:
+        name = pending.pop()
+        if name in scope.bindings or name not in every:
+            continue
+        kept: list[_Binding] = []
+        for binding in every[name]:
+            if binding[0] == "expr":
+                assert isinstance(binding[1], ast.expr)
+                value = _prune(binding[1])
+                kept.append(("expr", value, scope))
+                pending.extend(_names_in(value))
+            elif binding[0] == "def":
+                assert isinstance(binding[1], ast.FunctionDef | ast.AsyncFunctionDef)
+                kept.append(_def_binding(binding[1], imports, module))
+            else:
+                kept.append(binding)
+        scope.bindings[name] = kept
+    return scope
+
+
+def _summarise_class(
+    node: ast.ClassDef, imports: ImportMap, module: str, package: bool = False, *, detached: bool = False
+) -> _ClassSummary:
+    """A class's summary; a detached one (see `ModuleSummary`) with pruned values, `_Scope` methods and
+    every method's factory worked out."""
+    summary = _class_summary_of(node, imports, module)
+    if not detached:
+        return summary
+    assigned: dict[int, list[ast.expr]] = {}  # method id -> the values it assigns (pruned)
+    for name, assignments in summary.attrs.items():
+        pruned: list[tuple[ast.expr | KernelRef, _Method]] = []
+        for value, method in assignments:
+            if not isinstance(value, KernelRef):
+                value = _prune(value)
+                if method is not None:
+                    assigned.setdefault(id(method), []).append(value)
+            pruned.append((value, method))
+        summary.attrs[name] = pruned
+    scopes: dict[int, _Scope] = {}
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and id(stmt) in assigned:
+            scopes[id(stmt)] = _scope(stmt, assigned[id(stmt)], imports, module, package)
+    for name, assignments in summary.attrs.items():
+        summary.attrs[name] = [(v, scopes[id(m)] if m is not None else None) for v, m in assignments]
+    summary.bases = [_prune(base) for base in summary.bases]
+    for method_name in summary.methods:
+        summary.factory(method_name)
+    summary.methods = dict.fromkeys(summary.methods)
+    return summary
+
+
+def _class_summary_of(node: ast.ClassDef, imports: ImportMap, module: str) -> _ClassSummary:
+    attrs: dict[str, list[tuple[ast.expr | KernelRef, _Method]]] = {}
+    methods: dict[str, _Function | None] = {}
     for stmt in node.body:
         if isinstance(stmt, ast.Assign | ast.AnnAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -437,28 +567,19 @@ _Entry = TypeVar("_Entry")
 
 @dataclass
 class _Loaded:
-    """A module's text as read (its digest at once; the parse and summary on first use)."""
+    """A module's text as read (its digest at once; the parse on first use)."""
 
     digest: str
     text: str | None
     module: str
     package: bool
     _parsed: ParsedSource | None = None
-    _summary: ModuleSummary | None = None
 
     @property
     def parsed(self) -> ParsedSource | None:
         if self._parsed is None and self.text is not None:
             self._parsed = parse_source(self.text)
         return self._parsed
-
-    @property
-    def summary(self) -> ModuleSummary | None:
-        if self._summary is None:
-            parsed = self.parsed
-            if parsed is not None:
-                self._summary = summarise(parsed.tree, self.module, self.package, self.digest)
-        return self._summary
 
 
 class ProjectIndex:
@@ -480,6 +601,9 @@ class ProjectIndex:
         self._aliases: dict[str, str] = {}  # another name of a module (see `add_tree`) -> its name
         self._loaded: OrderedDict[str, _Loaded] = OrderedDict()
         self._models: OrderedDict[str, tuple[str, ModuleModel]] = OrderedDict()
+        # module name -> (its source's size, its detached summary: valid while its digest and package flag
+        # are the module's)
+        self._summaries: OrderedDict[str, tuple[int, ModuleSummary]] = OrderedDict()
         self._display = display or (lambda p: str(p))
         self.builtins = builtins
         self._package_dirs: dict[Path, bool] = {}
@@ -588,6 +712,7 @@ class ProjectIndex:
     def _forget(self, name: str) -> None:
         self._loaded.pop(name, None)
         self._models.pop(name, None)
+        self._summaries.pop(name, None)
         self.generation += 1
 
     # --- queries -------------------------------------------------------------------------------
@@ -642,7 +767,22 @@ class ProjectIndex:
 
     def summary(self, module: str) -> ModuleSummary | None:
         loaded = self._load(module)
-        return loaded.summary if loaded is not None else None
+        if loaded is None:
+            return None
+        name = loaded.module
+        cached = self._summaries.get(name)
+        if cached is not None and cached[1].digest == loaded.digest and cached[1].package == loaded.package:
+            self._summaries.move_to_end(name)
+            return cached[1]
+        parsed = loaded.parsed
+        if parsed is None:
+            return None
+        summary = summarise(parsed.tree, name, loaded.package, loaded.digest, detached=True)
+        self._summaries[name] = (len(parsed.text), summary)
+        self._summaries.move_to_end(name)
+        sizes = [size for size, _ in self._summaries.values()]
+        _trim(self._summaries, sizes, SUMMARY_CACHE_SIZE, SUMMARY_CACHE_BYTES)
+        return summary
 
     def model(self, module: str) -> ModuleModel | None:
         """The model of a module (kept for a while: its kernels are the objects launches resolve to)."""
@@ -710,7 +850,28 @@ class ProjectIndex:
 
     def view(self, path: str) -> ProjectView:
         """The index as seen from the file at ``path`` (call `ProjectView.attach` with its model)."""
-        return ProjectView(self, self.module_of(path) if path and not path.startswith("<") else None)
+        module = self.module_of(path) if path and not path.startswith("<") else None
+        if module is not None:
+            self._make_room(module)
+        return ProjectView(self, module)
+
+    def _make_room(self, module: str) -> None:
+        """Before ``module`` is analysed: the other modules' models and trees kept within the budgets less
+        its own size, so a large file's tree and model do not come on top of full caches (the peak memory
+        of a process); its own entries stay (its check reuses them)."""
+        loaded = self._loaded.get(module)
+        text = loaded.text if loaded is not None else self._overlay.get(module)
+        if text is not None:
+            size = len(text)
+        else:
+            try:
+                size = os.stat(self._paths[module]).st_size
+            except (OSError, KeyError):
+                return
+        models = {name: len(model.source.text) for name, (_, model) in self._models.items()}
+        _make_room(self._models, models, module, MODEL_CACHE_BYTES - size)
+        texts = {name: len(entry.text or "") for name, entry in self._loaded.items()}
+        _make_room(self._loaded, texts, module, LOADED_CACHE_BYTES - size)
 
 
 def _trim(cache: OrderedDict[str, _Entry], sizes: list[int], count: int, budget: int) -> None:
@@ -724,12 +885,41 @@ def _trim(cache: OrderedDict[str, _Entry], sizes: list[int], count: int, budget:
         total -= size
 
 
+def _make_room(cache: OrderedDict[str, _Entry], sizes: dict[str, int], keep: str, budget: int) -> None:
+    """Drop the oldest entries of ``cache`` but ``keep``'s until the others' ``sizes`` add up to at most
+    ``budget``."""
+    total = sum(size for name, size in sizes.items() if name != keep)
+    for name, size in sizes.items():
+        if total <= budget:
+            break
+        if name != keep:
+            del cache[name]
+            total -= size
+
+
 def _kernel_at(model: ModuleModel, ref: KernelRef) -> KernelDef | None:
-    for kernel in model.all_kernels:
-        node = kernel.node
-        if node.lineno == ref.line and node.col_offset == ref.col and kernel.is_kernel:
+    # a position map kept on the model: a scan per launch was quadratic in a file's kernels (5.7 of 21 s
+    # at 4,000 kernels). The incremental analyser moves nodes in place, so a hit is checked against the
+    # node and a miss or a stale hit scans (and rebuilds the map)
+    kernels = model.all_kernels
+    cached: tuple[list[KernelDef], dict[tuple[int, int], KernelDef]] | None = getattr(
+        model, "_kernel_positions", None
+    )
+    if cached is not None and cached[0] is kernels:
+        kernel = cached[1].get((ref.line, ref.col))
+        if kernel is not None and _defined_at(kernel, ref):
             return kernel
-    return None
+    positions: dict[tuple[int, int], KernelDef] = {}
+    for kernel in kernels:
+        if kernel.is_kernel:
+            positions.setdefault((kernel.node.lineno, kernel.node.col_offset), kernel)
+    model._kernel_positions = (kernels, positions)  # type: ignore[attr-defined]
+    return positions.get((ref.line, ref.col))
+
+
+def _defined_at(kernel: KernelDef, ref: KernelRef) -> bool:
+    node = kernel.node
+    return node.lineno == ref.line and node.col_offset == ref.col and kernel.is_kernel
 
 
 Resolution = Literal["same-file", "other-module", "factory", "unresolved"]
@@ -740,7 +930,7 @@ class _Env:
     """Where an expression is evaluated: a module, the function around it (or None), its class."""
 
     module: str
-    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None
+    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | _Scope | None
     cls: str | None
 
 
@@ -894,8 +1084,10 @@ class ProjectView:
         return self._module_attr(env.module, name, depth)
 
     def _bindings_of(
-        self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, module: str
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | _Scope, module: str
     ) -> dict[str, list[_Binding]]:
+        if isinstance(fn, _Scope):
+            return fn.bindings
         cached = self._functions.get(id(fn))
         if cached is None:
             package = self.index.is_package(module)
@@ -912,7 +1104,9 @@ class ProjectView:
             assert isinstance(value, ast.expr)
             fn = binding[2]
             inner = _Env(
-                env.module, fn if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef) else None, env.cls
+                env.module,
+                fn if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | _Scope) else None,
+                env.cls,
             )
             if fn is None:
                 inner = _Env(env.module, None, None)
@@ -1034,7 +1228,9 @@ class ProjectView:
         return None
 
 
-def _self_name(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> str | None:
+def _self_name(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | _Scope) -> str | None:
+    if isinstance(fn, _Scope):
+        return fn.self_name
     args = fn.args.posonlyargs or fn.args.args
     if not args:
         return None
