@@ -75,6 +75,60 @@ def _read_walk_fields(cls: type[ast.AST]) -> tuple[tuple[str, int], ...]:
     )
 
 
+# node classes that are statements (found in statement lists only, never inside an expression)
+_STATEMENT_KINDS: frozenset[type[ast.AST]] = frozenset(
+    c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.stmt) and c is not ast.stmt
+)
+# ASDL types of the fields that hold statements, directly or through a handler or a match case
+_BLOCK_TYPES = frozenset({"stmt", "excepthandler", "match_case"})
+_BLOCK_NAMES = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCK_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _block_fields(cls: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of ``cls`` that hold statements (or handlers, match cases), last first."""
+    fields = _BLOCK_FIELDS.get(cls)
+    if fields is None:
+        doc = cls.__doc__ or ""
+        start, end = doc.find("("), doc.rfind(")")
+        typed = {name: kind for kind, _, name in _FIELD.findall(doc[start + 1 : end])} if start >= 0 else {}
+        names: tuple[str, ...] = getattr(cls, "_fields", ())
+        if set(typed) == set(names):
+            fields = tuple(name for name in reversed(names) if typed[name] in _BLOCK_TYPES)
+        else:  # not the signature we expect: the fields that hold blocks in the grammar
+            fields = tuple(name for name in reversed(names) if name in _BLOCK_NAMES)
+        _BLOCK_FIELDS[cls] = fields
+    return fields
+
+
+def statement_buckets(roots: Sequence[ast.AST]) -> dict[type[ast.AST], list[ast.AST]]:
+    """The statements under ``roots`` (statements, handlers or match cases), grouped by type, each group
+    in source order (as `NodeIndex.of` lists them): the statement lists are walked, no expression."""
+    by_type: dict[type[ast.AST], list[ast.AST]] = {}
+    stack: list[ast.AST] = list(reversed(roots))
+    pop = stack.pop
+    push_all = stack.extend
+    statement_kinds = _STATEMENT_KINDS
+    block_fields = _BLOCK_FIELDS
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind in statement_kinds:
+            bucket = by_type.get(kind)
+            if bucket is None:
+                by_type[kind] = [node]
+            else:
+                bucket.append(node)
+        fields = block_fields.get(kind)
+        if fields is None:
+            fields = _block_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:  # of statements, handlers or cases (never a None)
+                push_all(reversed(value))
+    return by_type
+
+
 def around_body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[list[ast.AST], list[ast.AST]]:
     """A function's child nodes before its body and after it (arguments; decorators, return annotation,
     type parameters), each in field order."""
@@ -239,6 +293,12 @@ class NodeIndex:
         return index
 
     @classmethod
+    def deferred(cls, root: ast.Module) -> NodeIndex:
+        """The index of the module ``root``, walked on first use; its statements are found at once (a
+        fraction of the nodes) and asking for a kind of statement walks nothing more."""
+        return _Deferred(root)
+
+    @classmethod
     def lazy(cls, build: Callable[[], NodeIndex]) -> NodeIndex:
         """The index ``build()`` returns, built on first use (a model's index no one may ask for)."""
         return _Lazy(build)
@@ -257,6 +317,31 @@ class NodeIndex:
             return self._by_type.get(kinds[0], [])
         wanted = set(kinds)
         return [n for n in self.nodes if type(n) in wanted]
+
+
+class _Deferred(NodeIndex):
+    """The index of a module, walked when a node other than a statement is first asked for (`of` answers a
+    statement kind from `statement_buckets`, collected at once: all a model of a file without kernels and
+    launches reads)."""
+
+    __slots__ = ("_root", "_statements")
+
+    def __init__(self, root: ast.Module) -> None:
+        self._root = root
+        self._statements = statement_buckets(root.body)
+
+    def __getattr__(self, name: str) -> object:  # only called for an attribute not set yet
+        if name not in ("nodes", "_by_type"):
+            raise AttributeError(name)
+        built = NodeIndex([self._root])  # set once whole: a reader never sees a walk half done
+        self._by_type = built._by_type
+        self.nodes = built.nodes
+        return getattr(self, name)
+
+    def of(self, kind: type[N]) -> list[N]:
+        if kind in _STATEMENT_KINDS:
+            return self._statements.get(kind, [])  # type: ignore[return-value]
+        return self._by_type.get(kind, [])  # type: ignore[return-value]
 
 
 class _Lazy(NodeIndex):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
+import unicodedata
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +22,7 @@ from warp_harness.model.index import (
     _WALK_FIELDS,
     N,
     NodeIndex,
+    _block_fields,
     _walk_fields,
     around_body,
     body_index,
@@ -454,17 +457,167 @@ def _launch_calls(calls: list[ast.Call], imports: ImportMap) -> list[ast.Call]:
     return found
 
 
+# ``launch`` or ``launch_tiled`` with no identifier character after it (Python takes every non-ASCII one for
+# a possible one); the one before is looked at for each match (a look-behind makes the search crawl)
+_LAUNCH_WORD = re.compile(r"launch(?:_tiled)?(?![0-9A-Za-z_\x80-\U0010ffff])")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# per non-ASCII character: whether its compatibility decomposition has a letter of ``launch_tiled``
+_LAUNCH_LETTER: dict[str, bool] = {}
+
+
+def may_name_launch(text: str) -> bool:
+    """Whether ``text`` may hold a call of Warp's ``launch`` or ``launch_tiled``: the last name of the path
+    such a call resolves to (``wp.launch``, ``from warp import launch as go``) is an identifier of the file,
+    as Python reads it: NFKC-normalised (``wp.ｌaunch`` is ``wp.launch``). Comments and strings count too.
+
+    An identifier is a run of ASCII letters, digits, underscores and non-ASCII characters; one that reads
+    ``launch`` is ``launch`` in the normalised text, between the same ASCII characters (no ASCII letter is the
+    second of a composed pair, and no character composes with an ASCII one that follows it). Its non-ASCII
+    characters decompose into letters of ``launch_tiled``: a text without such a character is read as is."""
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        if any(_launch_letter(c) for c in set(_NON_ASCII.findall(text))):
+            text = unicodedata.normalize("NFKC", text)
+    if "launch" not in text:
+        return False
+    for match in _LAUNCH_WORD.finditer(text):
+        start = match.start()
+        before = text[start - 1] if start else " "
+        if not (before.isascii() and (before.isalpha() or before == "_")) and before < "\x80":
+            return True
+    return False
+
+
+def _launch_letter(char: str) -> bool:
+    found = _LAUNCH_LETTER.get(char)
+    if found is None:
+        found = _LAUNCH_LETTER[char] = any(c in "launch_tiled" for c in unicodedata.normalize("NFKD", char))
+    return found
+
+
+def _launch_names(imports: ImportMap) -> set[str]:
+    """The names a call of Warp's launch may spell at the call site: an attribute ``launch`` or
+    ``launch_tiled`` (``wp.launch``), or a local name imported as one (``from warp import launch as go``)."""
+    names = set(_LAUNCH_NAMES)
+    for table in (imports.modules, imports.objects):
+        names.update(local for local, path in table.items() if path.rpartition(".")[2] in _LAUNCH_NAME_SET)
+    return names
+
+
+def _lines_naming(text: str, names: set[str]) -> list[int] | None:
+    """The lines (1-based, sorted) where one of ``names`` stands as a whole identifier; None when the text's
+    lines or identifiers may not be what they look like (a ``\\r``, a non-ASCII character that may read as a
+    letter of one of the names)."""
+    if "\r" in text:  # Python's lines end at each \r as well (a text parsed whole: no other break counts)
+        return None
+    if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+        letters = set(unicodedata.normalize("NFKD", "".join(names)))
+        if any(
+            any(c in letters for c in unicodedata.normalize("NFKD", char))
+            for char in set(_NON_ASCII.findall(text))
+        ):
+            return None
+    positions: list[int] = []
+    for name in names:
+        start = text.find(name)
+        while start >= 0:
+            end = start + len(name)
+            before = text[start - 1] if start else " "
+            after = text[end] if end < len(text) else " "
+            if not _identifier_char(before) and not _identifier_char(after):
+                positions.append(start)
+            start = text.find(name, end)
+    positions.sort()
+    lines: list[int] = []
+    line, previous = 1, 0
+    for position in positions:
+        line += text.count("\n", previous, position)
+        previous = position
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _identifier_char(char: str) -> bool:
+    return char.isalnum() or char == "_" or not char.isascii()
+
+
+def launch_candidates(text: str, tree: ast.Module, imports: ImportMap) -> list[ast.Call] | None:
+    """The calls in ``tree`` (parsed from ``text`` whole) on whose lines a name of Warp's launch stands
+    (`_launch_names`), in source order: every launch call is among them. None when the lines cannot be told
+    (see `_lines_naming`). Only the statements holding such a line are walked."""
+    lines = _lines_naming(text, _launch_names(imports))
+    if lines is None:
+        return None
+    found: list[ast.Call] = []
+    if not lines:
+        return found
+    stack: list[ast.AST | None] = [s for s in reversed(tree.body) if _spans_a_line(s, lines)]
+    pop = stack.pop
+    push = stack.append
+    push_all = stack.extend
+    walk_fields = _WALK_FIELDS
+    call = ast.Call
+    # per node class: its fields that hold statements (pruned to those spanning one of the lines)
+    blocks_of: dict[type[ast.AST], tuple[str, ...]] = {}
+    while stack:
+        node = pop()
+        if node is None:  # an empty slot of a list field (`Dict.keys`)
+            continue
+        kind = type(node)
+        if kind is call:
+            found.append(node)  # type: ignore[arg-type]
+        fields = walk_fields.get(kind)
+        if fields is None:
+            fields = _walk_fields(kind)
+        blocks = blocks_of.get(kind)
+        if blocks is None:
+            blocks = blocks_of[kind] = _block_fields(kind) if issubclass(kind, _BLOCK_HOLDERS) else ()
+        for name, how in fields:  # last field first, so that the children pop in field order
+            value = getattr(node, name, None)
+            if name in blocks:
+                push_all([s for s in reversed(value or []) if _spans_a_line(s, lines)])
+            elif how == _MANY:
+                if value:
+                    push_all(reversed(value))
+            elif how == _ONE:
+                if value is not None:
+                    push(value)
+            elif type(value) is list:
+                push_all(child for child in reversed(value) if isinstance(child, ast.AST))
+            elif isinstance(value, ast.AST):
+                push(value)
+    return found
+
+
+_BLOCK_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _spans_a_line(node: ast.AST, lines: list[int]) -> bool:
+    """Whether one of ``lines`` (sorted) is among ``node``'s, its decorators' included (a match case, which
+    has no lines, may hold one)."""
+    first = getattr(node, "lineno", None)
+    if first is None:
+        return True
+    last = getattr(node, "end_lineno", None) or first
+    for decorator in getattr(node, "decorator_list", ()):
+        first = min(first, decorator.lineno)
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
+
+
 def find_launches(
     tree: ast.Module,
     imports: ImportMap,
     constants: Mapping[str, Value],
     index: NodeIndex | None = None,
     key: object = None,
+    calls: list[ast.Call] | None = None,
 ) -> list[LaunchSite]:
     """``key``, when given, identifies ``imports`` and ``constants``: what a scope derives from them is
-    kept with the scope's node and reused while the key is equal."""
+    kept with the scope's node and reused while the key is equal. ``calls``: the calls that may be launches,
+    in source order, when known (`launch_candidates`); else every call of ``index``."""
     index = index or NodeIndex([tree])
-    launch_calls = _launch_calls(index.of(ast.Call), imports)
+    launch_calls = _launch_calls(index.of(ast.Call) if calls is None else calls, imports)
     if not launch_calls:
         return []
     functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import bisect
 import weakref
 from dataclasses import dataclass, field, replace
 
 from warp_harness.model.annotations import AnnotationResolver
 from warp_harness.model.constants import ModuleConstants, Value
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import NodeIndex, full_body_index, set_compiled
+from warp_harness.model.index import NodeIndex, _block_fields, set_compiled
 from warp_harness.model.inference import Inference, KernelTypes, NoReturnTypes, ReturnTypes
 from warp_harness.model.kernel import (
     KernelDef,
@@ -20,8 +21,8 @@ from warp_harness.model.kernel import (
     find_structs,
     kernel_decorator,
 )
-from warp_harness.model.launches import LaunchSite, find_launches
-from warp_harness.model.source import ParsedSource, may_spell, parse_source
+from warp_harness.model.launches import LaunchSite, find_launches, launch_candidates, may_name_launch
+from warp_harness.model.source import ParsedSource, parse_source
 from warp_harness.model.static_branches import closure_values, compiled_view, is_abstract_body
 from warp_harness.model.types import UNKNOWN, UnknownType, WarpType
 
@@ -38,7 +39,8 @@ class ModuleModel:
     kernels: list[KernelDef]
     launches: list[LaunchSite]
     builtins: ReturnTypes
-    # every node of the file, walked once (rules ask `model.index.of(ast.Call)`)
+    # every node of the file, walked once, when first asked for other than statements (rules ask
+    # `model.index.of(ast.Call)`; see `build_model`)
     index: NodeIndex
     _types: dict[int, KernelTypes] = field(default_factory=dict)
     # every kernel and launch of the file when `kernels` / `launches` list only those to check
@@ -205,16 +207,37 @@ def _mark_compiled(
         kernel.static_branches = view.branches
 
 
-def _enclosing_functions(index: NodeIndex, wanted: set[int]) -> dict[int, list[ast.FunctionDef]]:
-    """For each function whose id is in ``wanted`` (nested ones), the functions around it, outermost first."""
+def _enclosing_functions(tree: ast.Module, wanted: list[ast.FunctionDef]) -> dict[int, list[ast.FunctionDef]]:
+    """For each of the ``wanted`` functions (nested ones), the functions around it, outermost first: found
+    down the statement lists (a function is never inside an expression), into the statements whose lines
+    hold one of them."""
     found: dict[int, list[ast.FunctionDef]] = {}
     if not wanted:
         return found
-    for outer in index.of(ast.FunctionDef):  # in source order: the outer ones first
-        for inner in full_body_index(outer).of(ast.FunctionDef):
-            if id(inner) in wanted:
-                found.setdefault(id(inner), []).append(outer)
+    ids = {id(node) for node in wanted}
+    lines = sorted({node.lineno for node in wanted})
+    stack: list[tuple[ast.AST, tuple[ast.FunctionDef, ...]]] = [(stmt, ()) for stmt in tree.body]
+    while stack:
+        node, outer = stack.pop()
+        if id(node) in ids:
+            found[id(node)] = list(outer)
+        if type(node) is ast.FunctionDef:
+            outer = (*outer, node)
+        for name in _block_fields(type(node)):
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend((child, outer) for child in value if _holds_a_line(child, lines))
     return found
+
+
+def _holds_a_line(node: ast.AST, lines: list[int]) -> bool:
+    """Whether ``node``'s lines hold one of ``lines`` (sorted); a node without lines (a match case) may."""
+    first = getattr(node, "lineno", None)
+    if first is None:
+        return True
+    last = getattr(node, "end_lineno", None) or first
+    i = bisect.bisect_left(lines, first)
+    return i < len(lines) and lines[i] <= last
 
 
 def build_model(
@@ -227,7 +250,12 @@ def build_model(
     """``index``, when given, must be the index of ``parsed.tree`` (built from cached parts)."""
     source = parsed or parse_source(text)
     tree = source.tree
-    index = index or NodeIndex([tree])
+    # a launch calls Warp's ``launch`` or ``launch_tiled`` under a name that spells it somewhere
+    # (``wp.launch``, ``from warp import launch as go``): most files that use Warp launch nothing
+    launching = may_name_launch(source.text)
+    # the model reads statements (imports, classes, functions) and the calls on the lines that name a launch;
+    # the walk of every node waits for the first rule that asks (a file without kernels and launches has none)
+    index = index or NodeIndex.deferred(tree)
     imports = ImportMap.from_tree(tree, index)
     constants = ModuleConstants.from_tree(tree, imports, index.of(ast.Global))
     structs = find_structs(tree, imports, index)
@@ -245,16 +273,15 @@ def build_model(
     kernels: list[KernelDef] = []
     found = find_kernel_nodes(tree, imports, index)
     top = {id(stmt) for stmt in tree.body}
-    enclosing = _enclosing_functions(index, {id(n) for n, _, _ in found if id(n) not in top})
+    enclosing = _enclosing_functions(tree, [n for n, _, _ in found if id(n) not in top])
     for node, kind, options in found:
         kernels.append(
             _kernel_def(node, kind, options, resolver, key, enclosing.get(id(node), []), constants, imports)
         )
-    # a launch calls Warp's ``launch`` or ``launch_tiled`` under a name that spells it somewhere
-    # (``wp.launch``, ``from warp import launch as go``): most files that use Warp launch nothing
     launches: list[LaunchSite] = []
-    if may_spell(source.text, "launch"):
-        launches = find_launches(tree, imports, constants.values, index, key)
+    if launching:
+        calls = launch_candidates(source.text, tree, imports) if source.syntax_error is None else None
+        launches = find_launches(tree, imports, constants.values, index, key, calls)
     return ModuleModel(
         path,
         source,
