@@ -49,6 +49,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import argument_ranks, param_ranks
@@ -117,7 +118,7 @@ class TidRank(Rule):
         sites = launches_of(ctx, kernel)
         if not sites:
             return
-        unpacks = kernel_model(ctx, kernel).types(kernel).tid_unpacks
+        unpacks = thread_indices(kernel, kernel_model(ctx, kernel).imports).tid_unpacks
         kernel_ranks = param_ranks(kernel)
         used: set[str] | None = None  # names the kernel reads, computed when first needed
         for call, names in unpacks:

@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 
 from warp_harness.kernel_judgements import judged
 from warp_harness.model.index import body_index, child_nodes, dropped_nodes, full_body_index
-from warp_harness.model.inference import KernelTypes
+from warp_harness.model.inference import ThreadIndices, thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import Comparison, Cover, Extent, ShapeEnv, compare, launch_env, param_ranks
@@ -123,18 +123,24 @@ class _Launch:
     rank: int
 
 
-def _stored_names(kernel: ast.FunctionDef) -> dict[str, int]:
-    """How often each name is bound in the kernel (stored or deleted, or a parameter, of the kernel or of a
-    lambda in it)."""
+def _stored_names(kernel: ast.FunctionDef, wanted: Container[str]) -> dict[str, int]:
+    """How often each name of ``wanted`` is bound in the kernel (stored or deleted, or a parameter, of the
+    kernel or of a lambda in it)."""
     counts: dict[str, int] = {}
     index = full_body_index(kernel)
     outside = walk(kernel.args)
     for node in [*index.of(ast.Name), *(n for n in outside if isinstance(n, ast.Name))]:
-        if isinstance(node.ctx, ast.Store | ast.Del):
+        if node.id in wanted and isinstance(node.ctx, ast.Store | ast.Del):
             counts[node.id] = counts.get(node.id, 0) + 1
     for arg in [*index.of(ast.arg), *(n for n in outside if isinstance(n, ast.arg))]:
-        counts[arg.arg] = counts.get(arg.arg, 0) + 1
+        if arg.arg in wanted:
+            counts[arg.arg] = counts.get(arg.arg, 0) + 1
     return counts
+
+
+# the fields `_statement_parents` reads, and which of them each kind of statement has
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_BLOCKS: dict[type[ast.AST], tuple[str, ...]] = {}
 
 
 def _statement_parents(body: list[ast.stmt]) -> dict[int, ast.stmt]:
@@ -144,13 +150,21 @@ def _statement_parents(body: list[ast.stmt]) -> dict[int, ast.stmt]:
     stack: list[ast.stmt] = list(body)
     while stack:
         stmt = stack.pop()
+        fields = _BLOCKS.get(type(stmt))
+        if fields is None:
+            fields = _BLOCKS[type(stmt)] = tuple(f for f in _BLOCK_FIELDS if f in type(stmt)._fields)
+        if not fields:
+            continue  # a simple statement (most of them)
         blocks: list[list[ast.stmt]] = []
         for field in ("body", "orelse", "finalbody"):
-            block = getattr(stmt, field, None)
-            if isinstance(block, list):
-                blocks.append(block)
-        blocks.extend(h.body for h in getattr(stmt, "handlers", None) or [])
-        blocks.extend(c.body for c in getattr(stmt, "cases", None) or [])
+            if field in fields:
+                block = getattr(stmt, field, None)
+                if isinstance(block, list):
+                    blocks.append(block)
+        if "handlers" in fields:
+            blocks.extend(h.body for h in getattr(stmt, "handlers", None) or [])
+        if "cases" in fields:
+            blocks.extend(c.body for c in getattr(stmt, "cases", None) or [])
         for block in blocks:
             for inner in block:
                 if isinstance(inner, ast.stmt):
@@ -179,10 +193,22 @@ class _Derived:
             self._edge(named.value, [named.target])
 
     def _edge(self, value: ast.expr, targets: list[ast.expr]) -> None:
-        sources = frozenset(n.id for n in walk(value) if isinstance(n, ast.Name))
-        stored = frozenset(
-            n.id for t in targets for n in walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        )
+        if type(value) is ast.Constant:
+            return  # no source
+        if type(value) is ast.Name:
+            sources = frozenset((value.id,))
+        else:
+            sources = frozenset(n.id for n in walk(value) if isinstance(n, ast.Name))
+        if len(targets) == 1 and type(targets[0]) is ast.Name:  # the common `x = ...`, without a walk
+            target = targets[0]
+            stored = frozenset((target.id,)) if isinstance(target.ctx, ast.Store) else frozenset()
+        else:
+            stored = frozenset(
+                n.id
+                for t in targets
+                for n in walk(t)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
         if sources and stored:
             self._edges.append((sources, stored))
 
@@ -475,10 +501,10 @@ class UnguardedWrite(Rule):
         if not sites:
             return
         defining = kernel_model(ctx, kernel)
-        types = defining.types(kernel)
+        tids = thread_indices(kernel, defining.imports)  # all the rule reads of the kernel's types
         # the kernel alone decides them: judged once per process for every file launching it
         accesses = judged(
-            defining, kernel, ("WH011", "accesses"), lambda: self._unguarded_accesses(ctx, kernel, types)
+            defining, kernel, ("WH011", "accesses"), lambda: self._unguarded_accesses(ctx, kernel, tids)
         )
         if not accesses:
             return
@@ -494,10 +520,10 @@ class UnguardedWrite(Rule):
             records: list[Record] = []
             for site in sites:
                 if id(site) not in launched:
-                    launched[id(site)] = self._launch(ctx, kernel, types, site)
+                    launched[id(site)] = self._launch(ctx, kernel, tids, site)
                 found = launched[id(site)]
                 record = (
-                    None if found is None else self._check_site(ctx, kernel, types, access, found, accesses)
+                    None if found is None else self._check_site(ctx, kernel, tids, access, found, accesses)
                 )
                 if record is not None:
                     records.append(record)
@@ -508,27 +534,38 @@ class UnguardedWrite(Rule):
                 yield replace(first, related=first.related + more) if more else first
 
     def _unguarded_accesses(
-        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes
+        self, ctx: RuleContext, kernel: KernelDef, tids: ThreadIndices
     ) -> tuple[_Access, ...]:
         """The kernel's thread-indexed accesses no guard covers (from the kernel's own module alone)."""
         params = {p.name: p for p in kernel.params if isinstance(p.type, Array)}
-        if not params or not types.tid_vars:
+        if not params or not tids.tid_vars:
             return ()
-        candidates = _candidates(kernel.node, params, types.tid_vars)
+        candidates = _candidates(kernel.node, params, tids.tid_vars)
         if not candidates:
             return ()
         counts: dict[str, int] | None = None
         guards_of = _Guards(kernel.node)
         found: list[_Access] = []
         derived: _Derived | None = None
+        everything: set[str] | None = None  # every name of the kernel, made when first needed
         for stmt, target, name, index, position, write in candidates:
             # a guard on the index itself is the common case; only then follow values computed from it
             if guards_of.guarded(kernel.node.body, stmt, {index.id}) is not False:
                 continue
             if counts is None:
-                counts = _stored_names(kernel.node)
+                # the only names counted: the arrays and thread indices the candidates name
+                counts = _stored_names(kernel.node, {*params, *tids.tid_vars})
             if counts.get(name, 0) != 1 or counts.get(index.id) != 1:
                 continue  # the array or the index is reassigned in the kernel
+            if everything is None:
+                everything = {n.id for n in full_body_index(kernel.node).of(ast.Name)} | set(params)
+            # no condition on any name of the kernel: none on the names below either (an access guarded by
+            # some names is guarded by more), and the values computed from the index need not be followed
+            if guards_of.guarded(kernel.node.body, stmt, everything) is False and (
+                write or not _expression_guarded(ctx, kernel, guards_of, stmt, target, everything)
+            ):
+                found.append(_Access(stmt, target, name, index.id, tids.tid_vars[index.id], position, write))
+                continue
             if derived is None:
                 derived = _Derived(kernel.node)
             # a condition on the index, on a value computed from it, or on the array itself
@@ -538,12 +575,12 @@ class UnguardedWrite(Rule):
                 continue
             if not write and _expression_guarded(ctx, kernel, guards_of, stmt, target, guards):
                 continue
-            found.append(_Access(stmt, target, name, index.id, types.tid_vars[index.id], position, write))
+            found.append(_Access(stmt, target, name, index.id, tids.tid_vars[index.id], position, write))
         found.sort(key=lambda a: (a.stmt.lineno, not a.write, a.target.col_offset))
         return tuple(found)
 
     def _launch(
-        self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, site: LaunchSite
+        self, ctx: RuleContext, kernel: KernelDef, tids: ThreadIndices, site: LaunchSite
     ) -> _Launch | None:
         """What every access asks of ``site``; None when its arguments or its dim's rank cannot be matched
         with the kernel."""
@@ -552,7 +589,7 @@ class UnguardedWrite(Rule):
             return None
         model = ctx.model  # the launch's file
         env = launch_env(site, model.constants.values, model.imports, param_ranks(kernel))
-        names = max((n for _, n in types.tid_unpacks), default=0)
+        names = max((n for _, n in tids.tid_unpacks), default=0)
         rank = env.dim_rank()
         if rank is None:
             rank = site.dim_rank(model.constants.values, model.imports)
@@ -564,7 +601,7 @@ class UnguardedWrite(Rule):
         self,
         ctx: RuleContext,
         kernel: KernelDef,
-        types: KernelTypes,
+        tids: ThreadIndices,
         access: _Access,
         launch: _Launch,
         accesses: tuple[_Access, ...],
@@ -589,13 +626,13 @@ class UnguardedWrite(Rule):
         # (names bound twice or by a loop in the launching function have no value in `shapes`: the two
         # sides then may not be the same number)
         comparison, extent = verdict
-        return self._record(ctx, kernel, types, access, site, accesses, arg, comparison, extent, env)
+        return self._record(ctx, kernel, tids, access, site, accesses, arg, comparison, extent, env)
 
     def _record(
         self,
         ctx: RuleContext,
         kernel: KernelDef,
-        types: KernelTypes,
+        tids: ThreadIndices,
         access: _Access,
         site: LaunchSite,
         accesses: tuple[_Access, ...],
@@ -653,7 +690,7 @@ class UnguardedWrite(Rule):
             related = [Related(kernel_location(ctx, kernel, access.stmt), f"`{element}` is {verb} here")]
             anchor = site.node
         else:
-            fix = self._fix(ctx, kernel, types, access, accesses, guard)
+            fix = self._fix(ctx, kernel, tids, access, accesses, guard)
         return self.report(
             ctx,
             anchor,
@@ -672,7 +709,7 @@ class UnguardedWrite(Rule):
         self,
         ctx: RuleContext,
         kernel: KernelDef,
-        types: KernelTypes,
+        tids: ThreadIndices,
         access: _Access,
         accesses: tuple[_Access, ...],
         guard: str,
@@ -682,7 +719,7 @@ class UnguardedWrite(Rule):
                 node
                 for node in walk_body(kernel.node)
                 if isinstance(node, ast.Assign)
-                and any(node.value is call for call, _ in types.tid_unpacks)
+                and any(node.value is call for call, _ in tids.tid_unpacks)
                 and access.tid_var
                 in {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
             ),

@@ -56,8 +56,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from warp_harness.hardware import HardwareProfile
 from warp_harness.kernel_judgements import judged
@@ -114,7 +115,7 @@ def _limit(profile: HardwareProfile) -> int | None:
 def _estimate(
     model: ModuleModel,
     kernel: KernelDef,
-    types: KernelTypes,
+    types: Callable[[], KernelTypes],
     max_unroll: int,
     block_dim: int | None,
     arch: int | None,
@@ -127,7 +128,7 @@ def _estimate(
         kernel,
         ("WH015", "estimate", max_unroll, block_dim, arch, cpu),
         lambda: SharedMemoryEstimator(
-            model, kernel, types, max_unroll=max_unroll, block_dim=block_dim, arch=arch, cpu=cpu
+            model, kernel, types(), max_unroll=max_unroll, block_dim=block_dim, arch=arch, cpu=cpu
         ).run(),
     )
 
@@ -195,7 +196,10 @@ class TileSharedMemory(Rule):
         cpu = profile.device == "cpu" or (profile.is_cuda and self._cpu_only(ctx, kernel))
         if cpu:
             limit = CPU_TILE_ARENA
-        types = ctx.model.types(kernel)
+        # typed when first needed: a kernel reaching no tile, or judged already, needs no types
+        types = functools.partial(ctx.model.types, kernel)
+        if not reaches and self._budget_left(ctx, kernel, limit, cpu):
+            return  # no tile: an empty estimate, which fits whatever block_dim the launches use
         block_dims = self._block_dims(ctx, kernel)
         # every site the estimator counts comes from a `tile*` call in the kernel or a function it calls
         max_unroll = self._max_unroll(ctx) if reaches else None
@@ -271,6 +275,20 @@ class TileSharedMemory(Rule):
             dims.append(value)
         return dims
 
+    def _budget_left(self, ctx: RuleContext, kernel: KernelDef, limit: int, cpu: bool) -> bool:
+        """Whether `_budget` is not negative whatever `_block_dims` answers (its largest value is one of
+        the launches' explicit block_dims, the default or the warp size): told without reading the module's
+        options (`_default_block_dim`, a walk of the whole file)."""
+        if not ctx.profile.is_cuda or cpu:
+            return limit >= 0
+        largest = max(ctx.profile.warp_size, DEFAULT_BLOCK_DIM)
+        for site in launches_of(ctx, kernel):
+            if site.block_dim is not None:
+                value = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+                if isinstance(value, int) and not isinstance(value, bool) and value > largest:
+                    largest = value
+        return limit - 4 * largest >= 0
+
     @staticmethod
     def _default_block_dim(ctx: RuleContext, kernel: KernelDef) -> bool:
         """Whether a launch without block_dim runs 256 threads: no module-wide block_dim
@@ -295,7 +313,7 @@ class TileSharedMemory(Rule):
         self,
         ctx: RuleContext,
         kernel: KernelDef,
-        types: KernelTypes,
+        types: Callable[[], KernelTypes],
         estimate: Estimate,
         limit: int,
         block_dims: list[int] | None,
@@ -356,7 +374,7 @@ class TileSharedMemory(Rule):
                 )
             )
         anchor: ast.AST = groups[0][0].node if groups else (estimate.extra_call or kernel.node)
-        hint, fix = self._hint(ctx, kernel, types, groups, budget, max_unroll, block_dims, cpu)
+        hint, fix = self._hint(ctx, kernel, types(), groups, budget, max_unroll, block_dims, cpu)
         return self.report(
             ctx,
             anchor,

@@ -131,8 +131,8 @@ class LaunchArrayDtype(Rule):
         )
         for arg, param in zip(args, kernel.params, strict=True):
             t = param.type
-            if not isinstance(t, Array) or t.kind != "array":
-                continue
+            if not isinstance(t, Array) or t.kind != "array" or element_scalar(t.dtype) is None:
+                continue  # (`_mismatch` finds none for an element type of no known scalar)
             found = host.array_type(arg, site.scope, site.local_aliases)
             if found is None or not _mismatch(found, t.dtype):
                 continue

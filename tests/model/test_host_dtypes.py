@@ -411,3 +411,27 @@ def make(n):
 def test_classes_below_the_top_level_and_their_bases() -> None:
     found = _launch_inputs(CLASSES_IN_A_FUNCTION)
     assert [f.scalar.name if f else None for f in found] == ["float64", "float16"]
+
+
+def test_a_class_s_stores_do_not_walk_the_whole_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether some comprehension may store an attribute (`_expression_stores`, a walk of the whole file)
+    only spares walking the methods' signatures: a class's stores are read without asking it."""
+    import warp_harness.model.host_dtypes as host_dtypes
+
+    source = """
+import warp as wp
+
+
+class Sim:
+    def __init__(self, n: int = 4):
+        self.x = wp.zeros(n, dtype=wp.float64)
+"""
+    model = build_model(source)
+    (cls,) = [s for s in model.tree.body if isinstance(s, ast.ClassDef)]
+
+    def refused(index):  # type: ignore[no-untyped-def]
+        raise AssertionError("the whole file walked")
+
+    monkeypatch.setattr(host_dtypes, "_expression_stores", refused)
+    values, opaque = host_dtypes._class_facts(model.tree, model.index).stores(cls)
+    assert set(values) == {"x"} and not opaque

@@ -275,3 +275,23 @@ def mixed(a: wp.array3d(dtype=float), s: float, idx: wp.indexedarray(dtype=float
     )
     kernel = model.kernel_named("mixed")
     assert kernel is not None and param_ranks(kernel) == [3, None, None]
+
+
+def test_a_dim_that_folds_reads_nothing_of_its_scope(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The scope's facts and the constants-with-locals env are made when first read: a literal dim or one
+    of module constants needs neither (most launch dims)."""
+    import warp_harness.model.shapes as shapes
+
+    model, sites = _sites("""
+def run(a):
+    wp.launch(k1, dim=N, inputs=[a])
+    wp.launch(k2, dim=(N, 2), inputs=[a])
+""")
+
+    def refused(scope):  # type: ignore[no-untyped-def]
+        raise AssertionError("scope facts read")
+
+    monkeypatch.setattr(shapes, "_scope_info", refused)
+    assert [_env(model, s).dim_rank() for s in sites] == [1, 2]
+    env = _env(model, sites[0])
+    assert env.env is model.constants.values  # no local value: the constants themselves, not a copy

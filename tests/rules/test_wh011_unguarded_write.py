@@ -478,3 +478,52 @@ def test_warp_debug_mode_stops_the_launch_rounded_up_to_whole_blocks(
     assert "UNGUARDED FINISHED" not in done.stdout, output
     assert "Assertion failed" in output and "arr.shape[0]" in output, output
     assert done.returncode in (-4, 132), output  # SIGILL
+
+
+@pytest.mark.parametrize("tree", ["examples", "tests"])
+def test_an_access_no_name_guards_is_guarded_by_no_derived_name(tree: str) -> None:
+    """`_unguarded_accesses` skips following the values computed from the index when no condition on any
+    name of the kernel guards an access: `guarded` and `_expression_guarded` only grow with the names. Over
+    Warp's examples and tests, checked against the derived names themselves."""
+    import ast
+
+    import warp
+
+    from warp_harness.config import Settings
+    from warp_harness.engine import _builtins
+    from warp_harness.hardware import load_profile
+    from warp_harness.model.index import full_body_index
+    from warp_harness.model.inference import thread_indices
+    from warp_harness.model.module import build_model
+    from warp_harness.model.types import Array
+    from warp_harness.rules import wh011_unguarded_write as rule
+    from warp_harness.rules.base import RuleContext
+
+    shortcuts = 0
+    for path in sorted((Path(warp.__file__).parent / tree).rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "wp.tid" not in text:
+            continue
+        model = build_model(text, str(path), builtins=_builtins())
+        ctx = RuleContext(model, load_profile("sm_86"), _builtins(), Settings())
+        for kernel in model.kernels:
+            if not kernel.is_kernel or not kernel.has_python_body:
+                continue
+            tids = thread_indices(kernel, model.imports)
+            params = {p.name: p for p in kernel.params if isinstance(p.type, Array)}
+            if not params or not tids.tid_vars:
+                continue
+            body = kernel.node.body
+            guards = rule._Guards(kernel.node)
+            derived = rule._Derived(kernel.node)
+            everything = {n.id for n in full_body_index(kernel.node).of(ast.Name)} | set(params)
+            for stmt, target, name, index, _, write in rule._candidates(kernel.node, params, tids.tid_vars):
+                names = derived.of(index.id) | {name}
+                assert names <= everything
+                if guards.guarded(body, stmt, everything) is not False:
+                    continue
+                assert guards.guarded(body, stmt, names) is False, (path, stmt.lineno)
+                if write or not rule._expression_guarded(ctx, kernel, guards, stmt, target, everything):
+                    assert write or not rule._expression_guarded(ctx, kernel, guards, stmt, target, names)
+                    shortcuts += 1
+    assert shortcuts > 20

@@ -784,3 +784,56 @@ def solve(A: wp.array2d(dtype=wp_type), X: wp.array(dtype=wp_type), Y: wp.array(
 """
     # the dtype through a tuple assignment; a, l: 8 KiB each, x, y: 256 bytes (as warp's cholesky example)
     assert estimates(source) == warp_smem(source) == {"solve": 16896}
+
+
+NO_TILES = """
+import warp as wp
+
+
+@wp.func
+def twice(x: float):
+    return x * 2.0
+
+
+@wp.kernel
+def scale(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = twice(a[i])
+
+
+def run(a):
+    wp.launch(scale, dim=a.shape[0], inputs=[a], block_dim=64)
+"""
+
+
+def test_a_kernel_reaching_no_tile_is_not_typed(analyse: Analyse, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's types are read only for an estimate or a hint: a kernel whose calls reach no ``tile*``
+    builtin (most kernels of a file with functions) needs none."""
+    from warp_harness.model.module import ModuleModel
+
+    typed: list[str] = []
+    types = ModuleModel.types
+
+    def counting(self: ModuleModel, kernel):  # type: ignore[no-untyped-def]
+        typed.append(kernel.name)
+        return types(self, kernel)
+
+    monkeypatch.setattr(ModuleModel, "types", counting)
+    assert analyse(NO_TILES, select=["WH015"], target="sm_86") == []
+    assert typed == []
+    assert [r.rule for r in analyse(BIG_SHARED, select=["WH015"], target="sm_86")] == ["WH015"]
+    assert set(typed) == {"big"}
+
+
+def test_a_kernel_reaching_no_tile_reads_no_module_options(
+    analyse: Analyse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty estimate fits any block_dim the launches may use: the module's options (a walk of the whole
+    file for a ``"block_dim"`` key) are not read for it."""
+    from warp_harness.rules.wh015_tile_shared_memory import TileSharedMemory
+
+    def refused(ctx, kernel):  # type: ignore[no-untyped-def]
+        raise AssertionError("module options read")
+
+    monkeypatch.setattr(TileSharedMemory, "_default_block_dim", staticmethod(refused))
+    assert analyse(NO_TILES.replace(", block_dim=64", ""), select=["WH015"], target="sm_86") == []

@@ -431,7 +431,10 @@ class _ClassFacts:
         """(values, opaque) of ``cls``: see the fields' comments."""
         found = self._stores.get(id(cls))
         if found is None:
-            found = self._stores[id(cls)] = _class_stores(cls, self.outside())
+            # the answer is the same either way (see `_receiver_stores`): the flag saves walking the methods'
+            # signatures, but asking it walks the whole file; asked only when `foreign` has
+            outside = self._outside if self._outside is not None else True
+            found = self._stores[id(cls)] = _class_stores(cls, outside)
         return found
 
     def foreign(self) -> set[str]:

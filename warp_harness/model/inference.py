@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from warp_harness.model.annotations import AnnotationResolver
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import around_body, full_body_index
 from warp_harness.model.kernel import KernelDef, StructDef
 from warp_harness.model.types import (
     BOOL,
@@ -57,6 +58,9 @@ _FUNC_RETURNS: weakref.WeakKeyDictionary[AnnotationResolver, dict[int, tuple[ast
 )
 
 _COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+# `python_value_type` of a literal, by its exact type
+_LITERAL_TYPES: dict[type, WarpType] = {bool: BOOL, int: INT32, float: FLOAT32}
 _TILE_CREATORS = {"tile_zeros", "tile_ones", "tile_full", "tile_empty", "tile_load", "tile_arange"}
 _PY_BUILTIN_TO_WARP = {"min": "min", "max": "max", "abs": "abs", "round": "round", "pow": "pow"}
 
@@ -75,6 +79,16 @@ class KernelTypes:
 
     def of(self, node: ast.expr) -> WarpType:
         return self.expr.get(id(node), UNKNOWN)
+
+
+# per file (its resolver) and function node: the node, what else its inference read, the result
+_BODIES: weakref.WeakKeyDictionary[
+    AnnotationResolver, dict[int, tuple[ast.FunctionDef, tuple[object, ...], KernelTypes]]
+] = weakref.WeakKeyDictionary()
+
+
+def _same(first: tuple[object, ...], second: tuple[object, ...]) -> bool:
+    return all(a is b for a, b in zip(first, second, strict=True))
 
 
 class Inference:
@@ -99,13 +113,35 @@ class Inference:
         # names of the @wp.func defined more than once in the file: Warp picks among them by argument types
         self.overloaded = overloaded
         self.result = KernelTypes(kernel)
+        self._types = self.result.expr
         self.env: dict[str, WarpType] = {p.name: p.type for p in kernel.params}
         self._conflicts: set[str] = set()
 
     def run(self) -> KernelTypes:
-        self._block(self.kernel.node.body)
+        # a @wp.func is inferred for its own check (`ModuleModel.types`) and for the calls of it
+        # (`_func_return`) with the same arguments: the second run reuses the first's result
+        memo = _BODIES.setdefault(self.resolver, {})
+        node = self.kernel.node
+        arguments = self._arguments()
+        cached = memo.get(id(node))
+        if cached is not None and cached[0] is node and _same(cached[1], arguments):
+            return cached[2]
+        self._block(node.body)
         self.result.variables = dict(self.env)
+        memo[id(node)] = (node, arguments, self.result)
         return self.result
+
+    def _arguments(self) -> tuple[object, ...]:
+        """What the result depends on besides the body and the resolver (compared by identity)."""
+        return (
+            self.kernel,
+            self.imports,
+            self.constants,
+            self.structs,
+            self.builtins,
+            self.funcs,
+            self.overloaded,
+        )
 
     # statements -------------------------------------------------------------------------------
     def _block(self, body: list[ast.stmt]) -> None:
@@ -211,14 +247,11 @@ class Inference:
 
     # expressions ------------------------------------------------------------------------------
     def expr(self, node: ast.expr) -> WarpType:
-        t = self._expr(node)
-        self.result.expr[id(node)] = t
-        return t
-
-    def _expr(self, node: ast.expr) -> WarpType:
         # by exact type: the parser makes no subclasses of these
         handler = _EXPRESSIONS.get(type(node))
-        return handler(self, node) if handler is not None else self._other(node)
+        t = handler(self, node) if handler is not None else self._other(node)
+        self._types[id(node)] = t
+        return t
 
     def _other(self, node: ast.expr) -> WarpType:
         """Any other expression: its children are typed, it is not."""
@@ -228,7 +261,9 @@ class Inference:
         return UNKNOWN
 
     def _constant(self, node: ast.Constant) -> WarpType:
-        return python_value_type(node.value)
+        value = node.value
+        found = _LITERAL_TYPES.get(type(value))
+        return found if found is not None else python_value_type(value)
 
     def _unaryop(self, node: ast.UnaryOp) -> WarpType:
         operand = self.expr(node.operand)
@@ -254,8 +289,9 @@ class Inference:
         return TupleType(tuple(self.expr(e) for e in node.elts))
 
     def _name(self, node: ast.Name) -> WarpType:
-        if node.id in self.env:
-            return self.env[node.id]
+        bound = self.env.get(node.id)
+        if bound is not None:
+            return bound
         if node.id in self.constants:
             return python_value_type(self.constants[node.id])
         if node.id in self.structs:
@@ -471,23 +507,23 @@ class Inference:
         ).run()
         found: WarpType | None = None
         local = set(body.variables)
-        for node in walk(func.node):
-            if isinstance(node, ast.Name) and node.id in self.constants and node.id not in local:
+        # the body's nodes from its index (kept with the module's); the rest of the function is small
+        index = full_body_index(func.node)
+        before, after = around_body(func.node)
+        outside = [node for part in (*before, *after) for node in walk(part)]
+        constants = self.constants
+        for read in (*index.of(ast.Name), *(n for n in outside if isinstance(n, ast.Name))):
+            if read.id in constants and read.id not in local:
                 # a module constant may have a Warp type its Python value does not show
                 # (`wp.constant(wp.uint32(7))`, see `refined_types`): not followed through a call
                 memo[key] = (func.node, UNKNOWN)
                 return UNKNOWN
-        for stmt in walk(func.node):
-            if (
-                isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
-                and stmt is not func.node
-            ):
-                found = UNKNOWN  # a nested function's returns are not this function's
-                break
-            if not isinstance(stmt, ast.Return):
-                continue
-            returned = body.of(stmt.value) if stmt.value is not None else UNKNOWN
-            found = returned if found is None or found == returned else UNKNOWN
+        if index.of_any(*_NESTED) or any(isinstance(node, _NESTED) for node in outside):
+            found = UNKNOWN  # a nested function's returns are not this function's
+        else:
+            for stmt in index.of(ast.Return):
+                returned = body.of(stmt.value) if stmt.value is not None else UNKNOWN
+                found = returned if found is None or found == returned else UNKNOWN
         result = found if found is not None else UNKNOWN
         memo[key] = (func.node, result)
         return result
@@ -526,6 +562,64 @@ class Inference:
         return Tile(dtype, shape, storage)
 
 
+@dataclass(frozen=True)
+class ThreadIndices:
+    """What `KernelTypes` says of ``wp.tid()`` (``tid_vars``, ``tid_unpacks``), read from the statements
+    alone: the same, without typing every expression (rules that need nothing else of the kernel, or a
+    kernel of another module). Inference visits the same statements; it would differ only where inference
+    gives up a block on a `RecursionError` (an expression nested hundreds deep)."""
+
+    tid_vars: dict[str, int]
+    tid_unpacks: list[tuple[ast.Call, int]]
+
+
+# per kernel node: the imports it was read with, the answer
+_THREAD_INDICES: weakref.WeakKeyDictionary[ast.AST, tuple[ImportMap, ThreadIndices]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def thread_indices(kernel: KernelDef, imports: ImportMap) -> ThreadIndices:
+    """The ``wp.tid()`` assignments of ``kernel`` (``imports``: those of the module defining it)."""
+    node = kernel.node
+    cached = _THREAD_INDICES.get(node)
+    if cached is not None and cached[0] is imports:
+        return cached[1]
+    found = ThreadIndices({}, [])
+    _thread_block(node.body, imports, found)
+    _THREAD_INDICES[node] = (imports, found)
+    return found
+
+
+def _thread_block(body: list[ast.stmt], imports: ImportMap, found: ThreadIndices) -> None:
+    """`Inference._stmt`'s walk over the statements, with what `Inference._assign` records of tids."""
+    for stmt in body:
+        if isinstance(stmt, ast.Assign):
+            value = stmt.value
+            if not (isinstance(value, ast.Call) and imports.warp_name(value.func) == "tid"):
+                continue
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    found.tid_vars[target.id] = 0
+                    found.tid_unpacks.append((value, 1))
+                elif isinstance(target, ast.Tuple | ast.List):
+                    found.tid_unpacks.append((value, len(target.elts)))
+                    for position, element in enumerate(target.elts):
+                        if isinstance(element, ast.Name) and element.id != "_":
+                            found.tid_vars[element.id] = position
+        elif isinstance(stmt, ast.For | ast.While | ast.If):
+            _thread_block(stmt.body, imports, found)
+            _thread_block(stmt.orelse, imports, found)
+        elif isinstance(stmt, ast.With):
+            _thread_block(stmt.body, imports, found)
+        elif isinstance(stmt, ast.Try):
+            _thread_block(stmt.body, imports, found)
+            for handler in stmt.handlers:
+                _thread_block(handler.body, imports, found)
+            _thread_block(stmt.orelse, imports, found)
+            _thread_block(stmt.finalbody, imports, found)
+
+
 _EXPRESSIONS: dict[type[ast.AST], Callable[[Inference, Any], WarpType]] = {
     ast.Constant: Inference._constant,
     ast.Name: Inference._name,
@@ -562,4 +656,13 @@ def binop_result(op: ast.operator, left: WarpType, right: WarpType) -> WarpType:
     return UNKNOWN
 
 
-__all__ = ["FLOAT32", "Inference", "KernelTypes", "NoReturnTypes", "ReturnTypes", "binop_result"]
+__all__ = [
+    "FLOAT32",
+    "Inference",
+    "KernelTypes",
+    "NoReturnTypes",
+    "ReturnTypes",
+    "ThreadIndices",
+    "binop_result",
+    "thread_indices",
+]

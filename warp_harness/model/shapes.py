@@ -190,6 +190,13 @@ def _call_name(func: ast.expr) -> str:
     return ""
 
 
+# the nodes `_scope_info` and `_class_info` read
+_SCOPE_KINDS = frozenset(
+    {ast.Name, ast.Attribute, ast.For, ast.AsyncFor, ast.comprehension, ast.Assign, ast.Call}
+)
+_CLASS_KINDS = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Call})
+
+
 def _scope_info(scope: ast.AST) -> _ScopeInfo:
     info = _SCOPE_INFO.get(scope)
     if info is not None:
@@ -207,6 +214,8 @@ def _scope_info(scope: ast.AST) -> _ScopeInfo:
                 info.stores[rest.arg] = info.stores.get(rest.arg, 0) + 1
     unpacks: list[tuple[list[ast.expr], ast.expr]] = []
     for node in nodes:
+        if type(node) not in _SCOPE_KINDS:
+            continue  # (the parser makes no subclasses of node classes)
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
             info.stores[node.id] = info.stores.get(node.id, 0) + 1
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
@@ -277,6 +286,8 @@ def _class_info(cls: ast.ClassDef) -> _ClassInfo:
         if not isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for node in scope_nodes(method):
+            if type(node) not in _CLASS_KINDS:
+                continue  # (the parser makes no subclasses of node classes)
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     name = _self_field(target)
@@ -332,20 +343,35 @@ class ShapeEnv:
         if site is not None:
             self.scope: ast.AST = site.scope
             self.owner = site.owner
-            self.env: dict[str, Value] = {**constants, **site.local_values}
+            self._local_values: Mapping[str, Value] = site.local_values
             self.aliases: Mapping[str, ast.expr] = site.local_aliases
         else:
             assert scope is not None
             self.scope = scope
             self.owner = owner
-            self.env = {**constants, **(local_values or {})}
+            self._local_values = local_values or {}
             self.aliases = aliases if aliases is not None else scope_aliases(scope)
-        self.info = _scope_info(self.scope)
+        # both made when first read: most launch dims fold without them
+        self._env: Mapping[str, Value] | None = None
+        self._info: _ScopeInfo | None = None
         # what the owner class binds, read when first needed (most launch dims never ask)
         self._class_read = False
         self._class_known: _ClassInfo | None = None
         # the envs of the class's other methods, made when first needed
         self._methods: dict[int, ShapeEnv] = {}
+
+    @property
+    def env(self) -> Mapping[str, Value]:
+        """The module's constants with the scope's local values over them."""
+        if self._env is None:
+            self._env = {**self.constants, **self._local_values} if self._local_values else self.constants
+        return self._env
+
+    @property
+    def info(self) -> _ScopeInfo:
+        if self._info is None:
+            self._info = _scope_info(self.scope)
+        return self._info
 
     @property
     def _class(self) -> _ClassInfo | None:

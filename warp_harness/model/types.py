@@ -267,8 +267,21 @@ def byte_size(t: WarpType) -> int | None:
     return None
 
 
+# name -> its type (the types are immutable values: one instance serves every ask)
+_NAMED: dict[str, WarpType] = {}
+
+
 def named_warp_type(name: str) -> WarpType:
     """Resolve a ``warp.<name>`` type name: ``float16``, ``vec3``, ``mat33d``, ``quatf``, ``transform``..."""
+    found = _NAMED.get(name)
+    if found is None:
+        found = _named_warp_type(name)
+        if len(_NAMED) < 4096:  # the names a workspace spells: bounded all the same (a long-lived server)
+            _NAMED[name] = found
+    return found
+
+
+def _named_warp_type(name: str) -> WarpType:
     if name in SCALAR_ALIASES:
         return Scalar(SCALAR_ALIASES[name])
     for prefix, kind in (
