@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import warp
@@ -234,3 +235,92 @@ def test_the_pool_gets_each_folder_whole_and_the_largest_tasks_first(tmp_path: P
     assert len(d_groups) > 1
     totals = [sum(files[i].stat().st_size for i in g) for g in groups]
     assert totals == sorted(totals, reverse=True)
+
+
+def test_a_launch_spelled_in_fullwidth_letters_is_resolved_into_another_module(tmp_path: Path) -> None:
+    """Python reads identifiers NFKC-normalised: ``wp.ｌａｕｎｃｈ`` is ``wp.launch``, and the workspace
+    model must be built for the file although its bytes never spell ``launch``."""
+    fullwidth = "ｌａｕｎｃｈ"
+    assert eval(f"ns.{fullwidth}", {"ns": SimpleNamespace(launch=7)}) == 7  # the same identifier to Python
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(
+        "import warp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    a[i] = 1.0\n"
+    )
+    sim = pkg / "sim.py"
+    sim.write_text(
+        "import warp as wp\nfrom .kernels import k\n\n\n"
+        f"def run(a, n):\n    wp.{fullwidth}(k, dim=(n, n), inputs=[a])\n",
+        encoding="utf-8",
+    )
+    assert b"launch" not in sim.read_bytes()
+    (alone,) = check_files([sim], jobs=1, cache=False)
+    in_tree = next(r for r in check_files([pkg], jobs=1, cache=False) if r.path == alone.path)
+    expected = next(r for r in check_paths([pkg]) if r.path == alone.path)  # the model always built
+    assert alone == in_tree == expected
+    assert [r.rule for r in alone.records] == ["WH007"]
+
+
+_WH007_LAUNCH = (
+    "import warp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    i = wp.tid()\n"
+    "    a[i] = 1.0\n\n\ndef run(a, n):\n    wp.launch(k, dim=(n, n), inputs=[a])\n"
+)
+
+
+def test_settings_loaded_once_per_folder_still_differ_per_file_and_per_link_target(tmp_path: Path) -> None:
+    """`_Job.settings_for` shares a folder's settings between its files, except where they differ: a file
+    named by per-file-ignores, and a symlink (its settings are those of its target's folder)."""
+    top = tmp_path / "top"
+    (top / "sub").mkdir(parents=True)
+    (top / "pyproject.toml").write_text('[tool.warp-harness]\nper-file-ignores = { "b.py" = ["WH007"] }\n')
+    (top / "sub" / "pyproject.toml").write_text('[tool.warp-harness]\nignore = ["WH007"]\n')
+    for name in ("a.py", "b.py", "c.py"):
+        (top / name).write_text(_WH007_LAUNCH)
+    (top / "sub" / "target.py").write_text(_WH007_LAUNCH)
+    (top / "a_link.py").symlink_to(top / "sub" / "target.py")
+    (top / "sub" / "z_link.py").symlink_to(top / "a.py")
+    (top / "x.py").write_text(_WH007_LAUNCH)
+    results = check_files([top], jobs=1, cache=False)
+    flagged = {Path(r.path).name for r in results if any(x.rule == "WH007" for x in r.records)}
+    assert flagged == {"a.py", "c.py", "x.py"}
+    assert results == check_paths([top])  # settings loaded for every file
+
+
+def test_the_collection_after_each_file_leaves_its_tree_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's tree is frozen once parsed (`model.source.frozen_parses`): the young-generation collection
+    after each file does not traverse the trees the workspace model keeps; everything is unfrozen after."""
+    import ast
+    import gc
+
+    import warp_harness.batch as batch
+
+    kernels = "import warp as wp\n\n" + "".join(
+        f"\n@wp.kernel\ndef k{n}(a: wp.array(dtype=float)):\n"
+        f"    i = wp.tid()\n    a[i] = float({n}) * a[i] + 1.0\n"
+        for n in range(50)
+    )
+    (tmp_path / "kernels.py").write_text(kernels)
+    (tmp_path / "sim.py").write_text(
+        "import warp as wp\nfrom kernels import k0\n\n\n"
+        "def run(a, n):\n    wp.launch(k0, dim=n, inputs=[a])\n"
+    )
+    seen: list[int] = []
+
+    def collect(generation: int = 2) -> int:
+        gc.disable()  # else the list `get_objects` makes starts an automatic collection first
+        seen.append(sum(isinstance(o, ast.AST) for o in gc.get_objects(generation)))
+        gc.enable()
+        return gc.collect(generation)
+
+    # a namespace: looking `collect` up allocates nothing (a bound method would, and start a collection)
+    fake = SimpleNamespace(collect=collect, enable=gc.enable, disable=gc.disable, isenabled=gc.isenabled)
+    monkeypatch.setattr(batch, "gc", fake)
+    results = check_files([tmp_path], jobs=1, cache=False)
+    assert [len(r.records) for r in results] == [0, 0]
+    tree_nodes = sum(1 for _ in ast.walk(ast.parse(kernels)))
+    assert len(seen) == 2 and max(seen) < tree_nodes // 10, (seen, tree_nodes)
+    assert gc.get_freeze_count() == 0

@@ -360,3 +360,17 @@ def test_a_profile_file_change_changes_the_key(tmp_path: Path) -> None:
         assert CheckCache(tmp_path / "c").key(b"", "a.py", Settings(target="sm_86")) != before
     finally:
         os.utime(bundled, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_an_entry_folder_removed_while_running_is_made_again(tmp_path: Path) -> None:
+    """`put` makes each entry folder once per run; one removed meanwhile (another run clearing the cache)
+    is made again, the entry is not lost."""
+    cache = CheckCache(tmp_path / "cache")
+    record = Record(Stage.CONSTRAINT, "WH006", Severity.ERROR, Location("sim.py", 3, 4), "m")
+    cache.put("ab" * 32, (record,))
+    folder = cache.entries / "ab"
+    assert folder.is_dir()
+    shutil.rmtree(folder)
+    cache.put("ab" + "cd" * 31, (record,))
+    assert cache.get("ab" + "cd" * 31) == (record,)
+    assert sorted(p.name for p in folder.iterdir()) == ["cd" * 31]  # and no temporary file is left

@@ -13,11 +13,11 @@ import gc
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from warp_harness.config import Settings
+from warp_harness.config import Settings, load_settings
 from warp_harness.engine import check_bytes, check_file, iter_python_files
 from warp_harness.output.model import FileResult
 
@@ -56,12 +56,32 @@ class _Job:
     project: ProjectIndex | None = None
     # the roots the workspace model is built from when first needed (`project_for`)
     roots: Sequence[Path] = ()
+    # folder -> the settings of its files (`settings_for`)
+    settings: dict[Path, Settings] = field(default_factory=dict)
+
+    def settings_for(self, path: Path) -> Settings:
+        """``load_settings(path, overrides)``, loaded once per folder: the search for a pyproject starts at
+        the folder the file resolves into, the same for every file of a folder that is not a symlink. Not
+        shared when per-file-ignores name files."""
+        if path.is_symlink():  # its settings: those of its target's folder
+            return load_settings(path, self.overrides)
+        settings = self.settings.get(path.parent)
+        if settings is None:
+            settings = load_settings(path, self.overrides)
+            if not settings.per_file_ignores:
+                self.settings[path.parent] = settings
+        return settings
 
     def project_for(self, data: bytes) -> ProjectIndex | None:
         """The workspace model, built on first use by a file that may launch a kernel: one without the
         word never has launch sites, so the model changes nothing in its records (checking a file of a
-        large folder does not walk the folder). A coding line can spell the word in other bytes."""
-        if self.project is None and self.roots and (b"launch" in data or b"coding" in data[:512]):
+        large folder does not walk the folder). A coding line can spell the word in other bytes, and a
+        file that is not ASCII in other letters (``wp.ｌａｕｎｃｈ``: `model.source.may_spell`)."""
+        if (
+            self.project is None
+            and self.roots
+            and (b"launch" in data or b"coding" in data[:512] or not data.isascii())
+        ):
             from warp_harness.builtins import load_table
             from warp_harness.engine import project_index
 
@@ -76,6 +96,10 @@ _job: _Job | None = None
 def _init_worker(job: _Job) -> None:
     global _job
     _job = job
+    # a worker only checks files, then ends: what its parses freeze is never unfrozen (`frozen_parses`)
+    from warp_harness.model.source import freeze_parses
+
+    freeze_parses()
 
 
 def _source_lines(data: bytes, records: tuple[Any, ...], lines: Lines) -> tuple[str, ...] | None:
@@ -133,18 +157,29 @@ def _check_one(path: Path) -> FileResult:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return check_file(path, job.overrides, builtins=job.table, analyse=_analyse)
+        return check_file(
+            path, job.overrides, builtins=job.table, analyse=_analyse, settings=job.settings_for(path)
+        )
     finally:
         if enabled:
             gc.enable()
             # the cycles this file left (few, small) are freed now, while its tree's memory is free: left
             # for the next automatic collection, they pin the allocator's arenas (peak RSS 326 -> 137 MB
-            # over newton with --jobs 1); the collection only sees what survived this file
+            # over newton with --jobs 1); the collection only sees what this file built after its parse
+            # and kept (the trees are frozen once parsed: `model.source.frozen_parses`)
             gc.collect(0)
 
 
 def _check_group(paths: list[Path]) -> list[FileResult]:
     return [_check_one(p) for p in paths]
+
+
+def _check_here(paths: list[Path]) -> list[FileResult]:
+    """``paths`` checked in this process, each file's tree frozen once parsed (`frozen_parses`)."""
+    from warp_harness.model.source import frozen_parses
+
+    with frozen_parses():
+        return [_check_one(p) for p in paths]
 
 
 def folder_groups(files: Sequence[Path], workers: int) -> list[list[int]]:
@@ -230,7 +265,7 @@ def check_files(
     _job = job
     if jobs == 1 or len(files) < MIN_PARALLEL_FILES:
         # the table is loaded by the first file the result cache cannot answer (`check_bytes`)
-        return [_check_one(p) for p in files]
+        return _check_here(files)
     from warp_harness.builtins.loader import load_table
 
     table = job.table = load_table()
@@ -266,7 +301,7 @@ def _in_pool(files: list[Path], job: _Job, workers: int) -> list[FileResult]:
     except BrokenProcessPool:
         # a worker was killed (out of memory, a signal): one line, then the files in this process
         print("warp-harness: warning: a check process died; checking in one process", file=sys.stderr)
-        return [_check_one(p) for p in files]
+        return _check_here(files)
     finally:
         gc.unfreeze()
 

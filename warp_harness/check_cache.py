@@ -237,6 +237,7 @@ class CheckCache:
             f"{ENTRY_FORMAT}\0{_code_fingerprint()}\0{table_identity}\0{sys.version_info[:2]}".encode()
         ).digest()
         self._profiles: dict[str, str] = {}
+        self._folders: set[Path] = set()  # the entry folders this run made sure of (`put`)
         self.hits = 0
         self.misses = 0
 
@@ -326,12 +327,23 @@ class CheckCache:
         if data is None:
             return
         entry = self._entry(key)
+        folder = entry.parent
         try:
-            entry.parent.mkdir(mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
+            if folder not in self._folders:  # one mkdir per folder and run, not one per entry
+                folder.mkdir(mode=0o700, exist_ok=True)
+                self._folders.add(folder)
             try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            except FileNotFoundError:  # the folder was removed since
+                folder.mkdir(mode=0o700, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+            try:
+                try:
+                    view = memoryview(data)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                finally:
+                    os.close(fd)
                 os.replace(tmp, entry)  # readers see the old entry or the whole new one
             except BaseException:
                 os.unlink(tmp)

@@ -229,13 +229,18 @@ def check_bytes(
 ) -> FileResult:
     """The records of one file's bytes, with its source lines unless ``keep_lines`` is False (an output
     that shows no source text: newton's 819k lines are not cut again for nothing)."""
-    from warp_harness.model.source import decode_source
+    from warp_harness.model.source import decode_source, parses_cleanly
 
     text, problem = decode_source(data)
     if text is None:
         assert problem is not None
         return FileResult(path, (syntax_record(path, problem),), None)
     if not may_hold_kernels(text):
+        if parses_cleanly(text):  # no record at all: the tree `_syntax_only` would build is not needed
+            lines = (
+                tuple(line.rstrip("\r\n") for line in text.splitlines(keepends=True)) if keep_lines else None
+            )
+            return FileResult(path, (), lines)
         analysis = _syntax_only(text, path, settings or Settings())
     elif project is not None:
         analysis = _analyse_in_project(
@@ -301,10 +306,13 @@ def check_file(
     display_path: str | None = None,
     builtins: BuiltinTable | None = None,
     analyse: Callable[[bytes, str, Settings, BuiltinTable | None], FileResult] | None = None,
+    settings: Settings | None = None,
 ) -> FileResult:
     """The records of one file; ``analyse`` (default :func:`check_bytes`) turns the bytes read into
-    them once the file passed the link and regular-file checks (the result cache wraps it)."""
-    settings = load_settings(path, overrides)
+    them once the file passed the link and regular-file checks (the result cache wraps it).
+    ``settings``: what ``load_settings(path, overrides)`` gives, when the caller knows it already."""
+    if settings is None:
+        settings = load_settings(path, overrides)
     shown = display_path or _display(path)
     outside = _link_outside(path, settings)
     if outside is not None:
