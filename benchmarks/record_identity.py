@@ -132,6 +132,103 @@ def run(n: int):
 """
 
 
+# records quoting line numbers (WH002, WH007, WH015 under sm_86, WH024), in kernels, launches and a class
+QUOTING = """import warp as wp
+
+T = wp.constant(64)
+
+
+def early_plain(v: float):
+    return v * 2.0
+
+
+@wp.kernel
+def top(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = early_plain(a[i]) + late_plain(a[i])
+
+
+@wp.kernel
+def ranked(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+
+
+@wp.kernel
+def middle(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+
+
+@wp.kernel
+def shadowed(a: wp.array(dtype=float)):
+    i = wp.tid()
+    for i in range(4):
+        a[0] = float(i)
+    a[i] = 1.0
+
+
+@wp.kernel
+def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
+    acc = wp.tile_zeros(shape=(T, T), dtype=float)
+    for k in range(8):
+        a = wp.tile_load(A, shape=(T, T), offset=(0, k * T))
+        b = wp.tile_load(B, shape=(T, T), offset=(k * T, 0))
+        wp.tile_matmul(a, b, acc)
+    wp.tile_store(C, acc)
+
+
+@wp.kernel
+def bottom(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] * 3.0
+
+
+def late_plain(v: float):
+    return v + 1.0
+
+
+def launch(a: wp.array(dtype=float)):
+    wp.launch(ranked, dim=(4, 2), inputs=[a])
+
+
+class Holder:
+    @wp.kernel
+    def held(a: wp.array(dtype=float)):
+        i = wp.tid()
+        for i in range(2):
+            a[0] = float(i)
+        a[i] = 2.0
+"""
+
+
+# a record of the rest (a chunk holding a fact's marker is context) quoting a line below the edits
+REST = """import warp as wp
+
+
+@wp.kernel
+def rest_kernel(a: wp.array(dtype=float)):
+    i = wp.tid()  # max_unroll
+    a[i] = far_plain(a[i])
+
+
+@wp.kernel
+def first(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+
+
+@wp.kernel
+def second(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 2.0
+
+
+def far_plain(v: float):
+    return v + 1.0
+"""
+
+
 def _warp_root() -> Path:
     spec = find_spec("warp")
     assert spec is not None and spec.origin is not None
@@ -154,6 +251,7 @@ def corpus() -> dict[str, str]:
     texts = {name: p.read_text(encoding="utf-8", errors="replace") for name, p in files.items()}
     texts["generated.py"] = generated_module()
     texts["factory.py"] = FACTORY
+    texts["quoting.py"] = QUOTING
     texts.update(_test_snippets())
     return texts
 
@@ -224,6 +322,25 @@ def _typing(text: str, where: str, before: str, typed: str) -> list[str]:
     return texts
 
 
+def _line_edits(text: str, kernel: str) -> list[str]:
+    """Enter after the kernel's first body line, a name typed there, two lines pasted below it, the three
+    lines deleted again: the text after each step (the lines below the edit move)."""
+    versions: list[str] = []
+    at = text.index("\n", text.index("):\n", text.index(f"def {kernel}(")) + 3)
+    text = text[:at] + "\n    " + text[at:]
+    versions.append(text)
+    versions += [text[: at + 5] + "q_z"[:n] + text[at + 5 :] for n in (1, 2, 3)]
+    text = versions[-1]
+    at += 8
+    text = text[:at] + "\n    r_z = 1.0\n    s_z = r_z + 1.0" + text[at:]
+    versions.append(text)
+    for line in ("    s_z = r_z + 1.0\n", "    r_z = 1.0\n", "    q_z\n"):
+        start = text.index(line, text.index(f"def {kernel}("))
+        text = text[:start] + text[start + len(line) :]
+        versions.append(text)
+    return versions
+
+
 def sequences(texts: dict[str, str]) -> dict[str, tuple[str, list[tuple[str, Settings]]]]:
     """Name -> (path, [(text, settings) per step]): the first step is the unedited text."""
     out: dict[str, tuple[str, list[tuple[str, Settings]]]] = {}
@@ -260,6 +377,30 @@ def sequences(texts: dict[str, str]) -> dict[str, tuple[str, list[tuple[str, Set
         steps = [(factory, Settings())]
         steps += [(t, Settings()) for t in _typing(factory, where, before, "        w2 = x[i] * 2.0\n")]
         out[f"factory#{where}"] = ("factory.py", steps)
+    # lines added and deleted above, between and below records quoting line numbers, and in their kernels
+    quoting = texts["quoting.py"]
+    for kernel in ("top", "ranked", "middle", "shadowed", "gemm", "bottom"):
+        for config in (Settings(target="sm_86"), Settings()):
+            steps = [(quoting, config)] + [(t, config) for t in _line_edits(quoting, kernel)]
+            out[f"quoting#{kernel}@{config.target}"] = ("quoting.py", steps)
+    quoting = generated_module(kernels=12, target_lines=0)
+    quoting = quoting.replace(
+        "dim=n, inputs=[x, y, v, m, out, 2.0]", "dim=(n, 2), inputs=[x, y, v, m, out, 2.0]"
+    )
+    quoting = quoting.replace(
+        "    for k in range(4):\n        s += m[i, k] * a\n",
+        "    for i in range(4):\n        s += m[i, i] * a\n",
+    )
+    steps = [(quoting, Settings())]
+    for kernel in ("kernel_1", "tile_kernel_3", "kernel_4", "kernel_5"):
+        steps += [(t, Settings()) for t in _line_edits(quoting, kernel)]
+    out["generated-quoting#line edits"] = ("gq.py", steps)
+    at = REST.index("\n", REST.index("    a[i] = 1.0"))
+    pasted = REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + REST[at:]
+    steps = [(REST, Settings()), (pasted, Settings())] + [
+        (t, Settings()) for t in _line_edits(pasted, "second")
+    ]
+    out["quoting-rest#line edits"] = ("quoting_rest.py", steps)
     return out
 
 

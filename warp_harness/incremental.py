@@ -13,8 +13,8 @@ Four caches, each exact:
   file (the *context*: every parsed chunk that is not a unit; of the undecorated host functions holding
   nothing a fact is read from, only those that launch the unit or that it names), on the names of the
   other units' kernels it mentions, and on the settings; that is its key. Records are kept with the lines
-  they were computed at and moved with their chunks when lines are inserted or deleted elsewhere (unless
-  a message quotes a line number);
+  they were computed at and moved with their chunks when lines are inserted or deleted elsewhere, the line
+  numbers their texts quote too (`_QUOTES`; not a record whose text mentions a line otherwise);
 - the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
   context, the names of the units and the settings.
 
@@ -26,7 +26,8 @@ Four caches, each exact:
   rules run on that kernel only: a cost that does not grow with the kernels the edit does not touch, but
   for a few copies of lists at C speed. Any other edit takes the way below.
   An edit that adds or deletes lines there (Enter, a deleted or pasted line) moves the later chunks'
-  lines (`Chunk.shift`) and the records on them (`_Shift`; not when a record quotes one of those lines),
+  lines (`Chunk.shift`) and the records on them and the line numbers records quote (`_Shift`; not when a
+  record quotes a line of the edited chunk, or mentions a line below its start otherwise),
   not their nodes: those lag (`Chunk.lag`) until the model is read (`_Settling`) or the chunk parser
   reuses them. While any lag, the rules see only the chunks the unit's records depend on (its key's),
   settled, and what they compute once is not kept.
@@ -50,7 +51,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache, partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from warp_harness.config import Settings
 from warp_harness.engine import (
@@ -83,8 +84,6 @@ if TYPE_CHECKING:
 UNIT_CACHE_SIZE = 1024  # besides the units of the document analysed last
 DOCUMENT_CACHE_SIZE = 64
 REST_CACHE_SIZE = 4
-# objects an analysis may leave behind before `IncrementalAnalyser.analyse` runs the collector itself
-COLLECT_AFTER = 500_000
 # how long reading a lagging model (another thread, during an analysis) waits to move its nodes
 SETTLE_WAIT_S = 0.05
 
@@ -158,8 +157,27 @@ class _Unit:
 
 
 _Layout = tuple[tuple[int, int], ...]
-# a record mentioning a line number in its text cannot be moved to other lines
+# a text mentioning a line number
 _MENTIONS_LINE = re.compile(r"\blines? \d")
+# The texts of the rules' records that quote line numbers, by rule: (field, a pattern whose groups are the
+# numbers quoted), matched where nothing but the rule's own words and names can sit. A record whose texts
+# mention a line anywhere else (its rule's words changed, a quoted piece of source saying "line 3") cannot
+# be moved to other lines.
+_QUOTES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
+    "WH002": (
+        ("message", re.compile(r"^`\w+` is a plain Python function \(line (\d+)\), not a `@wp\.func`; ")),
+    ),
+    "WH007": (("hint", re.compile(r" \(wp\.launch(?:_tiled)? at line (\d+)\)$")),),
+    "WH015": (("hint", re.compile(r"(?:^|, )the loop at line (\d+) is unrolled \(")),),
+    "WH024": (
+        (
+            "message",
+            re.compile(
+                r"^`\w+` is the thread index \(`wp\.tid\(\)`, line (\d+)\) but the loop on line (\d+) reuses "
+            ),
+        ),
+    ),
+}
 
 
 class _NotMovable(Exception):
@@ -174,7 +192,8 @@ class _UnitEntry:
     layout: _Layout
     first: int
     end: int
-    movable: bool
+    # the lines the records quote in their texts, sorted (None: a text mentions a line otherwise, `_quotes`)
+    quotes: tuple[int, ...] | None
     # the non-empty lists of ``records``: (rule id, of a launch site, the kernel's or site's number, records)
     found: tuple[tuple[str, bool, int, list[Record]], ...]
 
@@ -187,14 +206,14 @@ class _UnitEntry:
             for number, part in enumerate(lists)
             if part
         )
-        movable = all(_movable(r) for *_, part in found for r in part)
-        return cls(records, layout, chunk.first, chunk.end, movable, found)
+        quotes = _all_quotes(r for *_, part in found for r in part)
+        return cls(records, layout, chunk.first, chunk.end, quotes, found)
 
     def at(self, layout: _Layout, chunk: Chunk) -> _UnitEntry | None:
         """These records where the same chunks now sit at ``layout`` and ``chunk`` (None: cannot tell)."""
         if self.first == chunk.first and (self.layout is layout or self.layout == layout):
             return self
-        if not self.movable or len(layout) != len(self.layout):
+        if self.quotes is None or len(layout) != len(self.layout):
             return None
         lines = _LineMap([*self.layout, (self.first, self.end)], [*layout, (chunk.first, chunk.end)])
         try:
@@ -211,19 +230,22 @@ class _UnitEntry:
 
     def shifted(self, shift: _Shift) -> _UnitEntry:
         """These records after an edit above some of their lines (`_Shift`)."""
-        records: _UnitRecords = {
-            rule: (
-                [[shift.record(r) for r in kernel] for kernel in kernels],
-                [[shift.record(r) for r in site] for site in sites],
-            )
-            for rule, (kernels, sites) in self.records.items()
-        }
+        # only the non-empty lists move (most rules have none): the others are shared
+        records = dict(self.records)
+        copied: set[str] = set()
+        found = []
+        for rule, site, number, part in self.found:
+            if rule not in copied:
+                copied.add(rule)
+                kernels, sites = records[rule]
+                records[rule] = (list(kernels), list(sites))
+            moved = [shift.record(r) for r in part]
+            records[rule][int(site)][number] = moved
+            found.append((rule, site, number, moved))
         first, end = shift.span((self.first, self.end))
         layout = tuple(shift.span(span) for span in self.layout)
-        found = tuple(
-            (rule, site, number, records[rule][int(site)][number]) for rule, site, number, _ in self.found
-        )
-        return _UnitEntry(records, layout, first, end, self.movable, found)
+        quotes = tuple(map(shift.line, self.quotes)) if self.quotes is not None else None
+        return _UnitEntry(records, layout, first, end, quotes, tuple(found))
 
 
 @dataclass(frozen=True)
@@ -231,7 +253,7 @@ class _RestEntry:
     key: tuple[object, ...]
     records: _PlacedRecords
     layout: _Layout
-    movable: bool
+    movable: bool  # no record's text mentions a line but as `_quotes` knows
 
     @classmethod
     def of(cls, key: tuple[object, ...], records: _PlacedRecords, layout: _Layout) -> _RestEntry:
@@ -242,7 +264,7 @@ class _RestEntry:
             for rs in part.values()
             for r in rs
         )
-        return cls(key, records, layout, all(map(_movable, every)))
+        return cls(key, records, layout, _all_quotes(every) is not None)
 
     def at(self, layout: _Layout) -> _RestEntry | None:
         if self.layout == layout:
@@ -263,12 +285,58 @@ class _RestEntry:
         return _RestEntry(self.key, moved, layout, True)
 
 
-def _movable(record: Record) -> bool:
+def _texts(record: Record) -> list[str]:
     texts = [record.message, record.hint or "", repr(record.expected), repr(record.actual)]
     texts += [r.message for r in record.related]
     if record.fix is not None:
         texts += [record.fix.title, *(e.new_text for e in record.fix.edits)]
-    return not any(_MENTIONS_LINE.search(t) for t in texts)
+    return texts
+
+
+def _quotes(record: Record) -> tuple[int, ...] | None:
+    """The line numbers ``record``'s texts quote (None: a text mentions a line where `_QUOTES` does not
+    tell it is a quoted line number)."""
+    mentions = sum(len(_MENTIONS_LINE.findall(t)) for t in _texts(record))
+    if not mentions:
+        return ()
+    quoted: list[int] = []
+    known = 0
+    for name, pattern in _QUOTES.get(record.rule, ()):
+        found = pattern.search(getattr(record, name) or "")
+        if found is not None:
+            quoted += map(int, found.groups())
+            known += len(_MENTIONS_LINE.findall(found.group(0)))
+    return tuple(quoted) if known == mentions else None
+
+
+def _all_quotes(records: Iterable[Record]) -> tuple[int, ...] | None:
+    """The lines quoted by any of ``records``, sorted (None: one of them cannot be moved, `_quotes`)."""
+    every: list[int] = []
+    for record in records:
+        quoted = _quotes(record)
+        if quoted is None:
+            return None
+        every += quoted
+    return tuple(sorted(every))
+
+
+def _requoted(record: Record, line: Callable[[int], int]) -> Record:
+    """``record`` with the line numbers its texts quote (`_QUOTES`) mapped by ``line``."""
+    changes: dict[str, str] = {}
+    for name, pattern in _QUOTES.get(record.rule, ()):
+        text = getattr(record, name) or ""
+        found = pattern.search(text)
+        if found is None:
+            continue
+        pieces: list[str] = []
+        last = 0
+        for group in range(1, len(found.groups()) + 1):
+            start, end = found.span(group)
+            pieces += [text[last:start], str(line(int(found.group(group))))]
+            last = end
+        pieces.append(text[last:])
+        changes[name] = "".join(pieces)
+    return _replaced(record, **changes) if changes else record
 
 
 class _Lines:
@@ -277,22 +345,41 @@ class _Lines:
     def line(self, line: int) -> int:
         raise NotImplementedError
 
+    def quoted(self, line: int) -> int:
+        """A line number quoted in a record's text."""
+        return self.line(line)
+
     def place(self, place: tuple[int, int]) -> tuple[int, int]:
         return (self.line(place[0]), place[1])
 
     def location(self, loc: Location) -> Location:
         end = self.line(loc.end_line) if loc.end_line is not None else None
-        return replace(loc, line=self.line(loc.line), end_line=end)
+        return _replaced(loc, line=self.line(loc.line), end_line=end)
 
     def record(self, record: Record) -> Record:
         fix = record.fix
         if fix is not None:
             edits = tuple(
-                replace(e, line=self.line(e.line), end_line=self.line(e.end_line)) for e in fix.edits
+                _replaced(e, line=self.line(e.line), end_line=self.line(e.end_line)) for e in fix.edits
             )
-            fix = replace(fix, edits=edits)
-        related = tuple(replace(r, location=self.location(r.location)) for r in record.related)
-        return replace(record, location=self.location(record.location), related=related, fix=fix)
+            fix = _replaced(fix, edits=edits)
+        related = tuple(_replaced(r, location=self.location(r.location)) for r in record.related)
+        if record.rule in _QUOTES:
+            record = _requoted(record, self.quoted)
+        return _replaced(record, location=self.location(record.location), related=related, fix=fix)
+
+
+_Value = TypeVar("_Value")
+
+
+def _replaced(value: _Value, **changes: object) -> _Value:
+    """`dataclasses.replace` for the record's frozen dataclasses (no ``__post_init__``), without calling
+    ``__init__``: an edit moves every record below it, a few times faster so."""
+    new = object.__new__(type(value))
+    fields = new.__dict__
+    fields.update(value.__dict__)
+    fields.update(changes)
+    return new
 
 
 class _LineMap(_Lines):
@@ -315,14 +402,26 @@ class _LineMap(_Lines):
 
 class _Shift(_Lines):
     """The lines after line ``after`` (1-based; ``after`` is also the 0-based line where the chunks that
-    move begin) moved by ``delta``: an edit in the chunk ending there that changed its line count."""
+    move begin) moved by ``delta``: an edit in the chunk ending there, from 0-based line ``start`` on, that
+    changed its line count."""
 
-    def __init__(self, after: int, delta: int) -> None:
+    def __init__(self, after: int, delta: int, start: int) -> None:
         self.after = after
         self.delta = delta
+        self.start = start
 
     def line(self, line: int) -> int:
         return line + self.delta if line > self.after else line
+
+    def quoted(self, line: int) -> int:
+        if self.start < line <= self.after:  # in the edited chunk: where it went is not known
+            raise _NotMovable
+        return self.line(line)
+
+    def edits_quoted(self, quotes: tuple[int, ...]) -> bool:
+        """Whether one of the (sorted) quoted lines is in the edited chunk."""
+        i = bisect.bisect_right(quotes, self.start)
+        return i < len(quotes) and quotes[i] <= self.after
 
     def span(self, span: tuple[int, int]) -> tuple[int, int]:
         """A chunk's (0-based first, end)."""
@@ -338,17 +437,18 @@ class _Shift(_Lines):
         return record.fix is not None and any(e.end_line > after for e in record.fix.edits)
 
 
-def _last_line_mentioned(records: Iterable[Record]) -> int:
-    """The largest number in the texts of those ``records`` that quote a line number (0: none do)."""
+def _mentions(records: Iterable[Record]) -> tuple[int, tuple[int, ...]]:
+    """The largest number in the texts of those ``records`` that mention a line number otherwise than
+    `_quotes` knows (0: none do), and the lines the others quote, sorted."""
     last = 0
+    quotes: list[int] = []
     for record in records:
-        if not _movable(record):
-            texts = [record.message, record.hint or "", repr(record.expected), repr(record.actual)]
-            texts += [r.message for r in record.related]
-            if record.fix is not None:
-                texts += [record.fix.title, *(e.new_text for e in record.fix.edits)]
-            last = max([last, *(int(n) for t in texts for n in _NUMBER.findall(t))])
-    return last
+        quoted = _quotes(record)
+        if quoted is None:
+            last = max([last, *(int(n) for t in _texts(record) for n in _NUMBER.findall(t))])
+        else:
+            quotes += quoted
+    return last, tuple(sorted(quotes))
 
 
 _NUMBER = re.compile(r"\d+")
@@ -466,7 +566,10 @@ class _Snapshot:
     shared: _Shared
     project: ProjectIndex | None  # the workspace model the launches were resolved in
     deps: dict[str, str]  # the modules they resolved into, with their digests (`ProjectView.deps`)
-    rest_mentions: int  # the largest number in the rest's records that quote a line (0: none do)
+    # the largest number in the texts of the rest's records that mention a line otherwise than `_quotes`
+    # knows (0: none do), and the lines the others quote, sorted
+    rest_mentions: int
+    rest_quotes: tuple[int, ...]
     # some chunks were shifted by an edit that changed the line count, their nodes not (`Chunk.lag`)
     lagging: bool = False
 
@@ -517,24 +620,36 @@ def _moved_records(
     snapshot: _Snapshot, edited: int, shift: _Shift
 ) -> tuple[dict[int, tuple[_Unit, _UnitEntry]], tuple[_Parts, _Parts]] | None:
     """The snapshot's records but those of the unit at position ``edited``, after an edit in that unit's
-    chunk that moved the lines below it (None: a record quotes one of them)."""
-    if snapshot.rest_mentions > shift.after:
+    chunk that moved the lines below it, the line numbers their texts quote moved likewise (None: a
+    record quotes a line of the edited chunk, or mentions a line after its start otherwise)."""
+    start, after = shift.start, shift.after
+    rest_quotes = snapshot.rest_quotes
+    if snapshot.rest_mentions > start or shift.edits_quoted(rest_quotes):
         return None
     with_records: dict[int, tuple[_Unit, _UnitEntry]] = {}
     for position, (unit, entry) in snapshot.with_records.items():
         if position == edited:
             continue
-        records = [r for *_, part in entry.found for r in part]
-        if not entry.movable and _last_line_mentioned(records) > shift.after:
-            return None
-        if any(map(shift.moves, records)):
+        quotes = entry.quotes
+        if quotes is None:
+            records = [r for *_, part in entry.found for r in part]
+            if _mentions(records)[0] > start:
+                return None
+            if any(map(shift.moves, records)):
+                entry = entry.shifted(shift)
+        elif quotes and quotes[-1] > start:
+            if shift.edits_quoted(quotes):
+                return None
+            entry = entry.shifted(shift)
+        elif entry.end > start or any(shift.moves(r) for *_, part in entry.found for r in part):
             entry = entry.shifted(shift)
         with_records[position] = (unit, entry)
+    requote = bool(rest_quotes) and rest_quotes[-1] > after
     moved_parts = []
     for parts in snapshot.rest_parts:
         moved: _Parts = {}
         for rule_id, items in parts.items():
-            if any(shift.moves(r) for _, part in items for r in part):
+            if (requote and rule_id in _QUOTES) or any(shift.moves(r) for _, part in items for r in part):
                 items = [(p, [shift.record(r) for r in part]) for p, part in items]
             moved[rule_id] = items
         moved_parts.append(moved)
@@ -600,13 +715,9 @@ class IncrementalAnalyser:
             self._documents.pop(path, None)
             return analyse_source(text, path, settings, builtins=table, project=project)
         finally:
+            # when to collect what the analysis made is the caller's (the server's `server.collector`)
             if enabled:
                 gc.enable()
-                # an analysis of a large file leaves millions of new objects with the collector off: the
-                # first full collection that follows walks them all (seconds for 8,000 kernels), in some
-                # later keystroke; paid now, after an analysis that took far longer, it is not paid there
-                if gc.get_count()[0] > COLLECT_AFTER:
-                    gc.collect()
 
     def _builtins(self) -> BuiltinTable:
         if self._table is None:
@@ -732,11 +843,17 @@ class IncrementalAnalyser:
         ):
             return None
         with_records, rest_parts = snapshot.with_records, snapshot.rest_parts
+        rest_quotes = snapshot.rest_quotes
         if delta:
-            moved = _moved_records(snapshot, position, _Shift(chunk.end, delta))
+            moved_by = _Shift(chunk.end, delta, chunk.first)
+            try:
+                moved = _moved_records(snapshot, position, moved_by)
+            except _NotMovable:
+                moved = None
             if moved is None:
                 return None
             with_records, rest_parts = moved
+            rest_quotes = tuple(map(moved_by.line, rest_quotes))
             # the later chunks' lines move, their nodes lag (the rules below read only settled ones)
             for later in snapshot.chunks[number + 1 :]:
                 later.first += delta
@@ -830,6 +947,7 @@ class IncrementalAnalyser:
             units=units,
             with_records=with_records,
             rest_parts=rest_parts,
+            rest_quotes=rest_quotes,
             lagging=lagging,
         )
         remember_scan(text, marks > 0)
@@ -1023,6 +1141,7 @@ def _snapshot(
         statements.append(statements[-1] + len(chunk.body))
     if "".join(parsed.lines[: chunks[0].first]) != text[: offsets[0]]:
         return None
+    rest = [r for parts in kept.rest_parts for items in parts.values() for _, rs in items for r in rs]
     return _Snapshot(
         text,
         settings,
@@ -1046,9 +1165,7 @@ def _snapshot(
         kept.shared,
         project,
         deps,
-        _last_line_mentioned(
-            r for parts in kept.rest_parts for items in parts.values() for _, rs in items for r in rs
-        ),
+        *_mentions(rest),
     )
 
 
