@@ -232,11 +232,23 @@ def first_only(servers: list[tuple[str, list[str], dict[str, Any]]], files: list
             f"{name} {statistics.median(walls[name]):.0f} ms (CPU {statistics.median(cpus[name]):.0f} ms)"
             for name, _, _ in servers
         ]
-        mine, floor = (name for name, _, _ in servers[:2])
-        wall_gap = statistics.median(walls[mine]) - statistics.median(walls[floor])
-        cpu_gap = statistics.median(cpus[mine]) - statistics.median(cpus[floor])
+        floor = servers[1][0]
         print(f"{path.name:<26} {', '.join(cells)}")
-        print(f"{'':<26} difference {wall_gap:.0f} ms wall, {cpu_gap:.0f} ms CPU (issue 15: <= 100 ms)")
+        for name in [servers[0][0], *(name for name, _, _ in servers[2:])]:
+            wall_gap = statistics.median(walls[name]) - statistics.median(walls[floor])
+            cpu_gap = statistics.median(cpus[name]) - statistics.median(cpus[floor])
+            print(
+                f"{'':<26} {name} - floor: {wall_gap:.0f} ms wall, {cpu_gap:.0f} ms CPU (issue 15: <= 100 ms)"
+            )
+
+
+def baseline_command(checkout: Path) -> list[str]:
+    """`warp-harness serve` imported from ``checkout`` (a source tree: its warp_harness/ package
+    takes the repository's rules/, server/ and daemon/ as subpackages) ahead of the installed one."""
+    if not (checkout / "warp_harness" / "__init__.py").is_file():
+        raise SystemExit(f"--baseline {checkout}: no warp_harness/ package there")
+    path = os.pathsep.join(filter(None, [str(checkout.resolve()), os.environ.get("PYTHONPATH")]))
+    return ["env", f"PYTHONPATH={path}", *module_command("warp_harness", "serve")]
 
 
 def main() -> None:
@@ -250,6 +262,13 @@ def main() -> None:
         type=int,
         metavar="ROUNDS",
         help="only the start-up to first diagnostics, against the pygls floor, ROUNDS runs each in turn",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="with --first-only: also the server of another source tree (say, a copy of the code "
+        "before a change), in turn with the others: old and new measured in the same window",
     )
     args = parser.parse_args()
     pause = args.pause_ms / 1000
@@ -297,7 +316,10 @@ def main() -> None:
         print("python-lsp-server is not installed (pip install '.[bench]'): peer skipped")
 
     if args.first_only:
-        first_only(servers[:2], files, args.first_only)
+        measured = servers[:2]
+        if args.baseline is not None:
+            measured.append(("baseline", baseline_command(args.baseline), {}))
+        first_only(measured, files, args.first_only)
         return
     rows = [row for f in files for row in interleaved(servers, f, args.edits, pause, args.rounds)]
     if args.newton:

@@ -145,14 +145,23 @@ class NotebookSupport:
         joined = join_cells([(number, text) for number, _, text, _ in cells])
         tier = self.server.tier
         version = notebook.version
+        collector = self.server.collector
+        current_job = self.server.worker.jobs.get(notebook_uri)
+
+        def analyse() -> Analysis:
+            collector.pause()  # until the diagnostics are out (server/collector.py), as for text documents
+            return tier.analyse(joined.text, path)
+
         job = self.server.worker.submit(
             loop,
             notebook_uri,
             (version, texts),
-            lambda: tier.analyse(joined.text, path),
+            analyse,
             lambda analysis: self._analysed(notebook_uri, path, version, cells, joined, analysis),
             reuse=not force,
         )
+        if job is not current_job:  # a new analysis: the collector runs once it is out
+            job.future.add_done_callback(lambda _: self.server.worker.call_soon(collector.after_analysis))
         return None if job.future.done() else job.future
 
     async def settled(self, notebook_uri: str) -> NotebookState | None:

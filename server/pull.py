@@ -15,7 +15,6 @@ on a worker thread (server/pull_workspace.py).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -78,6 +77,8 @@ def _refresh_supported(ls: WarpHarnessServer) -> bool:
 
 def result_id(diagnostics: list[types.Diagnostic], version: int | None) -> str:
     """A digest of the diagnostics (lsprotocol's attrs classes have a stable, complete repr)."""
+    import hashlib  # a client that pulls only: start-up skips it
+
     return hashlib.sha256(f"{version}\0{diagnostics!r}".encode()).hexdigest()[:20]
 
 

@@ -20,12 +20,10 @@ module replaces that loop, for stdio and TCP alike:
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import os
 import re
-import secrets
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -257,6 +255,8 @@ def default_token_file(port: int) -> Path:
 
 def create_token_file(path: Path) -> str:
     """A fresh random token in ``path`` (mode 0600, a new file: never through a symlink)."""
+    import secrets  # TCP only: stdio start-up skips it (with hmac, ~2 ms)
+
     token = secrets.token_urlsafe(32)
     try:
         path.unlink()
@@ -282,6 +282,8 @@ def authenticate(data: Any, token: str) -> str | None:
 
     The token is removed from the message, so that it is neither logged nor taken for a setting.
     """
+    import hmac
+
     if not isinstance(data, dict) or data.get("method") != types.INITIALIZE or "id" not in data:
         return "the first message must be `initialize`"
     params = data.get("params")

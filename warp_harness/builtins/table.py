@@ -10,7 +10,6 @@ argument that would otherwise fail: all *maybe*.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -901,6 +900,8 @@ class BuiltinTable:
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Similar names among the builtins and the ``warp`` attributes (for "did you mean")."""
+        import difflib  # only for a name that is not found: start-up skips it
+
         return difflib.get_close_matches(name, self._names, n=n)
 
     # ---- calls -------------------------------------------------------------------------------

@@ -9,14 +9,13 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, fields
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+# The bundled profiles are package data beside this file (setuptools installs them as plain files).
+# Read as paths, not through `importlib.resources`: importing it costs ~5 ms (tempfile, shutil,
+# zipfile...), on the way to a language server's first diagnostics.
+_FOLDER = Path(__file__).parent
 
 
 class UnknownProfileError(ValueError):
@@ -59,11 +58,14 @@ class HardwareProfile:
 
 
 def bundled_profiles() -> list[str]:
-    folder = resources.files(__name__)
-    return sorted(p.name[: -len(".toml")] for p in folder.iterdir() if p.name.endswith(".toml"))
+    return sorted(p.name[: -len(".toml")] for p in _FOLDER.iterdir() if p.name.endswith(".toml"))
 
 
 def _from_toml(text: str, origin: str) -> HardwareProfile:
+    if sys.version_info >= (3, 11):  # imported here: importing the package parses no TOML
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -108,7 +110,7 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         if name_or_path.startswith("sm")
         else name_or_path
     )
-    resource = resources.files(__name__) / f"{name}.toml"
+    resource = _FOLDER / f"{name}.toml"
     if not resource.is_file():
         raise UnknownProfileError(
             f"unknown target {name_or_path!r}; bundled profiles: {', '.join(bundled_profiles())}"
