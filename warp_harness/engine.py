@@ -236,7 +236,9 @@ def check_bytes(
         assert problem is not None
         return FileResult(path, (syntax_record(path, problem),), None)
     if not may_hold_kernels(text):
-        if parses_cleanly(text):  # no record at all: the tree `_syntax_only` would build is not needed
+        # no record at all: the tree `_syntax_only` would build is not needed (a small text is parsed:
+        # importing symtable costs more than its parse, the whole of a one-file check of an empty file)
+        if len(text) >= SYMTABLE_MIN_CHARS and parses_cleanly(text):
             lines = (
                 tuple(line.rstrip("\r\n") for line in text.splitlines(keepends=True)) if keep_lines else None
             )
@@ -255,6 +257,10 @@ def check_bytes(
         if analysis.source and keep_lines
         else None,
     )
+
+
+# the size from which a text without kernels is syntax-checked without building its tree
+SYMTABLE_MIN_CHARS = 16_384
 
 
 def may_hold_kernels(text: str) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import warp
 
-from warp_harness.engine import check_bytes
+from warp_harness.engine import SYMTABLE_MIN_CHARS, check_bytes
 from warp_harness.model import source
 from warp_harness.model.source import decode_source, parse_source, parses_cleanly
 
@@ -75,8 +75,20 @@ def test_a_file_without_kernels_and_errors_is_never_parsed_into_a_tree(
         raise AssertionError("parsed into a tree")
 
     monkeypatch.setattr(source, "parse_source", no_tree)
-    text = "import os\n\n\ndef f():\n    return os.getcwd()\n"
+    text = "import os\n" + "".join(f"\n\ndef f{i}():\n    return os.getcwd()\n" for i in range(600))
+    assert len(text) >= SYMTABLE_MIN_CHARS
     result = check_bytes(text.encode(), "t.py")
     assert result.records == ()
     assert result.source_lines == tuple(text.splitlines())
     assert check_bytes(text.encode(), "t.py", keep_lines=False).source_lines is None
+
+
+def test_a_small_file_without_kernels_is_parsed_not_symbol_tabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing symtable costs more than parsing a small text (a one-file check of an empty file)."""
+
+    def no_symtable(text: str) -> bool:
+        raise AssertionError("symtable asked")
+
+    monkeypatch.setattr(source, "parses_cleanly", no_symtable)
+    assert check_bytes(b"import os\n", "t.py").records == ()
+    assert [r.rule for r in check_bytes(b"def f(:\n", "t.py").records] == ["WH000"]
