@@ -45,6 +45,7 @@ def test_a_large_model_pushes_the_older_ones_out_and_stays(
     a = index.model("pkg.a")
     assert index.model("pkg.b") is not None
     assert index.model("pkg.a") is a  # two small ones fit
+    index.view("<another analysis>")  # what the last analysis used is no longer held
     big = index.model("pkg.big")
     assert big is not None and [k.name for k in big.kernels] == ["k"]
     assert index.model("pkg.big") is big  # the newest stays, over the budget alone
@@ -57,9 +58,39 @@ def test_the_count_bounds_the_models(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(project, "MODEL_CACHE_SIZE", 2)
     index = _index(tmp_path, {"a": 0, "b": 0, "c": 0})
     a = index.model("pkg.a")
+    index.view("<another analysis>")
     index.model("pkg.b")
     index.model("pkg.c")
     assert index.model("pkg.a") is not a
+
+
+def test_one_analysis_keeps_the_models_it_uses_over_the_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launches of one file go round its targets (a, b, c, a, b, c): an LRU smaller than them would
+    build every one again at every turn. Within one analysis (one `view`) they all stay; the next one
+    trims them to the budget."""
+    monkeypatch.setattr(project, "MODEL_CACHE_BYTES", 2500)
+    monkeypatch.setattr(project, "LOADED_CACHE_BYTES", 2500)
+    index = _index(tmp_path, {"a": 1000, "b": 1000, "c": 1000})
+    parses = 0
+    real_parse = project.parse_source
+
+    def counting_parse(text: str) -> project.ParsedSource:
+        nonlocal parses
+        parses += 1
+        return real_parse(text)
+
+    monkeypatch.setattr(project, "parse_source", counting_parse)
+    index.view("<one analysis>")
+    first = {name: index.model(f"pkg.{name}") for name in "abc"}
+    for _ in range(3):
+        for name in "abc":
+            assert index.model(f"pkg.{name}") is first[name]
+    assert parses == 3
+    index.view("<the next analysis>")
+    index.model("pkg.c")
+    assert sum(index.model(f"pkg.{name}") is first[name] for name in "ab") < 2  # trimmed to the budget
 
 
 def test_a_checked_module_is_kept_only_when_it_defines_a_kernel(tmp_path: Path) -> None:
