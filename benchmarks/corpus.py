@@ -99,3 +99,75 @@ def with_kernel_factories(source: str, count: int = 8) -> str:
     """``source`` followed by ``count`` functions that each define and return a kernel (the
     kernel-factory pattern of newton and mujoco-warp)."""
     return source + "".join(_FACTORY.format(n=n) for n in range(count))
+
+
+# records quoting line numbers (WH002, WH007, WH015 under sm_86, WH024), in kernels, launches and a class:
+# the incremental analyser moves the numbers with the lines (tests/engine/test_incremental_quotes.py,
+# record_identity.py)
+QUOTING = """import warp as wp
+
+T = wp.constant(64)
+
+
+def early_plain(v: float):
+    return v * 2.0
+
+
+@wp.kernel
+def top(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = early_plain(a[i]) + late_plain(a[i])
+
+
+@wp.kernel
+def ranked(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+
+
+@wp.kernel
+def middle(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+
+
+@wp.kernel
+def shadowed(a: wp.array(dtype=float)):
+    i = wp.tid()
+    for i in range(4):
+        a[0] = float(i)
+    a[i] = 1.0
+
+
+@wp.kernel
+def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
+    acc = wp.tile_zeros(shape=(T, T), dtype=float)
+    for k in range(8):
+        a = wp.tile_load(A, shape=(T, T), offset=(0, k * T))
+        b = wp.tile_load(B, shape=(T, T), offset=(k * T, 0))
+        wp.tile_matmul(a, b, acc)
+    wp.tile_store(C, acc)
+
+
+@wp.kernel
+def bottom(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] * 3.0
+
+
+def late_plain(v: float):
+    return v + 1.0
+
+
+def launch(a: wp.array(dtype=float)):
+    wp.launch(ranked, dim=(4, 2), inputs=[a])
+
+
+class Holder:
+    @wp.kernel
+    def held(a: wp.array(dtype=float)):
+        i = wp.tid()
+        for i in range(2):
+            a[0] = float(i)
+        a[i] = 2.0
+"""

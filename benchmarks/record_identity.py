@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from corpus import generated_module
+from corpus import QUOTING, generated_module
 
 from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
@@ -129,76 +129,6 @@ def run(n: int):
     wp.launch(plain, dim=n, inputs=[x])
     k = make_sum()
     wp.launch(k, dim=n, inputs=[x, x])
-"""
-
-
-# records quoting line numbers (WH002, WH007, WH015 under sm_86, WH024), in kernels, launches and a class
-QUOTING = """import warp as wp
-
-T = wp.constant(64)
-
-
-def early_plain(v: float):
-    return v * 2.0
-
-
-@wp.kernel
-def top(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = early_plain(a[i]) + late_plain(a[i])
-
-
-@wp.kernel
-def ranked(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = 1.0
-
-
-@wp.kernel
-def middle(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = a[i] + 1.0
-
-
-@wp.kernel
-def shadowed(a: wp.array(dtype=float)):
-    i = wp.tid()
-    for i in range(4):
-        a[0] = float(i)
-    a[i] = 1.0
-
-
-@wp.kernel
-def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
-    acc = wp.tile_zeros(shape=(T, T), dtype=float)
-    for k in range(8):
-        a = wp.tile_load(A, shape=(T, T), offset=(0, k * T))
-        b = wp.tile_load(B, shape=(T, T), offset=(k * T, 0))
-        wp.tile_matmul(a, b, acc)
-    wp.tile_store(C, acc)
-
-
-@wp.kernel
-def bottom(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = a[i] * 3.0
-
-
-def late_plain(v: float):
-    return v + 1.0
-
-
-def launch(a: wp.array(dtype=float)):
-    wp.launch(ranked, dim=(4, 2), inputs=[a])
-
-
-class Holder:
-    @wp.kernel
-    def held(a: wp.array(dtype=float)):
-        i = wp.tid()
-        for i in range(2):
-            a[0] = float(i)
-        a[i] = 2.0
 """
 
 

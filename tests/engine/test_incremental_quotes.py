@@ -23,78 +23,11 @@ from warp_harness.rules.base import Rule, RuleContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from corpus import generated_module
+from corpus import QUOTING, generated_module
 
 # sm_86: WH015's shared memory budget is exceeded by `gemm`'s unrolled loop
 _SETTINGS = Settings(target="sm_86")
 
-QUOTING = """import warp as wp
-
-T = wp.constant(64)
-
-
-def early_plain(v: float):
-    return v * 2.0
-
-
-@wp.kernel
-def top(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = early_plain(a[i]) + late_plain(a[i])
-
-
-@wp.kernel
-def ranked(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = 1.0
-
-
-@wp.kernel
-def middle(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = a[i] + 1.0
-
-
-@wp.kernel
-def shadowed(a: wp.array(dtype=float)):
-    i = wp.tid()
-    for i in range(4):
-        a[0] = float(i)
-    a[i] = 1.0
-
-
-@wp.kernel
-def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
-    acc = wp.tile_zeros(shape=(T, T), dtype=float)
-    for k in range(8):
-        a = wp.tile_load(A, shape=(T, T), offset=(0, k * T))
-        b = wp.tile_load(B, shape=(T, T), offset=(k * T, 0))
-        wp.tile_matmul(a, b, acc)
-    wp.tile_store(C, acc)
-
-
-@wp.kernel
-def bottom(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = a[i] * 3.0
-
-
-def late_plain(v: float):
-    return v + 1.0
-
-
-def launch(a: wp.array(dtype=float)):
-    wp.launch(ranked, dim=(4, 2), inputs=[a])
-
-
-class Holder:
-    @wp.kernel
-    def held(a: wp.array(dtype=float)):
-        i = wp.tid()
-        for i in range(2):
-            a[0] = float(i)
-        a[i] = 2.0
-"""
 
 # a record that quotes a piece of source saying "line 3": which numbers are line numbers is not known
 UNKNOWN = (
