@@ -291,7 +291,7 @@ def test_settings_loaded_once_per_folder_still_differ_per_file_and_per_link_targ
 def test_the_collection_after_each_file_leaves_its_tree_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A file's tree is frozen once parsed (`model.source.frozen_parses`): the young-generation collection
+    """A file's tree is frozen once parsed (`model.parse_freezing`): the young-generation collection
     after each file does not traverse the trees the workspace model keeps; everything is unfrozen after."""
     import ast
     import gc

@@ -97,7 +97,7 @@ def _init_worker(job: _Job) -> None:
     global _job
     _job = job
     # a worker only checks files, then ends: what its parses freeze is never unfrozen (`frozen_parses`)
-    from warp_harness.model.source import freeze_parses
+    from warp_harness.model.parse_freezing import freeze_parses
 
     freeze_parses()
 
@@ -166,7 +166,7 @@ def _check_one(path: Path) -> FileResult:
             # the cycles this file left (few, small) are freed now, while its tree's memory is free: left
             # for the next automatic collection, they pin the allocator's arenas (peak RSS 326 -> 137 MB
             # over newton with --jobs 1); the collection only sees what this file built after its parse
-            # and kept (the trees are frozen once parsed: `model.source.frozen_parses`)
+            # and kept (the trees are frozen once parsed: `model.parse_freezing`)
             gc.collect(0)
 
 
@@ -176,7 +176,7 @@ def _check_group(paths: list[Path]) -> list[FileResult]:
 
 def _check_here(paths: list[Path]) -> list[FileResult]:
     """``paths`` checked in this process, each file's tree frozen once parsed (`frozen_parses`)."""
-    from warp_harness.model.source import frozen_parses
+    from warp_harness.model.parse_freezing import frozen_parses
 
     with frozen_parses():
         return [_check_one(p) for p in paths]

@@ -13,10 +13,10 @@ import io
 import threading
 import tokenize
 import warnings
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+from warp_harness.model import parse_freezing
 
 # A file larger than this is not analysed (it is reported instead); kernels live in source files
 # written by people, and the language server must stay responsive.
@@ -194,40 +194,6 @@ def _parse(text: str) -> ast.Module:
         return _shallow_parser.submit(_parse_quietly, text).result()
 
 
-# whether `parse_source` freezes what is alive after each parse (`frozen_parses`)
-_freezing = False
-
-
-def freeze_parses() -> None:
-    """From now on, `parse_source` hands everything alive after each parse to the permanent generation
-    (``gc.freeze``): for a process that only checks files and ends (a pool's worker), `frozen_parses`
-    otherwise."""
-    global _freezing
-    _freezing = True
-
-
-@contextmanager
-def frozen_parses() -> Iterator[None]:
-    """Within, every parse is followed by ``gc.freeze()``; at the end, ``gc.unfreeze()``.
-
-    For a batch check, which collects the young generation after each file (`batch._check_one`): a
-    file's tree is the bulk of what it allocates and of what outlives its check (the workspace model
-    keeps the trees of modules with kernels, and parses launch targets), and it is acyclic, freed by
-    reference counting. Frozen, that collection traverses only what was built after the parse (newton:
-    1.5 -> 0.2 s of CPU). A cycle alive at a parse that becomes garbage afterwards waits for the end;
-    over newton, mujoco_warp and warp's tests none did (as much garbage is left as without).
-    """
-    global _freezing
-    outer = _freezing
-    _freezing = True
-    try:
-        yield
-    finally:
-        _freezing = outer
-        if not outer:
-            gc.unfreeze()
-
-
 def parses_cleanly(text: str) -> bool:
     """True when `parse_source` finds no syntax issue in ``text``, told without building its tree:
     ``symtable`` parses with the same parser but keeps no AST objects (~0.7x the time of ``ast.parse``).
@@ -247,7 +213,7 @@ def parses_cleanly(text: str) -> bool:
 
 def parse_source(text: str) -> ParsedSource:
     parsed = _parse_source(text)
-    if _freezing:
+    if parse_freezing.active:
         gc.freeze()
     return parsed
 
