@@ -151,14 +151,27 @@ def test_python_m_warp_harness_daemon_from_inside_the_workspace_runs_nothing(
 def _escape_layouts(ws: Path, outside: Path) -> None:
     """``.warp-harness`` a real folder whose every store is a symlink to ``outside``."""
     state = ws / ".warp-harness"
-    state.mkdir()
     for sub in ("results", "repros", "kernels"):
         (outside / sub).mkdir()
-        (state / sub).symlink_to(outside / sub, target_is_directory=True)
     (outside / "history.msgpack").write_bytes(b"theirs")
-    (state / "history.msgpack").symlink_to(outside / "history.msgpack")
     (outside / "daemon.json").write_text("theirs")
-    (state / "daemon.json").symlink_to(outside / "daemon.json")
+    # built aside and moved in: a running daemon may make its own (real) state folder at any moment
+    # once a symlinked one is gone (a write queued behind its last answer); that one is replaced
+    staged = ws / ".warp-harness-staged"
+    staged.mkdir()
+    for sub in ("results", "repros", "kernels"):
+        (staged / sub).symlink_to(outside / sub, target_is_directory=True)
+    (staged / "history.msgpack").symlink_to(outside / "history.msgpack")
+    (staged / "daemon.json").symlink_to(outside / "daemon.json")
+    for _ in range(50):
+        if state.is_dir() and not state.is_symlink():
+            shutil.rmtree(state, ignore_errors=True)
+        try:
+            staged.rename(state)
+            return
+        except OSError:  # the daemon made it again in between
+            time.sleep(0.05)
+    raise AssertionError(f"{state} kept being re-created")
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
