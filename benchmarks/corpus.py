@@ -171,3 +171,31 @@ class Holder:
             a[0] = float(i)
         a[i] = 2.0
 """
+
+
+# `rest_kernel` holds a fact's marker: its chunk is context, its record (WH002, quoting `far_plain`'s line)
+# one of the rest's, above the edits, quoting a line below them
+QUOTING_REST = """import warp as wp
+
+
+@wp.kernel
+def rest_kernel(a: wp.array(dtype=float)):
+    i = wp.tid()  # max_unroll
+    a[i] = far_plain(a[i])
+
+
+@wp.kernel
+def first(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 1.0
+
+
+@wp.kernel
+def second(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 2.0
+
+
+def far_plain(v: float):
+    return v + 1.0
+"""

@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from corpus import QUOTING, generated_module
+from corpus import QUOTING, QUOTING_REST, generated_module
 
 from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
@@ -129,33 +129,6 @@ def run(n: int):
     wp.launch(plain, dim=n, inputs=[x])
     k = make_sum()
     wp.launch(k, dim=n, inputs=[x, x])
-"""
-
-
-# a record of the rest (a chunk holding a fact's marker is context) quoting a line below the edits
-REST = """import warp as wp
-
-
-@wp.kernel
-def rest_kernel(a: wp.array(dtype=float)):
-    i = wp.tid()  # max_unroll
-    a[i] = far_plain(a[i])
-
-
-@wp.kernel
-def first(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = 1.0
-
-
-@wp.kernel
-def second(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = 2.0
-
-
-def far_plain(v: float):
-    return v + 1.0
 """
 
 
@@ -325,9 +298,9 @@ def sequences(texts: dict[str, str]) -> dict[str, tuple[str, list[tuple[str, Set
     for kernel in ("kernel_1", "tile_kernel_3", "kernel_4", "kernel_5"):
         steps += [(t, Settings()) for t in _line_edits(quoting, kernel)]
     out["generated-quoting#line edits"] = ("gq.py", steps)
-    at = REST.index("\n", REST.index("    a[i] = 1.0"))
-    pasted = REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + REST[at:]
-    steps = [(REST, Settings()), (pasted, Settings())] + [
+    at = QUOTING_REST.index("\n", QUOTING_REST.index("    a[i] = 1.0"))
+    pasted = QUOTING_REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + QUOTING_REST[at:]
+    steps = [(QUOTING_REST, Settings()), (pasted, Settings())] + [
         (t, Settings()) for t in _line_edits(pasted, "second")
     ]
     out["quoting-rest#line edits"] = ("quoting_rest.py", steps)

@@ -23,7 +23,7 @@ from warp_harness.rules.base import Rule, RuleContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from corpus import QUOTING, generated_module
+from corpus import QUOTING, QUOTING_REST, generated_module
 
 # sm_86: WH015's shared memory budget is exceeded by `gemm`'s unrolled loop
 _SETTINGS = Settings(target="sm_86")
@@ -203,46 +203,18 @@ def test_the_generated_module_with_quoting_records(
             assert spy.builds == 0
 
 
-# `rest_kernel` holds a fact's marker: its chunk is context, its record (WH002, quoting `far_plain`'s line)
-# one of the rest's, above the edits, quoting a line below them
-REST = """import warp as wp
-
-
-@wp.kernel
-def rest_kernel(a: wp.array(dtype=float)):
-    i = wp.tid()  # max_unroll
-    a[i] = far_plain(a[i])
-
-
-@wp.kernel
-def first(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = 1.0
-
-
-@wp.kernel
-def second(a: wp.array(dtype=float)):
-    i = wp.tid()
-    a[i] = 2.0
-
-
-def far_plain(v: float):
-    return v + 1.0
-"""
-
-
 def test_the_rest_records_quotes_follow_every_edit(
     table: BuiltinTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Lines pasted in one kernel, then added and deleted in the next one, just above the line a record of
     the rest quotes: the number it quotes is where the line is after each step."""
-    records = analyse_source(REST, "q.py", _SETTINGS, builtins=table).records
+    records = analyse_source(QUOTING_REST, "q.py", _SETTINGS, builtins=table).records
     assert [r.rule for r in records if incremental._quotes(r)] == ["WH002"]
     analyser = IncrementalAnalyser(table)
-    _same(analyser, REST, table)
+    _same(analyser, QUOTING_REST, table)
     spy = _Spy(monkeypatch)
-    at = REST.index("\n", REST.index("    a[i] = 1.0"))
-    text = REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + REST[at:]
+    at = QUOTING_REST.index("\n", QUOTING_REST.index("    a[i] = 1.0"))
+    text = QUOTING_REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + QUOTING_REST[at:]
     _same(analyser, text, table, spy)
     for version in line_edits(text, "second"):
         _same(analyser, version, table, spy)
