@@ -166,10 +166,21 @@ def _measure(
 
 
 def cpu_ms(pid: int) -> float:
-    """The CPU time (user + system, all threads) process ``pid`` has used so far: unlike the wall time
-    to first diagnostics, it hardly moves with the machine's load."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    """The CPU time (all threads) process ``pid`` has used so far: unlike the wall time to first
+    diagnostics, it hardly moves with the machine's load. From each thread's schedstat (nanoseconds;
+    the process's user + system time counts clock ticks, 10 ms, too coarse to tell changes of a few
+    ms apart), else from that."""
+    try:
+        return (
+            sum(
+                int((task / "schedstat").read_text().split()[0])
+                for task in Path(f"/proc/{pid}/task").iterdir()
+            )
+            / 1e6
+        )
+    except (OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def summary(
@@ -229,7 +240,8 @@ def first_only(servers: list[tuple[str, list[str], dict[str, Any]]], files: list
                 walls[name].append(row["first"])
                 cpus[name].append(row["first_cpu"])
         cells = [
-            f"{name} {statistics.median(walls[name]):.0f} ms (CPU {statistics.median(cpus[name]):.0f} ms)"
+            f"{name} {statistics.median(walls[name]):.0f} ms (CPU {statistics.median(cpus[name]):.0f} ms, "
+            f"min {min(cpus[name]):.0f})"
             for name, _, _ in servers
         ]
         floor = servers[1][0]
@@ -237,8 +249,10 @@ def first_only(servers: list[tuple[str, list[str], dict[str, Any]]], files: list
         for name in [servers[0][0], *(name for name, _, _ in servers[2:])]:
             wall_gap = statistics.median(walls[name]) - statistics.median(walls[floor])
             cpu_gap = statistics.median(cpus[name]) - statistics.median(cpus[floor])
+            min_gap = min(cpus[name]) - min(cpus[floor])
             print(
-                f"{'':<26} {name} - floor: {wall_gap:.0f} ms wall, {cpu_gap:.0f} ms CPU (issue 15: <= 100 ms)"
+                f"{'':<26} {name} - floor: {wall_gap:.0f} ms wall, {cpu_gap:.0f} ms CPU, {min_gap:.0f} ms "
+                "CPU between the minima (issue 15: <= 100 ms)"
             )
 
 

@@ -56,6 +56,8 @@ LEADING_EDGE_S = 0.001
 # how long a request (hover, code actions, pull diagnostics) waits for the analysis of the text as it is
 # now before answering from the last completed one
 REQUEST_BUDGET_S = 1.0
+# the daemon links start once the analyses of start-up are out, or after this long at the latest
+LINK_START_CAP_S = 2.0
 
 
 @dataclass
@@ -89,6 +91,7 @@ class WarpHarnessServer(LanguageServer):
         self.pending: dict[str, asyncio.TimerHandle] = {}
         self.last_change: dict[str, float] = {}
         self.links: dict[Path, DaemonLink] = {}
+        self.links_stopped = False  # at shutdown: a link start still pending (after start-up) is dropped
         self.roots: list[Path] = []
         self.daemon_state = "off"
         self.job_progress: dict[str, str] = {}
@@ -344,7 +347,40 @@ class WarpHarnessServer(LanguageServer):
 
     # ------------------------------------------------------------------ the daemon
 
+    def connect_daemons_after_start_up(self) -> None:
+        """Connect to the daemons once the documents opened so far are analysed (their diagnostics
+        published, or dropped), at once when there are none; after ``LINK_START_CAP_S`` at the latest.
+        The first diagnostics do not wait for the links (importing the daemon protocol, a thread per
+        link, a connection attempt): their `daemonState` follows them. On the event loop."""
+        if self.loop is None:
+            return
+        connected = False
+
+        def connect() -> None:
+            nonlocal connected
+            if not connected:
+                connected = True
+                self.connect_daemons()
+
+        started = [job.future for job in self.worker.jobs.values() if not job.future.done()]
+        if not started:
+            connect()
+            return
+        remaining = len(started)
+
+        def settled(_: object) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                connect()
+
+        for future in started:  # only these: a user typing on does not hold the links off
+            future.add_done_callback(settled)
+        self.loop.call_later(LINK_START_CAP_S, connect)
+
     def connect_daemons(self) -> None:
+        if self.links_stopped:
+            return
         for root in self.roots:
             if self.daemon_enabled(root):
                 self.link(root).start()
@@ -467,6 +503,7 @@ class WarpHarnessServer(LanguageServer):
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="done"))
 
     def stop_links(self) -> None:
+        self.links_stopped = True
         for link in self.links.values():
             link.close()
             if link.runs_spawned_daemon():
@@ -529,7 +566,11 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: WarpHarnessServer, params: types.InitializedParams) -> None:
-        ls.connect_daemons()
+        # after the start-up work handed to the analysis thread (warm-up, the workspace model): by then
+        # the client's didOpen has come, and the links wait for its analysis (the first diagnostics)
+        loop = ls.loop
+        if loop is not None:
+            ls.worker.call_soon(lambda: loop.call_soon_threadsafe(ls.connect_daemons_after_start_up))
         workspace = ls.client_capabilities.workspace
         watched = workspace.did_change_watched_files if workspace else None
         if watched and watched.dynamic_registration:

@@ -33,7 +33,6 @@ from lsprotocol import types
 from pygls.uris import from_fs_path
 
 from warp_harness.config import ConfigError, load_settings
-from warp_harness.output.model import position
 from warp_harness.record import Record
 from warp_harness.server.convert import PositionMapper, to_diagnostic
 
@@ -88,6 +87,8 @@ def _diagnostics(
     for record in records:
         diagnostic = to_diagnostic(record, mapper, uri)
         if record.location.cell is not None:  # the file URI cannot address a cell: say where it is
+            from warp_harness.output.model import position  # here: start-up skips the renderers' model
+
             diagnostic.message = f"{position(record.location)}: {diagnostic.message}"
             diagnostic.range = PositionMapper([], encoding).range(1, 0, 1, 0)
         out.append(diagnostic)

@@ -435,10 +435,24 @@ def _cmd_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+class _OutputFormats:
+    """`check --output-format`'s choices, read from `warp_harness.output` only when a parse or a help
+    asks: the renderers' package (~5 ms) is not on the way of the other commands (the language
+    server's start-up among them)."""
+
+    def __contains__(self, value: object) -> bool:
+        from warp_harness.output import FORMATS
+
+        return value in FORMATS
+
+    def __iter__(self) -> Iterator[str]:
+        from warp_harness.output import FORMATS
+
+        return iter(FORMATS)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; ``command``: only the named subcommand's module is imported (None: every one)."""
-    from warp_harness.output import FORMATS
-
     parser = argparse.ArgumentParser(
         prog="warp-harness",
         description="Constraint checks, validation and benchmarks for NVIDIA Warp kernels.",
@@ -450,7 +464,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument(
         "paths", nargs="*", default=["."], metavar="PATH", help="files and folders; `-` reads stdin"
     )
-    check.add_argument("--output-format", choices=FORMATS, default="text")
+    check.add_argument("--output-format", choices=_OutputFormats(), default="text")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report here instead of stdout")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place (stdin: print the text)")
     check.add_argument(

@@ -84,6 +84,17 @@ class StdioClient:
     def notify(self, method: str, params: Any) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
+    def notify_at_once(self, *notes: tuple[str, Any]) -> None:
+        """Several notifications in one write: the server reads them together."""
+        assert self.proc.stdin is not None
+        frames = b""
+        for method, params in notes:
+            data = json.dumps({"jsonrpc": "2.0", "method": method, "params": params}).encode()
+            frames += b"Content-Length: %d\r\n\r\n" % len(data) + data
+        with self._write_lock:
+            self.proc.stdin.write(frames)
+            self.proc.stdin.flush()
+
     def initialize(self, root: Path, options: Any = None) -> Any:
         result = self.request(
             "initialize",

@@ -5,14 +5,20 @@ diagnostics' digests, "did you mean" suggestions, package-data readers) are impo
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from warp_harness.launch import safe_path_flags
+from stdio_client import StdioClient
+
+from warp_harness.launch import module_command, safe_path_flags
 
 # stdlib modules no step to the first diagnostics of a stdio client needs
 DEFERRED = ("importlib.resources", "zipfile", "secrets", "hmac", "difflib")
+PUBLISH = "textDocument/publishDiagnostics"
+DAEMON_STATE = "warp-harness/daemonState"
 
 _FIRST_DIAGNOSTICS = """
 import json, sys
@@ -57,3 +63,44 @@ def test_the_deferred_modules_are_there_when_their_requests_come() -> None:
     assert len(pull.result_id([], 1)) == 20
     assert transport.authenticate({"method": "initialize", "id": 1, "params": {}}, "token") is not None
     assert sys.modules.get("difflib") is not None
+
+
+def _notifications_until(client: StdioClient, method: str, timeout: float = 60.0) -> list[str]:
+    """The methods of the server's notifications, in order, up to the first ``method`` one."""
+    methods: list[str] = []
+    deadline = time.monotonic() + timeout
+    while method not in methods and time.monotonic() < deadline:
+        try:
+            _, note = client.notifications.get(timeout=1)
+        except queue.Empty:
+            continue
+        methods.append(str(note.get("method")))
+    return methods
+
+
+def test_the_daemon_links_start_after_the_first_diagnostics(tmp_path: Path) -> None:
+    """The first diagnostics do not wait for the daemon link (the daemon protocol's imports, a thread, a
+    connection attempt): the link's `daemonState` (no daemon runs here) follows them."""
+    source = tmp_path / "k.py"
+    source.write_text("import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    a[0] = 1.0\n")
+    client = StdioClient(module_command("warp_harness", "serve"), tmp_path)
+    try:
+        client.request("initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}})
+        opened = {"uri": source.as_uri(), "languageId": "python", "version": 1, "text": source.read_text()}
+        # together, as an editor sends them: the order holds however the test process is scheduled
+        client.notify_at_once(("initialized", {}), ("textDocument/didOpen", {"textDocument": opened}))
+        methods = _notifications_until(client, DAEMON_STATE)
+    finally:
+        client.close()
+    assert PUBLISH in methods and DAEMON_STATE in methods, methods
+    assert methods.index(PUBLISH) < methods.index(DAEMON_STATE), methods
+
+
+def test_without_documents_the_daemon_links_start_once_start_up_is_over(tmp_path: Path) -> None:
+    client = StdioClient(module_command("warp_harness", "serve"), tmp_path)
+    try:
+        client.initialize(tmp_path)
+        methods = _notifications_until(client, DAEMON_STATE)
+    finally:
+        client.close()
+    assert methods[-1:] == [DAEMON_STATE], methods
