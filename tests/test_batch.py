@@ -14,6 +14,7 @@ import pytest
 import warp
 
 from warp_harness.batch import MIN_PARALLEL_FILES, check_files, folder_groups, lines_for_format
+from warp_harness.check_cache import CheckCache
 from warp_harness.cli import _LAZY_COMMANDS, _LAZY_MODULES, build_parser
 from warp_harness.engine import check_paths
 from warp_harness.output import FORMATS, render
@@ -324,3 +325,173 @@ def test_the_collection_after_each_file_leaves_its_tree_alone(
     tree_nodes = sum(1 for _ in ast.walk(ast.parse(kernels)))
     assert len(seen) == 2 and max(seen) < tree_nodes // 10, (seen, tree_nodes)
     assert gc.get_freeze_count() == 0
+
+
+def _kernel_module(name: str, padding: int) -> str:
+    return (
+        f"import warp as wp\n\n# {'x' * padding}\n\n\n@wp.kernel\ndef {name}(a: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    a[i] = 1.0\n"
+    )
+
+
+def test_a_launcher_is_checked_right_after_its_target_which_is_parsed_and_modelled_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tests/test_a.py`` launches a kernel of ``pkg/a_kernels.py``; found in between, two large kernel
+    modules evict the target from the process's cached models: checked where they lie, the target
+    was parsed and modelled again for the launcher."""
+    import warp_harness.batch as batch
+    import warp_harness.model.module as module_mod
+    import warp_harness.model.project as project_mod
+    import warp_harness.model.source as source_mod
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a_kernels.py").write_text(_kernel_module("target", 100))
+    for n in (1, 2):  # together over the cache's 700 kB of source
+        (tmp_path / "pkg" / f"b_big{n}.py").write_text(_kernel_module(f"big{n}", 400_000))
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "import warp as wp\nfrom pkg.a_kernels import target\n\n\n"
+        "def test(a, n):\n    wp.launch(target, dim=n, inputs=[a])\n"
+    )
+    order: list[str] = []
+    parses: list[str] = []
+    models: list[str] = []
+    parse, build, check_one = source_mod.parse_source, module_mod.build_model, batch._check_one
+
+    def counted_parse(text: str) -> object:
+        parses.append(text)
+        return parse(text)
+
+    def counted_build(text: str, *args: object, **kwargs: object) -> object:
+        models.append(text)
+        return build(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    def ordered(path: Path) -> object:
+        order.append(path.name)
+        return check_one(path)
+
+    monkeypatch.setattr(source_mod, "parse_source", counted_parse)
+    monkeypatch.setattr(project_mod, "parse_source", counted_parse)
+    monkeypatch.setattr(module_mod, "build_model", counted_build)
+    monkeypatch.setattr(project_mod, "build_model", counted_build)
+    monkeypatch.setattr(batch, "_check_one", ordered)
+    results = check_files([tmp_path], jobs=1, cache=False)
+    assert [Path(r.path).name for r in results] == [  # reported in the order the files are found
+        "__init__.py",
+        "a_kernels.py",
+        "b_big1.py",
+        "b_big2.py",
+        "test_a.py",
+    ]
+    assert order == ["__init__.py", "a_kernels.py", "test_a.py", "b_big1.py", "b_big2.py"]
+    target = (tmp_path / "pkg" / "a_kernels.py").read_text()
+    assert parses.count(target) == 1
+    assert models.count(target) == 1
+    # with a result cache (most files answered by it) the files are not read ahead to be ordered
+    order.clear()
+    check_files([tmp_path], jobs=1, cache=CheckCache(tmp_path / "cache"))
+    assert order == ["__init__.py", "a_kernels.py", "b_big1.py", "b_big2.py", "test_a.py"]
+
+
+def test_a_launcher_too_large_to_share_the_cache_with_its_target_is_checked_right_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked after its target, ``pkg/b_large.py`` (with the target over the 700 kB of models a process
+    keeps) evicts it and builds it again; checked before, the target's own check reuses its build."""
+    import warp_harness.model.module as module_mod
+    import warp_harness.model.project as project_mod
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "a_kernels.py").write_text(_kernel_module("target", 100_000))
+    (tmp_path / "pkg" / "b_large.py").write_text(
+        f"import warp as wp\nfrom .a_kernels import target\n\n# {'x' * 650_000}\n\n"
+        "def run(a, n):\n    wp.launch(target, dim=n, inputs=[a])\n"
+    )
+    (tmp_path / "pkg" / "c_small.py").write_text(
+        "import warp as wp\nfrom .a_kernels import target\n\n\n"
+        "def run(a, n):\n    wp.launch(target, dim=n, inputs=[a])\n"
+    )
+    models: list[str] = []
+    build = module_mod.build_model
+
+    def counted_build(text: str, *args: object, **kwargs: object) -> object:
+        models.append(text)
+        return build(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module_mod, "build_model", counted_build)
+    monkeypatch.setattr(project_mod, "build_model", counted_build)
+    results = check_files([tmp_path], jobs=1, cache=False)
+    assert [Path(r.path).name for r in results] == ["__init__.py", "a_kernels.py", "b_large.py", "c_small.py"]
+    assert models.count((tmp_path / "pkg" / "a_kernels.py").read_text()) == 1
+
+
+def test_launch_targets_follow_the_imports_of_the_names_a_file_launches(tmp_path: Path) -> None:
+    from warp_harness.batch import launch_targets
+    from warp_harness.engine import project_index
+
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    for init in (pkg / "__init__.py", pkg / "sub" / "__init__.py"):
+        init.write_text("")
+    sources = {
+        "pkg/small.py": _kernel_module("small", 10),
+        "pkg/large.py": _kernel_module("large", 1000),
+        "pkg/sub/kernels.py": _kernel_module("step", 10),
+        # the largest module it launches from; `helper` is imported but not launched
+        "pkg/sub/both.py": "import warp as wp\nfrom ..small import small\nfrom pkg.large import (\n"
+        "    large as big,\n)\nfrom pkg.helper import helper\n\n"
+        "def run():\n    wp.launch(small, 1)\n    wp.launch(kernel=big, dim=1)\n    helper()\n",
+        "pkg/helper.py": "def helper():\n    pass\n",
+        "pkg/sub/by_module.py": "import warp as wp\nfrom . import kernels\n\n"
+        "def run():\n    wp.launch(kernels.step, dim=1)\n",
+        "pkg/sub/aliased.py": "import warp as wp\nimport pkg.sub.kernels as ks\n\n"
+        "def run():\n    wp.launch_tiled(ks.step, dim=1)\n",
+        # a comment, a string and `relaunch(`: no import statement, no launch
+        "pkg/sub/decoy.py": "x = 'from pkg.large import large'  # import pkg.small as small\n"
+        "relaunch(large)\n",
+        "pkg/sub/own.py": "import warp as wp\n\n@wp.kernel\ndef mine():\n    pass\n\n"
+        "def run():\n    wp.launch(mine, dim=1)\n",
+        # names no module of the tree has (not ASCII either)
+        "pkg/sub/odd.py": "import warp as wp\nfrom pkg import \u00e9t\u00e9 as kk\nimport \u00e9.b as k2\n\n"
+        "def run():\n    wp.launch(kk, 1)\n    wp.launch(k2, 1)\n",
+    }
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    files = [tmp_path / name for name in sources]
+    index = project_index([tmp_path])
+    targets = launch_targets(files, lambda _: index)
+    named = {files[k].name: files[v].relative_to(tmp_path).as_posix() for k, v in targets.items()}
+    assert named == {
+        "both.py": "pkg/large.py",
+        "by_module.py": "pkg/sub/kernels.py",
+        "aliased.py": "pkg/sub/kernels.py",
+    }
+
+
+def test_check_units_put_launchers_after_their_target_and_cut_cycles() -> None:
+    from warp_harness.batch import check_units
+
+    # 3 and 1 launch into 0, 4 into 3, 5 and 6 into each other
+    units = check_units(7, {3: 0, 1: 0, 4: 3, 5: 6, 6: 5})
+    assert units in ([(0, [0, 1, 3, 4]), (2, [2]), (5, [5, 6])], [(0, [0, 1, 3, 4]), (2, [2]), (6, [6, 5])])
+    # with sizes: 1 (a leaf) and 0 do not fit in the room together, 3 and 0 do not either but 4 follows 3
+    sizes = [50, 60, 1, 60, 1, 1, 1]
+    units = check_units(7, {3: 0, 1: 0, 4: 3}, sizes, room=100)
+    assert units == [(0, [1, 0, 3, 4]), (2, [2]), (5, [5]), (6, [6])]
+
+
+def test_the_pool_gets_a_launcher_in_its_target_s_task_right_after_it(tmp_path: Path) -> None:
+    files = []
+    for folder, sizes in {"a": [10, 10, 10], "b": [30], "c": [1, 2], "d": [100, 100]}.items():
+        (tmp_path / folder).mkdir()
+        for n, size in enumerate(sizes):
+            path = tmp_path / folder / f"m{n}.py"
+            path.write_text("#" * size)
+            files.append(path)
+    groups = folder_groups(files, workers=2, targets={5: 0, 4: 3})
+    assert [0, 5, 1, 2] in groups  # c/m1 launches into a/m0
+    assert [3, 4] in groups  # c/m0 into b/m0
+    assert sorted(i for g in groups for i in g) == list(range(len(files)))
