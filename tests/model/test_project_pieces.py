@@ -1,0 +1,208 @@
+"""The workspace model parses a large module piece by piece (`project.parse_in_pieces`): the same tree as a
+whole parse, without `ast.parse`'s C syntax tree of the whole text next to the Python one (the peak memory
+of a check was a launch target parsed while the launching file's tree was alive)."""
+
+from __future__ import annotations
+
+import ast
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from warp_harness import engine
+from warp_harness.engine import check_bytes
+from warp_harness.model import project
+from warp_harness.model.project import PIECE_MIN_CHARS, ProjectIndex, parse_in_pieces
+from warp_harness.model.source import parse_source
+
+HEADER = '''"""Kernels."""
+
+from __future__ import annotations
+
+import warp as wp
+
+SCALE = 2.0
+'''
+
+KERNEL = """
+
+@wp.kernel
+def k{n}(a: wp.array(dtype=float), b: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    v = b[i] * SCALE + wp.vec3(1.0, 2.0, {n}.0)
+    a[i] = wp.length(v) + float(i) * {n}.0
+"""
+
+# a string spanning lines that start at the first column, one of them like a definition: no place to cut
+SNIPPET = '''
+
+SNIPPET = """
+#include <cuda.h>
+def not_python():
+{body}
+"""
+'''
+
+
+def _module(kernels: int) -> str:
+    parts = [HEADER]
+    for n in range(kernels):
+        parts.append(KERNEL.format(n=n))
+        if n % 50 == 25:
+            parts.append(SNIPPET.format(body="x" * 40))
+    return "".join(parts)
+
+
+def _dump(tree: ast.AST) -> str:
+    return ast.dump(tree, include_attributes=True)
+
+
+def test_pieces_give_the_whole_parse() -> None:
+    text = _module(1000)
+    assert len(text) > 2 * PIECE_MIN_CHARS
+    whole = parse_source(text)
+    pieces = parse_in_pieces(text)
+    assert _dump(pieces.tree) == _dump(whole.tree)
+    assert pieces.lines == whole.lines
+    assert pieces.syntax_error is None
+
+
+def test_a_syntax_error_is_the_whole_parse_s() -> None:
+    text = _module(1000) + "\ndef broken(:\n    pass\n"
+    whole = parse_source(text)
+    pieces = parse_in_pieces(text)
+    assert pieces.syntax_error == whole.syntax_error
+    assert _dump(pieces.tree) == _dump(whole.tree)
+
+
+def test_a_large_module_is_parsed_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    parse = project._parse
+
+    def counting(text: str) -> ast.Module:
+        calls.append(len(text))
+        return parse(text)
+
+    monkeypatch.setattr(project, "_parse", counting)
+    parse_in_pieces(_module(1000))
+    assert len(calls) > 3
+
+
+def _peak(parse: object, text: str) -> int:
+    tracemalloc.start()
+    try:
+        tree = parse(text)  # type: ignore[operator]
+        peak = tracemalloc.get_traced_memory()[1]
+        del tree
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
+def test_a_launch_target_is_parsed_without_the_whole_c_tree(tmp_path: Path) -> None:
+    # what the workspace model holds at the peak of parsing a target: its tree, and the C tree of one piece
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    text = _module(1200)
+    (pkg / "kernels.py").write_text(text)
+    index = ProjectIndex.for_paths([pkg])
+    loaded = index._load("pkg.kernels")
+    assert loaded is not None
+    in_index = _peak(lambda _: loaded.parsed, text)
+    whole = _peak(ast.parse, text)
+    assert in_index < 0.75 * whole
+
+
+def test_a_launch_into_a_module_parsed_in_pieces_has_the_same_records(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(_module(1000))
+    launcher = pkg / "run.py"
+    launcher.write_text(
+        "import warp as wp\nfrom pkg.kernels import k7\n\n\ndef run(a, b, n: float):\n"
+        "    wp.launch(k7, dim=2.5, inputs=[a])\n"
+    )
+    data = launcher.read_bytes()
+    pieces = check_bytes(data, str(launcher), project=ProjectIndex.for_paths([pkg]).view(str(launcher)))
+    assert pieces.records  # the launch is judged against the kernel in the other module
+    whole_index = ProjectIndex.for_paths([pkg])
+    original = project.PIECE_MIN_CHARS
+    project.PIECE_MIN_CHARS = 1 << 40
+    try:
+        whole = check_bytes(data, str(launcher), project=whole_index.view(str(launcher)))
+    finally:
+        project.PIECE_MIN_CHARS = original
+    assert pieces.records == whole.records
+
+
+def test_memory_freed_by_a_large_parse_is_handed_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released: list[bool] = []
+    monkeypatch.setattr(engine, "release_freed_memory", lambda: released.append(True))
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    large = pkg / "large.py"
+    large.write_text(_module(2000))
+    small = pkg / "small.py"
+    small.write_text(_module(3))
+    index = ProjectIndex.for_paths([pkg])
+    assert len(large.read_text()) >= engine.TRIM_MIN_CHARS
+    check_bytes(small.read_bytes(), str(small), project=index.view(str(small)))
+    assert not released
+    check_bytes(large.read_bytes(), str(large), project=index.view(str(large)))
+    assert released == [True]
+    engine._malloc_trim = None
+    monkeypatch.undo()
+    engine.release_freed_memory()  # wherever it runs: glibc's malloc_trim, or nothing
+
+
+def test_a_large_checked_file_is_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    parse = project._parse
+
+    def counting(text: str) -> ast.Module:
+        calls.append(len(text))
+        return parse(text)
+
+    monkeypatch.setattr(project, "_parse", counting)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    large = pkg / "large.py"
+    large.write_text(_module(1000))
+    index = ProjectIndex.for_paths([pkg])
+    check_bytes(large.read_bytes(), str(large), project=index.view(str(large)))
+    assert len(calls) > 3
+
+
+def test_a_checked_file_too_large_to_keep_parsed_is_summarised_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(project, "LOADED_CACHE_BYTES", 10_000)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    large = pkg / "large.py"
+    large.write_text(_module(200))
+    other = pkg / "other.py"
+    other.write_text(
+        "import warp as wp\nfrom pkg.large import k3\n\n\ndef run(a):\n    wp.launch(k3, dim=1, inputs=[a])\n"
+    )
+    index = ProjectIndex.for_paths([pkg])
+    check_bytes(large.read_bytes(), str(large), project=index.view(str(large)))
+    view = index.view(str(other))  # the large file's parse goes
+    assert index._loaded.get("pkg.large") is None or index._loaded["pkg.large"]._parsed is None
+
+    def no_parse(text: str) -> object:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(project, "parse_in_pieces", no_parse)
+    monkeypatch.setattr(project, "parse_source", no_parse)
+    summary = index.summary("pkg.large")
+    assert summary is not None and "k3" in summary.names
+    del view
