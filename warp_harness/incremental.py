@@ -31,6 +31,9 @@ Four caches, each exact:
   not their nodes: those lag (`Chunk.lag`) until the model is read (`_Settling`) or the chunk parser
   reuses them. While any lag, the rules see only the chunks the unit's records depend on (its key's),
   settled, and what they compute once is not kept.
+  The records returned are the last ones updated (`_finish_splice`): the unit's taken out and put in
+  again at their place in the order, the moved ones replaced, not every record finished again (only while
+  finishing drops and changes none: no suppression comment, no conflicting spans, no severity override).
 
 The rules run only on what missed, over a model whose ``kernels`` / ``launches`` list only those; the
 engine (`engine.scoped_records`) calls a rule once per kernel or launch site of its declared `Scope` and
@@ -72,7 +75,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel, build_model, with_kernel_replaced
 from warp_harness.model.source import ParsedSource, _chunk_starts
-from warp_harness.record import Location, Record
+from warp_harness.record import Location, Record, Related, Stage
 from warp_harness.rules import all_rules
 from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
 from warp_harness.suppressions import MARK, remember_scan
@@ -184,6 +187,10 @@ class _NotMovable(Exception):
     pass
 
 
+# the layout of a `_UnitEntry` moved by `_UnitEntry.shifted` (no layout is)
+_MOVED: _Layout = ((-1, -1),)
+
+
 @dataclass(frozen=True)
 class _UnitEntry:
     """A unit's records, with the lines (context chunks, the unit) they were computed at."""
@@ -196,6 +203,8 @@ class _UnitEntry:
     quotes: tuple[int, ...] | None
     # the non-empty lists of ``records``: (rule id, of a launch site, the kernel's or site's number, records)
     found: tuple[tuple[str, bool, int, list[Record]], ...]
+    # no line the records' locations, related places and fixes point at is below this one (1-based)
+    reach: int = 0
 
     @classmethod
     def of(cls, records: _UnitRecords, layout: _Layout, chunk: Chunk) -> _UnitEntry:
@@ -206,11 +215,18 @@ class _UnitEntry:
             for number, part in enumerate(lists)
             if part
         )
-        quotes = _all_quotes(r for *_, part in found for r in part)
-        return cls(records, layout, chunk.first, chunk.end, quotes, found)
+        every = [r for *_, part in found for r in part]
+        quotes = _all_quotes(every)
+        return cls(records, layout, chunk.first, chunk.end, quotes, found, max(map(_reach, every), default=0))
+
+    @property
+    def every(self) -> list[Record]:
+        return [r for *_, part in self.found for r in part]
 
     def at(self, layout: _Layout, chunk: Chunk) -> _UnitEntry | None:
         """These records where the same chunks now sit at ``layout`` and ``chunk`` (None: cannot tell)."""
+        if self.layout is _MOVED:
+            return None
         if self.first == chunk.first and (self.layout is layout or self.layout == layout):
             return self
         if self.quotes is None or len(layout) != len(self.layout):
@@ -228,24 +244,39 @@ class _UnitEntry:
             return None
         return _UnitEntry.of(moved, layout, chunk)
 
-    def shifted(self, shift: _Shift) -> _UnitEntry:
-        """These records after an edit above some of their lines (`_Shift`)."""
-        # only the non-empty lists move (most rules have none): the others are shared
-        records = dict(self.records)
-        copied: set[str] = set()
+    def shifted(self, shift: _Shift, moved: dict[int, Record]) -> _UnitEntry:
+        """These records after an edit above some of their lines (`_Shift`); ``moved`` gains each record
+        that changed, by the id of the one it replaces."""
+        # only the rules with records move (most rules have none); an entry moved so is never looked up
+        # in the cache of units (`at`): only the rules with records are kept, and the layout is not moved
+        records: _UnitRecords = {}
         found = []
+        move = shift.record
         for rule, site, number, part in self.found:
-            if rule not in copied:
-                copied.add(rule)
-                kernels, sites = records[rule]
-                records[rule] = (list(kernels), list(sites))
-            moved = [shift.record(r) for r in part]
-            records[rule][int(site)][number] = moved
-            found.append((rule, site, number, moved))
-        first, end = shift.span((self.first, self.end))
-        layout = tuple(shift.span(span) for span in self.layout)
-        quotes = tuple(map(shift.line, self.quotes)) if self.quotes is not None else None
-        return _UnitEntry(records, layout, first, end, quotes, tuple(found))
+            lists = records.get(rule)
+            if lists is None:
+                kernels, sites = self.records[rule]
+                lists = records[rule] = (list(kernels), list(sites))
+            new_part = []
+            for record in part:
+                new = move(record)
+                if new is not record:
+                    moved[id(record)] = new
+                new_part.append(new)
+            lists[site][number] = new_part
+            found.append((rule, site, number, new_part))
+        entry = object.__new__(_UnitEntry)
+        fields = entry.__dict__
+        fields.update(self.__dict__)
+        fields["records"] = records
+        fields["layout"] = _MOVED
+        fields["first"], fields["end"] = shift.span((self.first, self.end))
+        if self.quotes:
+            fields["quotes"] = tuple(map(shift.line, self.quotes))
+        fields["found"] = tuple(found)
+        if self.reach > shift.after:
+            fields["reach"] = max(self.reach + shift.delta, shift.after)
+        return entry
 
 
 @dataclass(frozen=True)
@@ -335,8 +366,75 @@ def _requoted(record: Record, line: Callable[[int], int]) -> Record:
             pieces += [text[last:start], str(line(int(found.group(group))))]
             last = end
         pieces.append(text[last:])
-        changes[name] = "".join(pieces)
+        new = "".join(pieces)
+        if new != text:
+            changes[name] = new
     return _replaced(record, **changes) if changes else record
+
+
+def _with(value: _Value, name: str, field_value: object) -> _Value:
+    """``value`` with one field changed (`_replaced`, leaner)."""
+    new = object.__new__(type(value))
+    fields = new.__dict__
+    fields.update(value.__dict__)
+    fields[name] = field_value
+    return new
+
+
+# a text quoting line numbers (`_QUOTES`) -> the pieces around the numbers and the numbers (None: its
+# pattern is not found); the texts a move makes are put in too: the next move finds them
+_TEMPLATES: dict[str, tuple[tuple[str, ...], tuple[int, ...]] | None] = {}
+_TEMPLATES_SIZE = 1 << 17
+
+
+def _template(text: str, pattern: re.Pattern[str]) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
+    try:
+        return _TEMPLATES[text]
+    except KeyError:
+        pass
+    found = pattern.search(text)
+    template: tuple[tuple[str, ...], tuple[int, ...]] | None = None
+    if found is not None:
+        pieces: list[str] = []
+        last = 0
+        for group in range(1, len(found.groups()) + 1):
+            start, end = found.span(group)
+            pieces.append(text[last:start])
+            last = end
+        pieces.append(text[last:])
+        template = (tuple(pieces), tuple(map(int, found.groups())))
+    if len(_TEMPLATES) >= _TEMPLATES_SIZE:
+        _TEMPLATES.clear()
+    _TEMPLATES[text] = template
+    return template
+
+
+def _requote(text: str, pattern: re.Pattern[str], shift: _Shift) -> str:
+    """``text`` with the line numbers ``pattern`` finds in it moved (`_Shift.quoted`; itself: none moves)."""
+    template = _template(text, pattern)
+    if template is None:
+        return text
+    pieces, numbers = template
+    after = shift.after
+    moved: list[int] = []
+    for number in numbers:
+        if number > after:
+            number += shift.delta
+        elif number > shift.start:
+            raise _NotMovable  # in the edited chunk: where it went is not known
+        moved.append(number)
+    if moved == list(numbers):
+        return text
+    if len(moved) == 1:
+        new = pieces[0] + str(moved[0]) + pieces[1]
+    else:
+        parts = [pieces[0]]
+        for number, piece in zip(moved, pieces[1:], strict=True):
+            parts += (str(number), piece)
+        new = "".join(parts)
+    if len(_TEMPLATES) < _TEMPLATES_SIZE:
+        _TEMPLATES[new] = (pieces, tuple(moved))
+    return new
 
 
 class _Lines:
@@ -409,6 +507,94 @@ class _Shift(_Lines):
         self.after = after
         self.delta = delta
         self.start = start
+        self._layouts: dict[int, tuple[_Layout, _Layout]] = {}  # most units share their context's layout
+
+    def layout(self, layout: _Layout) -> _Layout:
+        known = self._layouts.get(id(layout))
+        if known is None or known[0] is not layout:
+            known = self._layouts[id(layout)] = (layout, tuple(map(self.span, layout)))
+        return known[1]
+
+    def record(self, record: Record) -> Record:
+        """``record`` moved (itself when nothing in it does: its parts that do not move are shared). Every
+        record below an edit moves on every keystroke that adds or deletes a line: written for speed."""
+        after = self.after
+        delta = self.delta
+        new = object.__new__
+        loc = record.location
+        line, end = loc.line, loc.end_line
+        if line > after or (end is not None and end > after):
+            loc = new(Location)
+            fields = loc.__dict__
+            fields.update(record.location.__dict__)
+            if line > after:
+                fields["line"] = line + delta
+            if end is not None and end > after:
+                fields["end_line"] = end + delta
+        related = record.related
+        if related:
+            moved_related = []
+            changed = False
+            for part in related:
+                place = part.location
+                line, end = place.line, place.end_line
+                if line > after or (end is not None and end > after):
+                    changed = True
+                    moved_place = new(Location)
+                    fields = moved_place.__dict__
+                    fields.update(place.__dict__)
+                    if line > after:
+                        fields["line"] = line + delta
+                    if end is not None and end > after:
+                        fields["end_line"] = end + delta
+                    moved_part = new(Related)
+                    fields = moved_part.__dict__
+                    fields.update(part.__dict__)
+                    fields["location"] = moved_place
+                    part = moved_part
+                moved_related.append(part)
+            if changed:
+                related = tuple(moved_related)
+        fix = record.fix
+        if fix is not None:
+            moved_edits = []
+            changed = False
+            for edit in fix.edits:
+                line, end = edit.line, edit.end_line
+                if line > after or end > after:
+                    changed = True
+                    moved_edit = new(type(edit))
+                    fields = moved_edit.__dict__
+                    fields.update(edit.__dict__)
+                    if end > after:
+                        fields["end_line"] = end + delta
+                    if line > after:
+                        fields["line"] = line + delta
+                    edit = moved_edit
+                moved_edits.append(edit)
+            if changed:
+                fix = _with(fix, "edits", tuple(moved_edits))
+        texts: dict[str, str] | None = None
+        quotes = _QUOTES.get(record.rule)
+        if quotes is not None:
+            for name, pattern in quotes:
+                text = getattr(record, name)
+                new_text = _requote(text, pattern, self) if text else text
+                if new_text is not text:
+                    if texts is None:
+                        texts = {}
+                    texts[name] = new_text
+        if loc is record.location and related is record.related and fix is record.fix and texts is None:
+            return record
+        moved = new(Record)
+        fields = moved.__dict__
+        fields.update(record.__dict__)
+        fields["location"] = loc
+        fields["related"] = related
+        fields["fix"] = fix
+        if texts is not None:
+            fields.update(texts)
+        return moved
 
     def line(self, line: int) -> int:
         return line + self.delta if line > self.after else line
@@ -435,6 +621,21 @@ class _Shift(_Lines):
         if any(r.location.line > after or (r.location.end_line or 0) > after for r in record.related):
             return True
         return record.fix is not None and any(e.end_line > after for e in record.fix.edits)
+
+
+def _reach(record: Record) -> int:
+    """The last line ``record``'s location, related places and fix point at."""
+    loc = record.location
+    last = max(loc.line, loc.end_line or 0)
+    if record.related:
+        last = max(last, _reach_related(record.related))
+    if record.fix is not None:
+        last = max([last, *(max(e.line, e.end_line) for e in record.fix.edits)])
+    return last
+
+
+def _reach_related(related: tuple[Related, ...]) -> int:
+    return max(max(r.location.line, r.location.end_line or 0) for r in related)
 
 
 def _mentions(records: Iterable[Record]) -> tuple[int, tuple[int, ...]]:
@@ -572,6 +773,8 @@ class _Snapshot:
     rest_quotes: tuple[int, ...]
     # some chunks were shifted by an edit that changed the line count, their nodes not (`Chunk.lag`)
     lagging: bool = False
+    # the records the last analysis gave, for the next splice to update (None: finished in full then)
+    finished: _Finished | None = None
 
 
 @dataclass
@@ -618,42 +821,163 @@ def _copy(analysis: Analysis) -> Analysis:
 
 def _moved_records(
     snapshot: _Snapshot, edited: int, shift: _Shift
-) -> tuple[dict[int, tuple[_Unit, _UnitEntry]], tuple[_Parts, _Parts]] | None:
+) -> tuple[dict[int, tuple[_Unit, _UnitEntry]], tuple[_Parts, _Parts], dict[int, Record]] | None:
     """The snapshot's records but those of the unit at position ``edited``, after an edit in that unit's
-    chunk that moved the lines below it, the line numbers their texts quote moved likewise (None: a
-    record quotes a line of the edited chunk, or mentions a line after its start otherwise)."""
+    chunk that moved the lines below it, the line numbers their texts quote moved likewise, and each
+    record that changed by the id of the one it replaces (None: a record quotes a line of the edited
+    chunk, or mentions a line after its start otherwise)."""
     start, after = shift.start, shift.after
     rest_quotes = snapshot.rest_quotes
     if snapshot.rest_mentions > start or shift.edits_quoted(rest_quotes):
         return None
+    moved: dict[int, Record] = {}
     with_records: dict[int, tuple[_Unit, _UnitEntry]] = {}
     for position, (unit, entry) in snapshot.with_records.items():
         if position == edited:
             continue
         quotes = entry.quotes
         if quotes is None:
-            records = [r for *_, part in entry.found for r in part]
+            records = entry.every
             if _mentions(records)[0] > start:
                 return None
             if any(map(shift.moves, records)):
-                entry = entry.shifted(shift)
+                entry = entry.shifted(shift, moved)
         elif quotes and quotes[-1] > start:
             if shift.edits_quoted(quotes):
                 return None
-            entry = entry.shifted(shift)
-        elif entry.end > start or any(shift.moves(r) for *_, part in entry.found for r in part):
-            entry = entry.shifted(shift)
+            entry = entry.shifted(shift, moved)
+        elif entry.end > start or entry.reach > after:
+            entry = entry.shifted(shift, moved)
         with_records[position] = (unit, entry)
     requote = bool(rest_quotes) and rest_quotes[-1] > after
     moved_parts = []
     for parts in snapshot.rest_parts:
-        moved: _Parts = {}
+        moved_rest: _Parts = {}
         for rule_id, items in parts.items():
             if (requote and rule_id in _QUOTES) or any(shift.moves(r) for _, part in items for r in part):
-                items = [(p, [shift.record(r) for r in part]) for p, part in items]
-            moved[rule_id] = items
-        moved_parts.append(moved)
-    return with_records, (moved_parts[0], moved_parts[1])
+                items = [(p, [_moving(shift, r, moved) for r in part]) for p, part in items]
+            moved_rest[rule_id] = items
+        moved_parts.append(moved_rest)
+    return with_records, (moved_parts[0], moved_parts[1]), moved
+
+
+def _moving(shift: _Shift, record: Record, moved: dict[int, Record]) -> Record:
+    new = shift.record(record)
+    if new is not record:
+        moved[id(record)] = new
+    return new
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """The records an analysis gave (`engine.finish_records`: sorted), kept for the next splice to update
+    (`_finish_splice`) rather than finish every record again: only when finishing them dropped and
+    changed none (no two records in conflict, no suppression comment, no severity overridden)."""
+
+    records: list[Record]  # never changed: the analysis returned holds it too
+    module: list[Record]  # those of the rules of scope MODULE (run again on every edit)
+    groups: frozenset[tuple[int, int]]  # the (stage, severity) ranks the records have
+
+    @classmethod
+    def of(
+        cls,
+        found: list[Record],
+        finished: list[Record],
+        module: dict[str, list[Record]],
+        marks: int,
+        settings: Settings,
+    ) -> _Finished | None:
+        """``found``: the records before finishing, ``finished`` after."""
+        if marks or len(finished) != len(found) or any(r.rule in settings.severity for r in finished):
+            return None
+        groups = frozenset((r.stage.rank, r.severity.rank) for r in finished)
+        return cls(finished, _flat(module), groups)
+
+
+def _flat(module: dict[str, list[Record]]) -> list[Record]:
+    return [r for records in module.values() for r in records]
+
+
+_CONSTRAINT = Stage.CONSTRAINT.rank
+
+
+def _finish_splice(
+    last: _Finished,
+    removed: list[Record],
+    added: list[Record],
+    moved: dict[int, Record],
+    shift: _Shift | None,
+    settings: Settings,
+    module: dict[str, list[Record]],
+) -> _Finished | None:
+    """The records the last analysis gave (``last``) with ``removed`` taken out (the edited unit's and the
+    rules of scope MODULE's, as they were), those that moved with the lines (``moved``, by the id of the one
+    each replaces; ``shift``: the lines that moved) replaced and ``added`` put in: what finishing every
+    record again gives, in a time that grows with the records edited, not with those kept (a list copy at
+    C speed aside). None where it cannot tell: a record added shares its place in the order or its span
+    (a conflict) with another, or a record not of the edited unit sits in the edited lines."""
+    key = _order
+    records = last.records
+    drop: list[int] = []
+    for record in removed:
+        k = key(record)
+        i = bisect.bisect_left(records, k, key=key)
+        while i < len(records) and records[i] is not record and key(records[i]) == k:
+            i += 1
+        if i == len(records) or records[i] is not record:
+            return None
+        drop.append(i)
+    kept = list(records)
+    for i in sorted(drop, reverse=True):
+        del kept[i]
+    groups = set(last.groups)
+    if shift is not None:
+        # the records that stay keep their order when those below the edited lines move: none is inside them
+        for stage, severity in groups:
+            first: tuple[int | str, ...] = (stage, severity, shift.start + 1)
+            i = bisect.bisect_left(kept, first, key=key)
+            if i < len(kept) and key(kept[i])[:3] <= (stage, severity, shift.after):
+                return None
+    if moved:
+        get = moved.get
+        kept = [get(id(r), r) for r in kept]
+    keys: set[tuple[int | str, ...]] = set()
+    for record in added:
+        if record.rule in settings.severity:
+            return None
+        k = key(record)
+        i = bisect.bisect_left(kept, k, key=key)
+        if k in keys or (i < len(kept) and key(kept[i]) == k):
+            return None  # equal keys: the order a full run gives them is not known here
+        keys.add(k)
+        groups.add((record.stage.rank, record.severity.rank))
+        if record.stage is Stage.CONSTRAINT and _shares_span(kept, record, groups):
+            return None
+        kept.insert(i, record)
+    return _Finished(kept, _flat(module), frozenset(groups))
+
+
+def _order(record: Record) -> tuple[int | str, ...]:
+    """`Record.sort_key`, typed for a bisection by a piece of it."""
+    return record.sort_key()
+
+
+def _shares_span(records: list[Record], record: Record, groups: set[tuple[int, int]]) -> bool:
+    """Whether a record of stage CONSTRAINT among the (sorted) ``records`` has ``record``'s span."""
+    loc = record.location
+    span = (loc.line, loc.col, loc.end_line, loc.end_col)
+    key = _order
+    for stage, severity in groups:
+        if stage != _CONSTRAINT:
+            continue
+        place: tuple[int | str, ...] = (stage, severity, loc.line, loc.col)
+        i = bisect.bisect_left(records, place, key=key)
+        while i < len(records) and key(records[i])[:4] == place:
+            other = records[i].location
+            if (other.line, other.col, other.end_line, other.end_col) == span:
+                return True
+            i += 1
+    return False
 
 
 def _path_of(unit_key: tuple[object, ...]) -> object:
@@ -780,11 +1104,14 @@ class IncrementalAnalyser:
         records.extend(found)
         marks = _scan_for_comments(parsed, chunks)
         records.extend(unused_suppressions(whole, found, frozenset()))
+        finished = finish_records(records, parsed, settings)
         if parsed.syntax_error is None and marks is not None:
             deps = dict(view.deps) if view is not None else {}
             index_of = project.index if project is not None else None
             document.snapshot = _snapshot(text, settings, parsed, chunks, marks, kept, index_of, deps)
-        return Analysis(finish_records(records, parsed, settings), model, parsed)
+            if document.snapshot is not None:
+                document.snapshot.finished = _Finished.of(records, finished, kept.module, marks, settings)
+        return Analysis(finished, model, parsed)
 
     def _spliced(
         self,
@@ -843,6 +1170,10 @@ class IncrementalAnalyser:
         ):
             return None
         with_records, rest_parts = snapshot.with_records, snapshot.rest_parts
+        had = with_records.get(position)
+        removed = had[1].every if had is not None else []  # the unit's records the last analysis gave
+        moved_map: dict[int, Record] = {}
+        moved_by: _Shift | None = None
         rest_quotes = snapshot.rest_quotes
         if delta:
             moved_by = _Shift(chunk.end, delta, chunk.first)
@@ -852,7 +1183,7 @@ class IncrementalAnalyser:
                 moved = None
             if moved is None:
                 return None
-            with_records, rest_parts = moved
+            with_records, rest_parts, moved_map = moved
             rest_quotes = tuple(map(moved_by.line, rest_quotes))
             # the later chunks' lines move, their nodes lag (the rules below read only settled ones)
             for later in snapshot.chunks[number + 1 :]:
@@ -915,8 +1246,28 @@ class IncrementalAnalyser:
         with_records.pop(position, None)
         if entry.found:
             with_records[position] = (replaced, entry)
+        marks = snapshot.marks - _holds_mark(chunk) + _holds_mark(new)
+        last = snapshot.finished
         try:
-            found = _merge(snapshot.rules, with_records.values(), rest_parts, whole)
+            module = _module_records(snapshot.rules, whole)
+            finished_now = (
+                _finish_splice(
+                    last,
+                    [*removed, *last.module],
+                    [*entry.every, *_flat(module)],
+                    moved_map,
+                    moved_by,
+                    settings,
+                    module,
+                )
+                if last is not None and marks == 0
+                else None
+            )
+            found = (
+                _merge(snapshot.rules, with_records.values(), rest_parts, module)
+                if finished_now is None
+                else []
+            )
         except _RuleFailed:
             document.snapshot = None
             return None
@@ -931,7 +1282,6 @@ class IncrementalAnalyser:
         snapshot.cached[position] = entry
         units = list(snapshot.units)
         units[unit_number] = replaced
-        marks = snapshot.marks - _holds_mark(chunk) + _holds_mark(new)
         shift = len(text) - len(snapshot.text)
         offsets = snapshot.offsets
         if shift:
@@ -951,9 +1301,14 @@ class IncrementalAnalyser:
             lagging=lagging,
         )
         remember_scan(text, marks > 0)
-        records = list(found)
-        records.extend(unused_suppressions(whole, found, frozenset()))
-        finished = finish_records(records, parsed, settings)
+        if finished_now is None:
+            records = list(found)
+            records.extend(unused_suppressions(whole, found, frozenset()))
+            finished = finish_records(records, parsed, settings)
+            document.snapshot.finished = _Finished.of(records, finished, module, marks, settings)
+        else:  # no suppression comment: WH016 has nothing to say
+            finished = finished_now.records
+            document.snapshot.finished = finished_now
         if lagging:
             return _Settling(finished, spliced, parsed, partial(self._settle, document.parser))
         return Analysis(finished, spliced, parsed)
@@ -1085,7 +1440,8 @@ class IncrementalAnalyser:
         whole = RuleContext(model, profile, table, settings, project=view)
         with_records = {u.position: (u, cached[u.position]) for u in units if cached[u.position].found}
         rest_parts = _rest_parts(model, units, rest_found.records)
-        found_records = _merge(rules, with_records.values(), rest_parts, whole)
+        module = _module_records(rules, whole)
+        found_records = _merge(rules, with_records.values(), rest_parts, module)
         snapshot_parts = _Kept(
             model,
             rules,
@@ -1099,6 +1455,7 @@ class IncrementalAnalyser:
             rest_parts,
             scanned,
             shared,
+            module,
         )
         return found_records, whole, snapshot_parts
 
@@ -1119,6 +1476,7 @@ class _Kept:
     rest_parts: tuple[_Parts, _Parts]
     scanned: NodeIndex
     shared: _Shared
+    module: dict[str, list[Record]]
 
 
 def _snapshot(
@@ -1530,16 +1888,31 @@ def _rest_parts(model: ModuleModel, units: list[_Unit], rest: _PlacedRecords) ->
     return on_kernels, on_sites
 
 
+def _module_records(rules: list[Rule], whole: RuleContext) -> dict[str, list[Record]]:
+    """The records of the rules of scope MODULE (about the whole file: run on it every time), by rule id
+    (``whole``: the context of the whole model)."""
+    records: dict[str, list[Record]] = {}
+    for rule in rules:
+        if rule.scope is Scope.MODULE:
+            try:
+                found = [record for _, _, record in scoped_records(rule, whole)]
+            except Exception as exc:
+                raise _RuleFailed from exc
+            if found:
+                records[rule.id] = found
+    return records
+
+
 def _merge(
     rules: list[Rule],
     with_records: Iterable[tuple[_Unit, _UnitEntry]],
     rest: tuple[_Parts, _Parts],
-    whole: RuleContext,
+    module: dict[str, list[Record]],
 ) -> list[Record]:
     """Every rule's records in the order a full run over the whole model produces them: per rule, its
     records on each kernel by position, then on each launch site (``with_records``: the units that have
-    records, with them; ``rest``: the other records, from `_rest_parts`; ``whole``: the context of the
-    whole model, for rules of scope MODULE)."""
+    records, with them; ``rest``: the other records, from `_rest_parts`; ``module``: the records of the
+    rules of scope MODULE, `_module_records`)."""
     on_kernels = {rule_id: list(parts) for rule_id, parts in rest[0].items()}
     on_sites = {rule_id: list(parts) for rule_id, parts in rest[1].items()}
     for unit, entry in with_records:
@@ -1551,10 +1924,7 @@ def _merge(
     records: list[Record] = []
     for rule in rules:
         if rule.scope is Scope.MODULE:
-            try:
-                records.extend(record for _, _, record in scoped_records(rule, whole))
-            except Exception as exc:
-                raise _RuleFailed from exc
+            records.extend(module.get(rule.id, ()))
             continue
         for parts in (on_kernels.get(rule.id), on_sites.get(rule.id)):
             if parts:

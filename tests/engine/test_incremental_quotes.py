@@ -5,7 +5,6 @@ the lines they name, exactly as a fresh analysis quotes them, without analysing 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,12 @@ from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
 from warp_harness.engine import analyse_source
 from warp_harness.incremental import IncrementalAnalyser
-from warp_harness.model.kernel import KernelDef
-from warp_harness.model.module import ModuleModel
 from warp_harness.record import Location, Record, Severity, Stage
-from warp_harness.rules import all_rules
-from warp_harness.rules.base import Rule, RuleContext
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 from corpus import QUOTING, QUOTING_REST, generated_module
+from splice_helpers import Spy, same
 
 # sm_86: WH015's shared memory budget is exceeded by `gemm`'s unrolled loop
 _SETTINGS = Settings(target="sm_86")
@@ -51,38 +47,9 @@ def table() -> BuiltinTable:
     return load_table()
 
 
-class _Spy:
-    """Counts full model builds and which kernels WH001 is asked about."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.builds = 0
-        self.checked: list[str] = []
-        real_build = incremental.build_model
-
-        def build(*args: object, **kwargs: object) -> ModuleModel:
-            self.builds += 1
-            return real_build(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(incremental, "build_model", build)
-        rule = type(next(r for r in all_rules() if r.id == "WH001"))
-        original = rule.check_kernel
-
-        def counting(rule_self: Rule, ctx: RuleContext, kernel: KernelDef) -> Iterable[Record]:
-            self.checked.append(kernel.name)
-            return original(rule_self, ctx, kernel)
-
-        monkeypatch.setattr(rule, "check_kernel", counting)
-
-    def reset(self) -> None:
-        self.builds = 0
-        self.checked.clear()
-
-
-def _same(analyser: IncrementalAnalyser, text: str, table: BuiltinTable, spy: _Spy | None = None) -> None:
-    fresh = analyse_source(text, "q.py", _SETTINGS, builtins=table).records
-    if spy is not None:
-        spy.reset()
-    assert analyser.analyse(text, "q.py", _SETTINGS).records == fresh
+def _same(analyser: IncrementalAnalyser, text: str, table: BuiltinTable, spy: Spy | None = None) -> None:
+    """The analyser's records of ``text`` are those of a fresh analysis (``spy``: counts the analyser's)."""
+    same(analyser, text, table, spy, "q.py", _SETTINGS)
 
 
 def line_edits(text: str, kernel: str) -> list[str]:
@@ -120,7 +87,7 @@ def test_lines_added_and_deleted_move_the_quoted_line_numbers(
     lines and the lines they quote: spliced (no model built), the records those of a fresh analysis."""
     analyser = IncrementalAnalyser(table)
     _same(analyser, QUOTING, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     for version in line_edits(QUOTING, kernel):
         _same(analyser, version, table, spy)
         assert spy.builds == 0
@@ -134,7 +101,7 @@ def test_edits_in_two_kernels_move_the_other_kernels_cached_records(
     moved, come from the cache, moved to their lines."""
     analyser = IncrementalAnalyser(table)
     _same(analyser, QUOTING, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     text = QUOTING
     for kernel in ("top", "middle"):
         at = text.index("\n", text.index("i = wp.tid()", text.index(f"def {kernel}(")))
@@ -151,7 +118,7 @@ def test_a_line_mentioned_otherwise_sends_the_edit_the_full_way(
     is not known), below it is; the records are a fresh analysis's either way."""
     analyser = IncrementalAnalyser(table)
     _same(analyser, UNKNOWN, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     for kernel, spliced in (("middle", False), ("commented", True)):
         last = UNKNOWN
         for version in line_edits(UNKNOWN, kernel):
@@ -196,7 +163,7 @@ def test_the_generated_module_with_quoting_records(
     assert {r.rule for r in records if incremental._quotes(r)} == {"WH007", "WH024"}
     analyser = IncrementalAnalyser(table)
     _same(analyser, text, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     for kernel in ("kernel_1", "tile_kernel_2", "kernel_3"):
         for version in line_edits(text, kernel):
             _same(analyser, version, table, spy)
@@ -212,7 +179,7 @@ def test_the_rest_records_quotes_follow_every_edit(
     assert [r.rule for r in records if incremental._quotes(r)] == ["WH002"]
     analyser = IncrementalAnalyser(table)
     _same(analyser, QUOTING_REST, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     at = QUOTING_REST.index("\n", QUOTING_REST.index("    a[i] = 1.0"))
     text = QUOTING_REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + QUOTING_REST[at:]
     _same(analyser, text, table, spy)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -19,16 +18,12 @@ from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
 from warp_harness.engine import analyse_source
 from warp_harness.incremental import IncrementalAnalyser
-from warp_harness.model.kernel import KernelDef
-from warp_harness.model.module import ModuleModel
-from warp_harness.record import Record
-from warp_harness.rules import all_rules
-from warp_harness.rules.base import Rule, RuleContext
 
 _ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(_ROOT / "benchmarks"))
 
 from corpus import generated_module, with_kernel_factories  # noqa: E402
+from splice_helpers import Spy, same  # noqa: E402
 
 _GENERATED = generated_module(kernels=12, target_lines=0)
 # kernels with records of their own (WH003 mixed scalar types), a suppression, a factory
@@ -62,39 +57,9 @@ def table() -> BuiltinTable:
     return load_table()
 
 
-class _Spy:
-    """Counts full model builds and which kernels WH001 is asked about."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.builds = 0
-        self.checked: list[str] = []
-        real_build = incremental.build_model
-
-        def build(*args: object, **kwargs: object) -> ModuleModel:
-            self.builds += 1
-            return real_build(*args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(incremental, "build_model", build)
-        rule = type(next(r for r in all_rules() if r.id == "WH001"))
-        original = rule.check_kernel
-
-        def counting(rule_self: Rule, ctx: RuleContext, kernel: KernelDef) -> Iterable[Record]:
-            self.checked.append(kernel.name)
-            return original(rule_self, ctx, kernel)
-
-        monkeypatch.setattr(rule, "check_kernel", counting)
-
-    def reset(self) -> None:
-        self.builds = 0
-        self.checked.clear()
-
-
-def _same(analyser: IncrementalAnalyser, text: str, table: BuiltinTable, spy: _Spy | None = None) -> None:
+def _same(analyser: IncrementalAnalyser, text: str, table: BuiltinTable, spy: Spy | None = None) -> None:
     """The analyser's records of ``text`` are those of a fresh analysis (``spy``: counts the analyser's)."""
-    fresh = analyse_source(text, "s.py", Settings(), builtins=table).records
-    if spy is not None:
-        spy.reset()
-    assert analyser.analyse(text, "s.py", Settings()).records == fresh
+    same(analyser, text, table, spy, "s.py", Settings())
 
 
 def _typed(text: str, at: int, typed: str) -> list[str]:
@@ -107,7 +72,7 @@ def test_typing_in_a_kernel_is_spliced_and_checks_only_that_kernel(
 ) -> None:
     analyser = IncrementalAnalyser(table)
     _same(analyser, _GENERATED, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     at = _GENERATED.index(" = x[i] * scale", _GENERATED.index("def kernel_3("))
     for text in _typed(_GENERATED, at, "_renamed"):
         _same(analyser, text, table, spy)
@@ -177,7 +142,7 @@ def test_edits_in_a_kernel(
     for source in (_GENERATED, _BUGGY, _FACTORIES):
         analyser = IncrementalAnalyser(table)
         _same(analyser, source, table)
-        spy = _Spy(monkeypatch)
+        spy = Spy(monkeypatch)
         at = source.index(anchor, source.index("def kernel_4(")) + offset
         text = source[:at] + typed + source[at:]
         _same(analyser, text, table, spy)
@@ -196,7 +161,7 @@ def test_edits_elsewhere_between_spliced_keystrokes(
     analyser = IncrementalAnalyser(table)
     text = _BUGGY
     _same(analyser, text, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
 
     def keystrokes(name: str, spliced: bool) -> None:
         nonlocal text
@@ -355,7 +320,7 @@ def test_keystrokes_with_the_workspace_model(
         assert analyser.analyse(text, path, Settings(), view).records == fresh
         return dict(view.deps)
 
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     deps = same(_SIM)
     assert "pkg.kernels" in deps
     at = _SIM.index(" = wp.tid()", _SIM.index("def other("))
@@ -425,7 +390,7 @@ def test_lines_added_and_deleted_in_a_kernel(
         assert any(r.rule == "WH007" and "at line" in (r.hint or "") for r in records)
     analyser = IncrementalAnalyser(table)
     _same(analyser, text, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     versions: list[str] = []
     at = _line_end(text, "    a = x[i] * scale", "kernel_4")
     text = text[:at] + "\n    " + text[at:]  # Enter
@@ -455,7 +420,7 @@ def test_keystrokes_after_many_lines_added_above(
     text = _BUGGY
     analyser = IncrementalAnalyser(table)
     _same(analyser, text, table)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
     for _ in range(6):
         at = _line_end(text, "    i = wp.tid()", "kernel_2")
         text = text[:at] + "\n    t0 = 1.0" + text[at:]
@@ -573,7 +538,7 @@ def test_lines_added_with_the_workspace_model(
     index = ProjectIndex.for_paths([tmp_path / "pkg"], builtins=table)
     analyser = IncrementalAnalyser(table)
     path = str(sim)
-    spy = _Spy(monkeypatch)
+    spy = Spy(monkeypatch)
 
     def same(text: str) -> None:
         index.set_text(sim, text)
