@@ -94,8 +94,10 @@ def byte_to_char_col(line: str, byte_col: int) -> int:
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
 
-@dataclass
+@dataclass(eq=False)
 class RuleContext:
+    """What a rule sees of the file under analysis: its model, the target, the builtins, the settings."""
+
     model: ModuleModel
     profile: HardwareProfile
     builtins: BuiltinTable

@@ -228,7 +228,7 @@ class UnsupportedConstruct(Rule):
                     )
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _ModuleNames:
     """Module-level names: which are undecorated plain functions, which shadow Python builtins."""
 

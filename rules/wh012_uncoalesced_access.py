@@ -72,8 +72,10 @@ _PY_PURE = {"int", "float", "bool", "min", "max", "abs", "round", "range", "len"
 _VIEW_ATTRIBUTES = {"T", "transpose", "flatten", "view", "reshape", "contiguous", "flip"}
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Access:
+    """An access whose fastest-varying thread index lands on a slow axis of a C-contiguous array."""
+
     node: ast.AST
     array: str
     text: str

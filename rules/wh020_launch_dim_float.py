@@ -82,7 +82,7 @@ _MATH_FLOATS = {
 _MAX_DEPTH = 6
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Float:
     """Why an expression is a float: ``cause`` is the node that makes it one (a `/`, a float literal,
     a call); ``via`` the assignment it was reached through, if any."""

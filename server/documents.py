@@ -11,14 +11,16 @@ if TYPE_CHECKING:
     from warp_harness.engine import Analysis
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class StaticState:
+    """A document's last static analysis and the text and version it is for."""
+
     version: int | None
     text: str
     analysis: Analysis
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class DynamicState:
     """A file's last daemon result: dynamic-tier records, per-kernel verdicts, and when."""
 

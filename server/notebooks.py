@@ -61,8 +61,10 @@ def notebook_path(uri: str) -> str | None:
     return unquote(parsed.path) if parsed.scheme and parsed.path.startswith("/") else None
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class CellResult:
+    """A notebook cell's last records and the diagnostics published for them."""
+
     uri: str
     version: int | None
     text: str
@@ -70,8 +72,10 @@ class CellResult:
     pairs: list[tuple[Record, types.Diagnostic]]
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class NotebookState:
+    """A notebook's last analysis: the joined code cells and each cell's result."""
+
     version: int
     joined: Joined
     cells: dict[str, CellResult] = field(default_factory=dict)

@@ -24,17 +24,16 @@ from urllib.parse import unquote
 
 from lsprotocol import types
 
-from warp_harness.server import pull_workspace
-
 if TYPE_CHECKING:
     from warp_harness.server.app import WarpHarnessServer
+    from warp_harness.server.pull_workspace import WorkspaceFiles
 
 log = logging.getLogger("warp_harness.server.pull")
 
 IDENTIFIER = "warp-harness"
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Kept:
     """A document's latest diagnostics, their result id and the version they are for."""
 
@@ -43,14 +42,17 @@ class Kept:
     version: int | None
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class PullState:
+    """The server's pulled-diagnostics bookkeeping: what was reported, kept and is pending."""
+
     kept: dict[str, Kept] = field(default_factory=dict)
     # uri -> (result id, document version) of the last report the client received
     reported: dict[str, tuple[str, int | None]] = field(default_factory=dict)
     refresh_pending: bool = False
     refreshes: int = 0
-    files: pull_workspace.WorkspaceFiles = field(default_factory=pull_workspace.WorkspaceFiles)
+    # the unopened files' reports; None until the first workspace pull (see `workspace_files`)
+    files: WorkspaceFiles | None = None
     refresh_after_scan: bool = False  # a workspace pull answered before its scan finished
     # documents whose last report was answered while their analysis still ran (from the one before)
     answered_early: set[str] = field(default_factory=set)
@@ -58,6 +60,16 @@ class PullState:
 
 def state(ls: WarpHarnessServer) -> PullState:
     return ls.pull_state
+
+
+def workspace_files(pulled: PullState) -> WorkspaceFiles:
+    """The unopened files' reports, made at the first workspace pull: start-up (to the first
+    diagnostics) does not import the workspace scan."""
+    if pulled.files is None:
+        from warp_harness.server.pull_workspace import WorkspaceFiles
+
+        pulled.files = WorkspaceFiles()
+    return pulled.files
 
 
 def client_pulls(ls: WarpHarnessServer) -> bool:
@@ -129,7 +141,8 @@ def request_refresh(ls: WarpHarnessServer) -> None:
 def workspace_changed(ls: WarpHarnessServer) -> None:
     """Settings (or a pyproject.toml) changed: the reports of unopened files may too, and the
     client pulls them again only when told."""
-    if client_pulls(ls) and state(ls).files.reports:
+    files = state(ls).files
+    if client_pulls(ls) and files is not None and files.reports:
         request_refresh(ls)
 
 
@@ -194,7 +207,9 @@ def _open_paths(ls: WarpHarnessServer) -> set[str]:
 async def _scan_files(ls: WarpHarnessServer, skip: set[str]) -> bool:
     """Start a scan of the workspace's files (unless one runs) and wait for it up to the budget;
     whether it finished. One that did not sends a refresh when it does."""
-    files = state(ls).files
+    from warp_harness.server import pull_workspace
+
+    files = workspace_files(state(ls))
     if not ls.roots:
         return True
     if files.scanning is None or files.scanning.done():
@@ -239,8 +254,9 @@ def _file_items(
     """The reports of the workspace's files not open in the editor, the daemon's results for them
     (kept by ``deliver`` for a closed file) next to the static ones."""
     pulled = state(ls)
-    with pulled.files.lock:
-        reports = sorted(pulled.files.reports.items())
+    files = workspace_files(pulled)
+    with files.lock:
+        reports = sorted(files.reports.items())
     items: list[types.WorkspaceDocumentDiagnosticReport] = []
     for path, report in reports:
         if path in skip:

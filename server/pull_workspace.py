@@ -42,15 +42,17 @@ MAX_FILES = 2000  # a huge workspace: the first files in walk order are reported
 BUDGET_S = 1.0  # how long a workspace pull waits for analyses before answering with what is ready
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FileReport:
+    """A workspace file's last report: the key it was made for, its diagnostics and result id."""
+
     key: tuple[Any, ...]
     uri: str
     diagnostics: list[types.Diagnostic]
     result_id: str
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class WorkspaceFiles:
     """The last report of each workspace file, and the scan (one at a time) that renews them."""
 

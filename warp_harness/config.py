@@ -47,6 +47,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class Settings:
+    """The effective settings of a check (from pyproject.toml / .warp-harness.toml and overrides)."""
+
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
@@ -194,6 +196,8 @@ def _check_target(target: str, where: str) -> None:
 
 @dataclass(frozen=True)
 class _Parsed:
+    """A configuration file's parsed TOML, or why it was skipped or refused."""
+
     data: dict[str, Any] | None  # None: not TOML (skipped)
     error: str | None = None  # set: the file breaks a limit (a ConfigError for every caller)
 

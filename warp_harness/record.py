@@ -47,6 +47,8 @@ _SEVERITY_ORDER = list(Severity)
 
 @dataclass(frozen=True)
 class Location:
+    """Where a record points: a file, 1-based line, 0-based column, an optional end and kernel."""
+
     path: str
     line: int
     col: int = 0
@@ -108,6 +110,8 @@ class TextEdit:
 
 @dataclass(frozen=True)
 class Fix:
+    """A titled set of edits that resolves a record; ``safe`` fixes are the ones `check --fix` applies."""
+
     title: str
     edits: tuple[TextEdit, ...]
     # a safe fix keeps behaviour where the code was already correct; `check --fix` applies only these
@@ -142,6 +146,8 @@ class Related:
 
 @dataclass(frozen=True)
 class Record:
+    """One finding: its stage, rule, severity, location and message, with optional detail and fix."""
+
     stage: Stage
     rule: str
     severity: Severity

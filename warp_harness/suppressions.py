@@ -39,8 +39,10 @@ def remember_scan(text: str, found: bool) -> None:
 UNUSED_RULE = "WH016"
 
 
-@dataclass
+@dataclass(eq=False)
 class Suppressions:
+    """The rules silenced per line and for the whole file by ``# wh: ignore`` comments."""
+
     lines: dict[int, frozenset[str]] = field(default_factory=dict)
     file: frozenset[str] = frozenset()
 

@@ -11,7 +11,7 @@ argument that would otherwise fail: all *maybe*.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
@@ -81,6 +81,8 @@ class CallStatus(str, Enum):
 
 @dataclass(frozen=True)
 class ParamSig:
+    """One parameter of a builtin overload."""
+
     name: str
     type: TypeDict
     has_default: bool
@@ -92,6 +94,8 @@ class ParamSig:
 
 @dataclass(frozen=True)
 class Overload:
+    """One overload of a builtin: its parameters and return type."""
+
     params: tuple[ParamSig, ...]
     # serialised type; None when Warp computes it in a value_func (see return_annotation)
     return_type: TypeDict | None
@@ -135,6 +139,8 @@ class Overload:
 
 @dataclass(frozen=True)
 class Builtin:
+    """A Warp builtin function and its overloads."""
+
     name: str
     overloads: tuple[Overload, ...]
     namespace: str = ""
@@ -158,14 +164,16 @@ class Builtin:
         return describe_arity(o.arity() for o in self.overloads)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CallCheck:
+    """The verdict on a call of a builtin: its status, a message and the candidate signatures."""
+
     status: CallStatus
     message: str = ""
     expected_arity: str | None = None  # e.g. "1 or 2 arguments", with BAD_ARITY (and BAD_TYPES)
     signatures: tuple[str, ...] = ()  # candidate signatures, with BAD_TYPES and BAD_ARITY
     # with OK: the overloads Warp may pick, in its order; the last one surely matches
-    matched: tuple[Overload, ...] = field(default=(), compare=False)
+    matched: tuple[Overload, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -374,8 +382,10 @@ class _Matcher:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Binding:
+    """Call arguments bound to a signature's parameters, or why they do not bind."""
+
     bound: dict[str, WarpType]
     extra_positional: list[WarpType]
     extra_keyword: dict[str, WarpType]
@@ -433,8 +443,10 @@ def _overload_psigs(o: Overload) -> list[_PSig]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Stub:
+    """A ``warp/__init__.pyi`` stub of a builtin: its parameters and return annotation."""
+
     params: tuple[tuple[str, str, Any, bool], ...]  # (name, kind, annotation tree, has_default)
     returns: Any
     returns_text: str | None

@@ -24,6 +24,8 @@ class UnknownProfileError(ValueError):
 
 @dataclass(frozen=True)
 class HardwareProfile:
+    """The limits and peak figures of a target device (a bundled or user TOML profile)."""
+
     name: str
     description: str
     device: str

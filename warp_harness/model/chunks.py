@@ -33,6 +33,8 @@ _PARSE_ERRORS = (SyntaxError, ValueError, MemoryError, RecursionError)
 
 @dataclass(eq=False)
 class Chunk:
+    """A run of top-level lines of a file, parsed on its own when it can be."""
+
     first: int  # 0-based first line
     end: int  # 0-based line after the last
     text: str

@@ -19,7 +19,7 @@ from warp_harness.model.module import ModuleModel
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _FileScopes:
     """Per file: each function's or class's enclosing scope, and the names the module rebinds."""
 

@@ -386,7 +386,7 @@ _Stores = dict[str, list[tuple[ast.expr, _Method, dict[str, ast.expr]]]]
 _CLASS_STORES: weakref.WeakKeyDictionary[ast.ClassDef, tuple[_Stores, set[str]]] = weakref.WeakKeyDictionary()
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _ClassFacts:
     """What the file's classes store in ``self.<attr>``, each part worked out when first asked: a class's
     own stores only when a question is about it, the module-wide stores only for an answer that would

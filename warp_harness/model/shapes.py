@@ -116,6 +116,8 @@ class Cover(str, Enum):
 
 @dataclass(frozen=True)
 class Comparison:
+    """How a launch dim compares with an extent: the cover, and the range of their difference."""
+
     cover: Cover
     # the dim minus the extent lies in low..high (integers; 0, 0 when unknown)
     low: int = 0
@@ -142,8 +144,10 @@ def compare(dim: Extent, extent: Extent) -> Comparison:
 # what a scope and a class say about their names, computed once per node
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _ScopeInfo:
+    """What a scope binds that shape reasoning follows (cached per scope node)."""
+
     # names assigned once from the elements of a tuple: `nx, ny = img.shape` -> (img, 0), (img, 1)
     unpacked_shape: dict[str, tuple[ast.expr, int]] = field(default_factory=dict)
     # `nx, ny = 64, 32`: name -> element
@@ -256,8 +260,10 @@ def _scope_info(scope: ast.AST) -> _ScopeInfo:
     return info
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _ClassInfo:
+    """The ``self.X`` fields of a class and how they are bound (cached per class node)."""
+
     # `self.X = value` per field, with the method it is in (every binding of the field in the class)
     fields: dict[str, list[tuple[ast.expr, ast.FunctionDef | ast.AsyncFunctionDef]]] = field(
         default_factory=dict

@@ -215,8 +215,10 @@ class _Budget(Exception):
     pass
 
 
-@dataclass
+@dataclass(eq=False)
 class Estimate:
+    """A kernel's shared-memory estimate: its tile sites and the largest extra frame."""
+
     sites: list[Site] = field(default_factory=list)
     extra: int = 0  # the largest extra frame: a @wp.func called from the kernel, or a library call's scratch
     extra_call: ast.Call | None = None

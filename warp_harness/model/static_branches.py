@@ -48,7 +48,7 @@ class StaticBranch:
     taken: bool | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CompiledView:
     """The parts of a function body Warp does not compile for certain (the ids of their root nodes: statements
     of a dropped branch, the dropped operand of a conditional expression, an abstract body's statements),

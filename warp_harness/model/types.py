@@ -41,6 +41,8 @@ _VECTOR_SUFFIX = {
 
 @dataclass(frozen=True)
 class UnknownType:
+    """A type the checker could not work out (printed ``?``)."""
+
     def __str__(self) -> str:
         return "?"
 
@@ -50,6 +52,8 @@ UNKNOWN = UnknownType()
 
 @dataclass(frozen=True)
 class Scalar:
+    """A Warp scalar type such as ``float32`` or ``int64``."""
+
     name: str
 
     @property
@@ -73,6 +77,8 @@ class Scalar:
 
 @dataclass(frozen=True)
 class Vector:
+    """A Warp vector type of ``length`` elements of ``dtype``."""
+
     length: int
     dtype: Scalar
 
@@ -86,6 +92,8 @@ class Vector:
 
 @dataclass(frozen=True)
 class Matrix:
+    """A Warp matrix type of ``rows`` x ``cols`` elements of ``dtype``."""
+
     rows: int
     cols: int
     dtype: Scalar
@@ -100,6 +108,8 @@ class Matrix:
 
 @dataclass(frozen=True)
 class Quaternion:
+    """A Warp quaternion of ``dtype``."""
+
     dtype: Scalar
 
     @property
@@ -112,6 +122,8 @@ class Quaternion:
 
 @dataclass(frozen=True)
 class Transform:
+    """A Warp transform of ``dtype``."""
+
     dtype: Scalar
 
     @property
@@ -124,6 +136,8 @@ class Transform:
 
 @dataclass(frozen=True)
 class Struct:
+    """A ``@wp.struct`` class, by name."""
+
     name: str
 
     def __str__(self) -> str:
@@ -132,6 +146,8 @@ class Struct:
 
 @dataclass(frozen=True)
 class Array:
+    """A Warp array of ``dtype`` with ``ndim`` dimensions."""
+
     dtype: WarpType
     ndim: int = 1
     kind: str = "array"  # array, indexedarray, fabricarray, ...
@@ -142,6 +158,8 @@ class Array:
 
 @dataclass(frozen=True)
 class Tile:
+    """A Warp tile of ``dtype`` and ``shape``."""
+
     dtype: WarpType
     # None for an extent the model could not fold to a constant
     shape: tuple[int | None, ...] | None = None
@@ -168,6 +186,8 @@ class TypeRef:
 
 @dataclass(frozen=True)
 class TupleType:
+    """A tuple of Warp values."""
+
     elements: tuple[WarpType, ...]
 
     def __str__(self) -> str:
