@@ -145,6 +145,8 @@ def _rank(t: Scalar) -> tuple[int, int, int]:
 
 @dataclass
 class _Edit:
+    """A replacement of one expression's text in a fix."""
+
     node: ast.expr
     text: str
     safe: bool

@@ -180,6 +180,8 @@ class _Location:
 
 @dataclass
 class _Finding:
+    """A non-atomic update found in a kernel."""
+
     stmt: ast.stmt
     message: str
     hint: str

@@ -104,6 +104,8 @@ _OWNERS_OUT_OF_ORDER = (
 
 @dataclass
 class _Access:
+    """A write into an array by index."""
+
     stmt: ast.stmt
     target: ast.Subscript
     array: str

@@ -76,6 +76,8 @@ _VALUES = (Scalar, Vector, Matrix, Quaternion, Transform)
 
 @dataclass(frozen=True)
 class _Mismatch:
+    """An argument whose type the called function's parameter does not accept."""
+
     param: Param
     argument: ast.expr
     actual: WarpType

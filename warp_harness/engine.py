@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_harness.config import Settings, is_excluded, load_settings, repository_root
-from warp_harness.output.model import FileResult
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
 from warp_harness.suppressions import Suppressions, may_hold_comments
@@ -23,6 +22,7 @@ if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
     from warp_harness.model.project import ProjectIndex, ProjectView
     from warp_harness.model.source import ParsedSource, SyntaxIssue
+    from warp_harness.output.model import FileResult
     from warp_harness.rules.base import Rule, RuleContext, Scope
 
 # The model stack (model.module: ~20 ms of imports) is imported where a file is analysed: a `check`
@@ -36,6 +36,8 @@ UNREADABLE_RULE = "WH998"
 
 @dataclass
 class Analysis:
+    """One file's static analysis: its records, and its model and parse when it parsed."""
+
     records: list[Record]
     model: ModuleModel | None
     source: ParsedSource | None
@@ -231,6 +233,7 @@ def check_bytes(
     """The records of one file's bytes, with its source lines unless ``keep_lines`` is False (an output
     that shows no source text: newton's 819k lines are not cut again for nothing)."""
     from warp_harness.model.source import decode_source, parses_cleanly
+    from warp_harness.output.model import FileResult
 
     text, problem = decode_source(data)
     if text is None:
@@ -351,6 +354,8 @@ def check_file(
     """The records of one file; ``analyse`` (default :func:`check_bytes`) turns the bytes read into
     them once the file passed the link and regular-file checks (the result cache wraps it).
     ``settings``: what ``load_settings(path, overrides)`` gives, when the caller knows it already."""
+    from warp_harness.output.model import FileResult
+
     if settings is None:
         settings = load_settings(path, overrides)
     shown = display_path or _display(path)

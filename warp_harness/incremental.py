@@ -147,6 +147,8 @@ _PlacedRecords = dict[str, tuple[dict[tuple[int, int], list[Record]], dict[tuple
 
 @dataclass
 class _Unit:
+    """Kernels analysed together: those of one chunk of the text."""
+
     position: int  # in model.kernels, of its first kernel (the unit's number)
     kernels: list[tuple[int, KernelDef]]  # with their positions in model.kernels
     chunk: Chunk
@@ -281,6 +283,8 @@ class _UnitEntry:
 
 @dataclass(frozen=True)
 class _RestEntry:
+    """The records and layout of the text outside the kernels, for one key of that text."""
+
     key: tuple[object, ...]
     records: _PlacedRecords
     layout: _Layout
@@ -657,6 +661,8 @@ _NUMBER = re.compile(r"\d+")
 
 @dataclass
 class _Document:
+    """What the analyser keeps of one document between edits."""
+
     parser: ChunkParser = field(default_factory=ChunkParser)
     # a few, most recent last: typing in a kernel flips between "it parses" and "it does not"
     rest: OrderedDict[tuple[object, ...], _RestEntry] = field(default_factory=OrderedDict)

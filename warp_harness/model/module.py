@@ -29,6 +29,8 @@ from warp_harness.model.types import UNKNOWN, UnknownType, WarpType
 
 @dataclass
 class ModuleModel:
+    """Everything the rules read about one file: its parse, imports, kernels, funcs, structs and launches."""
+
     path: str
     source: ParsedSource
     imports: ImportMap

@@ -92,22 +92,30 @@ class KernelRef:
 # what an expression denotes, as far as kernels are concerned
 @dataclass(frozen=True)
 class _Module:
+    """A module (what an expression may denote)."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class _Kernel:
+    """A kernel (what an expression may denote)."""
+
     ref: KernelRef
     via_factory: bool = False
 
 
 @dataclass(frozen=True)
 class _Factory:
+    """A kernel factory (what an expression may denote)."""
+
     ref: KernelRef
 
 
 @dataclass(frozen=True)
 class _Class:
+    """A class of a module (what an expression may denote)."""
+
     module: str
     name: str
 
@@ -161,6 +169,8 @@ def _names_in(node: ast.expr) -> Iterator[str]:
 
 @dataclass
 class _ClassSummary:
+    """What resolution reads of a class: its bases, attribute assignments and kernel factories."""
+
     name: str
     bases: list[ast.expr]
     # attribute -> its assignments: (value, the method assigning it, None for the class body)

@@ -66,6 +66,8 @@ def names_stored(node: ast.AST) -> list[str]:
 
 @dataclass
 class _Assignment:
+    """One assignment of names in a kernel, with what it depends on."""
+
     names: list[str]
     value: ast.expr | None  # None: the assigned value is never thread-independent
     # conditions / loop ranges the assignment depends on (control dependence)
