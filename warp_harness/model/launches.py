@@ -13,22 +13,12 @@ import unicodedata
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import (
-    _MANY,
-    _ONE,
-    _WALK_FIELDS,
-    N,
-    NodeIndex,
-    _block_fields,
-    _walk_fields,
-    around_body,
-    body_index,
-    child_nodes,
-)
-from warp_harness.model.walk import walk
+from warp_harness.model.index import N, NodeIndex, around_body, body_index, child_nodes
+from warp_harness.model.walk import preorder, walk
 
 _LAUNCH_POSITIONAL = (
     "kernel",
@@ -229,40 +219,7 @@ def _own_nodes(scope: ast.AST) -> tuple[list[ast.AST], NodeIndex | None, list[as
 def _preorder_without_scopes(roots: list[ast.AST]) -> tuple[list[ast.AST], bool]:
     """The preorder of ``roots`` without nested functions, classes and lambdas (nor what is below them),
     and whether there was one."""
-    found: list[ast.AST] = []
-    append = found.append
-    stack: list[ast.AST | None] = [*reversed(roots)]
-    pop = stack.pop
-    push = stack.append
-    push_all = stack.extend
-    nested = _NESTED_SCOPE_TYPES
-    pruned = False
-    walk_fields = _WALK_FIELDS
-    while stack:
-        node = pop()
-        if node is None:  # an empty slot of a list field (`Dict.keys`)
-            continue
-        kind = type(node)
-        if kind in nested:
-            pruned = True
-            continue
-        append(node)
-        fields = walk_fields.get(kind)
-        if fields is None:
-            fields = _walk_fields(kind)
-        for name, how in fields:  # last field first, so that the children pop in field order
-            value = getattr(node, name, None)
-            if how == _MANY:
-                if value:
-                    push_all(reversed(value))
-            elif how == _ONE:
-                if value is not None:
-                    push(value)
-            elif type(value) is list:
-                push_all(child for child in reversed(value) if isinstance(child, ast.AST))
-            elif isinstance(value, ast.AST):
-                push(value)
-    return found, pruned
+    return preorder(roots, _NESTED_SCOPE_TYPES)
 
 
 _BINDINGS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.NamedExpr, ast.With})
@@ -548,51 +505,15 @@ def launch_candidates(text: str, tree: ast.Module, imports: ImportMap) -> list[a
     lines = _lines_naming(text, _launch_names(imports))
     if lines is None:
         return None
-    found: list[ast.Call] = []
     if not lines:
-        return found
-    stack: list[ast.AST | None] = [s for s in reversed(tree.body) if _spans_a_line(s, lines)]
-    pop = stack.pop
-    push = stack.append
-    push_all = stack.extend
-    walk_fields = _WALK_FIELDS
+        return []
+    spans = partial(_spans_a_line, lines)  # lines bound first: no keyword dict per call
+    nodes, _ = preorder([stmt for stmt in tree.body if spans(stmt)], keep=spans)
     call = ast.Call
-    # per node class: its fields that hold statements (pruned to those spanning one of the lines)
-    blocks_of: dict[type[ast.AST], tuple[str, ...]] = {}
-    while stack:
-        node = pop()
-        if node is None:  # an empty slot of a list field (`Dict.keys`)
-            continue
-        kind = type(node)
-        if kind is call:
-            found.append(node)  # type: ignore[arg-type]
-        fields = walk_fields.get(kind)
-        if fields is None:
-            fields = _walk_fields(kind)
-        blocks = blocks_of.get(kind)
-        if blocks is None:
-            blocks = blocks_of[kind] = _block_fields(kind) if issubclass(kind, _BLOCK_HOLDERS) else ()
-        for name, how in fields:  # last field first, so that the children pop in field order
-            value = getattr(node, name, None)
-            if name in blocks:
-                push_all([s for s in reversed(value or []) if _spans_a_line(s, lines)])
-            elif how == _MANY:
-                if value:
-                    push_all(reversed(value))
-            elif how == _ONE:
-                if value is not None:
-                    push(value)
-            elif type(value) is list:
-                push_all(child for child in reversed(value) if isinstance(child, ast.AST))
-            elif isinstance(value, ast.AST):
-                push(value)
-    return found
+    return [node for node in nodes if type(node) is call]
 
 
-_BLOCK_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
-
-
-def _spans_a_line(node: ast.AST, lines: list[int]) -> bool:
+def _spans_a_line(lines: list[int], node: ast.AST) -> bool:
     """Whether one of ``lines`` (sorted) is among ``node``'s, its decorators' included (a match case, which
     has no lines, may hold one)."""
     first = getattr(node, "lineno", None)
