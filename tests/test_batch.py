@@ -373,7 +373,6 @@ def test_a_launcher_is_checked_right_after_its_target_which_is_parsed_and_modell
         return check_one(path)
 
     monkeypatch.setattr(source_mod, "parse_source", counted_parse)
-    monkeypatch.setattr(project_mod, "parse_source", counted_parse)
     monkeypatch.setattr(module_mod, "build_model", counted_build)
     monkeypatch.setattr(project_mod, "build_model", counted_build)
     monkeypatch.setattr(batch, "_check_one", ordered)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from warp_harness.config import Settings, is_excluded, load_settings, repository_root
+from warp_harness.freed_memory import TRIM_MIN_CHARS, release_freed_memory
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
 from warp_harness.suppressions import Suppressions, may_hold_comments
@@ -292,7 +292,7 @@ def _analyse_in_project(
     """`analyse_source` sharing the parse and model with the workspace model: a module already built to
     resolve a launch is not built again, and one built here serves later launches into it."""
     from warp_harness.model.module import build_model
-    from warp_harness.model.project import parse_in_pieces
+    from warp_harness.model.source import parse_in_pieces
 
     enabled = gc.isenabled()
     gc.disable()  # as in `analyse_source`
@@ -310,37 +310,6 @@ def _analyse_in_project(
     finally:
         if enabled:
             gc.enable()
-
-
-# the size of a text from whose parse the memory malloc keeps is handed back (`release_freed_memory`)
-TRIM_MIN_CHARS = 262_144
-
-
-def release_freed_memory() -> None:
-    """Hand the pages malloc holds free back to the system (glibc's ``malloc_trim``; elsewhere nothing).
-    `ast.parse` builds a C syntax tree as large as the Python one and frees it on return; malloc keeps
-    those pages, and the Python objects allocated next (the trees and models of the modules the file's
-    launches run) do not reuse them. Parsed in pieces (`parse_in_pieces`), one statement can still be
-    large: newton's 1 MB steel solver holds a 560 kB class (its check's peak: 99 -> 91 MB)."""
-    global _malloc_trim
-    if _malloc_trim is None:
-        _malloc_trim = _find_malloc_trim()
-    if _malloc_trim is not False:
-        _malloc_trim(0)
-
-
-def _find_malloc_trim() -> Any:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # not glibc
-        return False
-
-
-_malloc_trim: Any = None
 
 
 def check_file(

@@ -74,14 +74,14 @@ def test_one_analysis_keeps_the_models_it_uses_over_the_budget(
     monkeypatch.setattr(project, "LOADED_CACHE_BYTES", 2500)
     index = _index(tmp_path, {"a": 1000, "b": 1000, "c": 1000})
     parses = 0
-    real_parse = project.parse_source
+    real_parse = project.parse_in_pieces
 
     def counting_parse(text: str) -> project.ParsedSource:
         nonlocal parses
         parses += 1
         return real_parse(text)
 
-    monkeypatch.setattr(project, "parse_source", counting_parse)
+    monkeypatch.setattr(project, "parse_in_pieces", counting_parse)
     index.view("<one analysis>")
     first = {name: index.model(f"pkg.{name}") for name in "abc"}
     for _ in range(3):

@@ -1,4 +1,4 @@
-"""The workspace model parses a large module piece by piece (`project.parse_in_pieces`): the same tree as a
+"""The workspace model parses a large module piece by piece (`source.parse_in_pieces`): the same tree as a
 whole parse, without `ast.parse`'s C syntax tree of the whole text next to the Python one (the peak memory
 of a check was a launch target parsed while the launching file's tree was alive)."""
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from warp_harness import engine
+from warp_harness import engine, freed_memory
 from warp_harness.engine import check_bytes
-from warp_harness.model import project
-from warp_harness.model.project import PIECE_MIN_CHARS, ProjectIndex, parse_in_pieces
-from warp_harness.model.source import parse_source
+from warp_harness.model import project, source
+from warp_harness.model.project import ProjectIndex
+from warp_harness.model.source import PIECE_MIN_CHARS, parse_in_pieces, parse_source
 
 HEADER = '''"""Kernels."""
 
@@ -78,13 +78,13 @@ def test_a_syntax_error_is_the_whole_parse_s() -> None:
 
 def test_a_large_module_is_parsed_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    parse = project._parse
+    parse = source._parse
 
     def counting(text: str) -> ast.Module:
         calls.append(len(text))
         return parse(text)
 
-    monkeypatch.setattr(project, "_parse", counting)
+    monkeypatch.setattr(source, "_parse", counting)
     parse_in_pieces(_module(1000))
     assert len(calls) > 3
 
@@ -129,12 +129,12 @@ def test_a_launch_into_a_module_parsed_in_pieces_has_the_same_records(tmp_path: 
     pieces = check_bytes(data, str(launcher), project=ProjectIndex.for_paths([pkg]).view(str(launcher)))
     assert pieces.records  # the launch is judged against the kernel in the other module
     whole_index = ProjectIndex.for_paths([pkg])
-    original = project.PIECE_MIN_CHARS
-    project.PIECE_MIN_CHARS = 1 << 40
+    original = source.PIECE_MIN_CHARS
+    source.PIECE_MIN_CHARS = 1 << 40
     try:
         whole = check_bytes(data, str(launcher), project=whole_index.view(str(launcher)))
     finally:
-        project.PIECE_MIN_CHARS = original
+        source.PIECE_MIN_CHARS = original
     assert pieces.records == whole.records
 
 
@@ -156,20 +156,20 @@ def test_memory_freed_by_a_large_parse_is_handed_back(
     assert not released
     check_bytes(large.read_bytes(), str(large), project=index.view(str(large)))
     assert released == [True]
-    engine._malloc_trim = None
+    freed_memory._malloc_trim = None
     monkeypatch.undo()
-    engine.release_freed_memory()  # wherever it runs: glibc's malloc_trim, or nothing
+    freed_memory.release_freed_memory()  # wherever it runs: glibc's malloc_trim, or nothing
 
 
 def test_a_large_checked_file_is_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    parse = project._parse
+    parse = source._parse
 
     def counting(text: str) -> ast.Module:
         calls.append(len(text))
         return parse(text)
 
-    monkeypatch.setattr(project, "_parse", counting)
+    monkeypatch.setattr(source, "_parse", counting)
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -202,7 +202,6 @@ def test_a_checked_file_too_large_to_keep_parsed_is_summarised_at_once(
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(project, "parse_in_pieces", no_parse)
-    monkeypatch.setattr(project, "parse_source", no_parse)
     summary = index.summary("pkg.large")
     assert summary is not None and "k3" in summary.names
     del view

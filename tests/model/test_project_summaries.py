@@ -63,7 +63,7 @@ def test_each_module_is_parsed_for_its_summary_once(tmp_path: Path, monkeypatch:
         parses[text] += 1
         return parse_source(text)
 
-    monkeypatch.setattr(project, "parse_source", counting)
+    monkeypatch.setattr(project, "parse_in_pieces", counting)
     index = ProjectIndex.for_paths([tmp_path / "pkg"])
     expected = [f"pkg.km{n}:k{n}" for n in range(count)]
     assert _resolve_all(index, "pkg.run") == expected

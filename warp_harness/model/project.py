@@ -25,7 +25,6 @@ for the engine's launch-side pass, the launch site a kernel rule is being asked 
 from __future__ import annotations
 
 import ast
-import gc
 import hashlib
 import os
 from collections import Counter, OrderedDict
@@ -35,20 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from warp_harness.model import parse_freezing
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, full_body_index
 from warp_harness.model.kernel import KernelDef, warp_decorator
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel, build_model
-from warp_harness.model.source import (
-    _OTHER_LINE_BREAKS,
-    ParsedSource,
-    _chunk_starts,
-    _parse,
-    decode_source,
-    parse_source,
-)
+from warp_harness.model.source import ParsedSource, decode_source, parse_in_pieces
 from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
@@ -71,10 +62,6 @@ LOADED_CACHE_BYTES = 700_000
 # summarises ~60 modules, 4 MB of source)
 SUMMARY_CACHE_SIZE = 2048
 SUMMARY_CACHE_BYTES = 16_000_000
-# a text from this size is parsed in pieces of about this much (`parse_in_pieces`)
-PIECE_MIN_CHARS = 65_536
-PIECE_CHARS = 32_768
-_DEFINITIONS = ("def ", "class ", "@", "async def ")
 # a file larger than this is not summarised (the engine does not check it either)
 MAX_INDEXED_BYTES = 8 * 1024 * 1024
 
@@ -603,49 +590,6 @@ class _Loaded:
         if self._parsed is None and self.text is not None:
             self._parsed = parse_in_pieces(self.text)
         return self._parsed
-
-
-def parse_in_pieces(text: str) -> ParsedSource:
-    """`parse_source` of ``text`` (the same tree), a large text parsed piece by piece: `ast.parse` holds
-    its C syntax tree next to the Python one it builds, as large again (382 kB of newton's steel kernels:
-    +38 MB at once for 17.5 MB kept), and that memory, freed to malloc, is not reused for Python objects.
-    A launch target is parsed while the launching file's tree is alive: that moment was the peak memory
-    of a check (the engine parses the checked file this way too). The pieces are runs of top-level
-    statements (`source._chunk_starts`), each padded with the newlines before it so that positions are
-    the whole text's; anything unexpected (a syntax error, a line break Python does not count) parses
-    the text whole."""
-    if len(text) < PIECE_MIN_CHARS or any(c in text for c in _OTHER_LINE_BREAKS):
-        return parse_source(text)
-    lines = text.splitlines(keepends=True)
-    # a piece ends before a top-level definition: a line a string spans rarely starts with one
-    bounds = []
-    size = 0
-    starts = _chunk_starts(lines)
-    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-        size += sum(len(line) for line in lines[first:end])
-        if size >= PIECE_CHARS and end < len(lines) and lines[end].startswith(_DEFINITIONS):
-            bounds.append(end)
-            size = 0
-    bounds.append(len(lines))
-    body: list[ast.stmt] = []
-    first = 0
-    for end in bounds:
-        try:
-            piece = _parse("\n" * first + "".join(lines[first:end]))
-        except SyntaxError:
-            if end < len(lines):
-                continue  # split inside a statement (a string's line that looks like a definition)
-            body.clear()
-            return parse_source(text)
-        except (ValueError, MemoryError, RecursionError):
-            body.clear()
-            return parse_source(text)
-        body.extend(piece.body)
-        first = end
-    parsed = ParsedSource(text, lines, ast.Module(body=body, type_ignores=[]))
-    if parse_freezing.active:  # as `parse_source` does
-        gc.freeze()
-    return parsed
 
 
 class ProjectIndex:

@@ -218,6 +218,55 @@ def parse_source(text: str) -> ParsedSource:
     return parsed
 
 
+# a text from this size is parsed in pieces of about this much (`parse_in_pieces`)
+PIECE_MIN_CHARS = 65_536
+PIECE_CHARS = 32_768
+_DEFINITIONS = ("def ", "class ", "@", "async def ")
+
+
+def parse_in_pieces(text: str) -> ParsedSource:
+    """`parse_source` of ``text`` (the same tree), a large text parsed piece by piece: `ast.parse` holds
+    its C syntax tree next to the Python one it builds, as large again (382 kB of newton's steel kernels:
+    +38 MB at once for 17.5 MB kept), and that memory, freed to malloc, is not reused for Python objects.
+    A launch target is parsed while the launching file's tree is alive: that moment was the peak memory
+    of a check (the engine parses the checked file this way too). The pieces are runs of top-level
+    statements (`source._chunk_starts`), each padded with the newlines before it so that positions are
+    the whole text's; anything unexpected (a syntax error, a line break Python does not count) parses
+    the text whole."""
+    if len(text) < PIECE_MIN_CHARS or any(c in text for c in _OTHER_LINE_BREAKS):
+        return parse_source(text)
+    lines = text.splitlines(keepends=True)
+    # a piece ends before a top-level definition: a line a string spans rarely starts with one
+    bounds = []
+    size = 0
+    starts = _chunk_starts(lines)
+    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        size += sum(len(line) for line in lines[first:end])
+        if size >= PIECE_CHARS and end < len(lines) and lines[end].startswith(_DEFINITIONS):
+            bounds.append(end)
+            size = 0
+    bounds.append(len(lines))
+    body: list[ast.stmt] = []
+    first = 0
+    for end in bounds:
+        try:
+            piece = _parse("\n" * first + "".join(lines[first:end]))
+        except SyntaxError:
+            if end < len(lines):
+                continue  # split inside a statement (a string's line that looks like a definition)
+            body.clear()
+            return parse_source(text)
+        except (ValueError, MemoryError, RecursionError):
+            body.clear()
+            return parse_source(text)
+        body.extend(piece.body)
+        first = end
+    parsed = ParsedSource(text, lines, ast.Module(body=body, type_ignores=[]))
+    if parse_freezing.active:  # as `parse_source` does
+        gc.freeze()
+    return parsed
+
+
 def _parse_source(text: str) -> ParsedSource:
     lines = text.splitlines(keepends=True)
     try:
