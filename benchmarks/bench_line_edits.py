@@ -19,7 +19,13 @@ the ``collect`` row.
 Target: every kind of step (Enter, typing, paste, line delete) p95 <= 40 ms at 8,000 kernels (a cost that
 does not grow with the kernels below the edit), in both files.
 
-    python benchmarks/bench_line_edits.py [--sizes 2000 8000] [--rounds 6] [--files plain quoting]
+``--publish``: also what the server does with each analysis on the event loop, in rows of their own:
+``convert all`` (every record to its LSP diagnostic: the server before the diagnostic cache),
+``convert`` (`server.convert.DiagnosticCache`: only the records the analysis made anew), and ``free``
+(dropping the previous analysis and the diagnostics it replaced: the server does it in the collector's
+after-analysis step, once the diagnostics are out).
+
+    python benchmarks/bench_line_edits.py [--sizes 2000 8000] [--rounds 6] [--files plain quoting] [--publish]
 """
 
 from __future__ import annotations
@@ -40,6 +46,8 @@ from warp_harness.config import Settings
 from warp_harness.incremental import IncrementalAnalyser
 from warp_harness.record import Record
 from warp_harness.server.collector import Collector
+from warp_harness.server.convert import DiagnosticCache, PositionMapper, to_diagnostic
+from warp_harness.server.text_document import lsp_lines
 
 TARGET_P95_MS = 40.0
 STEPS = ("enter", "typing", "paste", "delete")  # the kinds of step the target is for
@@ -94,6 +102,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 8000])
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--files", nargs="+", choices=["plain", "quoting"], default=["plain", "quoting"])
+    parser.add_argument("--publish", action="store_true", help="also the server's conversion and freeing")
     args = parser.parse_args()
     table = load_table()
     collector = Collector()
@@ -111,6 +120,11 @@ def main() -> None:
             records = analyser.analyse(text, "/bench/generated.py", Settings()).records
             first = time.process_time() - started
             collector.after_analysis()
+            cache = DiagnosticCache()
+            uri = "file:///bench/generated.py"
+            if args.publish:
+                cache.convert(records, PositionMapper(lsp_lines(text), None), uri)
+            previous: object = None
             costs: dict[str, list[float]] = {}
             for kind, version in steps(text, args.rounds):
                 collector.pause()  # the server's worker: the collector off during an analysis
@@ -122,7 +136,21 @@ def main() -> None:
                     started = time.process_time()
                     analysis.model  # noqa: B018
                     costs["read model"] = [(time.process_time() - started) * 1000]
+                if args.publish:
+                    mapper = PositionMapper(lsp_lines(version), None)
+                    started = time.process_time()
+                    [to_diagnostic(r, mapper, uri) for r in analysis.records]
+                    costs.setdefault("convert all", []).append((time.process_time() - started) * 1000)
+                    started = time.process_time()
+                    cache.convert(analysis.records, mapper, uri)
+                    costs.setdefault("convert", []).append((time.process_time() - started) * 1000)
+                    garbage = [previous, cache.retired()]
+                    previous = analysis
+                    started = time.process_time()
+                    del garbage
+                    costs.setdefault("free", []).append((time.process_time() - started) * 1000)
                 started = time.process_time()
+                del analysis  # the previous one (without --publish): freed after the publication too
                 collector.after_analysis()  # once the diagnostics are out
                 costs.setdefault("collect", []).append((time.process_time() - started) * 1000)
             for n, (kind, ms) in enumerate(costs.items()):

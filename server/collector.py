@@ -32,6 +32,9 @@ class Collector:
         self._live: int | None = 0
         self._since = 0
         self.full_collections = 0
+        # what the last publications replaced (the previous analysis, its diagnostics): freed here, on
+        # the analysis thread after the publication, not before the diagnostics go out
+        self._garbage: list[object] = []
 
     def pause(self) -> None:
         """Hold the collector off (during an analysis; :meth:`after_analysis` turns it on again)."""
@@ -44,8 +47,14 @@ class Collector:
         self._live, self._since = None, 0
         gc.enable()
 
+    def release(self, garbage: object) -> None:
+        """From the event loop: keep ``garbage`` until the next :meth:`after_analysis` (on the analysis
+        thread, after the diagnostics are out) frees it."""
+        self._garbage.append(garbage)
+
     def after_analysis(self) -> None:
         """On the analysis thread, after an analysis was published (or dropped)."""
+        self._garbage = []  # a list the event loop appends to meanwhile is freed just the same
         if self._live is None:
             self._live = gc.get_freeze_count()
         young = gc.get_count()[0]

@@ -102,6 +102,13 @@ def rule_url(rule: str) -> str | None:
 
 def json_safe(value: Any) -> Any:
     """``value`` with anything JSON cannot carry (tuples aside) turned into its text."""
+    kind = type(value)  # exact types first: a record's dict is mostly these (~40% of a conversion)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): json_safe(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [json_safe(v) for v in value]
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, dict):
@@ -146,3 +153,77 @@ def to_diagnostic(
         data=data,
         related_information=related or None,
     )
+
+
+def _lines_of(record: Record) -> tuple[int, ...]:
+    """The 0-based indexes (in order) of the lines whose text the record's diagnostic positions depend on
+    (UTF-8/16 columns, columns clamped to the line; a line before the first maps to (0, 0) whatever the
+    text)."""
+    loc = record.location
+    found = [loc.line] if loc.end_line is None else [loc.line, loc.end_line]
+    for r in record.related:
+        rl = r.location
+        if rl.path == loc.path:
+            found.append(rl.line)
+            if rl.end_line is not None:
+                found.append(rl.end_line)
+    return tuple(sorted({line - 1 for line in found if line >= 1}))
+
+
+# a converted record: the record (held: its id is not reused meanwhile), the URI and position encoding,
+# the (0-based index, text) of each line its positions point into, its diagnostic
+_Entry = tuple[Record, tuple[str, str], tuple[tuple[int, str], ...], types.Diagnostic]
+
+
+class DiagnosticCache:
+    """One document's diagnostics by record identity: a record the analyser handed back again (the same
+    object: it did not move) converts to the diagnostic of last time, as long as the position encoding,
+    the URI and the texts of the lines it points into are the same (UTF-8/16 columns depend on them).
+    Each entry holds its record, so its id is not reused while it is kept."""
+
+    def __init__(self) -> None:
+        # per kind of diagnostics (dynamic, source): id(record) -> an entry, `_Entry`
+        self._kinds: dict[tuple[bool, str | None], dict[int, _Entry]] = {}
+        self._retired: list[Any] = []
+
+    def convert(
+        self,
+        records: Sequence[Record],
+        mapper: PositionMapper,
+        uri: str,
+        *,
+        dynamic: bool = False,
+        source: str | None = None,
+    ) -> list[types.Diagnostic]:
+        """``to_diagnostic`` of each record; only the records converted now are kept for next time."""
+        kind = (dynamic, source)
+        known = self._kinds.get(kind, {})
+        kept: dict[int, _Entry] = {}
+        diagnostics = []
+        lines, count, context = mapper.lines, len(mapper.lines), (uri, mapper.encoding)
+        for record in records:
+            entry = known.get(id(record))
+            if entry is not None and entry[0] is record and entry[1] == context:
+                for index, text in entry[2]:  # the lines it points into: the same texts?
+                    if index >= count or lines[index] != text:
+                        break
+                else:
+                    kept[id(record)] = entry
+                    diagnostics.append(entry[3])
+                    continue
+                indexes = tuple(index for index, _ in entry[2])
+            else:
+                indexes = _lines_of(record)
+            diagnostic = to_diagnostic(record, mapper, uri, dynamic=dynamic, source=source)
+            if indexes[-1:] < (count,):  # kept unless past the end (clamped: the line count counts too)
+                texts = tuple((index, lines[index]) for index in indexes)
+                kept[id(record)] = (record, context, texts, diagnostic)
+            diagnostics.append(diagnostic)
+        self._retired.append(known)
+        self._kinds[kind] = kept
+        return diagnostics
+
+    def retired(self) -> list[Any]:
+        """What the conversions since the last call replaced (to be freed off a keystroke's path)."""
+        retired, self._retired = self._retired, []
+        return retired

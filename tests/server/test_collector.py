@@ -105,3 +105,16 @@ def test_start_up_leaves_the_counting_of_its_frozen_objects_until_after_the_firs
     collector.after_analysis()
     assert gc.isenabled()
     assert dead() is None  # the first analysis is collected after as ever
+
+
+def test_released_garbage_is_freed_by_the_next_after_analysis() -> None:
+    collector = Collector()
+    collector.start_up_done()
+    collector.pause()
+    held = _Node()
+    dead = weakref.ref(held)
+    collector.release([held])
+    del held
+    assert dead() is not None  # kept past the publication
+    collector.after_analysis()
+    assert dead() is None
