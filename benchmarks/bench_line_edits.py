@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from bench_lsp import edit_position
-from corpus import generated_module
+from corpus import generated_module, quoting_module
 
 from warp_harness.builtins import load_table
 from warp_harness.config import Settings
@@ -75,16 +75,6 @@ def steps(text: str, rounds: int) -> list[tuple[str, str]]:
         del lines[at]
         found.append(("delete", "".join(lines)))
     return found
-
-
-def quoting_module(kernels: int) -> str:
-    """The generated module with records quoting lines on every ``kernel_<n>`` (WH007, WH024)."""
-    text = generated_module(kernels=kernels, target_lines=0)
-    text = text.replace("dim=n, inputs=[x, y, v, m, out, 2.0]", "dim=(n, 2), inputs=[x, y, v, m, out, 2.0]")
-    return text.replace(
-        "    for k in range(4):\n        s += m[i, k] * a\n",
-        "    for i in range(4):\n        s += m[i, i] * a\n",
-    )
 
 
 def quoting(records: list[Record]) -> int:

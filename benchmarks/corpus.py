@@ -83,6 +83,16 @@ def generated_module(kernels: int = 40, target_lines: int = 2000) -> str:
     return text
 
 
+def quoting_module(kernels: int) -> str:
+    """The generated module with records quoting lines on every ``kernel_<n>`` (WH007, WH024)."""
+    text = generated_module(kernels=kernels, target_lines=0)
+    text = text.replace("dim=n, inputs=[x, y, v, m, out, 2.0]", "dim=(n, 2), inputs=[x, y, v, m, out, 2.0]")
+    return text.replace(
+        "    for k in range(4):\n        s += m[i, k] * a\n",
+        "    for i in range(4):\n        s += m[i, i] * a\n",
+    )
+
+
 _FACTORY = """
 
 def make_scale_{n}(dtype):

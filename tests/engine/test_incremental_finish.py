@@ -19,22 +19,11 @@ from warp_harness.record import Location, Record, Severity, Stage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from corpus import generated_module
+from corpus import quoting_module
 from splice_helpers import Spy, same
 from test_incremental_quotes import line_edits
 
-
-def _quoting(kernels: int) -> str:
-    """The generated module whose `kernel_<n>`s carry records quoting lines (WH007, WH024)."""
-    text = generated_module(kernels=kernels, target_lines=0)
-    text = text.replace("dim=n, inputs=[x, y, v, m, out, 2.0]", "dim=(n, 2), inputs=[x, y, v, m, out, 2.0]")
-    return text.replace(
-        "    for k in range(4):\n        s += m[i, k] * a\n",
-        "    for i in range(4):\n        s += m[i, i] * a\n",
-    )
-
-
-_TEXT = _quoting(8)
+_TEXT = quoting_module(8)
 
 
 @pytest.fixture(scope="module")

@@ -76,7 +76,8 @@ def test_a_syntax_error_is_the_whole_parse_s() -> None:
     assert _dump(pieces.tree) == _dump(whole.tree)
 
 
-def test_a_large_module_is_parsed_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+def _counted_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the texts `ast.parse` is given from now on (through `source._parse`)."""
     calls: list[int] = []
     parse = source._parse
 
@@ -85,6 +86,11 @@ def test_a_large_module_is_parsed_in_pieces(monkeypatch: pytest.MonkeyPatch) -> 
         return parse(text)
 
     monkeypatch.setattr(source, "_parse", counting)
+    return calls
+
+
+def test_a_large_module_is_parsed_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _counted_parses(monkeypatch)
     parse_in_pieces(_module(1000))
     assert len(calls) > 3
 
@@ -162,14 +168,7 @@ def test_memory_freed_by_a_large_parse_is_handed_back(
 
 
 def test_a_large_checked_file_is_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    parse = source._parse
-
-    def counting(text: str) -> ast.Module:
-        calls.append(len(text))
-        return parse(text)
-
-    monkeypatch.setattr(source, "_parse", counting)
+    calls = _counted_parses(monkeypatch)
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")

@@ -5,13 +5,8 @@ these classes generate is start-up time."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-
-from warp_harness.launch import safe_path_flags
+from first_analysis import first_analysis
 
 # classes of modules still being reworked; the list may only shrink
 UNDOCUMENTED_FOR_NOW = {
@@ -34,9 +29,8 @@ IDENTITY_ONLY = {
     "warp_harness.server.pull.PullState",
 }
 
-_CLASSES = """
-import dataclasses, json, sys
-from pathlib import Path
+_RECORD_CLASSES = """
+import dataclasses
 
 made = []
 process = dataclasses._process_class
@@ -46,14 +40,9 @@ def recorded(cls, *args, **kwargs):
     return process(cls, *args, **kwargs)
 
 dataclasses._process_class = recorded
-from warp_harness.server.app import build_server
+"""
 
-path = Path(sys.argv[1])
-server = build_server()
-server.tier.warm_up()
-server.collector.start_up_done()
-server.tier.open_workspace([path.parent])
-analysis = server.tier.analyse(path.read_text(), str(path))
+_CLASS_PARAMETERS = """
 params = {}
 for name, _ in made:
     module, _, qualname = name.rpartition(".")
@@ -61,30 +50,14 @@ for name, _ in made:
     for part in qualname.split("."):
         cls = getattr(cls, part)
     params[name] = {"eq": cls.__dataclass_params__.eq, "repr": cls.__dataclass_params__.repr}
-modules = sorted(sys.modules)
-print(json.dumps({"records": len(analysis.records), "made": made, "params": params, "modules": modules}))
+found.update(made=made, params=params)
 """
 
 
 @pytest.fixture(scope="module")
 def first_diagnostics(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     """The dataclasses a fresh server creates up to its first analysis, and their parameters."""
-    tmp_path = tmp_path_factory.mktemp("start-up-classes")
-    source = tmp_path / "k.py"
-    source.write_text(
-        "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    a[0] = wp.sqrt()\n"
-    )
-    out = subprocess.run(  # a fresh interpreter: this one has created whatever classes other tests needed
-        [sys.executable, *safe_path_flags(), "-c", _CLASSES, str(source)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    result: dict[str, object] = json.loads(out.splitlines()[-1])
-    assert isinstance(result["records"], int) and result["records"] >= 1  # analysed for real
-    return result
+    return first_analysis(tmp_path_factory.mktemp("start-up-classes"), _RECORD_CLASSES, _CLASS_PARAMETERS)
 
 
 def test_the_dataclasses_on_the_way_to_the_first_diagnostics_have_docstrings(
