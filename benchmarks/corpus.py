@@ -209,3 +209,23 @@ def second(a: wp.array(dtype=float)):
 def far_plain(v: float):
     return v + 1.0
 """
+
+
+def line_edits(text: str, kernel: str) -> list[str]:
+    """Enter after the kernel's first body line, a name typed there, a block of two lines pasted below
+    it, then the three lines deleted one at a time: the text after each step."""
+    versions: list[str] = []
+    at = text.index("\n", text.index("):\n", text.index(f"def {kernel}(")) + 3)
+    text = text[:at] + "\n    " + text[at:]
+    versions.append(text)
+    for n in range(1, 4):
+        versions.append(text[: at + 5] + "q_z"[:n] + text[at + 5 :])
+    text = versions[-1]
+    at += 8
+    text = text[:at] + "\n    r_z = 1.0\n    s_z = r_z + 1.0" + text[at:]
+    versions.append(text)
+    for line in ("    s_z = r_z + 1.0\n", "    r_z = 1.0\n", "    q_z\n"):
+        start = text.index(line, text.index(f"def {kernel}("))
+        text = text[:start] + text[start + len(line) :]
+        versions.append(text)
+    return versions

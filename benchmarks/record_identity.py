@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from corpus import QUOTING, QUOTING_REST, generated_module
+from corpus import QUOTING, QUOTING_REST, generated_module, line_edits
 
 from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
@@ -225,25 +225,6 @@ def _typing(text: str, where: str, before: str, typed: str) -> list[str]:
     return texts
 
 
-def _line_edits(text: str, kernel: str) -> list[str]:
-    """Enter after the kernel's first body line, a name typed there, two lines pasted below it, the three
-    lines deleted again: the text after each step (the lines below the edit move)."""
-    versions: list[str] = []
-    at = text.index("\n", text.index("):\n", text.index(f"def {kernel}(")) + 3)
-    text = text[:at] + "\n    " + text[at:]
-    versions.append(text)
-    versions += [text[: at + 5] + "q_z"[:n] + text[at + 5 :] for n in (1, 2, 3)]
-    text = versions[-1]
-    at += 8
-    text = text[:at] + "\n    r_z = 1.0\n    s_z = r_z + 1.0" + text[at:]
-    versions.append(text)
-    for line in ("    s_z = r_z + 1.0\n", "    r_z = 1.0\n", "    q_z\n"):
-        start = text.index(line, text.index(f"def {kernel}("))
-        text = text[:start] + text[start + len(line) :]
-        versions.append(text)
-    return versions
-
-
 def sequences(texts: dict[str, str]) -> dict[str, tuple[str, list[tuple[str, Settings]]]]:
     """Name -> (path, [(text, settings) per step]): the first step is the unedited text."""
     out: dict[str, tuple[str, list[tuple[str, Settings]]]] = {}
@@ -284,7 +265,7 @@ def sequences(texts: dict[str, str]) -> dict[str, tuple[str, list[tuple[str, Set
     quoting = texts["quoting.py"]
     for kernel in ("top", "ranked", "middle", "shadowed", "gemm", "bottom"):
         for config in (Settings(target="sm_86"), Settings()):
-            steps = [(quoting, config)] + [(t, config) for t in _line_edits(quoting, kernel)]
+            steps = [(quoting, config)] + [(t, config) for t in line_edits(quoting, kernel)]
             out[f"quoting#{kernel}@{config.target}"] = ("quoting.py", steps)
     quoting = generated_module(kernels=12, target_lines=0)
     quoting = quoting.replace(
@@ -296,12 +277,12 @@ def sequences(texts: dict[str, str]) -> dict[str, tuple[str, list[tuple[str, Set
     )
     steps = [(quoting, Settings())]
     for kernel in ("kernel_1", "tile_kernel_3", "kernel_4", "kernel_5"):
-        steps += [(t, Settings()) for t in _line_edits(quoting, kernel)]
+        steps += [(t, Settings()) for t in line_edits(quoting, kernel)]
     out["generated-quoting#line edits"] = ("gq.py", steps)
     at = QUOTING_REST.index("\n", QUOTING_REST.index("    a[i] = 1.0"))
     pasted = QUOTING_REST[:at] + "".join(f"\n    p{n} = {n}.0" for n in range(8)) + QUOTING_REST[at:]
     steps = [(QUOTING_REST, Settings()), (pasted, Settings())] + [
-        (t, Settings()) for t in _line_edits(pasted, "second")
+        (t, Settings()) for t in line_edits(pasted, "second")
     ]
     out["quoting-rest#line edits"] = ("quoting_rest.py", steps)
     return out

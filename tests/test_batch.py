@@ -185,8 +185,9 @@ def test_a_pool_resolves_launches_across_modules_as_one_process_does(tmp_path: P
     assert sum(1 for x in two for r in x.records if r.rule == "WH007") == MIN_PARALLEL_FILES + 2
 
 
-def test_one_file_launching_a_kernel_of_another_module_is_judged_as_in_a_tree_check(tmp_path: Path) -> None:
-    """The workspace model is built when a file first needs it: a single named file still resolves."""
+def _kernel_and_launcher(tmp_path: Path, launch: str) -> tuple[Path, Path]:
+    """A package whose ``sim.py`` launches (``wp.<launch>``) the kernel of its ``kernels.py`` with a 2-D
+    ``dim`` (WH007 at the launch): the package and ``sim.py``."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -197,8 +198,15 @@ def test_one_file_launching_a_kernel_of_another_module_is_judged_as_in_a_tree_ch
     sim = pkg / "sim.py"
     sim.write_text(
         "import warp as wp\nfrom .kernels import k\n\n\n"
-        "def run(a, n):\n    wp.launch(k, dim=(n, n), inputs=[a])\n"
+        f"def run(a, n):\n    wp.{launch}(k, dim=(n, n), inputs=[a])\n",
+        encoding="utf-8",
     )
+    return pkg, sim
+
+
+def test_one_file_launching_a_kernel_of_another_module_is_judged_as_in_a_tree_check(tmp_path: Path) -> None:
+    """The workspace model is built when a file first needs it: a single named file still resolves."""
+    pkg, sim = _kernel_and_launcher(tmp_path, "launch")
     (alone,) = check_files([sim], jobs=1, cache=False)
     in_tree = next(r for r in check_files([pkg], jobs=1, cache=False) if r.path == alone.path)
     assert alone == in_tree
@@ -243,19 +251,7 @@ def test_a_launch_spelled_in_fullwidth_letters_is_resolved_into_another_module(t
     model must be built for the file although its bytes never spell ``launch``."""
     fullwidth = "ｌａｕｎｃｈ"
     assert eval(f"ns.{fullwidth}", {"ns": SimpleNamespace(launch=7)}) == 7  # the same identifier to Python
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "kernels.py").write_text(
-        "import warp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n"
-        "    i = wp.tid()\n    a[i] = 1.0\n"
-    )
-    sim = pkg / "sim.py"
-    sim.write_text(
-        "import warp as wp\nfrom .kernels import k\n\n\n"
-        f"def run(a, n):\n    wp.{fullwidth}(k, dim=(n, n), inputs=[a])\n",
-        encoding="utf-8",
-    )
+    pkg, sim = _kernel_and_launcher(tmp_path, fullwidth)
     assert b"launch" not in sim.read_bytes()
     (alone,) = check_files([sim], jobs=1, cache=False)
     in_tree = next(r for r in check_files([pkg], jobs=1, cache=False) if r.path == alone.path)

@@ -19,9 +19,8 @@ from warp_harness.record import Location, Record, Severity, Stage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from corpus import quoting_module
+from corpus import line_edits, quoting_module
 from splice_helpers import Spy, same
-from test_incremental_quotes import line_edits
 
 _TEXT = quoting_module(8)
 

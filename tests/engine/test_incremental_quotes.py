@@ -18,7 +18,7 @@ from warp_harness.record import Location, Record, Severity, Stage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from corpus import QUOTING, QUOTING_REST, generated_module
+from corpus import QUOTING, QUOTING_REST, generated_module, line_edits
 from splice_helpers import Spy, same
 
 # sm_86: WH015's shared memory budget is exceeded by `gemm`'s unrolled loop
@@ -50,26 +50,6 @@ def table() -> BuiltinTable:
 def _same(analyser: IncrementalAnalyser, text: str, table: BuiltinTable, spy: Spy | None = None) -> None:
     """The analyser's records of ``text`` are those of a fresh analysis (``spy``: counts the analyser's)."""
     same(analyser, text, table, spy, "q.py", _SETTINGS)
-
-
-def line_edits(text: str, kernel: str) -> list[str]:
-    """Enter after the kernel's first body line, a name typed there, a block of two lines pasted below
-    it, then the three lines deleted one at a time: the text after each step."""
-    versions: list[str] = []
-    at = text.index("\n", text.index("):\n", text.index(f"def {kernel}(")) + 3)
-    text = text[:at] + "\n    " + text[at:]
-    versions.append(text)
-    for n in range(1, 4):
-        versions.append(text[: at + 5] + "q_z"[:n] + text[at + 5 :])
-    text = versions[-1]
-    at += 8
-    text = text[:at] + "\n    r_z = 1.0\n    s_z = r_z + 1.0" + text[at:]
-    versions.append(text)
-    for line in ("    s_z = r_z + 1.0\n", "    r_z = 1.0\n", "    q_z\n"):
-        start = text.index(line, text.index(f"def {kernel}("))
-        text = text[:start] + text[start + len(line) :]
-        versions.append(text)
-    return versions
 
 
 def test_the_file_has_records_quoting_lines_above_and_below_each_kernel(table: BuiltinTable) -> None:
