@@ -376,15 +376,6 @@ def _requoted(record: Record, line: Callable[[int], int]) -> Record:
     return _replaced(record, **changes) if changes else record
 
 
-def _with(value: _Value, name: str, field_value: object) -> _Value:
-    """``value`` with one field changed (`_replaced`, leaner)."""
-    new = object.__new__(type(value))
-    fields = new.__dict__
-    fields.update(value.__dict__)
-    fields[name] = field_value
-    return new
-
-
 # a text quoting line numbers (`_QUOTES`) -> the pieces around the numbers and the numbers (None: its
 # pattern is not found); the texts a move makes are put in too: the next move finds them
 _TEMPLATES: dict[str, tuple[tuple[str, ...], tuple[int, ...]] | None] = {}
@@ -519,38 +510,37 @@ class _Shift(_Lines):
             known = self._layouts[id(layout)] = (layout, tuple(map(self.span, layout)))
         return known[1]
 
+    def _place(self, place: Location) -> Location:
+        """``place`` moved (itself when it is above the edit); `_replaced` inlined (no keyword dict: through
+        it a move measured 10-13% slower)."""
+        line, end = place.line, place.end_line
+        after = self.after
+        if line <= after and (end is None or end <= after):
+            return place
+        moved = object.__new__(Location)
+        fields = moved.__dict__
+        fields.update(place.__dict__)
+        if line > after:
+            fields["line"] = line + self.delta
+        if end is not None and end > after:
+            fields["end_line"] = end + self.delta
+        return moved
+
     def record(self, record: Record) -> Record:
         """``record`` moved (itself when nothing in it does: its parts that do not move are shared). Every
         record below an edit moves on every keystroke that adds or deletes a line: written for speed."""
         after = self.after
         delta = self.delta
         new = object.__new__
-        loc = record.location
-        line, end = loc.line, loc.end_line
-        if line > after or (end is not None and end > after):
-            loc = new(Location)
-            fields = loc.__dict__
-            fields.update(record.location.__dict__)
-            if line > after:
-                fields["line"] = line + delta
-            if end is not None and end > after:
-                fields["end_line"] = end + delta
+        loc = self._place(record.location)
         related = record.related
         if related:
             moved_related = []
             changed = False
             for part in related:
-                place = part.location
-                line, end = place.line, place.end_line
-                if line > after or (end is not None and end > after):
+                moved_place = self._place(part.location)
+                if moved_place is not part.location:
                     changed = True
-                    moved_place = new(Location)
-                    fields = moved_place.__dict__
-                    fields.update(place.__dict__)
-                    if line > after:
-                        fields["line"] = line + delta
-                    if end is not None and end > after:
-                        fields["end_line"] = end + delta
                     moved_part = new(Related)
                     fields = moved_part.__dict__
                     fields.update(part.__dict__)
@@ -577,7 +567,7 @@ class _Shift(_Lines):
                     edit = moved_edit
                 moved_edits.append(edit)
             if changed:
-                fix = _with(fix, "edits", tuple(moved_edits))
+                fix = _replaced(fix, edits=tuple(moved_edits))
         texts: dict[str, str] | None = None
         quotes = _QUOTES.get(record.rule)
         if quotes is not None:
