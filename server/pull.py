@@ -89,9 +89,9 @@ def _refresh_supported(ls: WarpHarnessServer) -> bool:
 
 def result_id(diagnostics: list[types.Diagnostic], version: int | None) -> str:
     """A digest of the diagnostics (lsprotocol's attrs classes have a stable, complete repr)."""
-    import hashlib  # a client that pulls only: start-up skips it
+    from warp_harness.digests import sha256  # a client that pulls only: start-up skips it
 
-    return hashlib.sha256(f"{version}\0{diagnostics!r}".encode()).hexdigest()[:20]
+    return sha256(f"{version}\0{diagnostics!r}".encode()).hexdigest()[:20]
 
 
 def deliver(

@@ -17,7 +17,6 @@ digests before the entry is used.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 import msgpack
 
 from warp_harness.config import Settings
+from warp_harness.digests import blake2b
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
 
 # bump when the entry layout changes
@@ -72,7 +72,7 @@ def _code_fingerprint() -> str:
 
     # the rules' folder found, not imported: a check with nothing to analyse never imports them
     rules = importlib.util.find_spec("warp_harness.rules")
-    digest = hashlib.sha256(warp_harness.__version__.encode())
+    digest = blake2b(warp_harness.__version__.encode(), digest_size=32)
     for origin in (warp_harness.__file__, rules.origin if rules is not None else None):
         if origin is None:
             continue
@@ -233,7 +233,7 @@ class CheckCache:
         self.entries = self.root / f"check-v{ENTRY_FORMAT}"
         _private_dir(self.entries)
         self._write_gitignore()
-        self._base = hashlib.sha256(
+        self._base = blake2b(
             f"{ENTRY_FORMAT}\0{_code_fingerprint()}\0{table_identity}\0{sys.version_info[:2]}".encode()
         ).digest()
         self._profiles: dict[str, str] = {}
@@ -266,7 +266,7 @@ class CheckCache:
         return self._profiles[target]
 
     def key(self, data: bytes, path: str, settings: Settings) -> str:
-        digest = hashlib.sha256(self._base)
+        digest = blake2b(self._base, digest_size=32)
         # every field: one added later (per-file ignores, ...) keys the cache without a change here
         fields = (path, repr(settings), self._profile(settings.target))
         digest.update(repr(fields).encode("utf-8", "surrogatepass"))

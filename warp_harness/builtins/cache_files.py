@@ -75,9 +75,9 @@ def _checked_path(path: Path) -> Path:
 
 
 def _digest(payload: bytes) -> str:
-    import hashlib
+    from warp_harness.digests import sha256
 
-    return hashlib.sha256(payload).hexdigest()
+    return sha256(payload).hexdigest()
 
 
 def _sidecar_fields(sidecar: Path) -> tuple[str, ...] | None:
@@ -114,7 +114,7 @@ def _extractor_id() -> str:
     """Digest of ``extract.py`` (same as ``extract.extractor_id()``, which needs no import here)."""
     global _EXTRACTOR_ID
     if _EXTRACTOR_ID is None:
-        import hashlib
+        from warp_harness.digests import sha256
 
-        _EXTRACTOR_ID = hashlib.sha256(EXTRACT_SCRIPT.read_bytes()).hexdigest()[:16]
+        _EXTRACTOR_ID = sha256(EXTRACT_SCRIPT.read_bytes()).hexdigest()[:16]
     return _EXTRACTOR_ID

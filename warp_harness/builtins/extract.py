@@ -59,9 +59,9 @@ SNAPSHOT_PATH = Path(__file__).with_name("snapshot.msgpack")
 
 def extractor_id() -> str:
     """A digest of this file: a cache written by another version of the extractor is not reused."""
-    import hashlib
+    from warp_harness.digests import sha256
 
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    return sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,7 +25,6 @@ for the engine's launch-side pass, the launch site a kernel rule is being asked 
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
+from warp_harness.digests import blake2b
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.index import NodeIndex, full_body_index
 from warp_harness.model.kernel import KernelDef, warp_decorator
@@ -569,7 +569,7 @@ def package_root(path: Path) -> Path:
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.sha1(data, usedforsecurity=False).hexdigest()
+    return blake2b(data, digest_size=20).hexdigest()
 
 
 _Entry = TypeVar("_Entry")

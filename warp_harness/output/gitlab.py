@@ -14,12 +14,12 @@ and the fingerprint's line text is the cell's.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..digests import sha256
 from ..record import Severity
 from .json import printable
 from .model import FileResult, RuleInfo, end_of
@@ -50,7 +50,7 @@ def render_gitlab(
             anchor = (result.line_text(line, record.location.cell) or record.message).strip()
             basis = "\0".join((record.rule, path, anchor))
             seen[basis] += 1
-            digest = hashlib.sha256(f"{basis}\0{seen[basis]}".encode("utf-8", "surrogatepass")).hexdigest()
+            digest = sha256(f"{basis}\0{seen[basis]}".encode("utf-8", "surrogatepass")).hexdigest()
             issues.append(
                 {
                     "check_name": record.rule,

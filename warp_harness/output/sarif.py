@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 from urllib.parse import quote
 
+from ..digests import sha256
 from ..record import Location, Record, Severity, TextEdit
 from .json import printable_tree
 from .model import STAGE_DESCRIPTIONS, FileResult, RuleInfo, jsonable, rule_title
@@ -145,7 +145,7 @@ def _message(record: Record) -> str:
 
 def _fingerprint(rule: str, path: str, anchor: str) -> str:
     data = "\0".join((rule, path.replace("\\", "/"), " ".join(anchor.split())))
-    return hashlib.sha256(_name_bytes(data)).hexdigest()[:16]
+    return sha256(_name_bytes(data)).hexdigest()[:16]
 
 
 def _replacement(edit: TextEdit, cell: int | None) -> dict[str, Any]:
