@@ -10,10 +10,21 @@ start-up) for hashes CPython also builds in.
 
 from __future__ import annotations
 
-try:
-    from _blake2 import blake2b
-    from _sha256 import sha256
-except ImportError:  # an interpreter built without them: the same functions through hashlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the modules below are hashlib's own implementations, typed there
     from hashlib import blake2b, sha256
+else:
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # an interpreter built without it
+        from hashlib import blake2b
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256
+        except ImportError:
+            from hashlib import sha256
 
 __all__ = ["blake2b", "sha256"]
