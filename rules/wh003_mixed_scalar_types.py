@@ -87,6 +87,7 @@ _SUFFIX = {
 _SAME_TYPE_SCALAR = {"min", "max", "clamp"}
 # ... or over float types only (an int argument makes Warp find no overload at all)
 _SAME_TYPE_FLOAT = {"atan2", "pow", "copysign", "lerp", "smoothstep"}
+_SAME_TYPE = frozenset(_SAME_TYPE_SCALAR | _SAME_TYPE_FLOAT)
 _PY_SAME_TYPE = {"min": "min", "max": "max", "pow": "pow"}
 
 
@@ -135,7 +136,7 @@ def _a(word: str) -> str:
 
 
 def _is_number(t: WarpType) -> bool:
-    return isinstance(t, Scalar) and t != BOOL
+    return isinstance(t, Scalar) and t.name != BOOL.name  # (by name: cheaper than the dataclass's `!=`)
 
 
 def _rank(t: Scalar) -> tuple[int, int, int]:
@@ -256,7 +257,7 @@ class MixedScalarTypes(Rule):
             return None
         if _is_number(lt) and _is_number(rt):
             assert isinstance(lt, Scalar) and isinstance(rt, Scalar)
-            if lt == rt:
+            if lt.name == rt.name:
                 return None
             if isinstance(op, ast.Pow):
                 warp = (
@@ -484,6 +485,8 @@ class MixedScalarTypes(Rule):
     def _call(
         self, ctx: RuleContext, kernel: KernelDef, types: RefinedTypes, node: ast.Call
     ) -> Record | None:
+        if node.keywords or len(node.args) < 2:
+            return None
         imports = ctx.model.imports
         name = imports.warp_name(node.func) or imports.math_name(node.func)
         if (
@@ -493,7 +496,7 @@ class MixedScalarTypes(Rule):
             and node.func.id not in ctx.model.funcs
         ):
             name = _PY_SAME_TYPE.get(node.func.id)
-        if name not in _SAME_TYPE_SCALAR | _SAME_TYPE_FLOAT or node.keywords or len(node.args) < 2:
+        if name not in _SAME_TYPE:
             return None
         if any(isinstance(a, ast.Starred) for a in node.args):
             return None

@@ -37,11 +37,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from warp_harness.model.index import full_body_index
+from warp_harness.model.index import body_index, full_body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import UnknownType
 from warp_harness.record import Fix, Record, Severity, TextEdit
-from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
+from warp_harness.rules.base import Rule, RuleContext, Scope
 from warp_harness.rules.queries import kernel_model
 
 
@@ -65,10 +65,8 @@ class KernelReturnValue(Rule):
                 yield record
         # Warp looks for a kernel's `return value` in its whole syntax tree, before it drops the branches of
         # a static `if` (`ModuleBuilder._kernel_has_value_return`); a function's returns only where compiled
-        body = full_body_index(kernel.node).nodes if kernel.is_kernel else walk_body(kernel.node)
-        for node in body:
-            if not isinstance(node, ast.Return):
-                continue
+        body = full_body_index(kernel.node) if kernel.is_kernel else body_index(kernel.node)
+        for node in body.of(ast.Return):
             if _is_none(node.value):
                 yield self._return_none(ctx, kernel, node, declared)
             elif node.value is None:

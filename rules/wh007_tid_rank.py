@@ -49,12 +49,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import argument_ranks, param_ranks
 from warp_harness.record import Record, Related, Severity
-from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import (
     deferred_launch,
     empty_launch,
@@ -84,8 +85,8 @@ def _plural(n: int, word: str) -> str:
 
 
 def _tid_statement(kernel: KernelDef, call: ast.Call) -> ast.stmt | None:
-    for node in walk_body(kernel.node):
-        if isinstance(node, ast.Assign) and node.value is call:
+    for node in body_index(kernel.node).of(ast.Assign):
+        if node.value is call:
             return node
     return None
 
@@ -142,9 +143,7 @@ class TidRank(Rule):
                 if names > max(valid):
                     if used is None:
                         used = {
-                            n.id
-                            for n in walk_body(kernel.node)
-                            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                            n.id for n in body_index(kernel.node).of(ast.Name) if isinstance(n.ctx, ast.Load)
                         }
                     extra = targets[max(valid) :] if targets is not None else []
                     if targets is None or not any(t in used for t in extra if t is not None):

@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
-from warp_harness.model.types import FLOAT64, UNKNOWN, WarpType, named_warp_type, scalar_of
+from warp_harness.model.types import FLOAT64, UNKNOWN, Scalar, WarpType, named_warp_type, scalar_of
 from warp_harness.record import Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
@@ -84,7 +84,9 @@ _NOT_ARITHMETIC = {
 
 
 def _is_fp64(t: WarpType) -> bool:
-    return scalar_of(t) == FLOAT64
+    scalar = scalar_of(t)
+    # by name: `== FLOAT64` (a dataclass comparison) was ~1,000 calls a kernel file
+    return type(scalar) is Scalar and scalar.name == FLOAT64.name
 
 
 # the only nodes `_is_fp64_op` can accept
@@ -141,6 +143,9 @@ class Fp64Arithmetic(Rule):
         if isinstance(node, ast.AugAssign):
             return _is_fp64(types.of(node.value)) or _is_fp64(types.of(node.target))
         if isinstance(node, ast.Call):
+            args = [*node.args, *(kw.value for kw in node.keywords)]
+            if not any(_is_fp64(types.of(a)) for a in args):
+                return False  # asked first: most calls take no float64, and naming the callee costs more
             imports = ctx.model.imports
             name = imports.warp_name(node.func) or imports.math_name(node.func)
             if (
@@ -159,8 +164,5 @@ class Fp64Arithmetic(Rule):
                 return (
                     False  # data movement and conversions (wp.float64(x), wp.vec3d(...)) are not arithmetic
                 )
-            if not ctx.builtins.has_builtin(name):
-                return False
-            args = [*node.args, *(kw.value for kw in node.keywords)]
-            return any(_is_fp64(types.of(a)) for a in args)
+            return ctx.builtins.has_builtin(name)
         return False

@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef, Param
 from warp_harness.model.types import Matrix, Quaternion, Scalar, Transform, Vector, warp_type_name
 from warp_harness.record import Fix, Record, Related, Severity, TextEdit
@@ -74,9 +75,7 @@ class ScalarParamStore(Rule):
         candidates = [p for p in kernel.params if isinstance(p.type, _BY_VALUE)]
         if not candidates:
             return
-        stored = {
-            n.id for n in walk_body(kernel.node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-        }
+        stored = {n.id for n in body_index(kernel.node).of(ast.Name) if isinstance(n.ctx, ast.Store)}
         for param in candidates:
             if param.name in stored:
                 record = self._check_param(ctx, kernel, param)

@@ -45,6 +45,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
@@ -148,9 +149,7 @@ class TidShadowed(Rule):
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel:
             return
-        loops = [
-            n for n in walk_body(kernel.node) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
-        ]
+        loops = [n for n in body_index(kernel.node).of(ast.For) if isinstance(n.target, ast.Name)]
         if not loops:
             return
         types = kernel_model(ctx, kernel).types(kernel)
@@ -175,8 +174,8 @@ class TidShadowed(Rule):
     def _tid_assignments(self, kernel: KernelDef, names: set[str], calls: set[int]) -> dict[str, ast.Assign]:
         """The first ``... = wp.tid()`` binding of each thread-index name."""
         found: dict[str, ast.Assign] = {}
-        for node in walk_body(kernel.node):
-            if isinstance(node, ast.Assign) and id(node.value) in calls:
+        for node in body_index(kernel.node).of(ast.Assign):
+            if id(node.value) in calls:
                 for target in node.targets:
                     for element in ast.walk(target):
                         if isinstance(element, ast.Name) and element.id in names and element.id not in found:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.int_arith import int_division
 from warp_harness.model.kernel import KernelDef
@@ -70,7 +71,7 @@ class IntDivision(Rule):
         types: KernelTypes | None = None
         divisions: dict[str, ast.BinOp | None] | None = None
         split: set[tuple[str, str]] | None = None
-        for node in walk_body(kernel.node):
+        for node in body_index(kernel.node).of(ast.Call):  # (`_float_call` is None for any other node)
             spelled = self._float_call(ctx, kernel, node)
             if spelled is None:
                 continue
@@ -99,13 +100,11 @@ class IntDivision(Rule):
 
     def _only_converted(self, ctx: RuleContext, kernel: KernelDef, name: str) -> bool:
         """Every read of the local ``name`` is the argument of a conversion to a float."""
-        reads = 0
+        index = body_index(kernel.node)
+        reads = sum(1 for n in index.of(ast.Name) if n.id == name and isinstance(n.ctx, ast.Load))
         converted = 0
-        for node in walk_body(kernel.node):
-            if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
-                reads += 1
-            elif self._float_call(ctx, kernel, node) is not None:
-                assert isinstance(node, ast.Call)
+        for node in index.of(ast.Call):
+            if self._float_call(ctx, kernel, node) is not None:
                 argument = node.args[0]
                 converted += isinstance(argument, ast.Name) and argument.id == name
         return reads == converted
@@ -113,9 +112,7 @@ class IntDivision(Rule):
     def _remainders(self, kernel: KernelDef) -> set[tuple[str, str]]:
         """The operands of every `a % b` of the kernel, as text."""
         return {
-            _operands(node)
-            for node in walk_body(kernel.node)
-            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+            _operands(node) for node in body_index(kernel.node).of(ast.BinOp) if isinstance(node.op, ast.Mod)
         }
 
     def _float_call(self, ctx: RuleContext, kernel: KernelDef, node: ast.AST) -> str | None:

@@ -127,7 +127,7 @@ class ChunkParser:
             chunk = next((c for c in candidates if c.first == first), candidates[0])
             _move(chunk, first)
         else:
-            chunk = _parse_chunk(lines, first, end)
+            chunk = parse_chunk(first, end, text)
         used.add(id(chunk))
         return chunk
 
@@ -242,10 +242,6 @@ def _move(chunk: Chunk, first: int) -> None:
             end = getattr(node, "end_lineno", None)
             if end is not None:
                 node.end_lineno = end + delta  # type: ignore[attr-defined]
-
-
-def _parse_chunk(lines: list[str], first: int, end: int) -> Chunk:
-    return parse_chunk(first, end, "".join(lines[first:end]))
 
 
 def parse_chunk(first: int, end: int, text: str) -> Chunk:

@@ -641,7 +641,7 @@ def binop_result(op: ast.operator, left: WarpType, right: WarpType) -> WarpType:
     if isinstance(op, ast.MatMult):
         return UNKNOWN
     if isinstance(left, Scalar) and isinstance(right, Scalar):
-        return left if left == right else UNKNOWN
+        return left if left.name == right.name else UNKNOWN  # (cheaper than the dataclass's `==`)
     if isinstance(left, Vector | Matrix | Quaternion) and isinstance(right, Scalar):
         return left if left.dtype == right and isinstance(op, ast.Mult | ast.Div) else UNKNOWN
     if isinstance(left, Scalar) and isinstance(right, Vector | Matrix | Quaternion):
