@@ -204,3 +204,99 @@ def test_a_checked_file_too_large_to_keep_parsed_is_summarised_at_once(
     summary = index.summary("pkg.large")
     assert summary is not None and "k3" in summary.names
     del view
+
+
+CLASS_HEADER = '''
+
+class Solver(
+    Base,
+):
+    """A large class: cut between its methods."""
+
+    doc = """
+    def not_a_method():
+    """
+    body_kernel = k1
+
+'''
+
+METHOD = """
+    @staticmethod
+    def helper{n}(x):
+        def nested(y):
+            return y
+
+        return nested(x) + {n}
+
+    def step{n}(self, a):
+        self.k{n} = k{n}
+        local = make(float)
+        self.made = local
+        wp.launch(k{n}, dim=1, inputs=[a])
+"""
+
+# a method's string spanning lines that look like methods: no place to cut there
+STRING_METHOD = '''
+    def text{n}(self):
+        return """
+    def looks_like_a_method(self):
+        pass
+    """
+'''
+
+
+def _class_module(methods: int, *, after: str = "") -> str:
+    parts = [_module(3), "\n\nclass Base:\n    pass\n", CLASS_HEADER]
+    for n in range(methods):
+        parts.append(METHOD.format(n=n))
+        if n % 30 == 15:
+            parts.append(STRING_METHOD.format(n=n))
+    parts.append("    def step0(self, a):  # defined again\n        self.k0 = k1\n")
+    return "".join(parts) + after
+
+
+def _pieces(text: str) -> list[source.Piece]:
+    return list(source.top_level_pieces(text))
+
+
+@pytest.mark.parametrize(
+    "after", ["", "\n\nTAIL = 1\n", "\n\n@wp.kernel\ndef tail(a: wp.array(dtype=float)):\n    pass\n"]
+)
+def test_a_large_class_is_cut_between_its_methods(after: str) -> None:
+    text = _class_module(600, after=after)
+    pieces = _pieces(text)
+    assert sum(piece.continues for piece in pieces) > 3
+    assert _dump(parse_in_pieces(text).tree) == _dump(parse_source(text).tree)
+
+
+def test_a_class_is_cut_only_at_its_body_s_indentation() -> None:
+    # the first line starting a definition is in a string, deeper than the methods, as are the functions
+    # nested in the class's last method: cut there, each run would parse, as another tree
+    nested = "".join(f"        def f{n}(x):\n            return x + {n}\n\n" for n in range(3000))
+    text = (
+        _class_module(10).replace(
+            '    doc = """\n    def not_a_method():', '    doc = """\n        def not_a_method():'
+        )
+        + f"\n    def last(self):\n{nested}        return f0\n"
+    )
+    assert not any(piece.continues for piece in _pieces(text))
+    assert _dump(parse_in_pieces(text).tree) == _dump(parse_source(text).tree)
+
+
+def test_a_class_cut_inside_a_string_goes_on_to_the_next_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    failed: list[int] = []
+    parse = source._parse
+
+    def failing(text: str) -> ast.Module:
+        try:
+            return parse(text)
+        except SyntaxError:
+            failed.append(len(text))
+            raise
+
+    monkeypatch.setattr(source, "PIECE_CHARS", 200)  # a cut before every method, in strings too
+    monkeypatch.setattr(source, "_parse", failing)
+    text = _class_module(600)
+    assert any(piece.continues for piece in _pieces(text))
+    assert failed
+    assert _dump(parse_in_pieces(text).tree) == _dump(parse_source(text).tree)

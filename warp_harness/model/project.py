@@ -39,7 +39,14 @@ from warp_harness.model.index import NodeIndex, full_body_index
 from warp_harness.model.kernel import KernelDef, warp_decorator
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel, build_model
-from warp_harness.model.source import ParsedSource, decode_source, parse_in_pieces
+from warp_harness.model.source import (
+    NotInPieces,
+    ParsedSource,
+    Piece,
+    decode_source,
+    parse_in_pieces,
+    top_level_pieces,
+)
 from warp_harness.workspace import IGNORED_DIRS
 
 if TYPE_CHECKING:
@@ -347,12 +354,101 @@ def summarise(
     """A module's summary from its syntax tree (cheap: module-level statements and class bodies; a
     detached one, see `ModuleSummary`, also looks into functions for kernel factories)."""
     top = list(_top_statements(tree.body))
-    imports = ImportMap.from_tree(
-        tree, NodeIndex([s for s in top if isinstance(s, ast.Import | ast.ImportFrom)])
-    )
+    imports = _import_map([s for s in top if isinstance(s, ast.Import | ast.ImportFrom)], tree)
     names: dict[str, list[_Binding]] = {}
     stars: list[str] = []
     classes: dict[str, ast.ClassDef] = {}
+    _summarise_statements(top, imports, module, package, detached, names, stars, classes)
+    summary = ModuleSummary(module, package, digest, names, stars, classes, imports)
+    if detached:
+        # the import map without the answers it cached per node (decorators)
+        summary.imports = ImportMap(dict(imports.modules), dict(imports.objects))
+        for name, node in classes.items():
+            info = summary._classes[name] = _summarise_class(node, imports, module, package, detached=True)
+            info.imports = summary.imports
+        summary.classes = {}
+    return summary
+
+
+def summarise_pieces(
+    pieces: Iterable[Piece], module: str, package: bool, digest: str = ""
+) -> ModuleSummary | None:
+    """`summarise` (detached) of the module whose top-level statements come in ``pieces`` (in order, as
+    `source.top_level_pieces` yields them), each piece dropped once summarised: the module's whole tree is
+    never held. Definitions are judged with the imports of their piece and those before it; None when a
+    later piece's imports change that map (`summarise` judges with all of the module's), the summary
+    being then the whole tree's to make."""
+    names: dict[str, list[_Binding]] = {}
+    stars: list[str] = []
+    summaries: dict[str, _ClassSummary] = {}
+    seen: list[ast.Import | ast.ImportFrom] = []
+    imports = ImportMap()
+    judged = False  # whether a definition was judged with the imports so far
+    open_class: _ClassSummary | None = None  # the class ending the piece before, summarised so far
+    for statements, continues in pieces:
+        if continues:  # more of that class's body
+            assert open_class is not None
+            part = ast.ClassDef(
+                name=open_class.name, bases=[], keywords=[], body=statements, decorator_list=[]
+            )
+            del statements
+            _merge_class(open_class, _summarise_class(part, imports, module, package, detached=True))
+            del part
+            continue
+        last = statements[-1] if statements else None
+        top = list(_top_statements(statements))
+        del statements
+        new = [s for s in top if isinstance(s, ast.Import | ast.ImportFrom)]
+        if new:
+            seen.extend(new)
+            grown = _import_map(seen)
+            if judged and (grown.modules != imports.modules or grown.objects != imports.objects):
+                return None
+            imports = grown
+        else:  # without the answers cached per node of the pieces before
+            imports = ImportMap(dict(imports.modules), dict(imports.objects))
+        classes: dict[str, ast.ClassDef] = {}
+        _summarise_statements(top, imports, module, package, True, names, stars, classes)
+        for name, node in classes.items():
+            summaries[name] = _summarise_class(node, imports, module, package, detached=True)
+        judged = judged or any(isinstance(s, _Function | ast.ClassDef) for s in top)
+        open_class = summaries[last.name] if isinstance(last, ast.ClassDef) else None
+        del top, classes, last
+    bare = ImportMap(dict(imports.modules), dict(imports.objects))
+    summary = ModuleSummary(module, package, digest, names, stars, {}, bare)
+    summary._classes = summaries
+    for info in summaries.values():
+        info.imports = summary.imports
+    return summary
+
+
+def _merge_class(info: _ClassSummary, part: _ClassSummary) -> None:
+    """Add to a detached class summary that of more of the class's body (`_summarise_class` of the whole
+    class: assignments in order, a method defined again standing for its last definition)."""
+    for name, assignments in part.attrs.items():
+        info.attrs.setdefault(name, []).extend(assignments)
+    for name in part.methods:
+        info.methods[name] = None
+    info._factories.update(part._factories)
+
+
+def _import_map(statements: list[ast.Import | ast.ImportFrom], tree: ast.Module | None = None) -> ImportMap:
+    """The import map of a module whose top-level imports are ``statements`` (in order)."""
+    return ImportMap.from_tree(tree or ast.Module(body=[], type_ignores=[]), NodeIndex(statements))
+
+
+def _summarise_statements(
+    top: list[ast.stmt],
+    imports: ImportMap,
+    module: str,
+    package: bool,
+    detached: bool,
+    names: dict[str, list[_Binding]],
+    stars: list[str],
+    classes: dict[str, ast.ClassDef],
+) -> None:
+    """`summarise`'s pass over module-level statements: their bindings into ``names``, the modules they
+    star-import into ``stars`` and their classes into ``classes``."""
 
     def bind(name: str, binding: _Binding) -> None:
         names.setdefault(name, []).append(binding)
@@ -384,15 +480,6 @@ def summarise(
         else:
             for name in _stored_targets(stmt):
                 bind(name, ("other",))
-    summary = ModuleSummary(module, package, digest, names, stars, classes, imports)
-    if detached:
-        # the import map without the answers it cached per node (decorators)
-        summary.imports = ImportMap(dict(imports.modules), dict(imports.objects))
-        for name, node in classes.items():
-            info = summary._classes[name] = _summarise_class(node, imports, module, package, detached=True)
-            info.imports = summary.imports
-        summary.classes = {}
-    return summary
 
 
 def _def_binding(fn: _Function, imports: ImportMap, module: str) -> _Binding:
@@ -427,6 +514,9 @@ def _scope(fn: _Function, values: list[ast.expr], imports: ImportMap, module: st
             else:
                 kept.append(binding)
         scope.bindings[name] = kept
+    # by name: the same whether the class was summarised whole or in parts (`_merge_class`), whose
+    # attributes, and so ``values``, come in another order
+    scope.bindings = dict(sorted(scope.bindings.items()))
     return scope
 
 
@@ -788,11 +878,19 @@ class ProjectIndex:
         if cached is not None and cached[1].digest == loaded.digest and cached[1].package == loaded.package:
             self._summaries.move_to_end(name)
             return cached[1]
-        parsed = loaded.parsed
-        if parsed is None:
+        text = loaded.text
+        if text is None:
             return None
-        summary = summarise(parsed.tree, name, loaded.package, loaded.digest, detached=True)
-        self._summaries[name] = (len(parsed.text), summary)
+        summary = None
+        if loaded._parsed is None and len(text) > LOADED_CACHE_BYTES:
+            # its tree (~25x its text) would stay in `_loaded`, the newest entry, while the file asking
+            # analyses on: summarised piece by piece instead, never held whole
+            summary = _summarise_text(text, name, loaded.package, loaded.digest)
+        if summary is None:
+            parsed = loaded.parsed
+            assert parsed is not None
+            summary = summarise(parsed.tree, name, loaded.package, loaded.digest, detached=True)
+        self._summaries[name] = (len(text), summary)
         self._summaries.move_to_end(name)
         sizes = [size for size, _ in self._summaries.values()]
         _trim(self._summaries, sizes, SUMMARY_CACHE_SIZE, SUMMARY_CACHE_BYTES)
@@ -896,6 +994,14 @@ class ProjectIndex:
         _make_room(self._models, models, module, MODEL_CACHE_BYTES - size)
         texts = {name: len(entry.text or "") for name, entry in self._loaded.items()}
         _make_room(self._loaded, texts, module, LOADED_CACHE_BYTES - size)
+
+
+def _summarise_text(text: str, module: str, package: bool, digest: str) -> ModuleSummary | None:
+    """`summarise_pieces` of ``text``; None when it must be parsed whole (see `NotInPieces`)."""
+    try:
+        return summarise_pieces(top_level_pieces(text), module, package, digest)
+    except NotInPieces:
+        return None
 
 
 def _trim(

@@ -13,8 +13,10 @@ import io
 import threading
 import tokenize
 import warnings
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from warp_harness.model import parse_freezing
 
@@ -224,43 +226,165 @@ PIECE_CHARS = 32_768
 _DEFINITIONS = ("def ", "class ", "@", "async def ")
 
 
+class NotInPieces(Exception):
+    """`top_level_pieces` cannot cut the text: it is small, has a line break Python does not count, or a
+    piece does not parse (a syntax error, ...). Parse it whole."""
+
+
+class Piece(NamedTuple):
+    """Top-level statements of a text parsed in pieces; ``continues``: they are the rest of the body of the
+    class that ended the piece before (one large class is cut between its methods)."""
+
+    statements: list[ast.stmt]
+    continues: bool = False
+
+
+# what follows a line's indentation when no statement starts there
+_NOT_A_STATEMENT = ("", " ", "\t", "\r", "\n", "#")
+
+
+def _class_cuts(lines: list[str], first: int, end: int) -> list[int]:
+    """Where the top-level chunk ``lines[first:end]``, a class, may be cut: before its methods (the lines
+    starting a definition at the indentation of the first one; `top_level_pieces` checks it is the body's),
+    about every `PIECE_CHARS`."""
+    header = first
+    while header < end and lines[header].startswith("@"):
+        header += 1
+    if header == end or not lines[header].startswith("class "):
+        return []
+    indent: str | None = None
+    cuts: list[int] = []
+    size = 0
+    previous_was_decorator = False
+    for index in range(header + 1, end):
+        line = lines[index]
+        size += len(line)
+        stripped = line.lstrip(" \t")
+        if indent is None:
+            if stripped.startswith(_DEFINITIONS) and stripped != line:
+                indent = line[: len(line) - len(stripped)]
+            else:
+                continue
+        if not line.startswith(indent) or line[len(indent) : len(indent) + 1] in _NOT_A_STATEMENT:
+            continue
+        if stripped.startswith(_DEFINITIONS):
+            if size >= PIECE_CHARS and not previous_was_decorator:
+                cuts.append(index)
+                size = 0
+            previous_was_decorator = stripped.startswith("@")
+        else:
+            previous_was_decorator = False
+    return cuts
+
+
+def top_level_pieces(text: str, lines: list[str] | None = None) -> Iterator[Piece]:
+    """The top-level statements of ``text`` (``lines``: its lines, kept ends), parsed in runs of about
+    `PIECE_CHARS` (`parse_in_pieces`), positions being the whole text's; a larger class comes in runs of
+    its methods. Each run comes as soon as parsed and is no longer held here once the next one is asked
+    for, so a caller dropping them never holds the whole tree. Raises `NotInPieces` (maybe after some
+    runs) when the text must be parsed whole.
+
+    A run is cut before a line starting a definition (a line a string spans rarely does); a cut inside a
+    statement (a string, brackets) leaves a run that does not parse, which then goes on to the next cut.
+    A run continuing a class is parsed under a stand-in ``class _:`` line in place of the line before it;
+    a class is cut only at the indentation of its body's first statement."""
+    if len(text) < PIECE_MIN_CHARS or any(c in text for c in _OTHER_LINE_BREAKS):
+        raise NotInPieces
+    if lines is None:
+        lines = text.splitlines(keepends=True)
+    # (where a run ends, whether the next one continues a class, where that class ends)
+    bounds: list[tuple[int, bool, int]] = []
+    size = 0
+    starts = _chunk_starts(lines)
+    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        chunk = sum(len(line) for line in lines[first:end])
+        cuts = _class_cuts(lines, first, end) if chunk > 2 * PIECE_CHARS else []
+        if cuts:
+            bounds.extend((cut, True, end) for cut in cuts)
+            if end < len(lines):
+                bounds.append((end, False, end))
+            size = 0
+            continue
+        size += chunk
+        if size >= PIECE_CHARS and end < len(lines) and lines[end].startswith(_DEFINITIONS):
+            bounds.append((end, False, end))
+            size = 0
+    bounds.append((len(lines), False, len(lines)))
+    first = 0
+    inside = False  # whether the run from `first` continues a class
+    uncut = 0  # a class whose cuts proved wrong is not cut before this line
+    for end, continued, class_end in bounds:
+        if end < uncut:
+            continue
+        padding = "\n" * (first - 1) + "class _:\n" if inside else "\n" * first
+        try:
+            body = _parse(padding + "".join(lines[first:end])).body
+        except SyntaxError:
+            if end < len(lines):
+                continue  # cut inside a statement (a string's line that looks like a definition)
+            raise NotInPieces from None
+        except (ValueError, MemoryError, RecursionError):
+            raise NotInPieces from None
+        # a run ending inside a class it starts (not one continuing it): is the cut in the class's body?
+        if continued and (not inside or len(body) > 1) and not _cut_in_body(body, lines, end):
+            uncut = class_end
+            continue
+        first = end
+        if inside:  # the stand-in class, and what follows it when the run went on past the class's end
+            rest = body[1:]
+            yield Piece(body.pop(0).body, True)  # type: ignore[attr-defined]
+            if rest:
+                yield Piece(rest, False)
+            del rest
+        else:
+            yield Piece(body, False)
+        del body  # not alive while the next run is parsed
+        inside = continued
+
+
+def _cut_in_body(body: list[ast.stmt], lines: list[str], cut: int) -> bool:
+    """Whether a run ending with a class, ``body``, ends between two statements of that class's body: the
+    line at ``cut`` is indented as the body's first statement (a run parsing whole ends between statements;
+    at another indentation, it may end inside one of the methods)."""
+    cls = body[-1] if body else None
+    if not isinstance(cls, ast.ClassDef) or not cls.body:
+        return False
+    head = cls.body[0]
+    indent = lines[head.lineno - 1][: head.col_offset]
+    line = lines[cut]
+    return (
+        not indent.strip(" \t")
+        and line.startswith(indent)
+        and line[len(indent) : len(indent) + 1] not in _NOT_A_STATEMENT
+    )
+
+
 def parse_in_pieces(text: str) -> ParsedSource:
     """`parse_source` of ``text`` (the same tree), a large text parsed piece by piece: `ast.parse` holds
     its C syntax tree next to the Python one it builds, as large again (382 kB of newton's steel kernels:
     +38 MB at once for 17.5 MB kept), and that memory, freed to malloc, is not reused for Python objects.
     A launch target is parsed while the launching file's tree is alive: that moment was the peak memory
     of a check (the engine parses the checked file this way too). The pieces are runs of top-level
-    statements (`source._chunk_starts`), each padded with the newlines before it so that positions are
-    the whole text's; anything unexpected (a syntax error, a line break Python does not count) parses
-    the text whole."""
+    statements (`top_level_pieces`), each padded with the newlines before it so that positions are the
+    whole text's; anything unexpected (a syntax error, a line break Python does not count) parses the
+    text whole."""
     if len(text) < PIECE_MIN_CHARS or any(c in text for c in _OTHER_LINE_BREAKS):
         return parse_source(text)
     lines = text.splitlines(keepends=True)
-    # a piece ends before a top-level definition: a line a string spans rarely starts with one
-    bounds = []
-    size = 0
-    starts = _chunk_starts(lines)
-    for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-        size += sum(len(line) for line in lines[first:end])
-        if size >= PIECE_CHARS and end < len(lines) and lines[end].startswith(_DEFINITIONS):
-            bounds.append(end)
-            size = 0
-    bounds.append(len(lines))
     body: list[ast.stmt] = []
-    first = 0
-    for end in bounds:
-        try:
-            piece = _parse("\n" * first + "".join(lines[first:end]))
-        except SyntaxError:
-            if end < len(lines):
-                continue  # split inside a statement (a string's line that looks like a definition)
-            body.clear()
-            return parse_source(text)
-        except (ValueError, MemoryError, RecursionError):
-            body.clear()
-            return parse_source(text)
-        body.extend(piece.body)
-        first = end
+    try:
+        for statements, continues in top_level_pieces(text, lines):
+            if continues:  # the rest of the class ending the body so far
+                cls = body[-1]
+                assert isinstance(cls, ast.ClassDef)
+                cls.body.extend(statements)
+                cls.end_lineno = statements[-1].end_lineno
+                cls.end_col_offset = statements[-1].end_col_offset
+            else:
+                body.extend(statements)
+    except NotInPieces:
+        body.clear()
+        return parse_source(text)
     parsed = ParsedSource(text, lines, ast.Module(body=body, type_ignores=[]))
     if parse_freezing.active:  # as `parse_source` does
         gc.freeze()
