@@ -490,3 +490,34 @@ def test_the_pool_gets_a_launcher_in_its_target_s_task_right_after_it(tmp_path: 
     assert [0, 5, 1, 2] in groups  # c/m1 launches into a/m0
     assert [3, 4] in groups  # c/m0 into b/m0
     assert sorted(i for g in groups for i in g) == list(range(len(files)))
+
+
+def test_a_checked_file_s_bytes_are_freed_before_its_analysis(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read, decoded, digested: the bytes are not held by the frames above the analysis (newton's 1 MB steel
+    solver held 1 MiB through the peak memory of its check)."""
+    import warp_harness.engine as engine
+
+    freed: list[bool] = []
+    alive_at_analysis: list[bool] = []
+
+    class Tracked(bytes):
+        def __del__(self) -> None:
+            freed.append(True)
+
+    read, analyse = engine.read_regular, engine.analyse_parsed
+
+    def tracked_read(path: Path, limit: int) -> bytes:
+        return Tracked(read(path, limit))
+
+    def noting_analyse(*args: object, **kwargs: object) -> object:
+        alive_at_analysis.append(not freed)
+        return analyse(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(engine, "read_regular", tracked_read)
+    monkeypatch.setattr(engine, "analyse_parsed", noting_analyse)
+    _, sim = _kernel_and_launcher(tmp_path, "launch")
+    (result,) = check_files([sim], jobs=1, cache=False)
+    assert [r.rule for r in result.records] == ["WH007"]
+    assert alive_at_analysis == [False]

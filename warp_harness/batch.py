@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from warp_harness.config import Settings, load_settings
-from warp_harness.engine import check_bytes, check_file, iter_python_files
+from warp_harness.engine import KeepLines, check_bytes, check_file, iter_python_files, kept_lines
 from warp_harness.output.model import FileResult
 
 if TYPE_CHECKING:
@@ -104,6 +104,10 @@ def _init_worker(job: _Job) -> None:
     freeze_parses()
 
 
+def _keep(lines: Lines) -> KeepLines:
+    return "records" if lines == "records" else lines == "all"
+
+
 def _source_lines(data: bytes, records: tuple[Any, ...], lines: Lines) -> tuple[str, ...] | None:
     """The lines check_bytes would attach to ``data``'s result, trimmed to what ``lines`` asks."""
     if lines == "none":
@@ -113,16 +117,7 @@ def _source_lines(data: bytes, records: tuple[Any, ...], lines: Lines) -> tuple[
     text, _ = decode_source(data)
     if text is None:
         return None
-    return _trim(tuple(line.rstrip("\r\n") for line in text.splitlines(keepends=True)), records, lines)
-
-
-def _trim(source: tuple[str, ...] | None, records: tuple[Any, ...], lines: Lines) -> tuple[str, ...] | None:
-    if source is None or lines == "all":
-        return source
-    if lines == "none":
-        return None
-    wanted = {r.location.line for r in records}
-    return tuple(text if n in wanted else "" for n, text in enumerate(source, 1))
+    return kept_lines(text.splitlines(keepends=True), records, _keep(lines))
 
 
 def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | None) -> FileResult:
@@ -132,22 +127,32 @@ def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | 
     key = ""
     if cache is not None:
         key = cache.key(data, shown, settings)
-
-        def current(module: str) -> str | None:
-            # the workspace model only for an entry that depends on other modules
-            project = job.project_for(data)
-            return project.digest(module) if project is not None else None
-
-        records = cache.get(key, current)
-        if records is not None:
-            return FileResult(shown, records, _source_lines(data, records, job.lines))
+        cached = _cached(job, cache, key, data, shown)
+        if cached is not None:
+            return cached
     project = job.project_for(data)
     view = project.view(shown) if project is not None else None
-    result = check_bytes(data, shown, settings, table, project=view, keep_lines=job.lines != "none")
+    handed = [data]  # not held here while it is analysed (`engine.check_bytes`)
+    del data
+    result = check_bytes(handed.pop(), shown, settings, table, project=view, keep_lines=_keep(job.lines))
     if cache is not None:
         # the modules its launches resolved against (and failed to): their digests key the entry too
         cache.put(key, result.records, view.deps if view is not None else None)
-    return FileResult(result.path, result.records, _trim(result.source_lines, result.records, job.lines))
+    return result
+
+
+def _cached(job: _Job, cache: CheckCache, key: str, data: bytes, shown: str) -> FileResult | None:
+    """The result the cache holds for ``data`` under ``key``, if still current."""
+
+    def current(module: str) -> str | None:
+        # the workspace model only for an entry that depends on other modules
+        project = job.project_for(data)
+        return project.digest(module) if project is not None else None
+
+    records = cache.get(key, current)
+    if records is None:
+        return None
+    return FileResult(shown, records, _source_lines(data, records, job.lines))
 
 
 def _check_one(path: Path) -> FileResult:

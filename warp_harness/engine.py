@@ -5,10 +5,10 @@ from __future__ import annotations
 import gc
 import os
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from warp_harness.config import Settings, is_excluded, load_settings, repository_root
 from warp_harness.freed_memory import TRIM_MIN_CHARS, release_freed_memory
@@ -221,6 +221,10 @@ def finish_records(records: list[Record], parsed: ParsedSource, settings: Settin
     return kept
 
 
+# which source lines a result keeps: all (True), none (False), or only those its records point at
+KeepLines = bool | Literal["records"]
+
+
 def check_bytes(
     data: bytes,
     path: str,
@@ -228,10 +232,11 @@ def check_bytes(
     builtins: BuiltinTable | None = None,
     project: ProjectView | None = None,
     *,
-    keep_lines: bool = True,
+    keep_lines: KeepLines = True,
 ) -> FileResult:
     """The records of one file's bytes, with its source lines unless ``keep_lines`` is False (an output
-    that shows no source text: newton's 819k lines are not cut again for nothing)."""
+    that shows no source text: newton's 819k lines are not cut again for nothing); "records": only the
+    lines the records point at (`kept_lines`)."""
     from warp_harness.model.source import decode_source, parses_cleanly
     from warp_harness.output.model import FileResult
 
@@ -243,24 +248,38 @@ def check_bytes(
         # no record at all: the tree `_syntax_only` would build is not needed (a small text is parsed:
         # importing symtable costs more than its parse, the whole of a one-file check of an empty file)
         if len(text) >= SYMTABLE_MIN_CHARS and parses_cleanly(text):
-            lines = (
-                tuple(line.rstrip("\r\n") for line in text.splitlines(keepends=True)) if keep_lines else None
-            )
+            lines = kept_lines(text.splitlines(keepends=True), (), keep_lines) if keep_lines else None
             return FileResult(path, (), lines)
         analysis = _syntax_only(text, path, settings or Settings())
     elif project is not None:
+        # the bytes go with the frame they are handed to (a Python call moves its arguments): a large file's
+        # bytes are not held through its analysis by the frames above (newton's steel solver: 1 MiB at the
+        # peak memory of its check)
+        handed = [data]
+        del data
         analysis = _analyse_in_project(
-            data, text, path, settings or Settings(), builtins or _builtins(), project
+            handed.pop(), text, path, settings or Settings(), builtins or _builtins(), project
         )
     else:
         analysis = analyse_source(text, path, settings, builtins=builtins)
+    records = tuple(analysis.records)
     return FileResult(
         path,
-        tuple(analysis.records),
-        tuple(line.rstrip("\r\n") for line in analysis.source.lines)
-        if analysis.source and keep_lines
-        else None,
+        records,
+        kept_lines(analysis.source.lines, records, keep_lines) if analysis.source and keep_lines else None,
     )
+
+
+def kept_lines(lines: Iterable[str], records: Iterable[Record], keep: KeepLines) -> tuple[str, ...] | None:
+    """``lines`` (each with its line break) as a result keeps them: without their line breaks, the lines no
+    record points at "" when ``keep`` is "records". Only the kept lines are copied: the file's largest
+    check (newton's 1 MB steel solver) cut all 32k at its peak memory to keep a few (+2 MiB)."""
+    if keep is False:
+        return None
+    if keep == "records":
+        wanted = {r.location.line for r in records}
+        return tuple(line.rstrip("\r\n") if n in wanted else "" for n, line in enumerate(lines, 1))
+    return tuple(line.rstrip("\r\n") for line in lines)
 
 
 # the size from which a text without kernels is syntax-checked without building its tree
@@ -306,6 +325,7 @@ def _analyse_in_project(
         if model is None:
             model = build_model(parsed.text, path, table, parsed)
             index.keep(path, data, parsed, model)
+        del data  # not needed past `keep`
         return analyse_parsed(parsed, path, settings, table, model, project)
     finally:
         if enabled:
@@ -353,7 +373,10 @@ def check_file(
         from warp_harness.notebooks import check_notebook_bytes
 
         return check_notebook_bytes(data, shown, settings, builtins)
-    return (analyse or check_bytes)(data, shown, settings, builtins)
+    # handed on, not kept here: the analysis drops the bytes once read (`check_bytes`)
+    handed = [data]
+    del data
+    return (analyse or check_bytes)(handed.pop(), shown, settings, builtins)
 
 
 def unreadable_record(path: str, message: str) -> Record:
@@ -454,6 +477,7 @@ __all__ = [
     "check_file",
     "check_paths",
     "iter_python_files",
+    "kept_lines",
     "missing_paths",
     "project_index",
     "replace",

@@ -92,3 +92,23 @@ def test_a_small_file_without_kernels_is_parsed_not_symbol_tabled(monkeypatch: p
     monkeypatch.setattr(source, "parses_cleanly", no_symtable)
     assert check_bytes(b"import os\n", "t.py").records == ()
     assert [r.rule for r in check_bytes(b"def f(:\n", "t.py").records] == ["WH000"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import os\r\nx = (1,\n",  # a syntax error
+        "import os\n" + "x = 1\r\n" * SYMTABLE_MIN_CHARS,  # no record, never parsed into a tree
+        "import warp as wp\n\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    i = wp.tid()\r\n"
+        "    a[i] = 1.0\n\n\ndef run(a, n):\n    wp.launch(k, dim=(n, n), inputs=[a])\n",  # WH007
+    ],
+)
+def test_a_result_keeps_only_the_lines_its_records_point_at_when_asked(text: str) -> None:
+    every = check_bytes(text.encode(), "t.py")
+    assert every.source_lines == tuple(line.rstrip("\r\n") for line in text.splitlines(keepends=True))
+    wanted = {r.location.line for r in every.records}
+    kept = check_bytes(text.encode(), "t.py", keep_lines="records")
+    assert kept.records == every.records
+    assert kept.source_lines == tuple(
+        line if n in wanted else "" for n, line in enumerate(every.source_lines, 1)
+    )

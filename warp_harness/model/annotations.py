@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from warp_harness.model.constants import Value, fold
 from warp_harness.model.imports import ImportMap
 from warp_harness.model.types import (
-    SCALAR_ALIASES,
     UNKNOWN,
     Array,
     Matrix,
@@ -36,6 +35,22 @@ _ARRAY_KINDS = {
     "indexedfabricarray": ("indexedfabricarray", 1),
     "indexedfabricarrayarray": ("indexedfabricarrayarray", 1),
 }
+
+
+# the array types annotations spell, shared: a large module's parameters repeat a few (newton's steel solver:
+# 2,400 equal arrays, as many equal scalars, alive through its check)
+_ARRAYS: dict[tuple[WarpType, int, str], Array] = {}
+_ARRAYS_MAX = 4096  # the types a workspace spells: bounded all the same (a long-lived server)
+
+
+def _array(dtype: WarpType, ndim: int, kind: str) -> Array:
+    key = (dtype, ndim, kind)
+    found = _ARRAYS.get(key)
+    if found is None:
+        found = Array(dtype, ndim, kind)
+        if len(_ARRAYS) < _ARRAYS_MAX:
+            _ARRAYS[key] = found
+    return found
 
 
 class AnnotationResolver:
@@ -71,7 +86,7 @@ class AnnotationResolver:
             if warp is not None:
                 return self._named(warp)
             if node.id in ("float", "int", "bool"):
-                return Scalar(SCALAR_ALIASES[node.id])
+                return named_warp_type(node.id)  # shared, as Warp's own names are
             return UNKNOWN
         if isinstance(node, ast.Attribute):
             warp = self.imports.warp_name(node)
@@ -95,8 +110,8 @@ class AnnotationResolver:
                     declared = self._int(rank)
                     if declared is None:
                         return UNKNOWN
-                    return Array(self._resolve(index.elts[0]), declared, kind)
-                return Array(self._resolve(index), ndim, kind)
+                    return _array(self._resolve(index.elts[0]), declared, kind)
+                return _array(self._resolve(index), ndim, kind)
             return UNKNOWN
         if isinstance(node, ast.Call):
             return self._call(node)
@@ -105,7 +120,7 @@ class AnnotationResolver:
     def _named(self, name: str) -> WarpType:
         if name in _ARRAY_KINDS:
             kind, ndim = _ARRAY_KINDS[name]
-            return Array(UNKNOWN, ndim, kind)
+            return _array(UNKNOWN, ndim, kind)
         return named_warp_type(name)
 
     def _kw(self, node: ast.Call, name: str, position: int | None = None) -> ast.expr | None:
@@ -134,7 +149,7 @@ class AnnotationResolver:
                 if declared is None:
                     return UNKNOWN
                 ndim = declared
-            return Array(dtype, ndim, kind)
+            return _array(dtype, ndim, kind)
         if name in ("vector", "vec"):
             length = self._int(self._kw(node, "length", 0))
             dtype = self.resolve(self._kw(node, "dtype", 1))

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 from warp_harness.model.index import NodeIndex
 
+_UNSEEN = object()  # a node not asked about yet (None is an answer)
+
 
 @dataclass
 class ImportMap:
@@ -17,9 +19,9 @@ class ImportMap:
     modules: dict[str, str] = field(default_factory=dict)
     # local name -> dotted path of the imported object, for `from warp import kernel as k`
     objects: dict[str, str] = field(default_factory=dict)
-    _warp_names: dict[int, tuple[ast.expr, str | None]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
+    # node -> its `warp_name` (AST nodes hash and compare by identity: the node is its own key, and is kept
+    # with its answer, so no other node takes its place meanwhile)
+    _warp_names: dict[ast.expr, str | None] = field(default_factory=dict, repr=False, compare=False)
     # dotted path -> its name in Warp's namespace (many nodes spell the same path)
     _warp_paths: dict[str, str | None] = field(default_factory=dict, repr=False, compare=False)
 
@@ -64,13 +66,10 @@ class ImportMap:
         """The name inside Warp's namespace (``tile_load``, ``types.vector``), or None if not Warp's."""
         if not isinstance(node, ast.Name | ast.Attribute):
             return None
-        key = id(node)
-        cached = self._warp_names.get(key)
-        # the node is kept with its answer, so its id cannot be reused by another node meanwhile
-        if cached is not None and cached[0] is node:
-            return cached[1]
-        name = self._warp_name(node)
-        self._warp_names[key] = (node, name)
+        cached = self._warp_names.get(node, _UNSEEN)
+        if cached is not _UNSEEN:
+            return cached  # type: ignore[return-value]
+        name = self._warp_names[node] = self._warp_name(node)
         return name
 
     def _warp_name(self, node: ast.expr) -> str | None:
