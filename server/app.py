@@ -15,6 +15,7 @@ import asyncio
 import logging
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,11 +40,12 @@ from warp_harness.server.documents import DynamicState, StaticState
 from warp_harness.server.options import SECTION, client_overrides
 from warp_harness.server.text_document import lsp_lines, use_lsp_lines
 from warp_harness.server.tuning import TuneResults, tuned_records
-from warp_harness.server.worker import AnalysisWorker, settled_within
+from warp_harness.server.worker import AnalysisWorker, Job, settled_within
 
 if TYPE_CHECKING:
     from warp_harness.engine import Analysis
     from warp_harness.server.daemon_link import DaemonLink
+    from warp_harness.server.start_up_process import StartUpProcess
 
 log = logging.getLogger("warp_harness.server")
 
@@ -59,6 +61,15 @@ LEADING_EDGE_S = 0.001
 REQUEST_BUDGET_S = 1.0
 # the daemon links start once the analyses of start-up are out, or after this long at the latest
 LINK_START_CAP_S = 2.0
+# the start-up process's answers still due are given up this long after the analysis thread is warm
+START_UP_ANSWER_CAP_S = 10.0
+# how long the analysis thread waits for the start-up process's answers before warming up (none may come:
+# no document was opened), and for the answer to a text before analysing it itself
+START_UP_QUIET_CAP_S = 1.0
+START_UP_WAIT_S = 2.0
+# the documents an editor opens at start-up come with `initialized`, or within this long: if none did, the
+# analysis thread warms up at once (a notebook, a pull, a file event wait for it)
+START_UP_OPEN_GRACE_S = 0.05
 
 
 @dataclass
@@ -107,6 +118,13 @@ class WarpHarnessServer(LanguageServer):
         self.propagated: dict[str, str] = {}
         self.notebooks = notebooks.NotebookSupport(self)  # server/notebooks.py
         self.pull_state = pull.PullState()  # server/pull.py
+        # the forked start-up process (server/start_up_process.py), until the analysis thread is warm
+        self.start_up: StartUpProcess | None = None
+        self.start_up_pid: int | None = None
+        self.start_up_published = 0  # publications of its answers
+        self.stack_warm = False
+        # per document, its state while the published diagnostics are the start-up process's
+        self.from_start_up: dict[str, StaticState] = {}
 
     # ------------------------------------------------------------------ messages to the client
 
@@ -157,20 +175,103 @@ class WarpHarnessServer(LanguageServer):
             return None
         text, version, path = document.source, document.version, document.path
         current = self.statics.get(uri)
-        if not force and current is not None and current.version == version and current.text == text:
+        if (
+            not force
+            and current is not None
+            and current.version == version
+            and current.text == text
+            and self.from_start_up.get(uri) is not current  # else: this process's own analysis runs
+        ):
             return None
         current_job = self.worker.jobs.get(uri)
+        # set once the start-up process answered the text (or will not): its own analysis waits for it
+        answer: list[threading.Event | None] = [None]
         job = self.worker.submit(
             self.loop,
             uri,
             (version, text),
-            lambda: self._analyse_in_worker(text, path),
+            lambda: self._analyse_in_worker(text, path, answer[0]),
             lambda analysed: self._analysed(uri, version, text, analysed),
             reuse=not force,
         )
         if job is not current_job:  # a new analysis: the collector runs once it is out
             job.future.add_done_callback(lambda _: self.worker.call_soon(self.collector.after_analysis))
+            answer[0] = self._ask_start_up(uri, version, text, path, job)
         return None if job.future.done() else job.future
+
+    def _ask_start_up(
+        self, uri: str, version: int | None, text: str, path: str, job: Job
+    ) -> threading.Event | None:
+        """While the analysis thread warms up, the start-up process analyses the text too: its records
+        are published unless this process's own analysis (``job``) came first. What is set once it
+        answered (or will not), None when it is not asked."""
+        start_up = self.start_up
+        if start_up is None or self.stack_warm or self.loop is None:
+            return None
+
+        def answered(records: list[Record]) -> None:
+            document = self.workspace.text_documents.get(uri)
+            # not when its own analysis came first, or the document changed since (or closed)
+            if (
+                not job.future.done()
+                and self.worker.jobs.get(uri) is job
+                and document is not None
+                and document.version == version
+                and document.source == text
+            ):
+                from warp_harness.engine import Analysis
+
+                state = StaticState(version, text, Analysis(records, None, None))
+                self.statics[uri] = self.from_start_up[uri] = state
+                self.publish(uri)
+                self.start_up_published += 1
+            self.end_start_up()
+
+        return start_up.ask(self.loop, uri, text, path, self.tier.overrides, self.roots, answered)
+
+    def attach_start_up(self, start_up: StartUpProcess | None) -> None:
+        """The start-up process `serve` forked (None: there is none)."""
+        self.start_up = start_up
+        self.start_up_pid = start_up.pid if start_up is not None else None
+
+    def warm_up(self) -> None:
+        """On the analysis thread, from start-up: load the analysis stack ahead of the first analysis.
+        While the start-up process answers, after its answers to the documents opened so far (within
+        ``START_UP_QUIET_CAP_S``): importing meanwhile would hold the GIL while the event loop runs
+        the initialize handshake and publishes the answers, and take a core from the process."""
+        start_up = self.start_up
+        try:
+            if start_up is not None:
+                start_up.quiet.wait(START_UP_QUIET_CAP_S)
+            self.tier.warm_up()
+        finally:
+            self.collector.start_up_done()
+            self.stack_warmed()
+
+    def start_up_quiet_if_idle(self) -> None:
+        if self.start_up is not None:
+            self.start_up.quiet_if_idle()
+
+    def stack_warmed(self) -> None:
+        """From the analysis thread: the analysis stack is warm, the start-up process can go."""
+        self.stack_warm = True
+        loop = self.loop  # None: `initialize` calls `start_up_over`
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.start_up_over)
+
+    def start_up_over(self) -> None:
+        """On the event loop, once the stack is warm: the start-up process goes when no answer is due,
+        after ``START_UP_ANSWER_CAP_S`` at the latest."""
+        self.end_start_up()
+        if self.start_up is not None and self.loop is not None:
+            self.loop.call_later(START_UP_ANSWER_CAP_S, partial(self.end_start_up, now=True))
+
+    def end_start_up(self, now: bool = False) -> None:
+        """Close the start-up process once the stack is warm and no answer is due (``now``: at once)."""
+        start_up = self.start_up
+        if start_up is not None and (now or (self.stack_warm and start_up.idle())):
+            self.start_up = None
+            start_up.close()
 
     async def settled_state(self, uri: str) -> StaticState | None:
         """The document's last completed analysis, after waiting up to ``REQUEST_BUDGET_S`` for the one
@@ -178,8 +279,12 @@ class WarpHarnessServer(LanguageServer):
         await settled_within(self.request_analysis(uri), REQUEST_BUDGET_S)
         return self.statics.get(uri)
 
-    def _analyse_in_worker(self, text: str, path: str) -> Analysed:
-        """On the analysis thread: the analysis, and the documents to re-analyse if the text is new."""
+    def _analyse_in_worker(self, text: str, path: str, answer: threading.Event | None = None) -> Analysed:
+        """On the analysis thread: the analysis, and the documents to re-analyse if the text is new.
+        After the start-up process's ``answer`` when it was asked: its diagnostics go out first, not
+        slowed by this analysis holding the GIL (or by the two analyses sharing a loaded machine)."""
+        if answer is not None:
+            answer.wait(START_UP_WAIT_S)
         self.collector.pause()  # until the diagnostics are out (server/collector.py)
         analysis = self.tier.analyse(text, path)
         project = self.tier.project
@@ -191,11 +296,18 @@ class WarpHarnessServer(LanguageServer):
         document = self.workspace.text_documents.get(uri)
         if document is None or document.version != version or document.source != text:
             return  # stale: the analysis of the newer text follows
+        if self.start_up is not None:
+            self.start_up.drop(uri)  # its answer, still due, is this one
+            self.end_start_up()
+        preliminary = self.from_start_up.pop(uri, None)
         # what the publication replaces is freed on the analysis thread once the diagnostics are out
         # (an Enter in an 8,000-kernel file: ~18 ms for the records below it, all moved)
         garbage: list[Any] = [self.statics.get(uri)]
         self.statics[uri] = StaticState(version, text, analysed.analysis)
-        self.publish(uri, garbage)
+        # the start-up process's diagnostics of this text, when they were the same, are not sent again
+        same_text = preliminary is not None and preliminary.version == version and preliminary.text == text
+        self.publish(uri, garbage, resend=not same_text)
+        del preliminary
         self.collector.release(garbage)
         del garbage
         if self.propagated.get(uri) != text:  # a new text: the documents launching its kernels follow
@@ -246,8 +358,9 @@ class WarpHarnessServer(LanguageServer):
             self.in_worker(partial(self.tier.forget, document.path))
             self.schedule(uri)
 
-    def publish(self, uri: str, garbage: list[Any] | None = None) -> None:
-        """Publish the document's diagnostics; what they replace goes to ``garbage`` when given."""
+    def publish(self, uri: str, garbage: list[Any] | None = None, resend: bool = True) -> None:
+        """Publish the document's diagnostics; what they replace goes to ``garbage`` when given.
+        Without ``resend``, diagnostics the same as the last published are not published again."""
         document = self.workspace.text_documents.get(uri)
         path = to_fs_path(uri)
         if path is None:
@@ -277,8 +390,11 @@ class WarpHarnessServer(LanguageServer):
         retired = cache.retired()
         if garbage is not None:
             garbage += [self.published_pairs.get(uri), retired]
+        previous = self.published_pairs.get(uri)
         self.published_pairs[uri] = pairs
         diagnostics = [d for _, d, _ in pairs]
+        if not resend and previous is not None and [d for _, d, _ in previous] == diagnostics:
+            return
         self.published += 1
         pull.deliver(self, uri, diagnostics, version)  # pushed, or kept for a client that pulls
 
@@ -320,6 +436,7 @@ class WarpHarnessServer(LanguageServer):
             handle.cancel()
         self.worker.cancel(uri)
         self.statics.pop(uri, None)
+        self.from_start_up.pop(uri, None)
         self.published_pairs.pop(uri, None)
         self.converted.pop(uri, None)
         self.last_change.pop(uri, None)
@@ -545,6 +662,11 @@ class WarpHarnessServer(LanguageServer):
                 if k != "severity"
             },
             "max_rss_kb": rss_kb,
+            "start_up": {
+                "pid": self.start_up_pid,
+                "running": self.start_up is not None,
+                "published": self.start_up_published,
+            },
         }
 
 
@@ -563,6 +685,10 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
             roots = [to_fs_path(params.root_uri)]
         ls.roots = [Path(r).resolve() for r in roots if r]
         ls.apply_client_settings(params.initialization_options)
+        if ls.stack_warm:  # warm before the loop was known (`stack_warmed`)
+            ls.start_up_over()
+        elif ls.start_up is not None:
+            ls.start_up.open_workspace(ls.loop, ls.tier.overrides, ls.roots)
         ls.in_worker(partial(ls.tier.open_workspace, ls.roots))  # the workspace model: kernels across modules
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -584,6 +710,8 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
         loop = ls.loop
         if loop is not None:
             ls.worker.call_soon(lambda: loop.call_soon_threadsafe(ls.connect_daemons_after_start_up))
+            if ls.start_up is not None:
+                loop.call_later(START_UP_OPEN_GRACE_S, ls.start_up_quiet_if_idle)
         workspace = ls.client_capabilities.workspace
         watched = workspace.did_change_watched_files if workspace else None
         if watched and watched.dynamic_registration:
@@ -736,6 +864,7 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
 
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: WarpHarnessServer, params: Any) -> None:
+        ls.end_start_up(now=True)
         ls.stop_links()
 
     return server

@@ -25,6 +25,12 @@ def add_subcommands(subparsers: Any) -> None:
     )
     serve.add_argument("--log-file", metavar="FILE", help="write the server's log here")
     serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    serve.add_argument(
+        "--no-start-up-process",
+        dest="start_up_process",
+        action="store_false",
+        help="analyse the documents opened at start-up in this process only (no forked start-up process)",
+    )
     serve.set_defaults(func=cmd_serve)
 
 
@@ -33,6 +39,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # table, the rules); collecting while they are made only re-traverses them (~30 ms measured).
     # Frozen afterwards (server/collector.py), later collections skip them: they live as long as the server.
     gc.disable()
+    start_up = None
+    # first: the fork imports the analysis stack while this process imports pygls (over TCP a client comes
+    # later, and start-up is not what it waits for)
+    if args.start_up_process and not args.tcp:
+        from warp_harness.server import start_up_process
+
+        start_up = start_up_process.fork()
     if args.log_file:
         logging.basicConfig(
             filename=args.log_file,
@@ -42,14 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from warp_harness.server.app import build_server
 
     server = build_server()
-
-    def warm_up() -> None:  # on the analysis thread, while the client's initialize handshake runs
-        try:
-            server.tier.warm_up()
-        finally:
-            server.collector.start_up_done()
-
-    server.in_worker(warm_up)
+    server.attach_start_up(start_up)
+    server.in_worker(server.warm_up)  # on the analysis thread, while the client's initialize handshake runs
     if args.tcp:
         return _serve_tcp(server, args)
     server.start_io()

@@ -1,0 +1,300 @@
+"""The start-up process: the first diagnostics of the documents opened while the server starts.
+
+Left alone, start-up is serial work on one core: the server imports pygls and lsprotocol (~300 ms), then
+its analysis thread imports the analysis stack (~60 ms) and analyses the first document, all behind one
+GIL. So `serve` forks this process first thing, while it is still single-threaded (:func:`fork`): the
+fork imports the analysis stack and loads the builtin table while the parent imports pygls, then, on the
+other core, analyses the documents the parent asks it to until its own stack is warm. Requests and
+answers travel over two private pipes (length-prefixed pickles between two copies of this program:
+nothing on disk, no socket); an answer is the records the parent publishes as it would its own.
+
+The parent's analysis thread still warms up (after the answers: meanwhile it would hold the GIL the event
+loop needs to publish them) and analyses each document itself (edits, hovers and code actions need its
+model); the server publishes that again only when it differs. Once the parent's stack
+is warm and no answer is due, it closes the pipes and the fork exits at their end, as it does when the
+parent dies; the parent reaps it. Anything amiss (no fork, the fork died, a malformed answer) and the
+parent goes on without it. The fork runs the same static analysis only, never workspace code.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from warp_harness.record import Record
+
+# whom an answer is handed: the records of the analysis asked for
+Answered = Callable[["list[Record]"], None]
+_HEADER = 8  # bytes of a frame's length
+
+
+def fork() -> StartUpProcess | None:
+    """Fork the start-up process, or None where there is no fork (or threads already run: a fork would
+    copy their locks held)."""
+    if not hasattr(os, "fork") or threading.active_count() > 1:
+        return None
+    requests_r, requests_w = os.pipe()
+    answers_r, answers_w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (requests_r, requests_w, answers_r, answers_w):
+            os.close(fd)
+        return None
+    if pid == 0:  # the fork: never returns
+        code = 1
+        try:
+            os.close(requests_w)
+            os.close(answers_r)
+            _leave_stdio()
+            _serve(requests_r, answers_w)
+            code = 0
+        finally:
+            os._exit(code)  # none of the parent's exit handlers or buffers
+    os.close(requests_r)
+    os.close(answers_w)
+    return StartUpProcess(pid, requests_w, answers_r)
+
+
+def _leave_stdio() -> None:
+    """The LSP stdio is the parent's: a client must see their end when the parent exits."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+def _serve(requests: int, answers: int) -> None:
+    """The fork's one job: warm up, then answer the parent's requests until their end of file."""
+    from warp_harness.server.analysis import StaticTier
+
+    tier = StaticTier(report=lambda message: None)  # the parent reports what its own analysis meets
+    tier.warm_up()
+    roots: list[str] = []
+    tier.open_workspace([])  # imports the workspace model
+    while (request := _receive(requests)) is not None:
+        ident, text, path, overrides, request_roots = request
+        if overrides != tier.overrides:
+            tier.set_overrides(overrides)
+        if request_roots != roots:  # the parent's workspace model, so launches across modules are judged
+            roots = request_roots
+            tier.open_workspace([Path(root) for root in roots])
+        if text is None:  # only the workspace, ahead of the first document
+            continue
+        try:
+            records: list[Record] | None = tier.analyse(text, path).records
+        except Exception:
+            records = None
+        try:
+            _send(answers, (ident, records))
+        except BrokenPipeError:  # the parent is gone, or done with this process
+            return
+
+
+def _receive(fd: int) -> Any:
+    header = _read_exactly(fd, _HEADER)
+    if header is None:
+        return None
+    body = _read_exactly(fd, int.from_bytes(header, "little"))
+    return None if body is None else pickle.loads(body)
+
+
+def _read_exactly(fd: int, size: int) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = os.read(fd, size - len(chunks))
+        if not chunk:
+            return None
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _send(fd: int, message: Any) -> None:
+    data = _frame(message)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _frame(message: Any) -> bytes:
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(body).to_bytes(_HEADER, "little") + body
+
+
+class StartUpProcess:
+    """The parent's end: requests written and answers read without blocking, on the event loop."""
+
+    def __init__(self, pid: int, requests: int, answers: int) -> None:
+        self.pid = pid
+        self._requests = requests
+        self._answers = answers
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._unsent = bytearray()
+        self._received = bytearray()
+        # per request: its key, whom to hand the answer, and what is set once it is settled
+        self._due: dict[int, tuple[str, Answered, threading.Event]] = {}
+        self._next = 0
+        self.closed = False
+        # set once the answers asked for so far are in (or never to be), and when it is closed
+        self.quiet = threading.Event()
+
+    def ask(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        key: str,
+        text: str,
+        path: str,
+        overrides: Mapping[str, Any],
+        roots: list[Path],
+        answered: Answered,
+    ) -> threading.Event | None:
+        """Ask for the analysis of ``text`` (as ``path``, with the client's ``overrides``, in the workspace
+        of ``roots``); ``answered`` is called on ``loop`` with its records. What this returns is set once
+        the request is settled: answered, dropped, or never to be. None: the process is gone."""
+        settled = threading.Event()
+        if not self._request(loop, text, path, overrides, roots):
+            return None
+        self._due[self._next] = (key, answered, settled)
+        self.quiet.clear()
+        return settled
+
+    def open_workspace(
+        self, loop: asyncio.AbstractEventLoop, overrides: Mapping[str, Any], roots: list[Path]
+    ) -> None:
+        """Index the workspace folders ``roots`` ahead of the first request (indexing a large one takes
+        tens of milliseconds)."""
+        self._request(loop, None, "", overrides, roots)
+
+    def _request(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        text: str | None,
+        path: str,
+        overrides: Mapping[str, Any],
+        roots: list[Path],
+    ) -> bool:
+        if self.closed:
+            return False
+        try:
+            if self._loop is None:
+                self._loop = loop
+                os.set_blocking(self._requests, False)
+                os.set_blocking(self._answers, False)
+                loop.add_reader(self._answers, self._readable)
+            self._next += 1
+            request = (self._next, text, path, dict(overrides), [str(root) for root in roots])
+            self._unsent += _frame(request)
+            self._writable()
+        except Exception:  # not a loop that watches pipes, or a request that does not pickle
+            self.close()
+            return False
+        return not self.closed
+
+    def drop(self, key: str) -> None:
+        """Forget the requests for ``key`` (its own analysis came first): their answers are not handed on."""
+        for ident in [ident for ident, due in self._due.items() if due[0] == key]:
+            self._due.pop(ident)[2].set()
+        if not self._due:
+            self.quiet.set()
+
+    def idle(self) -> bool:
+        """No answer is due."""
+        return not self._due
+
+    def quiet_if_idle(self) -> None:
+        """Set :attr:`quiet` when no answer is due (none may ever be: no document was opened)."""
+        if not self._due:
+            self.quiet.set()
+
+    def _writable(self) -> None:
+        assert self._loop is not None
+        try:
+            written = os.write(self._requests, self._unsent) if self._unsent else 0
+        except BlockingIOError:
+            written = 0
+        except OSError:  # the process died
+            self.close()
+            return
+        del self._unsent[:written]
+        if self._unsent:
+            self._loop.add_writer(self._requests, self._writable)
+        else:
+            self._loop.remove_writer(self._requests)
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._answers, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:  # the process died
+            self.close()
+            return
+        self._received += chunk
+        while len(self._received) >= _HEADER:
+            size = int.from_bytes(self._received[:_HEADER], "little")
+            if len(self._received) < _HEADER + size:
+                break
+            body = bytes(self._received[_HEADER : _HEADER + size])
+            del self._received[: _HEADER + size]
+            try:
+                ident, records = pickle.loads(body)
+                if records is not None and not isinstance(records, list):
+                    raise TypeError(type(records))
+            except Exception:  # a malformed answer: the process is no longer trusted to give any
+                self.close()
+                return
+            due = self._due.pop(ident, None)
+            if due is not None:
+                try:
+                    if records is not None:
+                        due[1](records)
+                finally:
+                    due[2].set()
+                    if not self._due:
+                        self.quiet.set()
+            if self.closed:  # closed by whom it told
+                return
+
+    def close(self) -> None:
+        """Close the pipes (the process exits at their end; stopped at once if it still works on a
+        request) and reap it. Answers still due are not handed on."""
+        if self.closed:
+            return
+        self.closed = True
+        busy = bool(self._due or self._unsent)
+        for due in self._due.values():
+            due[2].set()
+        self._due.clear()
+        self.quiet.set()
+        if self._loop is not None:
+            self._loop.remove_reader(self._answers)
+            self._loop.remove_writer(self._requests)
+        os.close(self._requests)
+        os.close(self._answers)
+        if busy:
+            try:
+                os.kill(self.pid, signal.SIGKILL)  # not reaped yet: the pid is still this process's
+            except OSError:
+                pass
+        reaper = threading.Thread(target=_reap, args=(self.pid,), name="warp-harness reaper", daemon=True)
+        reaper.start()
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+__all__ = ["StartUpProcess", "fork"]
