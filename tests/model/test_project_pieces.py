@@ -300,3 +300,28 @@ def test_a_class_cut_inside_a_string_goes_on_to_the_next_cut(monkeypatch: pytest
     assert any(piece.continues for piece in _pieces(text))
     assert failed
     assert _dump(parse_in_pieces(text).tree) == _dump(parse_source(text).tree)
+
+
+def test_a_very_large_text_shares_its_line_numbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From `SHARED_LINE_NUMBERS_CHARS` on, equal line numbers of the tree are one int object: the tree
+    equals the whole parse's, positions included."""
+    monkeypatch.setattr(source, "SHARED_LINE_NUMBERS_CHARS", 100_000)
+    one = 'def f{n}(a, b):\n    """doc"""\n    c = a + b * {n}\n    return (c,\n            a)\n\n\n'
+    text = "import warp as wp\n\n" + "".join(one.format(n=n) for n in range(4000))
+    assert len(text) >= 100_000
+    parsed = source.parse_in_pieces(text)
+    assert ast.dump(parsed.tree, include_attributes=True) == ast.dump(
+        ast.parse(text), include_attributes=True
+    )
+    ends: dict[int, set[int]] = {}
+    for node in ast.walk(parsed.tree):
+        for field in ("lineno", "end_lineno"):
+            line = getattr(node, field, None)
+            if isinstance(line, int) and line > 256:
+                ends.setdefault(line, set()).add(id(line))
+    assert ends and all(len(objects) == 1 for objects in ends.values())
+    # below the threshold, the parser's own ints
+    monkeypatch.setattr(source, "SHARED_LINE_NUMBERS_CHARS", len(text) + 1)
+    unshared = source.parse_in_pieces(text)
+    returns = [n for n in ast.walk(unshared.tree) if isinstance(n, ast.Return) and n.lineno > 256]
+    assert any(r.value is not None and r.lineno is not r.value.lineno for r in returns)
