@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from test_project_pieces import _counted_parses
 
 from warp_harness.model import project, source
 from warp_harness.model.project import ModuleSummary, ProjectIndex, summarise, summarise_pieces
@@ -240,14 +241,7 @@ def test_a_module_parsed_already_is_summarised_from_its_tree(
     monkeypatch.setattr(project, "LOADED_CACHE_BYTES", 50_000)
     index = _index(tmp_path, _module(300))
     assert index.model("pkg.m") is not None
-    parses: list[int] = []
-    pieces = source._parse
-
-    def counting(text: str) -> ast.Module:
-        parses.append(len(text))
-        return pieces(text)
-
-    monkeypatch.setattr(source, "_parse", counting)
+    parses = _counted_parses(monkeypatch)
     assert index.summary("pkg.m") is not None
     assert parses == []
 

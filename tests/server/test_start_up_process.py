@@ -18,19 +18,12 @@ from typing import Any
 
 import pytest
 from stdio_client import StdioClient
+from test_workspace_model import KERNELS  # the kernel module the cross-module launch resolves into
 
 from warp_harness.launch import module_command
 from warp_harness.server.start_up_process import StartUpProcess
 
 PUBLISH = "textDocument/publishDiagnostics"
-KERNELS = """import warp as wp
-
-
-@wp.kernel
-def scale(a: wp.array2d(dtype=float), s: float):
-    i = wp.tid()
-    a[i, 0] = a[i, 0] * s
-"""
 # a builtin called wrongly, a launch of a kernel of another module (judged through the workspace model)
 # and a launch with one argument too many
 SIM = """import warp as wp
