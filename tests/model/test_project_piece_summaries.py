@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from test_project_pieces import _counted_parses
+from test_project_pieces import _counted_parses, _package
 
 from warp_harness.model import project, source
 from warp_harness.model.project import ModuleSummary, ProjectIndex, summarise, summarise_pieces
@@ -210,11 +210,7 @@ def test_a_small_text_is_not_cut() -> None:
 
 
 def _index(tmp_path: Path, text: str) -> ProjectIndex:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "m.py").write_text(text)
-    return ProjectIndex.for_paths([pkg])
+    return ProjectIndex.for_paths([_package(tmp_path, m=text)])
 
 
 def test_a_module_too_large_to_keep_parsed_is_summarised_without_its_tree(

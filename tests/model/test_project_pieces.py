@@ -76,6 +76,16 @@ def test_a_syntax_error_is_the_whole_parse_s() -> None:
     assert _dump(pieces.tree) == _dump(whole.tree)
 
 
+def _package(tmp_path: Path, **modules: str) -> Path:
+    """The package ``pkg`` in ``tmp_path`` with these modules (name: text)."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name, text in modules.items():
+        (pkg / f"{name}.py").write_text(text)
+    return pkg
+
+
 def _counted_parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The sizes of the texts `ast.parse` is given from now on (through `source._parse`)."""
     calls: list[int] = []
@@ -108,12 +118,8 @@ def _peak(parse: object, text: str) -> int:
 
 def test_a_launch_target_is_parsed_without_the_whole_c_tree(tmp_path: Path) -> None:
     # what the workspace model holds at the peak of parsing a target: its tree, and the C tree of one piece
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
     text = _module(1200)
-    (pkg / "kernels.py").write_text(text)
-    index = ProjectIndex.for_paths([pkg])
+    index = ProjectIndex.for_paths([_package(tmp_path, kernels=text)])
     loaded = index._load("pkg.kernels")
     assert loaded is not None
     in_index = _peak(lambda _: loaded.parsed, text)
@@ -122,10 +128,7 @@ def test_a_launch_target_is_parsed_without_the_whole_c_tree(tmp_path: Path) -> N
 
 
 def test_a_launch_into_a_module_parsed_in_pieces_has_the_same_records(tmp_path: Path) -> None:
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "kernels.py").write_text(_module(1000))
+    pkg = _package(tmp_path, kernels=_module(1000))
     launcher = pkg / "run.py"
     launcher.write_text(
         "import warp as wp\nfrom pkg.kernels import k7\n\n\ndef run(a, b, n: float):\n"
@@ -149,13 +152,8 @@ def test_memory_freed_by_a_large_parse_is_handed_back(
 ) -> None:
     released: list[bool] = []
     monkeypatch.setattr(engine, "release_freed_memory", lambda: released.append(True))
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    large = pkg / "large.py"
-    large.write_text(_module(2000))
-    small = pkg / "small.py"
-    small.write_text(_module(3))
+    pkg = _package(tmp_path, large=_module(2000), small=_module(3))
+    large, small = pkg / "large.py", pkg / "small.py"
     index = ProjectIndex.for_paths([pkg])
     assert len(large.read_text()) >= engine.TRIM_MIN_CHARS
     check_bytes(small.read_bytes(), str(small), project=index.view(str(small)))
@@ -169,11 +167,8 @@ def test_memory_freed_by_a_large_parse_is_handed_back(
 
 def test_a_large_checked_file_is_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _counted_parses(monkeypatch)
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
+    pkg = _package(tmp_path, large=_module(1000))
     large = pkg / "large.py"
-    large.write_text(_module(1000))
     index = ProjectIndex.for_paths([pkg])
     check_bytes(large.read_bytes(), str(large), project=index.view(str(large)))
     assert len(calls) > 3
@@ -183,15 +178,11 @@ def test_a_checked_file_too_large_to_keep_parsed_is_summarised_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(project, "LOADED_CACHE_BYTES", 10_000)
-    pkg = tmp_path / "pkg"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    large = pkg / "large.py"
-    large.write_text(_module(200))
-    other = pkg / "other.py"
-    other.write_text(
+    launcher = (
         "import warp as wp\nfrom pkg.large import k3\n\n\ndef run(a):\n    wp.launch(k3, dim=1, inputs=[a])\n"
     )
+    pkg = _package(tmp_path, large=_module(200), other=launcher)
+    large, other = pkg / "large.py", pkg / "other.py"
     index = ProjectIndex.for_paths([pkg])
     check_bytes(large.read_bytes(), str(large), project=index.view(str(large)))
     view = index.view(str(other))  # the large file's parse goes
