@@ -45,6 +45,10 @@ class ImportMap:
                     result.objects[local] = f"{node.module}.{alias.name}"
         return result
 
+    def without_answers(self) -> ImportMap:
+        """The same map without the answers cached per node: it keeps no node (of a tree to be freed)."""
+        return ImportMap(dict(self.modules), dict(self.objects))
+
     @property
     def uses_warp(self) -> bool:
         return any(m == "warp" or m.startswith("warp.") for m in self.modules.values()) or any(

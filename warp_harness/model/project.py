@@ -361,8 +361,7 @@ def summarise(
     _summarise_statements(top, imports, module, package, detached, names, stars, classes)
     summary = ModuleSummary(module, package, digest, names, stars, classes, imports)
     if detached:
-        # the import map without the answers it cached per node (decorators)
-        summary.imports = ImportMap(dict(imports.modules), dict(imports.objects))
+        summary.imports = imports.without_answers()  # (decorators' answers)
         for name, node in classes.items():
             info = summary._classes[name] = _summarise_class(node, imports, module, package, detached=True)
             info.imports = summary.imports
@@ -402,11 +401,11 @@ def summarise_pieces(
         if new:
             seen.extend(new)
             grown = _import_map(seen)
-            if judged and (grown.modules != imports.modules or grown.objects != imports.objects):
+            if judged and grown != imports:  # (their modules and objects)
                 return None
             imports = grown
         else:  # without the answers cached per node of the pieces before
-            imports = ImportMap(dict(imports.modules), dict(imports.objects))
+            imports = imports.without_answers()
         classes: dict[str, ast.ClassDef] = {}
         _summarise_statements(top, imports, module, package, True, names, stars, classes)
         for name, node in classes.items():
@@ -414,8 +413,7 @@ def summarise_pieces(
         judged = judged or any(isinstance(s, _Function | ast.ClassDef) for s in top)
         open_class = summaries[last.name] if isinstance(last, ast.ClassDef) else None
         del top, classes, last
-    bare = ImportMap(dict(imports.modules), dict(imports.objects))
-    summary = ModuleSummary(module, package, digest, names, stars, {}, bare)
+    summary = ModuleSummary(module, package, digest, names, stars, {}, imports.without_answers())
     summary._classes = summaries
     for info in summaries.values():
         info.imports = summary.imports
