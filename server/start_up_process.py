@@ -202,8 +202,7 @@ class StartUpProcess:
         """Forget the requests for ``key`` (its own analysis came first): their answers are not handed on."""
         for ident in [ident for ident, due in self._due.items() if due[0] == key]:
             self._due.pop(ident)[2].set()
-        if not self._due:
-            self.quiet.set()
+        self.quiet_if_idle()
 
     def idle(self) -> bool:
         """No answer is due."""
@@ -260,8 +259,7 @@ class StartUpProcess:
                         due[1](records)
                 finally:
                     due[2].set()
-                    if not self._due:
-                        self.quiet.set()
+                    self.quiet_if_idle()
             if self.closed:  # closed by whom it told
                 return
 
