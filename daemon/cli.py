@@ -458,7 +458,9 @@ def _with_files(report: str, outcome: Any) -> str:
     }
     if outcome.shard is not None:
         document["shard"] = outcome.shard
-    return json.dumps(document, indent=2, ensure_ascii=False, default=str) + "\n"
+    from warp_harness.output.model import strict_json
+
+    return strict_json(document, indent=2, ensure_ascii=False) + "\n"
 
 
 def _sarif_category(report: str, shard: dict[str, Any]) -> str:
@@ -473,7 +475,6 @@ def _sarif_category(report: str, shard: dict[str, Any]) -> str:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    import json
     from contextlib import closing
 
     from warp_harness.config import ConfigError, load_settings
@@ -527,11 +528,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
     failing = [r for r in rows if r["status"] != "pass"]
     if args.format == "json":
         refused = [{"file": str(f), "reason": why} for f, why in loaded.refused]
+        from warp_harness.output.model import strict_json
+
         print(
-            json.dumps(
+            strict_json(
                 {"cases": rows, "corrupt": [str(c) for c in corrupt], "refused": refused},
                 indent=2,
-                default=str,
             )
         )
     else:
@@ -548,7 +550,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    import json
 
     from warp_harness.config import ConfigError
     from warp_harness.daemon.benchcmd import NotTrusted, run_bench, table
@@ -593,14 +594,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         _err(f"configuration error: {exc}")
         return 2
     if args.format == "json":
-        report = json.dumps(
+        from warp_harness.output.model import strict_json
+
+        report = strict_json(
             {
                 "rows": [r.to_dict() for r in outcome.rows],
                 "files": outcome.files,
                 "problems": outcome.problems,
             },
             indent=2,
-            default=str,
         )
         report += "\n"
     else:
@@ -621,7 +623,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    import json
 
     from warp_harness.daemon import calibrate
 
@@ -641,8 +642,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.output:
         calibrate.write_profile(cal, Path(args.output), args.name)
     if args.format == "json":
+        from warp_harness.output.model import strict_json
+
         print(
-            json.dumps(
+            strict_json(
                 {
                     "device": cal.device,
                     "device_name": cal.device_name,
@@ -650,7 +653,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                     "profile": calibrate.profile_fields(cal, args.name),
                 },
                 indent=2,
-                default=str,
             )
         )
     else:

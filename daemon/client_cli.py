@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -93,7 +94,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         with _connect(workspace) as client:
             status = _reply(client, "status", "status")
         if args.json:
-            print(json.dumps(_jsonable(status), indent=2, sort_keys=True))
+            print(json.dumps(_jsonable(status), indent=2, sort_keys=True, allow_nan=False))
         else:
             sys.stdout.write(format_status(status))
         return 0
@@ -138,7 +139,7 @@ def cmd_results(args: argparse.Namespace) -> int:
             reply = _reply(client, "results", "results", **fields)
         results = [r for r in reply.get("results") or [] if isinstance(r, dict)]
         if args.json:
-            print(json.dumps(_jsonable(results), indent=2, sort_keys=True))
+            print(json.dumps(_jsonable(results), indent=2, sort_keys=True, allow_nan=False))
         else:
             for result in results:
                 write_result(result, sys.stdout)
@@ -224,7 +225,7 @@ def _stream(client: P.Client, deadline: float | None, as_json: bool, out: TextIO
             except TimeoutError:
                 continue
         if as_json:
-            out.write(json.dumps(_jsonable(message), sort_keys=True) + "\n")
+            out.write(json.dumps(_jsonable(message), sort_keys=True, allow_nan=False) + "\n")
         elif message.get("type") == "result":
             write_result(message, out)
         elif message.get("type") == "removed":
@@ -255,7 +256,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def _jsonable(value: Any) -> Any:
-    """Protocol values as JSON: bytes as text, file names that are not UTF-8 escaped."""
+    """Protocol values as strict JSON: bytes as text, file names that are not UTF-8 escaped, non-finite
+    floats as the strings ``"nan"``/``"inf"``/``"-inf"`` (as `check --output-format json` writes them:
+    ``NaN`` is not JSON, ``JSON.parse`` rejects it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

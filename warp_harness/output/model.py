@@ -159,6 +159,14 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
+def strict_json(value: Any, **dumps_options: Any) -> str:
+    """``value`` as strict JSON text (`jsonable` first: no ``NaN``/``Infinity`` literals, which
+    ``JSON.parse`` and other strict parsers reject)."""
+    import json
+
+    return json.dumps(jsonable(value), allow_nan=False, **dumps_options)
+
+
 STAGE_DESCRIPTIONS: dict[Stage, str] = {
     Stage.SYNTAX: "The file could not be parsed",
     Stage.CONSTRAINT: "A kernel violates a static constraint",
