@@ -343,6 +343,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if missing:
         _err(f"no such file or directory: {', '.join(map(str, missing))}")
         return 2
+    if args.base is not None and not args.changed_files:
+        _err("--base REF needs --changed-files (it names the commit the changed files are counted from)")
+        return 2
     if args.changed_files:
         try:
             changed: list[Path] = []

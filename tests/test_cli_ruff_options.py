@@ -56,10 +56,19 @@ def test_statistics_counts_records_per_rule(workspace: Path, capsys: pytest.Capt
     (workspace / "k2.py").write_text(KERNEL, encoding="utf-8")
     assert main(["check", ".", "--statistics"]) == 0  # warnings only
     lines = capsys.readouterr().out.splitlines()
-    assert lines == ["2\tWH008\t[*] block-dim", "2\tWH016\t[*] unused-suppression"]
+    # WH008's fix is unsafe: `--fix` would not apply it (as the summary counts), `--unsafe-fixes` would
+    assert lines == ["2\tWH008\t[-] block-dim", "2\tWH016\t[*] unused-suppression"]
+    assert main(["check", ".", "--statistics", "--unsafe-fixes"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "2\tWH008\t[*] block-dim",
+        "2\tWH016\t[*] unused-suppression",
+    ]
     assert main(["check", ".", "--statistics", "--output-format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {(r["code"], r["count"], r["fixable"]) for r in rows} == {("WH008", 2, True), ("WH016", 2, True)}
+    assert {(r["code"], r["count"], r["fixable"], r["unsafe_fixable"]) for r in rows} == {
+        ("WH008", 2, False, True),
+        ("WH016", 2, True, False),
+    }
 
 
 def test_diff_prints_the_fixes_and_writes_nothing(

@@ -44,13 +44,10 @@ def _unknown_selectors(overrides: dict[str, Any]) -> str | None:
     """A message naming the --select/--ignore codes that match no rule (id or prefix), else None."""
     if not any(overrides.get(option) for option in ("select", "ignore", "extend_select")):
         return None  # without importing every rule
-    from warp_harness.daemon.findings import DYNAMIC_RULES
-    from warp_harness.engine import INTERNAL_RULE, UNREADABLE_RULE
-    from warp_harness.rules import rule_classes
+    from warp_harness.rule_ids import unknown_codes
 
-    ids = [c.id for c in rule_classes()] + [r.id for r in DYNAMIC_RULES] + [UNREADABLE_RULE, INTERNAL_RULE]
     for option in ("select", "ignore", "extend_select"):
-        bad = [s for s in overrides.get(option, ()) if not any(i.startswith(s) for i in ids)]
+        bad = unknown_codes(overrides.get(option, ()))
         if bad:
             return (
                 f"invalid rule code or prefix for --{option.replace('_', '-')}: {', '.join(bad)} "
@@ -165,7 +162,9 @@ def _report(args: argparse.Namespace, results: Sequence[FileResult]) -> str:
     from warp_harness.output import render
 
     if args.statistics:
-        return _statistics(args.output_format, results)
+        return _statistics(
+            args.output_format, results, unsafe_fixes=bool(getattr(args, "unsafe_fixes", False))
+        )
     return render(
         args.output_format,
         list(results),
@@ -188,27 +187,47 @@ def use_color(choice: str, stream: Any, to_file: bool = False) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def _statistics(output_format: str, results: Sequence[FileResult]) -> str:
-    """One line per rule, most frequent first, as `ruff check --statistics` (JSON: a list)."""
+def _statistics(output_format: str, results: Sequence[FileResult], *, unsafe_fixes: bool = False) -> str:
+    """One line per rule, most frequent first, as `ruff check --statistics` (JSON: a list).
+
+    ``[*]``: `--fix` would fix some of the rule's records (safe fixes, and unsafe ones under
+    ``--unsafe-fixes``), as the summary counts them; ``[-]``: only unsafe fixes, which ``--unsafe-fixes``
+    enables; ``[ ]``: no fix."""
     import json
     from collections import Counter
 
     from warp_harness.rules import rule_by_id
 
     counts = Counter(r.rule for f in results for r in f.records)
-    fixable = {r.rule for f in results for r in f.records if r.fix is not None}
+    applicable = {
+        r.rule
+        for f in results
+        for r in f.records
+        if r.fix is not None and r.fix.edits and (r.fix.safe or unsafe_fixes)
+    }
+    unsafe = {
+        r.rule for f in results for r in f.records if r.fix is not None and r.fix.edits and not r.fix.safe
+    }
     rows: list[dict[str, Any]] = []
     for rule, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         cls = rule_by_id(rule)
         rows.append(
-            {"code": rule, "name": cls.name if cls else "", "count": count, "fixable": rule in fixable}
+            {
+                "code": rule,
+                "name": cls.name if cls else "",
+                "count": count,
+                "fixable": rule in applicable,
+                "unsafe_fixable": rule in unsafe,
+            }
         )
     if output_format == "json":
         return json.dumps(rows, indent=2) + "\n"
     width = max((len(str(r["count"])) for r in rows), default=1)
-    return "".join(
-        f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}\n" for r in rows
-    )
+
+    def mark(row: dict[str, Any]) -> str:
+        return "[*]" if row["fixable"] else "[-]" if row["unsafe_fixable"] else "[ ]"
+
+    return "".join(f"{r['count']:>{width}}\t{r['code']}\t{mark(r)} {r['name']}\n" for r in rows)
 
 
 class _Fixing:

@@ -140,8 +140,8 @@ def _with_file_ignores(settings: Settings, path: Path) -> Settings:
 
 def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, value in table.items():
-        key = str(key).replace("-", "_")
+    for raw, value in table.items():
+        key = str(raw).replace("-", "_")
         if key in ("select", "ignore", "extend_select"):
             out[key] = _str_list(value, key, where)
         elif key == "per_file_ignores":
@@ -178,8 +178,38 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: `{key}` must be true or false, got {show_value(value)}")
             out[key] = value
-        # unknown keys are ignored so newer configs keep working with older versions
+        elif key != "runtime":  # [tool.warp-harness.runtime]: daemon/options.py reads it
+            # still ignored (a newer config keeps working with an older version), but said once
+            _warn_once(f"{where}: unknown key `{raw}` in [tool.warp-harness]{_did_you_mean(key)}; ignored")
+    for key in ("select", "ignore", "extend_select"):
+        if out.get(key):
+            _warn_unknown_codes(out[key], key, where)
     return out
+
+
+_KNOWN_KEYS = (
+    "select ignore extend_select per_file_ignores exclude target severity debounce_ms daemon trust runtime"
+).split()
+
+
+def _did_you_mean(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
+    return f" (did you mean `{close[0].replace('_', '-')}`?)" if close else ""
+
+
+def _warn_unknown_codes(codes: tuple[str, ...], key: str, where: str) -> None:
+    """Say once which codes of a pyproject `select`/`ignore` match no rule id or prefix (the command
+    line refuses them outright: `warp_harness.cli`)."""
+    from warp_harness.rule_ids import unknown_codes
+
+    bad = unknown_codes(codes)
+    if bad:
+        _warn_once(
+            f"{where}: `{key.replace('_', '-')}` names no rule for {', '.join(bad)} "
+            "(`warp-harness rules` lists them)"
+        )
 
 
 def _check_target(target: str, where: str) -> None:

@@ -1,0 +1,19 @@
+"""Every rule id a selector (`select`, `ignore`, `extend-select`) may name: the static rules, the dynamic
+tier's, and the two ids the engine itself reports (unreadable file, internal error)."""
+
+from __future__ import annotations
+
+
+def known_rule_ids() -> list[str]:
+    """The ids, imported on demand (this imports every rule module)."""
+    from warp_harness.daemon.findings import DYNAMIC_RULES
+    from warp_harness.engine import INTERNAL_RULE, UNREADABLE_RULE
+    from warp_harness.rules import rule_classes
+
+    return [c.id for c in rule_classes()] + [r.id for r in DYNAMIC_RULES] + [UNREADABLE_RULE, INTERNAL_RULE]
+
+
+def unknown_codes(codes: tuple[str, ...] | list[str]) -> list[str]:
+    """The codes that are neither a rule id nor the prefix of one."""
+    ids = known_rule_ids()
+    return [c for c in codes if not any(i.startswith(c) for i in ids)]
