@@ -25,7 +25,7 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon.executor import Executor
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
-from warp_harness.daemon.results import CheckReport, WorkerResult
+from warp_harness.daemon.results import CheckReport, WorkerResult, file_status
 from warp_harness.daemon.supervisor import Supervisor
 from warp_harness.record import Record, Severity, Stage
 
@@ -169,7 +169,7 @@ class Engine:
             key = result_cache.result_key(self.options.to_dict(), steps)
             result, static = self._one_text(path, display, key, force, steps, timings, report)
             dynamic = result.records
-            report.status = result.status
+            report.status = file_status(result.status, result.records)
             report.kernels = result.kernels
             report.seed = result.seed
             report.module_hash = result.module_hash

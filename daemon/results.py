@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from warp_harness.record import Record
+from warp_harness.record import Record, Severity, Stage
 
 
 def _known(cls: type) -> frozenset[str]:
@@ -149,3 +149,24 @@ class CheckReport:
                 source_sha256=self.source_sha256,
             )
         return out
+
+
+# the file status a failing kernel gives, worst first: a job that ran to its end is `ok` only when none
+# of its kernels crashed, hung or failed validation
+_FAILED_STATUS: tuple[tuple[Stage, str], ...] = (
+    (Stage.CRASH, "crash"),
+    (Stage.TIMEOUT, "timeout"),
+    (Stage.COMPILE, "error"),
+    (Stage.INTERNAL, "error"),
+    (Stage.NUMERIC, "fail"),
+)
+
+
+def file_status(job_status: str, records: list[Record]) -> str:
+    """What a file's dynamic-tier status says to a reader: the worker's ``ok`` means the job ran to
+    its end, not that its kernels passed, so an error of a kernel (crash, timeout, compile error,
+    failed validation) replaces it; any other status (``import-error``, ``stale``...) stays."""
+    if job_status != "ok":
+        return job_status
+    stages = {r.stage for r in records if r.severity is Severity.ERROR}
+    return next((status for stage, status in _FAILED_STATUS if stage in stages), "ok")

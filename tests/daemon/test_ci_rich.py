@@ -158,7 +158,7 @@ def test_ci_json_carries_status_seed_repros_kernel_verdicts_and_timings(contract
     files = {f["path"]: f for f in report["files"]}
     assert files["broken.py"]["status"] == "import-error" and files["broken.py"]["kernels"] == {}
     bug = files["boundary_bug.py"]
-    assert bug["status"] == "ok" and bug["seed"] == 7 and bug["devices"] == ["cpu"]
+    assert bug["status"] == "fail" and bug["seed"] == 7 and bug["devices"] == ["cpu"]
     assert bug["kernels"]["shift_add"]["validate"] == {"cpu": "fail"}
     assert bug["kernels"]["shift_add"]["compile"] == {"cpu": "compiled"}
     assert len(bug["repros"]) == 1 and (contracts / bug["repros"][0]).is_file()
@@ -217,7 +217,7 @@ def test_ci_and_replay_show_progress_on_a_terminal(contracts: Path) -> None:
     assert "\r[00:0" in text and "boundary_bug.py import" in text, text  # the elapsed clock
     assert "compile shift_add cpu" in text and "validate" in text, text
     assert re.search(r"\r\s*\rwarp-harness ci:", text), text  # the line is erased before the summary
-    assert json.loads(out)["files"][0]["status"] == "ok"  # stdout (a pipe) carries the report only
+    assert json.loads(out)["files"][0]["status"] == "fail"  # stdout (a pipe) carries the report only
     text, _ = _on_a_terminal("replay", ".", "--trust", cwd=contracts)
     assert "replay 1/1 " in text and "shift_add" in text, text
 

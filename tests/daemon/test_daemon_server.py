@@ -130,7 +130,7 @@ def test_trusted_save_to_result_cache_and_history(tmp_path: Path) -> None:
         with P.Client(t.daemon.socket_path, timeout=120) as c:
             assert c.request("hello", client="t")["trusted"] is True
             first = c.request("check", path="boundary_bug.py")
-            assert first["cached"] is False and first["status"] == "ok"
+            assert first["cached"] is False and first["status"] == "fail"
             (rec,) = by_rule(first, F.UNWRITTEN)
             assert rec["streak"] == 1 and rec["tier"] == "dynamic"
             assert first["repros"] and (ws / first["repros"][0]).is_file()

@@ -200,7 +200,7 @@ def test_a_trusted_daemon_never_stores_through_a_symlink_out_of_the_workspace(tm
         with P.Client(daemon.socket_path, timeout=120) as c:
             # 1. .warp-harness itself leads out
             first = c.request("check", path="boundary_bug.py")
-            assert first["status"] == "ok" and by_rule(first, F.UNWRITTEN), first["records"]
+            assert first["status"] == "fail" and by_rule(first, F.UNWRITTEN), first["records"]
             assert first["repros"] == []
             refused = [r for r in first["records"] if "failing case not stored" in r["message"]]
             assert refused and "outside the workspace" in refused[0]["message"]
