@@ -10,6 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from warp_harness.config import Settings
+from warp_harness.docs_url import rules_doc_url
 from warp_harness.hardware import HardwareProfile
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
     from warp_harness.model.project import ProjectView
 
-DOCS_URL = "https://github.com/warp-harness/warp-harness/blob/main/docs/rules.md"
+DOCS_URL = rules_doc_url()
 
 _T = TypeVar("_T")
 

@@ -145,6 +145,9 @@ async def test_execution_is_refused_without_trust(tmp_path: Path) -> None:
             content = result.structured_content or {}
             assert content["status"] == "untrusted", content
             assert "--trust" in content["records"][0]["message"]
+            # the hint must not send the agent to pyproject's `trust = true`, which this test shows is ignored
+            assert "mcp --trust" in content["records"][0]["hint"], content
+            assert "trust = true" not in content["records"][0]["hint"], content
         assert not (tmp_path / ".warp-harness" / "repros").exists()
         assert _workers(tmp_path) == []
 

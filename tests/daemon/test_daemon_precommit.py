@@ -53,7 +53,7 @@ STAGES = {
     "commit-msg", "post-checkout", "post-commit", "post-merge", "post-rewrite", "pre-commit",
     "pre-merge-commit", "pre-push", "pre-rebase", "prepare-commit-msg", "manual",
 }  # fmt: skip
-FILE_TYPES = {"file", "text", "python", "pyi", "python3", "toml", "yaml"}  # tags of `identify`
+FILE_TYPES = {"file", "text", "python", "pyi", "python3", "toml", "yaml", "jupyter"}  # tags of `identify`
 
 
 def _scalar(text: str) -> Any:
@@ -139,7 +139,8 @@ def test_manifest_is_valid() -> None:
         )
         assert p.returncode == 0, p.stdout + p.stderr
     assert structural_errors(HOOKS) == []
-    assert {h["id"] for h in HOOKS} == {"warp-harness", "warp-harness-dynamic"}
+    assert {h["id"] for h in HOOKS} == {"warp-harness", "warp-harness-fix", "warp-harness-dynamic"}
+    assert all("jupyter" in h.get("types_or", []) for h in HOOKS)  # notebooks are checked too
 
 
 def test_the_checker_rejects_broken_manifests() -> None:
@@ -190,3 +191,39 @@ def test_dynamic_hook_arguments_parse() -> None:
     (hook,) = [h for h in HOOKS if h["id"] == "warp-harness-dynamic"]
     args = build_parser().parse_args([*shlex.split(hook["entry"])[1:], "k.py"])
     assert args.trust is True and args.no_bench is True and args.paths == ["k.py"]
+
+
+def test_fix_hook_writes_the_safe_fixes(tmp_path: Path) -> None:
+    (hook,) = [h for h in HOOKS if h["id"] == "warp-harness-fix"]
+    path = tmp_path / "k.py"
+    path.write_text(
+        "import warp as wp\n\n\n@wp.kernel\ndef k(x: wp.array(dtype=float)):\n"
+        "    x[wp.tid()] = 1.0  # wh: ignore[WH003]\n",
+        encoding="utf-8",
+    )
+    (tmp_path / ".git").mkdir()
+    done = _run_hook(hook, path)
+    assert "# wh: ignore" not in path.read_text(encoding="utf-8"), done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr  # nothing left once the fix is in
+
+
+def test_static_hook_checks_a_notebook(tmp_path: Path) -> None:
+    import json
+
+    (hook,) = [h for h in HOOKS if h["id"] == "warp-harness"]
+    source = (
+        "import warp as wp\n\n@wp.kernel\ndef k(x: wp.array(dtype=float)):\n"
+        "    x[wp.tid()] = wp.sqroot(1.0)\n"
+    )
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(notebook), encoding="utf-8")
+    done = _run_hook(hook, path)
+    assert done.returncode == 1 and "WH004" in done.stdout, done.stdout + done.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from warp_harness.output.model import FileResult, RuleInfo
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
+from warp_harness.rules.base import DOCS_URL
 
 KERNEL_SOURCE = (
     "import warp as wp",
@@ -14,7 +15,7 @@ KERNEL_SOURCE = (
     "    wp.tile_load(a, shape=(TILE_K, 16))",
 )
 
-DOC_URL = "https://github.com/warp-harness/warp-harness/blob/main/docs/rules.md#"
+DOC_URL = DOCS_URL + "#"
 
 
 def make_rules() -> dict[str, RuleInfo]:

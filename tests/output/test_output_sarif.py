@@ -51,7 +51,10 @@ def test_valid_and_complete_driver(
     assert driver["name"] == "warp-harness"
     assert driver["version"] == "0.1.0"
     assert driver["semanticVersion"] == "0.1.0"
-    assert driver["informationUri"].startswith("https://")
+    # the installed rules documentation, never a made-up site
+    assert driver["informationUri"].startswith("file://") and driver["informationUri"].endswith(
+        "/docs/rules.md"
+    )
     ids = [rule["id"] for rule in driver["rules"]]
     # registry rules sorted, then ad-hoc ids of non-constraint stages in order of appearance
     assert ids == ["WH001", "WH003", "WH007", "WH010", "compile-error", "performance-target"]

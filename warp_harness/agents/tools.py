@@ -68,6 +68,11 @@ def _untrusted(ws: Workspace, what: str) -> dict[str, Any]:
         f"{what} runs this workspace's code, and the MCP server was not started with --trust: "
         "nothing was run. Restart it with `warp-harness mcp --trust` for a workspace you trust."
     )
+    # the engine's hint names pyproject's `trust = true`, which never grants the MCP server trust
+    record["hint"] = (
+        "restart the MCP server with `warp-harness mcp --trust`: its trust comes from its command line "
+        "only, never from the workspace's pyproject.toml"
+    )
     return {
         "status": "untrusted",
         "records": [record],

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..digests import sha256
+from ..docs_url import rules_doc_url
 from ..record import Location, Record, Severity, TextEdit
 from .json import printable_tree
 from .model import STAGE_DESCRIPTIONS, FileResult, RuleInfo, jsonable, rule_title
@@ -33,7 +34,8 @@ from .model import STAGE_DESCRIPTIONS, FileResult, RuleInfo, jsonable, rule_titl
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
 TOOL_NAME = "warp-harness"
-INFORMATION_URI = "https://github.com/warp-harness/warp-harness"
+# the installed rules documentation (a file URI, or $WARP_HARNESS_DOCS_URL): no made-up project site
+INFORMATION_URI = rules_doc_url()
 SRCROOT = "%SRCROOT%"
 
 _LEVELS: dict[Severity, str] = {
