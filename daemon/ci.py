@@ -233,9 +233,9 @@ def _file_entry(
     shown: str, records: Sequence[Record], report: CheckReport | None, outcome: CiOutcome
 ) -> dict[str, Any]:
     """What the ci JSON says of one file: its dynamic-tier status (``ok`` only when its kernels passed,
-    else ``crash``, ``timeout``, ``error``, ``fail``, ``import-error``, ``stale``: `results.file_status`; ``static-only``, ``untrusted``, or ``no-kernels`` when the tier
-    had nothing to run in it), the seed of its generated inputs, the failing cases stored, each
-    kernel's verdicts and the stage timings (ms)."""
+    else ``crash``, ``timeout``, ``error``, ``fail``, ``import-error``, ``stale``: `results.file_status`;
+    ``static-only``, ``untrusted``, or ``no-kernels`` when the tier had nothing to run in it), the seed
+    of its generated inputs, the failing cases stored, each kernel's verdicts and the stage timings (ms)."""
     entry: dict[str, Any] = {
         "path": shown,
         "errors": sum(1 for r in records if r.severity is Severity.ERROR),

@@ -55,7 +55,8 @@ def _executor_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--executor",
         choices=("local", "ray"),
-        help="where jobs run: local worker (default) or a Ray cluster (pip install 'warp-harness[ray]')",
+        help="where jobs run: local worker (default) or a Ray cluster "
+        "(the ray extra: pip install '.[ray]' in a clone; README: Install)",
     )
     p.add_argument("--address", metavar="ADDR", help="the Ray cluster (host:port; default RAY_ADDRESS)")
 

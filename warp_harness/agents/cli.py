@@ -13,7 +13,7 @@ def add_subcommands(subparsers: Any) -> None:
         "mcp",
         help="serve the harness's tools to agents over the Model Context Protocol (stdio)",
         description="An MCP server over stdio: check, fix, explain_rule, validate, bench, replay, tune, "
-        "results. Needs the optional dependency: pip install 'warp-harness[mcp]'.",
+        "results. Needs the mcp extra: pip install '.[mcp]' in a clone of warp-harness (README: Install).",
     )
     m.add_argument(
         "root", nargs="?", default=".", metavar="WORKSPACE", help="the workspace served (default: .)"
@@ -37,7 +37,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from warp_harness.agents import mcp_server
     except ImportError as exc:
         print(
-            f"warp-harness mcp: the MCP SDK is not installed ({exc}); pip install 'warp-harness[mcp]'",
+            f"warp-harness mcp: the MCP SDK is not installed ({exc}); "
+            "pip install '.[mcp]' in a clone of warp-harness (README: Install)",
             file=sys.stderr,
         )
         return 2

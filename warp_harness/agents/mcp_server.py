@@ -1,6 +1,6 @@
 """``warp-harness mcp``: the harness as Model Context Protocol tools, over stdio.
 
-Built on the official MCP Python SDK (``pip install "warp-harness[mcp]"``). The tools' logic is in
+Built on the official MCP Python SDK (the ``mcp`` extra; README: Install). The tools' logic is in
 `warp_harness.agents.tools`; here they get their schemas, progress notifications and cancellation:
 a dynamic tool runs on a thread, reports each step (import, compile, validate, bench, with kernel and
 device) as MCP progress, and a cancelled call kills the worker mid-job.
