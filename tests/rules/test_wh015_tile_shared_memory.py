@@ -21,7 +21,7 @@ from warp_harness.model.module import build_model
 from warp_harness.model.shared_memory import CPU_TILE_ARENA, SharedMemoryEstimator, max_unroll_of
 from warp_harness.record import Record, Severity
 
-CUDA_TARGETS = ["sm_80", "sm_86", "sm_89", "sm_90"]
+CUDA_TARGETS = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"]
 _counter = itertools.count()
 
 BIG = """
