@@ -213,7 +213,7 @@ def run_ci(
     # untrusted: the summary line says the dynamic tier was skipped; one note per file would only
     # bury the real findings (and flood code scanning with SARIF notes)
     for p in sorted(merged, key=lambda q: shown.get(q) or _display(q)):
-        records = tuple(sorted(merged[p], key=lambda r: r.sort_key()))
+        records = tuple(sorted(merged[p], key=Record.report_key))  # a notebook's in cell order
         outcome.results.append(FileResult(shown.get(p) or _display(p), records, sources.get(p)))
         outcome.errors += sum(1 for r in records if r.severity is Severity.ERROR)
         outcome.warnings += sum(1 for r in records if r.severity is Severity.WARNING)

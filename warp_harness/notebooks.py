@@ -251,16 +251,7 @@ def place_records(
             for r in record.related
         )
         placed.append(replace(record, location=loc, fix=fix, related=related))
-    placed.sort(
-        key=lambda r: (
-            r.stage.rank,
-            r.severity.rank,
-            r.location.cell or 0,
-            r.location.line,
-            r.location.col,
-            r.rule,
-        )
-    )
+    placed.sort(key=Record.report_key)
     return placed
 
 

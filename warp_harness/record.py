@@ -167,6 +167,12 @@ class Record:
         """Stage first (constraint before compile before crash ...), then severity, then position."""
         return (self.stage.rank, self.severity.rank, self.location.line, self.location.col, self.rule)
 
+    def report_key(self) -> tuple[int, int, int, int, int, str]:
+        """`sort_key` with a notebook's cell before the line (lines restart in every cell): the order
+        reports list a file's records in."""
+        loc = self.location
+        return (self.stage.rank, self.severity.rank, loc.cell or 0, loc.line, loc.col, self.rule)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "stage": self.stage.value,
