@@ -17,3 +17,16 @@ def unknown_codes(codes: tuple[str, ...] | list[str]) -> list[str]:
     """The codes that are neither a rule id nor the prefix of one."""
     ids = known_rule_ids()
     return [c for c in codes if not any(i.startswith(c) for i in ids)]
+
+
+def rule_url(rule_id: str) -> str | None:
+    """The documentation URL of a static or dynamic rule (as `check --output-format json` gives it),
+    None for an id that has none."""
+    from warp_harness.daemon.findings import BY_ID
+    from warp_harness.rules import rule_by_id
+
+    static = rule_by_id(rule_id)
+    if static is not None and static.id == rule_id:
+        return static.url()
+    dynamic = BY_ID.get(rule_id)
+    return dynamic.url if dynamic is not None else None

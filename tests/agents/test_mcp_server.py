@@ -97,6 +97,11 @@ async def test_tools_declare_the_record_schema_and_check_returns_hints(tmp_path:
         (wh003,) = [r for r in _records(result) if r["rule"] == "WH003"]
         assert wh003["location"]["path"] == "kern.py" and wh003["location"]["line"] == 7
         assert wh003["hint"] and wh003["fix"]["edits"]
+        # the documentation link `check --output-format json` gives (it was null here)
+        from warp_harness.rules import rule_by_id
+
+        wh003_rule = rule_by_id("WH003")
+        assert wh003_rule is not None and wh003["url"] == wh003_rule.url()
         # source text instead of a file
         text = await client.call_tool("check", {"source": MIXED, "name": "scratch.py"})
         assert [r["rule"] for r in _records(text)] == [r["rule"] for r in _records(result)]
@@ -148,6 +153,7 @@ async def test_execution_is_refused_without_trust(tmp_path: Path) -> None:
             # the hint must not send the agent to pyproject's `trust = true`, which this test shows is ignored
             assert "mcp --trust" in content["records"][0]["hint"], content
             assert "trust = true" not in content["records"][0]["hint"], content
+            assert content["records"][0]["url"], content
         assert not (tmp_path / ".warp-harness" / "repros").exists()
         assert _workers(tmp_path) == []
 

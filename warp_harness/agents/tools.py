@@ -60,6 +60,16 @@ def _counts(records: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
+def _linked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``records`` with each one's documentation ``url`` filled in (as `check`'s JSON has it)."""
+    from warp_harness.rule_ids import rule_url
+
+    for record in records:
+        if not record.get("url"):
+            record["url"] = rule_url(str(record.get("rule", "")))
+    return records
+
+
 def _untrusted(ws: Workspace, what: str) -> dict[str, Any]:
     from warp_harness.daemon.engine import untrusted_record
 
@@ -75,7 +85,7 @@ def _untrusted(ws: Workspace, what: str) -> dict[str, Any]:
     )
     return {
         "status": "untrusted",
-        "records": [record],
+        "records": _linked([record]),
         "kernels": {},
         "repros": [],
         "errors": 0,
@@ -110,7 +120,7 @@ def check(
         shown = ws.shown(Path(result.path)) if source is None else name
         for r in records:
             r["path"] = r["location"]["path"] = shown
-        files.append({"path": shown, "records": records})
+        files.append({"path": shown, "records": _linked(records)})
         everything += records
     return {"files": files, **_counts(everything)}
 
@@ -167,7 +177,7 @@ def fix(
         "diff": diff,
         "text": text,
         "written": bool(write and text != original),
-        "records": records,
+        "records": _linked(records),
         **_counts(records),
     }
 
@@ -246,7 +256,7 @@ def _report_dict(report: dict[str, Any], kernel: str | None) -> dict[str, Any]:
         "status": report.get("status"),
         "seed": report.get("seed"),
         "kernels": kernels if kernel is None else {k: v for k, v in kernels.items() if k == kernel},
-        "records": records,
+        "records": _linked(records),
         "repros": list(report.get("repros") or []),
         "timings": {k: v for k, v in (report.get("timings") or {}).items() if v is not None},
         **_counts(records),
@@ -351,7 +361,7 @@ def replay(ws: Workspace, run: Run | None = None, on_progress: Progress | None =
                     "case": stored.label,
                     "file": stored.file.relative_to(ws.root).as_posix(),
                     "status": status,
-                    "records": [r.to_dict() for r in records],
+                    "records": _linked([r.to_dict() for r in records]),
                 }
             )
     return {
@@ -426,7 +436,7 @@ def results(ws: Workspace, path: str | None = None) -> dict[str, Any]:
                 "path": found.get("path"),
                 "status": found.get("status"),
                 "kernels": found.get("kernels") or {},
-                "records": records,
+                "records": _linked(records),
                 "repeated": [
                     {"rule": r["rule"], "kernel": r["location"].get("kernel"), "streak": r.get("streak", 0)}
                     for r in records
