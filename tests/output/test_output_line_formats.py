@@ -14,7 +14,7 @@ def _render(format: str, results: list[FileResult], rules: dict[str, RuleInfo]) 
 
 
 def test_every_format_is_listed_and_renders(results: list[FileResult], rules: dict[str, RuleInfo]) -> None:
-    for format in ("concise", "json-lines", "gitlab", "pylint", "rdjson"):
+    for format in ("concise", "grouped", "json-lines", "gitlab", "pylint", "rdjson"):
         assert format in FORMATS
         assert _render(format, results, rules).endswith("\n")
 
@@ -30,6 +30,19 @@ def test_concise_is_one_line_per_record_with_safe_fixes_marked(
     assert (
         lines[2] == "k.py:5:1: compile-error Warp codegen failed: Couldn't find function overload for 'add'"
     )
+
+
+def test_grouped_lists_each_files_records_under_its_name(
+    results: list[FileResult], rules: dict[str, RuleInfo]
+) -> None:
+    text = _render("grouped", results, rules)
+    blocks = text.split("\n\n")
+    assert len(blocks) == sum(1 for r in results if r.records)
+    first = blocks[0].splitlines()
+    assert first[0] == "k.py:"
+    assert first[1] == "  2:1  WH007 [*] tiles need 96 KiB of shared memory; sm_86 allows 48 KiB per block"
+    assert first[2] == "  4:10 WH003 parameter 'a' has no dtype"  # positions aligned
+    assert len(first) == 1 + len(results[0].records)
 
 
 def test_pylint_has_path_line_and_rule_in_brackets(

@@ -11,6 +11,7 @@ def test_formats() -> None:
     assert FORMATS == (
         "text",
         "concise",
+        "grouped",
         "json",
         "json-lines",
         "sarif",

@@ -19,7 +19,19 @@ from .model import FileResult, RuleInfo
 
 __all__ = ["FORMATS", "FileResult", "Renderer", "RuleInfo", "render"]
 
-FORMATS = ("text", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit", "pylint", "rdjson")
+FORMATS = (
+    "text",
+    "concise",
+    "grouped",
+    "json",
+    "json-lines",
+    "sarif",
+    "github",
+    "gitlab",
+    "junit",
+    "pylint",
+    "rdjson",
+)
 
 
 class Renderer(Protocol):
