@@ -35,8 +35,16 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["ignore"] = [s for group in args.ignore for s in _csv(group)]
     if getattr(args, "extend_select", None):
         overrides["extend_select"] = [s for group in args.extend_select for s in _csv(group)]
+    if getattr(args, "exclude", None):
+        overrides["exclude"] = [s for group in args.exclude for s in _csv(group)]
+    if getattr(args, "extend_exclude", None):
+        overrides["extend_exclude"] = [s for group in args.extend_exclude for s in _csv(group)]
     if args.target:
         overrides["target"] = args.target
+    if getattr(args, "config", None):
+        from warp_harness.config import CONFIG_FILE
+
+        overrides[CONFIG_FILE] = str(Path(args.config).resolve())
     return overrides
 
 
@@ -58,8 +66,12 @@ def _unknown_selectors(overrides: dict[str, Any]) -> str | None:
 
 def _check_usage(args: argparse.Namespace) -> str | None:
     """A usage problem with the check options (one line), else None."""
-    if args.stdin_filename is not None and args.paths != ["-"]:
-        return "--stdin-filename needs `-` as the only PATH (the text is read from stdin)"
+    if args.stdin_filename is not None and args.paths not in ([], ["-"]):
+        return "--stdin-filename reads the text from stdin: give `-` or no PATH"
+    if args.watch and (args.paths == ["-"] or args.stdin_filename is not None or args.diff or args.add_noqa):
+        return "--watch checks files again when they are saved: not with stdin, --diff or --add-noqa"
+    if args.add_noqa and (args.fix or args.diff or args.paths == ["-"] or args.stdin_filename is not None):
+        return "--add-noqa writes comments into the files: not with --fix, --diff or stdin"
     if "-" in args.paths and len(args.paths) > 1:
         return "`-` (stdin) cannot be mixed with other paths"
     if args.diff and args.fix:
@@ -74,6 +86,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if problem:
         print(f"warp-harness: {problem}", file=sys.stderr)
         return 2
+    if not args.paths:  # as ruff: stdin when it names a file, else the current folder
+        args.paths = ["-"] if args.stdin_filename is not None else ["."]
     paths = [Path(p) for p in args.paths]
     missing = missing_paths([p for p in paths if str(p) != "-"])
     if missing:
@@ -92,10 +106,21 @@ def _cmd_check(args: argparse.Namespace) -> int:
         except UnknownProfileError as exc:
             print(f"warp-harness: {exc}", file=sys.stderr)
             return 2
+    if args.show_settings:
+        return _show_settings(paths, overrides)
+    if args.watch:
+        from warp_harness.check_watch import watch_check
+
+        return watch_check(paths, lambda: _check_paths(args, paths, overrides))
     if args.paths == ["-"]:
         from warp_harness.builtins import load_table
 
         return _check_stdin(args, overrides, load_table())
+    return _check_paths(args, paths, overrides)
+
+
+def _check_paths(args: argparse.Namespace, paths: list[Path], overrides: dict[str, Any]) -> int:
+    """One check of ``paths`` (files and folders): report, fixes, exit code."""
     from warp_harness.batch import check_files, lines_for_format
 
     results: list[FileResult] = check_files(
@@ -106,6 +131,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
         # --fix re-checks and renders the files it changed in full
         lines="all" if args.fix else lines_for_format(args.output_format),
     )
+    if args.add_noqa:
+        return _add_noqa(results)
     fixing = _Fixing(args, overrides, None)  # the table: loaded by a re-check, if any
     results = [fixing.fix(result) for result in results]
     if args.diff:
@@ -116,7 +143,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         # as ruff: a warning, exit 0; no "All checks passed!" for a check that checked nothing
         print("warp-harness: warning: no Python files found under the given path(s)", file=sys.stderr)
     output = _report(args, results)
-    if args.fix and args.output_format == "text" and not args.statistics:
+    if args.fix and args.output_format == "text" and not args.statistics and not args.quiet:
         output += f"Fixed {fixing.total} issue{'s' if fixing.total != 1 else ''}.\n"
     if args.show_fixes and args.output_format == "text":
         output += _show_fixes(fixing, results)
@@ -127,6 +154,48 @@ def _cmd_check(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(output)
     return _exit_code(args, results)
+
+
+def _add_noqa(results: Sequence[FileResult]) -> int:
+    """`--add-noqa`: write a suppression for each finding into its file; say how many lines changed."""
+    from warp_harness.add_noqa import add_noqa
+
+    total = skipped = 0
+    for result in results:
+        path = Path(result.path)
+        if path.suffix != ".py" or not result.records:
+            continue
+        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+        done = add_noqa(text, result.records)
+        if done.added:
+            path.write_bytes(done.text.encode("utf-8", errors="surrogateescape"))
+        total += done.added
+        skipped += done.skipped
+    note = f" ({skipped} line{'s' if skipped != 1 else ''} inside a string skipped)" if skipped else ""
+    print(f"Added {total} noqa directive{'s' if total != 1 else ''}.{note}", file=sys.stderr)
+    return 0
+
+
+def _show_settings(paths: Sequence[Path], overrides: dict[str, Any]) -> int:
+    """`--show-settings`: for each PATH, the configuration file used and every resolved setting."""
+    from dataclasses import fields
+
+    from warp_harness.config import find_pyproject, load_settings
+
+    for path in paths:
+        settings = load_settings(path, overrides)
+        source = find_pyproject(path)
+        print(f"Resolved settings for: {path}")
+        print(f"Settings path: {source if source is not None else '(none: the defaults)'}")
+        for item in fields(settings):
+            value = getattr(settings, item.name)
+            if isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = {str(k): getattr(v, "value", v) for k, v in value.items()}
+            print(f"{item.name.replace('_', '-')} = {value!r}" if item.name != "root" else f"root = {value}")
+        print()
+    return 0
 
 
 def _exit_code(args: argparse.Namespace, results: Sequence[FileResult]) -> int:
@@ -165,12 +234,13 @@ def _report(args: argparse.Namespace, results: Sequence[FileResult]) -> str:
         return _statistics(
             args.output_format, results, unsafe_fixes=bool(getattr(args, "unsafe_fixes", False))
         )
+    color = use_color(args.color, sys.stdout, to_file=args.output_file is not None)
+    if getattr(args, "quiet", False) and args.output_format == "text":
+        from warp_harness.output.text import render_text_quiet
+
+        return render_text_quiet(list(results), color=color)
     return render(
-        args.output_format,
-        list(results),
-        rules=_RuleInfos(),
-        tool_version=tool_version(),
-        color=use_color(args.color, sys.stdout, to_file=args.output_file is not None),
+        args.output_format, list(results), rules=_RuleInfos(), tool_version=tool_version(), color=color
     )
 
 
@@ -481,7 +551,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     check = sub.add_parser("check", help="run the static checks on files and folders")
     check.add_argument(
-        "paths", nargs="*", default=["."], metavar="PATH", help="files and folders; `-` reads stdin"
+        "paths", nargs="*", default=[], metavar="PATH", help="files and folders (default: .); `-` reads stdin"
     )
     check.add_argument("--output-format", choices=_OutputFormats(), default="text")
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report here instead of stdout")
@@ -499,7 +569,41 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     check.add_argument("--statistics", action="store_true", help="count the records per rule")
     check.add_argument(
-        "--stdin-filename", metavar="NAME", help="with `-`: the path to report (and take settings from)"
+        "--watch", "-w", action="store_true", help="check again whenever a file is saved (until Ctrl-C)"
+    )
+    check.add_argument(
+        "--config",
+        metavar="FILE",
+        help="take the settings from FILE (a pyproject.toml, or a TOML file holding the table's keys) "
+        "instead of the nearest pyproject.toml",
+    )
+    check.add_argument(
+        "--quiet", "-q", action="store_true", help="print the findings only: no summary, no `Fixed N`"
+    )
+    check.add_argument(
+        "--exclude",
+        action="append",
+        metavar="PATTERNS",
+        help="exclude these paths/globs (comma-separated), instead of the configured `exclude`",
+    )
+    check.add_argument(
+        "--extend-exclude",
+        action="append",
+        metavar="PATTERNS",
+        help="exclude these paths/globs too, beside the configured `exclude`",
+    )
+    check.add_argument(
+        "--show-settings", action="store_true", help="print the settings each PATH is checked with, and exit"
+    )
+    check.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="add `# wh: ignore[...]` for every finding to its line (keeps a file's existing codes)",
+    )
+    check.add_argument(
+        "--stdin-filename",
+        metavar="NAME",
+        help="read the text from stdin (with `-` or no PATH) and report it as NAME (its settings too)",
     )
     check.add_argument(
         "--select", action="append", metavar="RULES", help="only these rules (ids or prefixes)"
@@ -513,7 +617,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument(
         "--target",
         metavar="PROFILE",
-        help="hardware profile: cpu, sm_80, sm_86, sm_89, sm_90 or a profile .toml",
+        help="hardware profile: cpu, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120 or a profile .toml",
     )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are reported")
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")

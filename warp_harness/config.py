@@ -41,6 +41,12 @@ from warp_harness.record import Severity
 DEFAULT_TARGET = "sm_86"
 
 
+# the selector of every rule, as Ruff's `ALL`
+ALL = "ALL"
+# the overrides key of `check --config FILE`: that file's settings instead of the pyproject found
+CONFIG_FILE = "config_file"
+
+
 class ConfigError(ValueError):
     """A setting has the wrong type or an unknown value."""
 
@@ -63,13 +69,23 @@ class Settings:
     root: Path | None = None
 
     def rule_enabled(self, rule_id: str) -> bool:
-        if self.select and not any(rule_id.startswith(s) for s in self.select):
+        """Whether ``rule_id`` runs: selected (no `select`, ``ALL``, the id or a prefix of it) and not
+        ignored (the same, ``ALL`` ignoring every rule)."""
+        if self.select and not any(s == ALL or rule_id.startswith(s) for s in self.select):
             return False
-        return not any(rule_id.startswith(s) for s in self.ignore)
+        return not any(s == ALL or rule_id.startswith(s) for s in self.ignore)
 
     def merged(self, overrides: Mapping[str, Any]) -> Settings:
         """These settings with ``overrides`` (same keys as the table) applied on top."""
-        return _extended(replace(self, **_validate(overrides, where="overrides")))
+        return _extended(_applied(self, _validate(overrides, where="overrides")))
+
+
+def _applied(settings: Settings, validated: dict[str, Any]) -> Settings:
+    """``settings`` with a validated table applied: `extend_exclude` adds to `exclude` (the table's own
+    when it sets one too), every other key replaces."""
+    extend = validated.pop("extend_exclude", ())
+    settings = replace(settings, **validated)
+    return replace(settings, exclude=(*settings.exclude, *extend)) if extend else settings
 
 
 def _extended(settings: Settings) -> Settings:
@@ -146,7 +162,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             out[key] = _str_list(value, key, where)
         elif key == "per_file_ignores":
             out[key] = _per_file_ignores(value, where)
-        elif key == "exclude":
+        elif key in ("exclude", "extend_exclude"):
             out[key] = _exclude_list(value, where)
         elif key == "target":
             if not isinstance(value, str) or not value.strip():
@@ -178,6 +194,8 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: `{key}` must be true or false, got {show_value(value)}")
             out[key] = value
+        elif key == CONFIG_FILE:
+            continue  # which file `load_settings` reads: not a setting
         elif key != "runtime":  # [tool.warp-harness.runtime]: daemon/options.py reads it
             # still ignored (a newer config keeps working with an older version), but said once
             _warn_once(f"{where}: unknown key `{raw}` in [tool.warp-harness]{_did_you_mean(key)}; ignored")
@@ -188,7 +206,8 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 _KNOWN_KEYS = (
-    "select ignore extend_select per_file_ignores exclude target severity debounce_ms daemon trust runtime"
+    "select ignore extend_select per_file_ignores exclude extend_exclude target severity debounce_ms daemon "
+    "trust runtime"
 ).split()
 
 
@@ -371,14 +390,22 @@ def find_pyproject(start: Path) -> Path | None:
 def load_settings(start: Path, overrides: Mapping[str, Any] | None = None) -> Settings:
     """Settings for a file or folder: nearest [tool.warp-harness], then ``overrides``."""
     settings = Settings()
-    pyproject = find_pyproject(start)
+    explicit = overrides.get(CONFIG_FILE) if overrides else None
+    pyproject = Path(explicit) if explicit else find_pyproject(start)
+    if explicit:  # the user named it (`check --config`): trusted, and the only file read
+        overrides = {k: v for k, v in (overrides or {}).items() if k != CONFIG_FILE}
     if pyproject is not None:
-        data = pyproject_data(pyproject) or {}
-        table = data.get("tool", {}).get("warp-harness", {})
+        data = pyproject_data(pyproject) if explicit else pyproject_data(pyproject) or {}
+        if data is None:
+            missing = explicit and not pyproject.is_file()
+            raise ConfigError(f"{pyproject}: {'no such file' if missing else 'not a TOML file'}")
+        # a pyproject.toml holds [tool.warp-harness]; any other file named by --config is the table itself
+        named_table = explicit and pyproject.name != "pyproject.toml"
+        table = data if named_table else data.get("tool", {}).get("warp-harness", {})
         if not isinstance(table, Mapping):
             raise ConfigError(f"{pyproject}: [tool.warp-harness] must be a table")
         settings = _extended(
-            replace(settings, root=pyproject.parent, **_validate(table, where=str(pyproject)))
+            _applied(replace(settings, root=pyproject.parent), _validate(table, where=str(pyproject)))
         )
         if "target" in table and not (overrides and "target" in overrides):
             _check_target(settings.target, str(pyproject))

@@ -14,9 +14,9 @@ def known_rule_ids() -> list[str]:
 
 
 def unknown_codes(codes: tuple[str, ...] | list[str]) -> list[str]:
-    """The codes that are neither a rule id nor the prefix of one."""
+    """The codes that are neither a rule id, the prefix of one, nor ``ALL``."""
     ids = known_rule_ids()
-    return [c for c in codes if not any(i.startswith(c) for i in ids)]
+    return [c for c in codes if c != "ALL" and not any(i.startswith(c) for i in ids)]
 
 
 def rule_url(rule_id: str) -> str | None:

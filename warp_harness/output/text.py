@@ -153,10 +153,20 @@ def render_text(
 ) -> str:
     """Every record of every file, in the order given, then a one-line summary."""
     del rules, tool_version  # text output shows neither
-    style = _Style(color)
-    blocks: list[str] = []
-    for result in results:
-        for record in result.records:
-            blocks.append("\n".join(_record_lines(result, record, style)) + "\n")
-    blocks.append(style(_BOLD, summary(results)) + "\n")
+    blocks = _record_blocks(results, color)
+    blocks.append(_Style(color)(_BOLD, summary(results)) + "\n")
     return "\n".join(blocks)
+
+
+def render_text_quiet(results: Sequence[FileResult], *, color: bool = False) -> str:
+    """`render_text` without the summary (``check --quiet``): the records alone, nothing when none."""
+    return "\n".join(_record_blocks(results, color))
+
+
+def _record_blocks(results: Sequence[FileResult], color: bool) -> list[str]:
+    style = _Style(color)
+    return [
+        "\n".join(_record_lines(result, record, style)) + "\n"
+        for result in results
+        for record in result.records
+    ]
