@@ -37,10 +37,13 @@ def test_unknown_keys_and_codes_in_pyproject_are_said_once(tmp_path: Path) -> No
     done = _check(".", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
-    assert lines.count(
-        f"warp-harness: {tmp_path / 'pyproject.toml'}: unknown key `selct` in [tool.warp-harness] "
-        "(did you mean `select`?); ignored"
-    ) == 1, done.stderr
+    assert (
+        lines.count(
+            f"warp-harness: {tmp_path / 'pyproject.toml'}: unknown key `selct` in [tool.warp-harness] "
+            "(did you mean `select`?); ignored"
+        )
+        == 1
+    ), done.stderr
     assert any("`ignore` names no rule for WH777 " in line for line in lines), done.stderr
     assert not any("WH01" in line for line in lines)  # a prefix of real ids is fine
     assert not any("runtime" in line for line in lines)  # the runtime table is a known key
