@@ -324,3 +324,29 @@ def test_ci_without_trust_reports_each_hostile_notebook_and_writes_its_sarif(tmp
         for r in written["runs"][0]["results"]
     }
     assert {(name, "WH000") for name in HOSTILE_NOTEBOOKS} | {("good.ipynb", "WH003")} <= located
+
+
+def test_code_cells_over_the_size_cap_are_one_record_on_the_largest_cell(tmp_path: Path) -> None:
+    """`check` refuses a .py file over 8 MiB; a notebook under the 10 MB read cap could hold more code
+    than that in its cells, analysed whole (issue #30, finding 8): now one record, as for the file."""
+    line = "x = 1  # " + "a" * 1000 + "\n"
+    big = line * (9 * 1024 * 1024 // len(line) + 1)
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+            for source in ("import warp as wp", big, KERNEL_CELL)
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "big.ipynb").write_text(json.dumps(notebook))  # sources as one string: 9 MiB on disk
+    assert (tmp_path / "big.ipynb").stat().st_size < 10 * 1024 * 1024
+    done = run_cli("check", "big.ipynb", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    (record,) = json.loads(done.stdout)["results"]
+    assert record["rule"] == "WH000" and record["location"]["cell"] == 2
+    assert (
+        record["message"]
+        == "syntax error: the notebook's code cells are 9 MiB; files over 8 MiB are not analysed"
+    )

@@ -315,10 +315,14 @@ def analyse_notebook(
 ) -> NotebookAnalysis:
     """The records of a notebook's code cells, placed in their cells. Raises NotebookError."""
     from warp_harness.engine import analyse_source
+    from warp_harness.text_cap import cells_too_large
 
     notebook = read_notebook(text)
     if not notebook.python:
         return NotebookAnalysis(notebook, join_cells([]), [])
+    too_large = cells_too_large(((c.number, c.source) for c in notebook.cells if c.kind == "code"), path)
+    if too_large is not None:  # the size cap of a file, on the code the notebook holds
+        return NotebookAnalysis(notebook, join_cells([]), [too_large])
     joined = join_cells(notebook.cells)
     analysis = analyse_source(joined.text, path, settings, builtins=builtins)
     sources = {c.number: c.source for c in notebook.cells}
