@@ -110,6 +110,15 @@ function namedOrLeadsInside(file: string, folders: string[]): boolean {
   return under(named, [...folders.map((f) => path.resolve(f)), ...folders.map(realPath)]) || insideFolders(named, folders);
 }
 
+/**
+ * Whether a command-line argument (or the value of an `--option=value` one) is an absolute path
+ * inside a workspace folder: a script, a module folder or a file to write that the workspace controls.
+ */
+function namesWorkspacePath(arg: string, folders: string[]): boolean {
+  const value = arg.startsWith("-") && arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : arg;
+  return path.isAbsolute(value) && namedOrLeadsInside(value, folders);
+}
+
 const PYVENV_CFG_MAX_BYTES = 64 * 1024;
 
 /** The `home` of a pyvenv.cfg (the interpreter's own folder Python takes the standard library from). */
@@ -211,6 +220,13 @@ export function resolveServerCommand(
     const why = refused(found);
     if (why !== undefined) {
       return { ok: false, reason: `The server command \`${found}\` (warpHarness.server.command) ${why}. ${UNTRUSTED}` };
+    }
+    const argument = workspaceTrusted ? undefined : command.slice(1).find((arg) => namesWorkspacePath(arg, workspaceFolders));
+    if (argument !== undefined) {
+      return {
+        ok: false,
+        reason: `The server command's argument \`${argument}\` (warpHarness.server.command) lies inside the workspace. ${UNTRUSTED}`,
+      };
     }
     return { ok: true, line: { command: found, args: command.slice(1) }, how: "warpHarness.server.command" };
   }

@@ -327,3 +327,22 @@ test("untrusted: paths outside the workspace that lead into it, or take its pyve
   assert.equal(workspaceReason(python, [workspace]), undefined);
   assert.equal(workspaceReason(path.join(venv, "bin", "python"), []), undefined);
 });
+
+test("untrusted: a server command whose arguments name workspace files is refused", (t) => {
+  const python = systemPython();
+  if (python === undefined) {
+    t.skip("no python3 in /usr/bin, /usr/local/bin or /bin");
+    return;
+  }
+  const { workspace } = shippedVenv(t, python);
+  fs.writeFileSync(path.join(workspace, "serve.py"), "import os\n");
+  for (const args of [["${workspaceFolder}/serve.py"], ["-I", "-m", "warp_harness", "serve", "--log-file=${workspaceFolder}/wh.log"]]) {
+    const settings = { command: [python, ...args], interpreter: "" };
+    const untrusted = resolveServerCommand(settings, [workspace], false);
+    assert.equal(untrusted.ok, false);
+    assert.match(untrusted.reason, /argument `.*` \(warpHarness\.server\.command\) lies inside the workspace/);
+    assert.equal(resolveServerCommand(settings, [workspace], true).ok, true);
+  }
+  const plain = resolveServerCommand({ command: [python, ...INTERPRETER_ARGS], interpreter: "" }, [workspace], false);
+  assert.deepEqual(plain.line, { command: python, args: INTERPRETER_ARGS });
+});
