@@ -81,6 +81,24 @@ class Analysed:
     dependents: list[str]
 
 
+# no text of fewer characters (4 UTF-8 bytes at most each) is over the size cap, 8 MiB
+# (`model.source.MAX_SOURCE_BYTES`): the modules that tell are imported only for a text that may be
+_MAY_BE_TOO_LARGE_CHARS = 2 * 1024 * 1024
+
+
+def _too_large(text: str, path: str) -> Analysed | None:
+    """A document over the size cap `check` applies to files: one record instead of an analysis (an
+    11 MiB document took 77 s and 5.7 GB), neither the analysis thread nor the start-up process
+    analysing it. None when it is under the cap."""
+    if len(text) <= _MAY_BE_TOO_LARGE_CHARS:
+        return None
+    from warp_harness.engine import Analysis
+    from warp_harness.text_cap import document_too_large
+
+    record = document_too_large(text, path)
+    return None if record is None else Analysed(Analysis([record], None, None), [])
+
+
 def _version() -> str:
     from warp_harness.cli import tool_version
 
@@ -186,17 +204,21 @@ class WarpHarnessServer(LanguageServer):
         current_job = self.worker.jobs.get(uri)
         # set once the start-up process answered the text (or will not): its own analysis waits for it
         answer: list[threading.Event | None] = [None]
+        too_large = _too_large(text, path)
         job = self.worker.submit(
             self.loop,
             uri,
             (version, text),
-            lambda: self._analyse_in_worker(text, path, answer[0]),
+            (lambda: too_large)
+            if too_large is not None
+            else lambda: self._analyse_in_worker(text, path, answer[0]),
             lambda analysed: self._analysed(uri, version, text, analysed),
             reuse=not force,
         )
         if job is not current_job:  # a new analysis: the collector runs once it is out
             job.future.add_done_callback(lambda _: self.worker.call_soon(self.collector.after_analysis))
-            answer[0] = self._ask_start_up(uri, version, text, path, job)
+            if too_large is None:
+                answer[0] = self._ask_start_up(uri, version, text, path, job)
         return None if job.future.done() else job.future
 
     def _ask_start_up(

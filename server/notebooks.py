@@ -61,6 +61,22 @@ def notebook_path(uri: str) -> str | None:
     return unquote(parsed.path) if parsed.scheme and parsed.path.startswith("/") else None
 
 
+# no code of fewer characters (4 UTF-8 bytes at most each) is over the size cap, 8 MiB
+_MAY_BE_TOO_LARGE_CHARS = 2 * 1024 * 1024
+
+
+def _too_large(cells: list[tuple[int, str]], path: str) -> Analysis | None:
+    """Code cells over the size cap `check` applies to files, together: one record on the largest
+    cell instead of an analysis (it needs no joined module to be placed). None when under it."""
+    if sum(len(text) for _, text in cells) <= _MAY_BE_TOO_LARGE_CHARS:
+        return None
+    from warp_harness.engine import Analysis
+    from warp_harness.text_cap import cells_too_large
+
+    record = cells_too_large(cells, path)
+    return None if record is None else Analysis([record], None, None)
+
+
 @dataclass(eq=False, repr=False)
 class CellResult:
     """A notebook cell's last records and the diagnostics published for them."""
@@ -146,13 +162,17 @@ class NotebookSupport:
             return None
         from warp_harness.notebooks import join_cells  # imported by the first notebook only
 
-        joined = join_cells([(number, text) for number, _, text, _ in cells])
+        too_large = _too_large([(number, text) for number, _, text, _ in cells], path)
+        # over the size cap: not even joined (masking 11 MiB of cells line by line takes seconds)
+        joined = join_cells([] if too_large else [(number, text) for number, _, text, _ in cells])
         tier = self.server.tier
         version = notebook.version
         collector = self.server.collector
         current_job = self.server.worker.jobs.get(notebook_uri)
 
         def analyse() -> Analysis:
+            if too_large is not None:
+                return too_large
             collector.pause()  # until the diagnostics are out (server/collector.py), as for text documents
             return tier.analyse(joined.text, path)
 

@@ -196,12 +196,13 @@ async def document_report(
 
 
 def _open_paths(ls: WarpHarnessServer) -> set[str]:
-    """The files open in the editor (documents and notebooks), resolved."""
+    """The files open in the editor (documents and notebooks), as opened and resolved: the scan
+    reports a link into the workspace under the file it names, a link out of it under its own path."""
     from warp_harness.server.notebooks import notebook_path
 
     paths = {d.path for d in list(ls.workspace.text_documents.values()) if d.path is not None}
     paths.update(p for uri in list(ls.workspace.notebook_documents) if (p := notebook_path(uri)))
-    return {str(Path(p).resolve()) for p in paths}
+    return {str(Path(p).resolve()) for p in paths} | {str(Path(p).absolute()) for p in paths}
 
 
 async def _scan_files(ls: WarpHarnessServer, skip: set[str]) -> bool:

@@ -12,7 +12,9 @@ answer, and when the scan finishes the server sends ``workspace/diagnostic/refre
 pulls again. An open document (or open notebook) is reported from its text in the editor, by
 server/pull.py; once closed, its file on disk is reported again.
 
-Files are analysed alone (no workspace model): a launch of a kernel defined in another module is
+Files are read as `check` reads them, through the path the walk found: a link that leaves the
+workspace is reported (WH998), never followed, and one to another file of the workspace is that
+file. Files are analysed alone (no workspace model): a launch of a kernel defined in another module is
 judged once the file is opened. A notebook's records are placed in cells, which a file URI cannot
 address: they sit at the start of the file, their message beginning with ``cell N:line:col:``.
 """
@@ -97,16 +99,27 @@ def _diagnostics(
     return out
 
 
+def _report_path(file: Path, root: Path) -> str:
+    """The path ``file`` is reported under: a link to another file of the workspace under that
+    file's path (reported once, and skipped while that file is open), any other path as found: a
+    link out of the workspace is reported where it is, never under the path it leads to."""
+    real = file.resolve()
+    return str(real) if real.is_relative_to(root.resolve()) else str(file.absolute())
+
+
 def _analyse(
-    path: str, key: tuple[Any, ...] | None, overrides: Mapping[str, Any], encoding: str | None
+    file: Path, path: str, key: tuple[Any, ...] | None, overrides: Mapping[str, Any], encoding: str | None
 ) -> FileReport | None:
+    """``file`` analysed as `check` does, through the path found (not resolved): ``check_file``
+    follows no link that leaves the workspace (one record instead), so a link to /etc/passwd or to
+    another project's code never has that file read and quoted."""
     from warp_harness.engine import check_file
     from warp_harness.server.pull import result_id
 
     uri = from_fs_path(path)
     if key is None or uri is None:
         return None
-    result = check_file(Path(path), overrides, display_path=path)
+    result = check_file(file, overrides, display_path=path)
     lines = list(result.source_lines or ())
     diagnostics = _diagnostics(result.records, lines, uri, encoding)
     return FileReport(key, uri, diagnostics, result_id(diagnostics, None))
@@ -131,7 +144,7 @@ def scan(
             for file in iter_python_files([root], overrides):
                 if len(found) >= MAX_FILES or (deadline is not None and time.monotonic() > deadline):
                     break
-                path = str(file.resolve())
+                path = _report_path(file, root)
                 found.append(path)
                 if path in skip:
                     continue
@@ -140,7 +153,7 @@ def scan(
                 if known is not None and known.key == key:
                     continue
                 try:
-                    report = _analyse(path, key, overrides, encoding)
+                    report = _analyse(file, path, key, overrides, encoding)
                 except Exception:  # one file never stops the scan
                     log.exception("workspace diagnostics: analysis of %s failed", path)
                     continue

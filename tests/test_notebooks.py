@@ -14,6 +14,7 @@ import nbformat
 import pytest
 
 from warp_harness.notebooks import (
+    NotebookError,
     analyse_notebook,
     join_cells,
     mask_cell,
@@ -242,3 +243,110 @@ def test_file_result_line_text_reads_the_cell() -> None:
     assert result.line_text(2, 2) == "c"
     assert result.line_text(1, 3) is None
     assert result.line_text(1) is None
+
+
+# Hostile notebooks a cloned repository can ship (issue #30, finding 6): each one aborted the whole
+# `check .`, `ci .` and the MCP `check` with a traceback, so one file blinded CI.
+CELLS_NOT_OBJECTS = '{"cells": [1, 2], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}\n'
+DEEPLY_NESTED = (
+    '{"cells": [{"cell_type": "code", "source": '
+    + "[" * 15_000
+    + "]" * 15_000
+    + '}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+)
+HOSTILE_NOTEBOOKS = {
+    "not_objects.ipynb": CELLS_NOT_OBJECTS,
+    "nested.ipynb": DEEPLY_NESTED,
+    "source_not_text.ipynb": json.dumps(
+        {"cells": [{"cell_type": "code", "source": [1], "metadata": {}}], "metadata": {}, "nbformat": 4}
+    ),
+    "metadata_not_object.ipynb": json.dumps({"cells": [], "metadata": [1], "nbformat": 4}),
+    "deep_metadata.ipynb": json.dumps({"cells": [], "metadata": {}, "nbformat": 4})[:-1]
+    + ', "x": '
+    + "[" * 900
+    + "]" * 900
+    + "}",
+}
+
+
+def hostile_workspace(root: Path) -> Path:
+    for name, text in HOSTILE_NOTEBOOKS.items():
+        (root / name).write_text(text)
+    write_notebook(root / "good.ipynb", [("code", "import warp as wp"), ("code", KERNEL_CELL)])
+    return root
+
+
+def test_hostile_notebooks_are_refused_by_the_reader() -> None:
+    assert len(CELLS_NOT_OBJECTS) <= 79 and len(DEEPLY_NESTED) > 30_000
+    for text in HOSTILE_NOTEBOOKS.values():
+        with pytest.raises(NotebookError):
+            read_notebook(text)
+
+
+def _one_record_each(records: list[dict[str, object]]) -> None:
+    by_path: dict[str, list[object]] = {}
+    for record in records:
+        location = record["location"]
+        assert isinstance(location, dict)
+        by_path.setdefault(Path(str(location["path"])).name, []).append(record["rule"])
+    for name in HOSTILE_NOTEBOOKS:
+        assert by_path[name] == ["WH000"], (name, by_path)
+    assert "WH003" in by_path["good.ipynb"]  # the run went on to the other files
+
+
+def test_check_reports_each_hostile_notebook_as_one_record_and_goes_on(tmp_path: Path) -> None:
+    hostile_workspace(tmp_path)
+    done = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    results = json.loads(done.stdout)["results"]
+    _one_record_each(results)
+    nested = next(r for r in results if r["location"]["path"].endswith("nested.ipynb"))
+    assert nested["message"] == "cannot read notebook: not a JSON notebook: nested too deeply to read"
+    concise = run_cli("check", ".", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    expected = (
+        "not_objects.ipynb:1:1: WH000 cannot read notebook: not a notebook: cell 1 is not a JSON object"
+    )
+    assert expected in concise.stdout
+
+
+def test_ci_without_trust_reports_each_hostile_notebook_and_writes_its_sarif(tmp_path: Path) -> None:
+    hostile_workspace(tmp_path)
+    sarif = tmp_path / "out.sarif"
+    done = run_cli("ci", ".", "--output-format", "json", "--sarif", str(sarif), cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    _one_record_each(report["results"])
+    statuses = {Path(f["path"]).name: f["status"] for f in report["files"]}
+    assert statuses["nested.ipynb"] == statuses["good.ipynb"] == "untrusted"
+    written = json.loads(sarif.read_text())
+    located = {
+        (Path(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name, r["ruleId"])
+        for r in written["runs"][0]["results"]
+    }
+    assert {(name, "WH000") for name in HOSTILE_NOTEBOOKS} | {("good.ipynb", "WH003")} <= located
+
+
+def test_code_cells_over_the_size_cap_are_one_record_on_the_largest_cell(tmp_path: Path) -> None:
+    """`check` refuses a .py file over 8 MiB; a notebook under the 10 MB read cap could hold more code
+    than that in its cells, analysed whole (issue #30, finding 8): now one record, as for the file."""
+    line = "x = 1  # " + "a" * 1000 + "\n"
+    big = line * (9 * 1024 * 1024 // len(line) + 1)
+    notebook = {
+        "cells": [
+            {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+            for source in ("import warp as wp", big, KERNEL_CELL)
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / "big.ipynb").write_text(json.dumps(notebook))  # sources as one string: 9 MiB on disk
+    assert (tmp_path / "big.ipynb").stat().st_size < 10 * 1024 * 1024
+    done = run_cli("check", "big.ipynb", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    (record,) = json.loads(done.stdout)["results"]
+    assert record["rule"] == "WH000" and record["location"]["cell"] == 2
+    assert (
+        record["message"]
+        == "syntax error: the notebook's code cells are 9 MiB; files over 8 MiB are not analysed"
+    )

@@ -104,10 +104,15 @@ class NotebookError(ValueError):
 
 
 def read_notebook(text: str) -> Notebook:
+    """The notebook in ``text``. A notebook is untrusted input: anything that is not one (not JSON,
+    nested past the parser's depth, cells that are not objects, a source that is neither text nor a
+    list of lines) raises NotebookError, which `check` reports as one record for the file."""
     import nbformat
 
     try:
         raw = json.loads(text)
+    except RecursionError as exc:
+        raise NotebookError("not a JSON notebook: nested too deeply to read") from exc
     except ValueError as exc:
         raise NotebookError(f"not a JSON notebook: {exc}") from exc
     if not isinstance(raw, dict):
@@ -119,20 +124,51 @@ def read_notebook(text: str) -> Notebook:
         major = int(node.get("nbformat", 4))
         if major != 4:
             node = convert(node, 4)
+        if not isinstance(node, dict):
+            raise NotebookError("the top level is not a JSON object")
+        cells = tuple(_cells(node.get("cells")))
+        python = _is_python(node.get("metadata"))
+    except NotebookError as exc:
+        raise NotebookError(f"not a notebook: {exc}") from exc
+    except RecursionError as exc:
+        raise NotebookError("not a notebook: nested too deeply to read") from exc
     except Exception as exc:  # nbformat raises many kinds on a malformed document
         raise NotebookError(f"not a notebook nbformat can read: {exc}") from exc
-    cells: list[Cell] = []
-    for number, cell in enumerate(node.get("cells") or [], 1):
+    return Notebook(cells, python, major)
+
+
+def _cells(value: object) -> Iterable[Cell]:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise NotebookError("`cells` is not a list")
+    for number, cell in enumerate(value, 1):
+        if not isinstance(cell, dict):
+            raise NotebookError(f"cell {number} is not a JSON object")
         source = cell.get("source", "")
-        if isinstance(source, list):
-            source = "".join(str(s) for s in source)
-        cells.append(Cell(number, str(cell.get("cell_type", "code")), str(source)))
-    metadata = node.get("metadata") or {}
-    language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get(
-        "language"
-    )
-    python = language is None or str(language).lower() in ("python", "python3", "ipython")
-    return Notebook(tuple(cells), python, major)
+        if isinstance(source, list) and all(isinstance(s, str) for s in source):
+            source = "".join(source)
+        if not isinstance(source, str):
+            raise NotebookError(f"the source of cell {number} is neither text nor a list of lines")
+        kind = cell.get("cell_type", "code")
+        if not isinstance(kind, str):
+            raise NotebookError(f"the cell_type of cell {number} is not text")
+        yield Cell(number, kind, source)
+
+
+def _is_python(metadata: object) -> bool:
+    """The notebook's language is Python, or unstated."""
+    if metadata is None:
+        return True
+    if not isinstance(metadata, dict):
+        raise NotebookError("`metadata` is not a JSON object")
+    language = None
+    for key, name in (("language_info", "name"), ("kernelspec", "language")):
+        section = metadata.get(key)
+        if isinstance(section, dict) and section.get(name):
+            language = section[name]
+            break
+    return language is None or str(language).lower() in ("python", "python3", "ipython")
 
 
 # ---------------------------------------------------------------------------------------- joining
@@ -270,10 +306,14 @@ def analyse_notebook(
 ) -> NotebookAnalysis:
     """The records of a notebook's code cells, placed in their cells. Raises NotebookError."""
     from warp_harness.engine import analyse_source
+    from warp_harness.text_cap import cells_too_large
 
     notebook = read_notebook(text)
     if not notebook.python:
         return NotebookAnalysis(notebook, join_cells([]), [])
+    too_large = cells_too_large(((c.number, c.source) for c in notebook.cells if c.kind == "code"), path)
+    if too_large is not None:  # the size cap of a file, on the code the notebook holds
+        return NotebookAnalysis(notebook, join_cells([]), [too_large])
     joined = join_cells(notebook.cells)
     analysis = analyse_source(joined.text, path, settings, builtins=builtins)
     sources = {c.number: c.source for c in notebook.cells}
@@ -319,7 +359,7 @@ def source_spans(raw: str) -> list[tuple[int, int]]:
     def value_end(i: int) -> int:
         try:
             _, end = decoder.raw_decode(raw, i)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise NotebookError(f"bad JSON at {i}: {exc}") from exc
         return int(end)
 

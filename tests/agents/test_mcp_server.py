@@ -107,6 +107,28 @@ async def test_tools_declare_the_record_schema_and_check_returns_hints(tmp_path:
         assert [r["rule"] for r in _records(text)] == [r["rule"] for r in _records(result)]
 
 
+async def test_check_reports_a_hostile_notebook_as_one_record_and_goes_on(tmp_path: Path) -> None:
+    """Notebooks a repository can ship (issue #30, finding 6): cells that are not objects (79 bytes),
+    and one nested past the JSON parser's depth (30 KB). Each aborted the whole tool call before."""
+    (tmp_path / "kern.py").write_text(MIXED, encoding="utf-8")
+    (tmp_path / "cells.ipynb").write_text(
+        '{"cells": [1, 2], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    )
+    (tmp_path / "deep.ipynb").write_text('{"cells": [{"source": ' + "[" * 15_000 + "]" * 15_000 + "}]}")
+    async with serving(tmp_path) as client:
+        result = await client.call_tool("check", {"path": "."})
+        assert not result.is_error, bad_text(result)
+        files = {
+            f["path"]: [r["rule"] for r in f["records"]] for f in (result.structured_content or {})["files"]
+        }
+        assert files["cells.ipynb"] == files["deep.ipynb"] == ["WH000"]
+        assert "WH003" in files["kern.py"]
+        (deep,) = [r for r in _records(result) if r["path"] == "deep.ipynb"]
+        assert "nested too deeply" in deep["message"]
+        one = await client.call_tool("check", {"path": "cells.ipynb"})
+        assert not one.is_error and "cell 1 is not a JSON object" in _records(one)[0]["message"]
+
+
 async def test_fix_makes_the_diagnostic_go_away(tmp_path: Path) -> None:
     (tmp_path / "kern.py").write_text(MIXED, encoding="utf-8")
     async with serving(tmp_path) as client:

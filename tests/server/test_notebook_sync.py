@@ -21,6 +21,7 @@ KERNEL_CELL = (
     "    i = wp.tid()\n"
     "    x[i] = x[i] * 2.0\n"
 )
+COMPREHENSION = "    q = [k for k in range(3)]\n"  # WH002 in a kernel body
 SECOND_CELL = "@wp.kernel\ndef fill(n: wp.array(dtype=int)):\n    n[wp.tid()] = 2.0\n"
 
 NOTEBOOK_CAPABILITIES = types.ClientCapabilities(
@@ -238,3 +239,29 @@ async def test_close_clears_every_cell(client: LanguageClient, tmp_path: Path) -
     )
     for index in (2, 3):
         await wait_published(client, nb.uri_of(index), lambda v, d: v is None and not d)
+
+
+async def test_a_notebook_over_the_size_cap_is_one_diagnostic_on_its_largest_cell(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """A notebook cell of 11 MiB cost the server what an 11 MiB document did (issue #30, finding 8):
+    over the cap `check` applies to files, one record on the largest cell, no analysis."""
+    kernel = "@wp.kernel\ndef k{n}(x: wp.array(dtype=float)):\n    x[wp.tid()] = 2.0\n" + COMPREHENSION
+    huge = "".join(kernel.format(n=n) for n in range(11 * 1024 * 1024 // len(kernel) + 1))
+    nb = Notebook(
+        client, tmp_path / "big.ipynb", [("code", IMPORT_CELL), ("code", huge), ("code", KERNEL_CELL)]
+    )
+    nb.open()
+    (record,) = await nb.diagnostics(1)
+    assert record.code == "WH000" and record.range.start == types.Position(0, 0)
+    said = "syntax error: the notebook's code cells are 11 MiB; files over 8 MiB are not analysed"
+    assert record.message.splitlines()[0] == said
+    assert await nb.diagnostics(0) == [] and await nb.diagnostics(2) == []  # not analysed
+    # another notebook is analysed as before
+    other = demo(client, tmp_path).open()
+    assert "WH003" in [d.code for d in await other.diagnostics(2)]
+    # the large cell cut down: the notebook is analysed again
+    lines = huge.count("\n")
+    nb.edit(1, [types.TextEdit(types.Range(types.Position(0, 0), types.Position(lines, 0)), SECOND_CELL)])
+    assert [d.code for d in await nb.diagnostics(1)] == ["WH003"]
+    assert "WH003" in [d.code for d in await nb.diagnostics(2, version=1)]

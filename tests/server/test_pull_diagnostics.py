@@ -262,6 +262,39 @@ async def test_hostile_files_neither_hang_nor_crash_the_server(
     assert [d.code for d in (await pull(client, doc.uri)).items] == ["WH003"]  # type: ignore[union-attr]
 
 
+async def test_a_link_out_of_the_workspace_is_not_read(
+    client: LanguageClient, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A workspace can ship a link to any file of the machine (issue #30, finding 7): the scan read
+    through the resolved path and quoted the other file's code (or /etc/passwd) back to the editor."""
+    other = tmp_path_factory.mktemp("another-project") / "private_kernels.py"
+    other.write_text(BUGGY.replace("scale", "secret_scale"))
+    (tmp_path / "leak.py").symlink_to(other)
+    (tmp_path / "passwd.py").symlink_to("/etc/passwd")
+    (tmp_path / "real.py").write_text(BUGGY)
+    (tmp_path / "alias.py").symlink_to(tmp_path / "real.py")  # a link that stays in: still checked
+    report = await workspace_pull(client)
+    leak, passwd = (tmp_path / "leak.py").as_uri(), (tmp_path / "passwd.py").as_uri()
+    assert set(report) == {leak, passwd, (tmp_path / "real.py").as_uri()}  # the alias is real.py
+    assert codes(report[(tmp_path / "real.py").as_uri()]) == ["WH003"]
+    for uri in (leak, passwd):
+        item = report[uri]
+        assert codes(item) == ["WH998"], item
+        assert isinstance(item, types.WorkspaceFullDocumentDiagnosticReport)
+        assert "a symlink to a file outside the workspace" in item.items[0].message
+    everything = " ".join(
+        d.message
+        for i in report.values()
+        if isinstance(i, types.WorkspaceFullDocumentDiagnosticReport)
+        for d in i.items
+    )
+    assert "secret_scale" not in everything and "root:" not in everything
+    # opened in the editor, the link is reported from the editor's text only, not from disk too
+    doc = Document(client, tmp_path / "leak.py", "x = 1\n").open()
+    opened = await workspace_pull(client)
+    assert codes(opened[leak]) == [] and opened[leak].version == doc.version
+
+
 @pytest.mark.slow
 async def test_a_long_scan_answers_with_what_is_ready_then_asks_for_a_refresh(
     client: LanguageClient, tmp_path: Path

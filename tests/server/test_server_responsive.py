@@ -162,3 +162,44 @@ async def test_a_pull_during_a_long_analysis_is_answered_then_refreshed(
     assert isinstance(second, types.RelatedFullDocumentDiagnosticReport)
     assert [(d.code, d.range.start.line) for d in second.items] == expected
     assert large.uri not in published(client)  # pulled, never pushed
+
+
+def text_of_mib(mib: int) -> str:
+    """Kernels (each with a violation) up to ``mib`` MiB: what an analysis would take long over."""
+    kernel = KERNEL + COMPREHENSION
+    count = mib * 1024 * 1024 // len(kernel.format(n=0)) + 1
+    return "import warp as wp\n" + "".join(kernel.format(n=n) for n in range(count))
+
+
+async def test_a_document_over_the_size_cap_is_one_diagnostic_and_the_server_stays_responsive(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    """An 11 MiB document took the server 77 s and 5.7 GB (issue #30, finding 8). Over the cap `check`
+    applies to files (8 MiB), it gets the record `check` gives such a file, at once, and no analysis."""
+    from warp_harness.model.source import MAX_SOURCE_BYTES
+    from warp_harness.server import app, notebooks
+
+    assert app._MAY_BE_TOO_LARGE_CHARS * 4 == notebooks._MAY_BE_TOO_LARGE_CHARS * 4 == MAX_SOURCE_BYTES
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    huge = Document(client, tmp_path / "huge.py", text_of_mib(11)).open()
+    diagnostics = await huge.diagnostics(timeout=60.0)
+    took = loop.time() - started
+    assert [(d.code, d.message.splitlines()[0]) for d in diagnostics] == [
+        ("WH000", "syntax error: file is 11 MiB; files over 8 MiB are not analysed")
+    ]
+    assert diagnostics[0].range.start == types.Position(0, 0)
+    assert took < 15.0, f"{took:.1f} s for the one diagnostic"
+    # the server answers, and analyses a normal file as before
+    small = Document(client, tmp_path / "small.py", SMALL + COMPREHENSION).open()
+    assert [d.code for d in await small.diagnostics()] == ["WH002"]
+    hover = await client.text_document_hover_async(
+        types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=huge.uri), position=types.Position(2, 4)
+        )
+    )
+    assert hover is None or isinstance(hover, types.Hover)
+    # cut back under the cap, the document is analysed again
+    lines = huge.text.count("\n")
+    huge.replace(1, 0, lines, 0, SMALL.split("\n", 1)[1] + COMPREHENSION)
+    assert [d.code for d in await huge.diagnostics(timeout=60.0)] == ["WH002"]

@@ -90,14 +90,99 @@ function realPath(file: string): string {
   }
 }
 
-/** Whether `file` (symlinks followed) lies inside one of `folders`. */
-export function insideFolders(file: string, folders: string[]): boolean {
-  const real = realPath(file);
+/** Whether `file` lies inside one of `folders`, relative paths compared as given (no link followed). */
+function under(file: string, folders: string[]): boolean {
   return folders.some((folder) => {
-    const relative = path.relative(realPath(folder), real);
+    const relative = path.relative(folder, file);
     const outside = relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative);
     return !outside;
   });
+}
+
+/** Whether `file` (symlinks followed) lies inside one of `folders`. */
+export function insideFolders(file: string, folders: string[]): boolean {
+  return under(realPath(file), folders.map(realPath));
+}
+
+/** Whether `file` as named (no link followed), or what it leads to, lies inside one of `folders`. */
+function namedOrLeadsInside(file: string, folders: string[]): boolean {
+  const named = path.resolve(file);
+  return under(named, [...folders.map((f) => path.resolve(f)), ...folders.map(realPath)]) || insideFolders(named, folders);
+}
+
+/**
+ * Whether a command-line argument (or the value of an `--option=value` one) is an absolute path
+ * inside a workspace folder: a script, a module folder or a file to write that the workspace controls.
+ */
+function namesWorkspacePath(arg: string, folders: string[]): boolean {
+  const value = arg.startsWith("-") && arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : arg;
+  return path.isAbsolute(value) && namedOrLeadsInside(value, folders);
+}
+
+const PYVENV_CFG_MAX_BYTES = 64 * 1024;
+
+/** The `home` of a pyvenv.cfg (the interpreter's own folder Python takes the standard library from). */
+function pyvenvHome(cfg: string): string | undefined {
+  try {
+    if (fs.statSync(cfg).size > PYVENV_CFG_MAX_BYTES) {
+      return undefined;
+    }
+    const match = /^[ \t]*home[ \t]*=[ \t]*(.*?)[ \t]*$/m.exec(fs.readFileSync(cfg, "utf8"));
+    return match?.[1] || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function exists(file: string): boolean {
+  try {
+    fs.lstatSync(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Why running `file` would run what a workspace controls, or undefined. `file` is judged as
+ * configured (variables substituted, links not resolved): Python takes its environment from the
+ * path it was started as, not from where a link leads. A `.venv/bin/python` shipped as a link to the
+ * system Python, beside a shipped `pyvenv.cfg`, is the system Python running the workspace's
+ * site-packages and their `.pth` files (which Python executes at start-up). So it is refused when
+ * the path as named lies inside a workspace folder, when it or the folders Python looks in for
+ * `pyvenv.cfg` (the executable's, and the one above) lead into one, when that `pyvenv.cfg` is a
+ * workspace file, or when its `home` lies inside one.
+ */
+export function workspaceReason(file: string, folders: string[]): string | undefined {
+  if (folders.length === 0) {
+    return undefined;
+  }
+  const named = path.resolve(file);
+  const resolvedFolders = [...folders.map((f) => path.resolve(f)), ...folders.map(realPath)];
+  if (under(named, resolvedFolders)) {
+    return "lies inside the workspace";
+  }
+  if (insideFolders(named, folders)) {
+    return `lies inside the workspace (it is a link to \`${realPath(named)}\`)`;
+  }
+  const bin = path.dirname(named);
+  for (const dir of [bin, path.dirname(bin)]) {
+    if (insideFolders(dir, folders)) {
+      return `lies inside the workspace (its folder \`${dir}\` leads to \`${realPath(dir)}\`)`;
+    }
+    const cfg = path.join(dir, "pyvenv.cfg");
+    if (!exists(cfg)) {
+      continue;
+    }
+    if (insideFolders(cfg, folders)) {
+      return `lies inside the workspace (its environment file \`${cfg}\` is the workspace's \`${realPath(cfg)}\`)`;
+    }
+    const home = pyvenvHome(cfg);
+    if (home !== undefined && namedOrLeadsInside(home, folders)) {
+      return `lies inside the workspace (the \`home\` of its \`${cfg}\` is \`${home}\`)`;
+    }
+  }
+  return undefined;
 }
 
 const UNTRUSTED =
@@ -111,7 +196,8 @@ const UNTRUSTED =
  * 2. `<warpHarness.server.interpreter> -I -m warp_harness serve`;
  * 3. `warp-harness serve` from PATH, else from a `.venv` or `venv` in a workspace folder.
  *
- * Unless `workspaceTrusted`, no executable inside a workspace folder is chosen: PATH entries there
+ * Unless `workspaceTrusted`, no executable inside a workspace folder is chosen (`workspaceReason`:
+ * judged by the path as configured, and by where it and its environment lead): PATH entries there
  * are skipped, and a setting that names one is refused with the reason.
  */
 export function resolveServerCommand(
@@ -120,7 +206,8 @@ export function resolveServerCommand(
   workspaceTrusted: boolean,
 ): Resolution {
   const first = workspaceFolders[0];
-  const allowed = (file: string): boolean => workspaceTrusted || !insideFolders(file, workspaceFolders);
+  const refused = (file: string): string | undefined =>
+    workspaceTrusted ? undefined : workspaceReason(file, workspaceFolders);
   const command = settings.command.map((part) => expandVariables(part, first)).filter((part) => part !== "");
   if (command.length > 0) {
     const found = findExecutable(command[0]);
@@ -130,10 +217,15 @@ export function resolveServerCommand(
         reason: `The server command \`${command[0]}\` (warpHarness.server.command) was not found.`,
       };
     }
-    if (!allowed(found)) {
+    const why = refused(found);
+    if (why !== undefined) {
+      return { ok: false, reason: `The server command \`${found}\` (warpHarness.server.command) ${why}. ${UNTRUSTED}` };
+    }
+    const argument = workspaceTrusted ? undefined : command.slice(1).find((arg) => namesWorkspacePath(arg, workspaceFolders));
+    if (argument !== undefined) {
       return {
         ok: false,
-        reason: `The server command \`${found}\` (warpHarness.server.command) lies inside the workspace. ${UNTRUSTED}`,
+        reason: `The server command's argument \`${argument}\` (warpHarness.server.command) lies inside the workspace. ${UNTRUSTED}`,
       };
     }
     return { ok: true, line: { command: found, args: command.slice(1) }, how: "warpHarness.server.command" };
@@ -147,10 +239,11 @@ export function resolveServerCommand(
         reason: `The Python interpreter \`${interpreter}\` (warpHarness.server.interpreter) was not found.`,
       };
     }
-    if (!allowed(found)) {
+    const why = refused(found);
+    if (why !== undefined) {
       return {
         ok: false,
-        reason: `The Python interpreter \`${found}\` (warpHarness.server.interpreter) lies inside the workspace. ${UNTRUSTED}`,
+        reason: `The Python interpreter \`${found}\` (warpHarness.server.interpreter) ${why}. ${UNTRUSTED}`,
       };
     }
     return { ok: true, line: { command: found, args: [...INTERPRETER_ARGS] }, how: "warpHarness.server.interpreter" };
@@ -158,9 +251,12 @@ export function resolveServerCommand(
   // untrusted: a relative PATH entry could name a folder of the workspace too
   const pathDirs = (process.env.PATH ?? "")
     .split(path.delimiter)
-    .filter((dir) => dir !== "" && (workspaceTrusted || (path.isAbsolute(dir) && allowed(dir))));
+    .filter(
+      (dir) =>
+        dir !== "" && (workspaceTrusted || (path.isAbsolute(dir) && !namedOrLeadsInside(dir, workspaceFolders))),
+    );
   const onPath = findExecutable("warp-harness", pathDirs.join(path.delimiter));
-  if (onPath !== undefined && allowed(onPath)) {
+  if (onPath !== undefined && refused(onPath) === undefined) {
     return { ok: true, line: { command: onPath, args: ["serve"] }, how: "PATH" };
   }
   const binDir = IS_WINDOWS ? "Scripts" : "bin";

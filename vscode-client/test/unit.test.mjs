@@ -2,12 +2,21 @@
 // server, the trust policy, and how the server command is found. Node 24 runs the .ts sources
 // directly (type stripping): `node --test test/`.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { INTERPRETER_ARGS, cliCommand, expandVariables, findExecutable, insideFolders, resolveServerCommand } from "../src/command.ts";
+import {
+  INTERPRETER_ARGS,
+  cliCommand,
+  expandVariables,
+  findExecutable,
+  insideFolders,
+  resolveServerCommand,
+  workspaceReason,
+} from "../src/command.ts";
 import { explicitValue, serverSettings } from "../src/settings.ts";
 
 /** An Inspector over {key: {globalValue, workspaceValue, workspaceFolderValue}}. */
@@ -209,4 +218,131 @@ test("insideFolders follows symlinks and does not take a sibling with a common p
   const dotted = fakeExecutable(path.join(workspace, "..hidden"), "warp-harness");
   assert.equal(insideFolders(dotted, [workspace]), true);
   assert.equal(insideFolders(sibling, []), false);
+});
+
+/** The system's Python, links resolved (a real interpreter outside any test folder), or undefined. */
+function systemPython() {
+  const found = findExecutable("python3", "/usr/bin:/usr/local/bin:/bin");
+  return found === undefined ? undefined : fs.realpathSync(found);
+}
+
+/**
+ * A cloned repository that ships a virtual environment (issue #30, finding 3): `.venv/bin/python` a
+ * symlink to the system Python, `.venv/pyvenv.cfg`, and a `.pth` in its site-packages that writes
+ * `marker` when Python starts. PATH is restored after.
+ */
+function shippedVenv(t, python) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), "wh-unit-"));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const oldPath = process.env.PATH;
+  t.after(() => {
+    process.env.PATH = oldPath;
+  });
+  process.env.PATH = path.join(root, "empty");
+  const workspace = path.join(root, "ws");
+  const venv = path.join(workspace, ".venv");
+  const version = execFileSync(python, ["-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], {
+    encoding: "utf8",
+  }).trim();
+  const site = path.join(venv, "lib", `python${version}`, "site-packages");
+  fs.mkdirSync(site, { recursive: true });
+  fs.mkdirSync(path.join(venv, "bin"));
+  const marker = path.join(root, "pth-ran");
+  fs.writeFileSync(path.join(site, "evil.pth"), `import os; open(${JSON.stringify(marker)}, "w").close()\n`);
+  fs.writeFileSync(
+    path.join(venv, "pyvenv.cfg"),
+    `home = ${path.dirname(python)}\ninclude-system-site-packages = false\nversion = ${version}\n`,
+  );
+  fs.symlinkSync(python, path.join(venv, "bin", "python"));
+  return { root, workspace, venv, marker };
+}
+
+const UNTRUSTED_REFUSAL = /lies inside the workspace.*\. VS Code does not trust this workspace/;
+
+test("untrusted: a shipped .venv/bin/python linking to the system Python is refused, as configured", (t) => {
+  const python = systemPython();
+  if (python === undefined) {
+    t.skip("no python3 in /usr/bin, /usr/local/bin or /bin");
+    return;
+  }
+  const { workspace, venv, marker } = shippedVenv(t, python);
+  // the threat is real: started as configured, the system Python runs the workspace's .pth, -I or not
+  execFileSync(path.join(venv, "bin", "python"), ["-I", "-c", "pass"]);
+  assert.ok(fs.existsSync(marker), "the shipped .pth did not run: the test's environment is not a venv");
+  fs.rmSync(marker);
+
+  const configured = "${workspaceFolder}/.venv/bin/python";
+  for (const settings of [
+    { command: [], interpreter: configured },
+    { command: [configured, ...INTERPRETER_ARGS], interpreter: "" },
+  ]) {
+    const untrusted = resolveServerCommand(settings, [workspace], false);
+    assert.equal(untrusted.ok, false, JSON.stringify(untrusted));
+    assert.match(untrusted.reason, UNTRUSTED_REFUSAL);
+    assert.ok(untrusted.reason.includes(path.join(venv, "bin", "python")));
+    // trusted: run as configured (the venv's python, not the system one it links to)
+    const trusted = resolveServerCommand(settings, [workspace], true);
+    assert.equal(trusted.ok, true);
+    assert.equal(trusted.line.command, path.join(venv, "bin", "python"));
+  }
+  assert.ok(!fs.existsSync(marker));
+});
+
+test("untrusted: paths outside the workspace that lead into it, or take its pyvenv.cfg, are refused", (t) => {
+  const python = systemPython();
+  if (python === undefined) {
+    t.skip("no python3 in /usr/bin, /usr/local/bin or /bin");
+    return;
+  }
+  const { root, workspace, venv } = shippedVenv(t, python);
+  const refused = (interpreter) => {
+    const r = resolveServerCommand({ command: [], interpreter }, [workspace], false);
+    assert.equal(r.ok, false, `${interpreter} was accepted`);
+    assert.match(r.reason, UNTRUSTED_REFUSAL);
+    return r.reason;
+  };
+  // a folder of the user's that links to the workspace's venv
+  fs.mkdirSync(path.join(root, "links"));
+  fs.symlinkSync(venv, path.join(root, "links", "venv"));
+  assert.match(refused(path.join(root, "links", "venv", "bin", "python")), /its folder .* leads to/);
+  // a venv outside whose pyvenv.cfg is a link to the workspace's
+  const linked = path.join(root, "linked-cfg");
+  fs.mkdirSync(path.join(linked, "bin"), { recursive: true });
+  fs.symlinkSync(python, path.join(linked, "bin", "python"));
+  fs.symlinkSync(path.join(venv, "pyvenv.cfg"), path.join(linked, "pyvenv.cfg"));
+  assert.match(refused(path.join(linked, "bin", "python")), /its environment file .* is the workspace's/);
+  // a venv outside whose home (the standard library's interpreter) is in the workspace
+  const homed = path.join(root, "homed");
+  fs.mkdirSync(path.join(homed, "bin"), { recursive: true });
+  fs.symlinkSync(python, path.join(homed, "bin", "python"));
+  fs.writeFileSync(path.join(homed, "pyvenv.cfg"), `home = ${path.join(workspace, "bin")}\n`);
+  assert.match(refused(path.join(homed, "bin", "python")), /the `home` of its/);
+  // the user's own venv outside the workspace, linking to the same system Python: accepted as configured
+  const own = path.join(root, "own-venv");
+  fs.mkdirSync(path.join(own, "bin"), { recursive: true });
+  fs.symlinkSync(python, path.join(own, "bin", "python"));
+  fs.writeFileSync(path.join(own, "pyvenv.cfg"), `home = ${path.dirname(python)}\n`);
+  const accepted = resolveServerCommand({ command: [], interpreter: path.join(own, "bin", "python") }, [workspace], false);
+  assert.deepEqual(accepted.line, { command: path.join(own, "bin", "python"), args: INTERPRETER_ARGS });
+  assert.equal(workspaceReason(python, [workspace]), undefined);
+  assert.equal(workspaceReason(path.join(venv, "bin", "python"), []), undefined);
+});
+
+test("untrusted: a server command whose arguments name workspace files is refused", (t) => {
+  const python = systemPython();
+  if (python === undefined) {
+    t.skip("no python3 in /usr/bin, /usr/local/bin or /bin");
+    return;
+  }
+  const { workspace } = shippedVenv(t, python);
+  fs.writeFileSync(path.join(workspace, "serve.py"), "import os\n");
+  for (const args of [["${workspaceFolder}/serve.py"], ["-I", "-m", "warp_harness", "serve", "--log-file=${workspaceFolder}/wh.log"]]) {
+    const settings = { command: [python, ...args], interpreter: "" };
+    const untrusted = resolveServerCommand(settings, [workspace], false);
+    assert.equal(untrusted.ok, false);
+    assert.match(untrusted.reason, /argument `.*` \(warpHarness\.server\.command\) lies inside the workspace/);
+    assert.equal(resolveServerCommand(settings, [workspace], true).ok, true);
+  }
+  const plain = resolveServerCommand({ command: [python, ...INTERPRETER_ARGS], interpreter: "" }, [workspace], false);
+  assert.deepEqual(plain.line, { command: python, args: INTERPRETER_ARGS });
 });
