@@ -166,11 +166,13 @@ def _formats() -> tuple[str, ...]:
 
 def add_subcommands(subparsers: Any) -> None:
     d = subparsers.add_parser("daemon", help="watch a workspace; recompile, validate and benchmark on save")
-    d.add_argument("path", nargs="?", default=".", metavar="PATH")
+    d.add_argument("path", nargs="?", default=".", metavar="PATH", help="the workspace to watch (default: .)")
     _common(d)
     d.add_argument("--socket", metavar="FILE", help="Unix socket path (default: private runtime folder)")
     d.add_argument("--no-watch", action="store_true", help="serve requests only, do not watch files")
-    d.add_argument("--debounce-ms", type=int, metavar="MS")
+    d.add_argument(
+        "--debounce-ms", type=int, metavar="MS", help="quiet time after a save before checking (default 100)"
+    )
     d.add_argument(
         "-v", "--verbose", action="store_true", help="log one line per job (file, verdicts, times) on stderr"
     )
@@ -178,14 +180,16 @@ def add_subcommands(subparsers: Any) -> None:
     d.set_defaults(func=cmd_daemon)
 
     c = subparsers.add_parser("ci", help="run both tiers once, headless; exit 1 on errors")
-    c.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    c.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files and folders (default: .)")
     _common(c)
     _executor_flags(c)
     c.add_argument("--changed-files", action="store_true", help="only files changed in git")
     c.add_argument("--base", metavar="REF", help="with --changed-files: also files changed since REF")
     c.add_argument("--static-only", action="store_true", help="skip the dynamic tier")
     c.add_argument("--no-bench", action="store_true", help="skip the benchmark stage")
-    c.add_argument("--format", "--output-format", dest="format", choices=_formats(), default="text")
+    c.add_argument(
+        "--output-format", "--format", dest="format", choices=_formats(), default="text", help="report format"
+    )
     c.add_argument("--select", action="append", metavar="RULES", help="only these rules (ids or prefixes)")
     c.add_argument(
         "--extend-select", action="append", metavar="RULES", help="add these rules to the selection"
@@ -200,7 +204,7 @@ def add_subcommands(subparsers: Any) -> None:
     c.add_argument("--sarif", metavar="FILE", help="also write SARIF here")
     c.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
     c.add_argument("--json", metavar="FILE", help="also write JSON here")
-    c.add_argument("--exit-zero", action="store_true")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are reported")
     c.add_argument(
         "--shard",
         type=_shard,
@@ -214,30 +218,39 @@ def add_subcommands(subparsers: Any) -> None:
         help="merge the JSON reports of `ci --shard K/N` into the report the full run writes",
     )
     m.add_argument("reports", nargs="+", metavar="SHARD.json", help="one `ci --shard` JSON report per shard")
-    m.add_argument("--format", "--output-format", dest="format", choices=_formats(), default="text")
+    m.add_argument(
+        "--output-format", "--format", dest="format", choices=_formats(), default="text", help="report format"
+    )
     m.add_argument("--output-file", "-o", metavar="FILE", help="write the --format report here")
     m.add_argument("--sarif", metavar="FILE", help="also write SARIF here")
     m.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
     m.add_argument("--json", metavar="FILE", help="also write JSON here")
-    m.add_argument("--exit-zero", action="store_true")
+    m.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are reported")
     m.set_defaults(func=cmd_merge_reports)
 
     r = subparsers.add_parser("replay", help="re-run every stored failing case (.warp-harness/repros)")
-    r.add_argument("path", nargs="?", default=".", metavar="WORKSPACE")
+    r.add_argument("path", nargs="?", default=".", metavar="WORKSPACE", help="default: .")
     _common(r)
     _executor_flags(r)
-    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=("text", "json"),
+        default="text",
+        help="report format",
+    )
     r.set_defaults(func=cmd_replay)
 
     b = subparsers.add_parser(
         "bench", help="validate, then benchmark every contracted kernel, headless; print a table"
     )
-    b.add_argument("paths", nargs="*", default=["."], metavar="PATH")
+    b.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files and folders (default: .)")
     _common(b)
     _executor_flags(b)
     b.add_argument(
-        "--profile",
         "--target",
+        "--profile",
         dest="profile",
         metavar="PROFILE",
         help="hardware profile for the %% of peak: a bundled name (sm_90) or a .toml "
@@ -246,7 +259,14 @@ def add_subcommands(subparsers: Any) -> None:
     b.add_argument("--repeats", type=int, metavar="N", help="timed launches per kernel (default 50)")
     b.add_argument("--max-time", type=float, metavar="S", help="stop timing a kernel after S seconds")
     b.add_argument("--memory-mb", type=int, metavar="MB", help="memory limit of the worker")
-    b.add_argument("--format", choices=("text", "json"), default="text")
+    b.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=("text", "json"),
+        default="text",
+        help="report format",
+    )
     b.add_argument("--output-file", "-o", metavar="FILE", help="write the report here")
     b.set_defaults(func=cmd_bench)
 
@@ -254,16 +274,30 @@ def add_subcommands(subparsers: Any) -> None:
         "calibrate", help="measure a device (copy bandwidth, GEMM rate, shared memory, SMs); write a profile"
     )
     k.add_argument("--device", default="cpu", metavar="DEV", help="cpu or cuda:N (default cpu)")
-    k.add_argument("--output", "-o", metavar="FILE.toml", help="write the hardware profile here")
+    k.add_argument(
+        "--output-file",
+        "--output",
+        "-o",
+        dest="output",
+        metavar="FILE.toml",
+        help="write the hardware profile here",
+    )
     k.add_argument("--name", metavar="NAME", help="the profile's name (default calibrated-<arch>)")
     k.add_argument("--no-gemm", action="store_true", help="skip the matrix-product measurements")
-    k.add_argument("--format", choices=("text", "json"), default="text")
+    k.add_argument(
+        "--output-format",
+        "--format",
+        dest="format",
+        choices=("text", "json"),
+        default="text",
+        help="report format",
+    )
     k.set_defaults(func=cmd_calibrate)
 
     t = subparsers.add_parser(
         "tune", help="try a contract's tunables: drop what the profile forbids, benchmark the rest"
     )
-    t.add_argument("path", metavar="FILE")
+    t.add_argument("path", metavar="FILE", help="the module whose contract names the tunables")
     _common(t)
     _executor_flags(t)
     t.add_argument("--kernel", metavar="NAME", help="the contracted kernel to tune (when several)")

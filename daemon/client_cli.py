@@ -26,21 +26,44 @@ class NoDaemon(RuntimeError):
     """No daemon accepts connections for the workspace."""
 
 
+class _JsonFormat(argparse.Action):
+    """``--output-format json`` is ``--json`` (the spelling the other commands use)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, *_: Any
+    ) -> None:
+        namespace.json = values == "json"
+
+
+def _output_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--output-format",
+        "--format",
+        choices=("text", "json"),
+        action=_JsonFormat,
+        dest="json",
+        help="json: the same as --json",
+    )
+
+
 def add_subcommands(subparsers: Any) -> None:
     s = subparsers.add_parser("status", help="show the workspace daemon's state (pid, worker, queue)")
     _workspace_arg(s)
     s.add_argument("--json", action="store_true", help="the daemon's status reply as JSON")
+    _output_format(s)
     s.set_defaults(func=cmd_status)
 
     r = subparsers.add_parser("results", help="print the daemon's latest result of every file")
     _workspace_arg(r)
     r.add_argument("--file", metavar="FILE", help="only this file's result")
     r.add_argument("--json", action="store_true", help="the results as JSON (the protocol's payload)")
+    _output_format(r)
     r.set_defaults(func=cmd_results)
 
     w = subparsers.add_parser("watch", help="stream the daemon's results as files are saved")
     _workspace_arg(w)
     w.add_argument("--json", action="store_true", help="one JSON object per pushed message (JSON lines)")
+    _output_format(w)
     w.add_argument(
         "--timeout", type=float, metavar="S", help="stop after S seconds (default: until interrupted)"
     )

@@ -24,7 +24,12 @@ def add_subcommands(subparsers: Any) -> None:
         "<private runtime folder>/lsp-PORT.token)",
     )
     serve.add_argument("--log-file", metavar="FILE", help="write the server's log here")
-    serve.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning")
+    serve.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="how much the server logs on stderr (default warning)",
+    )
     serve.add_argument(
         "--no-start-up-process",
         dest="start_up_process",

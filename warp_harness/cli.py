@@ -553,7 +553,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     check.add_argument(
         "paths", nargs="*", default=[], metavar="PATH", help="files and folders (default: .); `-` reads stdin"
     )
-    check.add_argument("--output-format", choices=_OutputFormats(), default="text")
+    check.add_argument(
+        "--output-format",
+        "--format",
+        dest="output_format",
+        choices=_OutputFormats(),
+        default="text",
+        help="report format",
+    )
     check.add_argument("--output-file", "-o", metavar="FILE", help="write the report here instead of stdout")
     check.add_argument("--fix", action="store_true", help="apply safe fixes in place (stdin: print the text)")
     check.add_argument(
@@ -620,7 +627,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         help="hardware profile: cpu, sm_80, sm_86, sm_89, sm_90, sm_100, sm_120 or a profile .toml",
     )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are reported")
-    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text report (auto: on a terminal; NO_COLOR / FORCE_COLOR)",
+    )
     check.add_argument(
         "--jobs",
         "-j",
@@ -633,11 +645,25 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("rule", metavar="RULE", help="rule id (WH003) or name")
-    rule.add_argument("--output-format", choices=("text", "json"), default="text")
+    rule.add_argument(
+        "--output-format",
+        "--format",
+        dest="output_format",
+        choices=("text", "json"),
+        default="text",
+        help="format",
+    )
     rule.set_defaults(func=_cmd_rule)
 
     rules = sub.add_parser("rules", help="list every rule")
-    rules.add_argument("--output-format", choices=("text", "json", "markdown"), default="text")
+    rules.add_argument(
+        "--output-format",
+        "--format",
+        dest="output_format",
+        choices=("text", "json", "markdown"),
+        default="text",
+        help="format (markdown: docs/rules.md)",
+    )
     rules.set_defaults(func=_cmd_rules)
 
     # The daemon's and server's commands cost their imports (asyncio, pygls...): only the module
