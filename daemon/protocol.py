@@ -367,11 +367,11 @@ def runtime_dir() -> Path:
     daemon and its clients (``status``, ``results``, the language server) find the same one
     (private_temp.private_temp_dir). FolderUnusable (a PermissionError) when there is none.
     """
-    from warp_harness.daemon.private_temp import make_private, private_temp_dir
+    from warp_harness.daemon.private_temp import private_temp_dir
 
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and _private_parent(Path(xdg)):
-        return make_private(Path(xdg) / "warp-harness")
+        return ensure_private_dir(Path(xdg) / "warp-harness")  # no one else can write beside it
     return private_temp_dir(f"warp-harness-{os.getuid()}")
 
 
