@@ -122,6 +122,15 @@ def _replacement(primary: Path, why: str) -> Path:
     found = _read_record(record, primary)
     if found is not None:
         return found
+    try:
+        return _make_replacement(record, primary, why)
+    except OSError as exc:
+        if isinstance(exc, FolderUnusable):
+            raise
+        raise FolderUnusable(f"{why}, and no replacement can be recorded: {exc}") from None
+
+
+def _make_replacement(record: Path, primary: Path, why: str) -> Path:
     lock = os.open(f"{record}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one replacement for every process that needs one now

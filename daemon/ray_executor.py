@@ -158,9 +158,9 @@ def snapshot_intact(folder: Path, workspace: Path, manifest: dict[str, str]) -> 
     """Why the snapshot unpacked in ``folder/workspace`` can no longer be run from (None: it can).
 
     ``folder`` and the root it is in must still be private folders of this user (no link, no
-    one else may enter), every folder below one no one else can write and no link anywhere, and
+    one else may enter), every folder below a real folder of this user and no link anywhere, and
     every file of the snapshot a regular file with the content it was unpacked with. Files a job
-    wrote beside them (``__pycache__``) may stay: only this user could have written them."""
+    wrote beside them (``__pycache__``) may stay: no one else can reach into ``folder``."""
     try:
         check_private(folder.parent)
         check_private(folder)
@@ -168,8 +168,8 @@ def snapshot_intact(folder: Path, workspace: Path, manifest: dict[str, str]) -> 
         return str(exc)
     for here, dirs, files in os.walk(workspace, onerror=_raise):
         st = os.lstat(here)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return f"{here} is not a folder of this user that only it can write"
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return f"{here} is not a folder of this user"
         for name in (*dirs, *files):
             if os.path.islink(os.path.join(here, name)):
                 return f"{os.path.join(here, name)} is a link"
