@@ -19,7 +19,6 @@ import os
 import socket
 import stat
 import struct
-import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
@@ -358,16 +357,22 @@ async def write_message(
 
 
 def runtime_dir() -> Path:
-    """A folder only this user can enter: $XDG_RUNTIME_DIR/warp-harness or /tmp/warp-harness-UID.
+    """A folder only this user can enter: $XDG_RUNTIME_DIR/warp-harness, else
+    $TMPDIR/warp-harness-UID; created ``0700`` and checked (ours, not a link, closed to others).
 
     $XDG_RUNTIME_DIR counts only when it is a folder of ours that nobody else can write to
-    (another user could otherwise swap our folder inside it); callers check the folder itself
-    with ``ensure_private_dir``.
+    (another user could otherwise swap our folder inside it). The name in the shared temporary
+    folder is predictable: when another user took it first, a fresh private folder of an
+    unpredictable name replaces it, recorded in the user's private cache folder so that the
+    daemon and its clients (``status``, ``results``, the language server) find the same one
+    (private_temp.private_temp_dir). FolderUnusable (a PermissionError) when there is none.
     """
+    from warp_harness.daemon.private_temp import private_temp_dir
+
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and _private_parent(Path(xdg)):
-        return Path(xdg) / "warp-harness"
-    return Path(tempfile.gettempdir()) / f"warp-harness-{os.getuid()}"
+        return ensure_private_dir(Path(xdg) / "warp-harness")  # no one else can write beside it
+    return private_temp_dir(f"warp-harness-{os.getuid()}")
 
 
 def _private_parent(path: Path) -> bool:

@@ -5,13 +5,16 @@ driver, put once per content into Ray's object store and fetched by each node th
 and the job (the module's workspace-relative path, the kernel it validates, the steps, the
 runtime options with its one device, the text's hash). A module's check is one job per (kernel,
 device) (job_parts.plan_parts), merged back on the driver into the result one whole-module job
-gives (job_parts.merge_parts). On the cluster a ``JobRunner`` actor per slot unpacks the snapshot
-into a private folder and runs the job through the same ``Supervisor`` as a local run: the same
-sandboxed worker subprocess, the same time and memory limits, the same verdict worker, kept warm
-from job to job; the runners of a node share its kernel cache (kernel_cache.NODE_CACHE_ENV). The
-``WorkerResult`` comes back as its dict, with the private folder's paths turned back into the
-driver's, and the driver does the rest (static tier, result cache, failure library, reports), so
-the records are a local run's.
+gives (job_parts.merge_parts). The snapshot holds no hidden file and nothing git ignores
+(snapshot_files.select_files); the driver says in one line on stderr what it sends. On the
+cluster a ``JobRunner`` actor per slot unpacks the snapshot into a private folder (runner_root:
+checked at every use, replaced when another user took its name) and, before every job, checks
+that folder and the unpacked files against their digests (snapshot_intact), then runs the job
+through the same ``Supervisor`` as a local run: the same sandboxed worker subprocess, the same
+time and memory limits, the same verdict worker, kept warm from job to job; the runners of a
+node share its kernel cache (kernel_cache.NODE_CACHE_ENV). The ``WorkerResult`` comes back as
+its dict, with the private folder's paths turned back into the driver's, and the driver does the
+rest (static tier, result cache, failure library, reports), so the records are a local run's.
 
 Nothing is read from a shared file system. A job that validates or benchmarks on CUDA asks Ray
 for a whole GPU (``num_gpus=1``), so no two timings share one (on a cluster with no GPU it is
@@ -36,12 +39,13 @@ import secrets
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +54,15 @@ from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.job_parts import JobPart, merge_parts, plan_parts
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step, steps_from_wire
+from warp_harness.daemon.private_temp import FolderUnusable, check_private, private_temp_dir
 from warp_harness.daemon.results import WorkerResult
+from warp_harness.daemon.snapshot_files import Selection, select_files
 from warp_harness.record import Record, Severity, Stage
 
-# what a snapshot leaves out: version control, caches, virtual environments, the harness's state
-SKIPPED_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
-MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are left out (data sets belong elsewhere)
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 PACKAGES_KEPT = 4  # snapshots the driver keeps in the object store (tune makes a few)
 SUPERVISORS_KEPT = 2  # per runner: a runner serving jobs of two option sets keeps both warm
+log = logging.getLogger(__name__)
 # how long the driver waits for a job beyond the job's own budget before calling it lost
 GET_MARGIN_S = 600.0
 
@@ -71,43 +75,33 @@ class SnapshotError(RuntimeError):
     pass
 
 
-def _snapshot_files(workspace: Path) -> Iterator[Path]:
-    """The workspace's files that travel: every regular file up to MAX_FILE_BYTES outside hidden
-    folders (.git, .warp-harness, .venv ...), ``__pycache__``, ``node_modules``, build output and
-    virtual environments. Links are followed only to files inside the workspace."""
-    for folder, dirs, files in os.walk(workspace):
-        here = Path(folder)
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if not d.startswith(".")
-            and d not in SKIPPED_DIRS
-            and not d.endswith(".egg-info")
-            and not (here / d).is_symlink()
-            and not (here / d / "pyvenv.cfg").exists()
-        )
-        for name in sorted(files):
-            path = here / name
-            if path.is_symlink() and not path.resolve().is_relative_to(workspace):
-                continue
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode) and st.st_size <= MAX_FILE_BYTES:
-                yield path
+def _snapshot_files(workspace: Path) -> list[Path]:
+    """The workspace's files that travel (snapshot_files.select_files: no hidden file, nothing
+    git ignores, no build output or virtual environment, nothing over MAX_FILE_BYTES)."""
+    return select_files(workspace).files
 
 
-def build_snapshot(workspace: Path, must_have: Path | None = None) -> tuple[bytes, str]:
+def build_snapshot(
+    workspace: Path, must_have: Path | None = None, selection: Selection | None = None
+) -> tuple[bytes, str]:
     """(zip of the workspace's files, its SHA-256). Deterministic: the same files give the same
     bytes, so the same content is uploaded once. ``must_have``: a file that travels even where
     the rules above would leave it out (the module of the job)."""
+    blob, digest, _count, _size = _build(workspace, must_have, selection)
+    return blob, digest
+
+
+def _build(
+    workspace: Path, must_have: Path | None, selection: Selection | None
+) -> tuple[bytes, str, int, int]:
+    """build_snapshot, and how many files and bytes (uncompressed) it holds."""
     workspace = workspace.resolve()
-    files = {p.relative_to(workspace).as_posix(): p for p in _snapshot_files(workspace)}
+    chosen = selection.files if selection is not None else _snapshot_files(workspace)
+    files = {p.relative_to(workspace).as_posix(): p for p in chosen}
     if must_have is not None:
         files.setdefault(must_have.resolve().relative_to(workspace).as_posix(), must_have)
     buffer = io.BytesIO()
-    total = 0
+    total = count = 0
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
         for name in sorted(files):
             try:
@@ -115,6 +109,7 @@ def build_snapshot(workspace: Path, must_have: Path | None = None) -> tuple[byte
             except OSError:
                 continue
             total += len(data)
+            count += 1
             if total > MAX_SNAPSHOT_BYTES:
                 raise SnapshotError(
                     f"the workspace's files exceed {MAX_SNAPSHOT_BYTES >> 20} MiB; "
@@ -125,20 +120,75 @@ def build_snapshot(workspace: Path, must_have: Path | None = None) -> tuple[byte
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     blob = buffer.getvalue()
-    return blob, hashlib.sha256(blob).hexdigest()
+    return blob, hashlib.sha256(blob).hexdigest(), count, total
 
 
-def unpack_snapshot(blob: bytes, digest: str, into: Path) -> None:
+def snapshot_line(selection: Selection, count: int, size: int, packed: int, digest: str) -> str:
+    """What a snapshot sends, in one line: files, bytes, what was left out and why."""
+    return (
+        f"warp-harness: the workspace snapshot sent to the Ray cluster: {count} files, {size:,} bytes "
+        f"({packed:,} compressed, sha256 {digest[:12]}); left out: {selection.left_out()} "
+        f"(what git ignores, from {selection.ignore_source})"
+    )
+
+
+def unpack_snapshot(blob: bytes, digest: str, into: Path) -> dict[str, str]:
+    """Unpack into ``into`` (made ``0700``; files created new, never through a link); the
+    SHA-256 of every file unpacked, by its relative path (what `snapshot_intact` checks)."""
     if hashlib.sha256(blob).hexdigest() != digest:
         raise SnapshotError("the workspace snapshot does not match its hash")
-    into.mkdir(parents=True, exist_ok=True)
+    into.mkdir(mode=0o700, parents=True, exist_ok=True)
+    into = into.resolve()
+    manifest: dict[str, str] = {}
     with zipfile.ZipFile(io.BytesIO(blob)) as zf:
         for info in zf.infolist():
             target = (into / info.filename).resolve()
             if not target.is_relative_to(into) or info.is_dir():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(zf.read(info))
+            target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            data = zf.read(info)
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            manifest[target.relative_to(into).as_posix()] = hashlib.sha256(data).hexdigest()
+    return manifest
+
+
+def snapshot_intact(folder: Path, workspace: Path, manifest: dict[str, str]) -> str | None:
+    """Why the snapshot unpacked in ``folder/workspace`` can no longer be run from (None: it can).
+
+    ``folder`` and the root it is in must still be private folders of this user (no link, no
+    one else may enter), every folder below a real folder of this user and no link anywhere, and
+    every file of the snapshot a regular file with the content it was unpacked with. Files a job
+    wrote beside them (``__pycache__``) may stay: no one else can reach into ``folder``."""
+    try:
+        check_private(folder.parent)
+        check_private(folder)
+    except FolderUnusable as exc:
+        return str(exc)
+    for here, dirs, files in os.walk(workspace, onerror=_raise):
+        st = os.lstat(here)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            return f"{here} is not a folder of this user"
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(here, name)):
+                return f"{os.path.join(here, name)} is a link"
+    for name, sha in manifest.items():
+        try:
+            fd = os.open(workspace / name, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            return f"{name}: {exc.strerror or exc}"
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+                return f"{name} is not a file of this user"
+            if hashlib.sha256(fh.read()).hexdigest() != sha:
+                return f"{name} changed since it was unpacked"
+    return None
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 def _relocate(value: Any, remote: str, local: str) -> Any:
@@ -152,14 +202,19 @@ def _relocate(value: Any, remote: str, local: str) -> Any:
     return value
 
 
-# the runners' private folders on a node, named by the runner's process id: a runner killed
-# mid-job leaves its folder, and the next runner on the node removes it
-RUNNER_FOLDERS = Path(tempfile.gettempdir()) / f"warp-harness-ray-{os.getuid()}"
+def runner_root() -> Path:
+    """The runners' folder on this node, ``$TMPDIR/warp-harness-ray-<uid>``: private to this
+    user and checked at every call; when another user took that name, a private folder of an
+    unpredictable name recorded in the user's cache folder, the same for every runner of the
+    node (private_temp.private_temp_dir). Each runner unpacks its snapshot into a folder of its
+    own in it, named by its process id: a runner killed mid-job leaves its folder, and the next
+    runner on the node removes it."""
+    return private_temp_dir(f"warp-harness-ray-{os.getuid()}")
 
 
-def _sweep_orphans() -> None:
+def _sweep_orphans(root: Path) -> None:
     try:
-        entries = list(RUNNER_FOLDERS.iterdir())
+        entries = list(root.iterdir())
     except OSError:
         return
     for entry in entries:
@@ -176,16 +231,10 @@ def _versions() -> dict[str, str]:
     return {"warp-harness": warp_harness.__version__, "warp-lang": warp_version()}
 
 
-def _node_cache() -> Path | None:
-    """The kernel cache the runners of this user share on this node (RUNNER_FOLDERS/kernels),
-    None when RUNNER_FOLDERS is not this user's private folder (kernel_cache.private_folder)."""
-    try:
-        RUNNER_FOLDERS.mkdir(mode=0o700, exist_ok=True)
-    except OSError:
-        return None
-    if kernel_cache.private_folder(RUNNER_FOLDERS) is None:
-        return None
-    return kernel_cache.private_folder(RUNNER_FOLDERS / "kernels")
+def _node_cache(root: Path) -> Path | None:
+    """The kernel cache the runners of this user share on this node (``root/kernels``), None
+    when it is not this user's private folder (kernel_cache.private_folder)."""
+    return kernel_cache.private_folder(root / "kernels")
 
 
 class JobRunner:
@@ -195,17 +244,24 @@ class JobRunner:
     options. A new snapshot: a fresh folder and fresh ``Supervisor``s.
 
     Builds go to the node's kernel cache, which every runner of this user on the node shares
-    (``RUNNER_FOLDERS/kernels``, through the worker's environment: kernel_cache.NODE_CACHE_ENV):
+    (``runner_root()/kernels``, through the worker's environment: kernel_cache.NODE_CACHE_ENV):
     a module built by one runner is a cache hit for the next, whatever snapshot it came in."""
 
     def __init__(self) -> None:
-        _sweep_orphans()
         self._digest: str | None = None
-        self._folder: tempfile.TemporaryDirectory[str] | None = None
+        self._folder: Path | None = None
         self._workspace: Path | None = None
+        self._manifest: dict[str, str] = {}
         self._supervisors: OrderedDict[str, Any] = OrderedDict()
         self._pruned = False
-        shared = _node_cache()
+        try:
+            root: Path | None = runner_root()
+        except FolderUnusable:
+            root = None  # the first job says why
+        shared = None
+        if root is not None:
+            _sweep_orphans(root)
+            shared = _node_cache(root)
         if shared is not None:
             os.environ[kernel_cache.NODE_CACHE_ENV] = str(shared)
         else:
@@ -224,14 +280,20 @@ class JobRunner:
                 "install the same warp-harness and warp-lang on every node (the result cache "
                 "keys on them)"
             }
-        if digest != self._digest or self._workspace is None:
+        why = "" if digest == self._digest else "a new snapshot"
+        if not why and self._folder is not None and self._workspace is not None:
+            why = snapshot_intact(self._folder, self._workspace, self._manifest) or ""
+            if why:
+                log.warning(
+                    "warp-harness: the unpacked snapshot cannot be run from again (%s): unpacked afresh", why
+                )
+        if why or self._workspace is None:
             import ray
 
             self.shutdown()
-            RUNNER_FOLDERS.mkdir(mode=0o700, exist_ok=True)
-            self._folder = tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=RUNNER_FOLDERS)
-            workspace = (Path(self._folder.name) / "workspace").resolve()
-            unpack_snapshot(ray.get(package[0]), digest, workspace)
+            self._folder = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=runner_root())).resolve()
+            workspace = self._folder / "workspace"
+            self._manifest = unpack_snapshot(ray.get(package[0]), digest, workspace)
             self._workspace, self._digest = workspace, digest
         workspace = self._workspace
         supervisor = self._supervisor(workspace, job["options"])
@@ -277,8 +339,9 @@ class JobRunner:
             supervisor.close()
         self._supervisors.clear()
         if self._folder is not None:
-            self._folder.cleanup()
+            shutil.rmtree(self._folder, ignore_errors=True)
         self._folder = self._workspace = self._digest = None
+        self._manifest = {}
 
 
 def _lost_errors() -> tuple[type[BaseException], ...]:
@@ -630,14 +693,15 @@ class RayExecutor:
 
         path.resolve().relative_to(self.workspace)  # ValueError outside
         with self._lock:
+            selection = select_files(self.workspace)
             key = tuple(
-                (str(p), st.st_size, st.st_mtime_ns)
-                for p in (*_snapshot_files(self.workspace), path)
-                if (st := p.stat())
+                (str(p), st.st_size, st.st_mtime_ns) for p in (*selection.files, path) if (st := p.stat())
             )
             if self._snapshot is None or key != self._snapshot_key:
-                self._snapshot = build_snapshot(self.workspace, path)
-                self._snapshot_key = key
+                blob, digest, count, size = _build(self.workspace, path, selection)
+                self._snapshot, self._snapshot_key = (blob, digest), key
+                if digest not in self._packages:
+                    self.announce(snapshot_line(selection, count, size, len(blob), digest))
             blob, digest = self._snapshot
             if digest not in self._packages:
                 self._packages[digest] = ray.put(blob)
@@ -645,6 +709,12 @@ class RayExecutor:
                     self._packages.popitem(last=False)
             self._packages.move_to_end(digest)
             return self._packages[digest], digest
+
+    @staticmethod
+    def announce(line: str) -> None:
+        """Say what leaves the machine: one line on stderr (and in the log) per new snapshot."""
+        log.info("%s", line)
+        print(line, file=sys.stderr, flush=True)
 
     @staticmethod
     def _infrastructure_record(display: str, out: dict[str, Any], part: JobPart | None = None) -> Record:

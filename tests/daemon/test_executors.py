@@ -119,3 +119,40 @@ def test_a_cluster_nobody_listens_at_is_a_usage_error_at_once(tmp_path: Path) ->
     command += ["--executor", "ray", "--address", f"127.0.0.1:{port}"]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and f"cannot reach the Ray cluster at 127.0.0.1:{port}" in done.stderr
+
+
+def test_an_unpacked_snapshot_is_checked_before_each_use(tmp_path: Path) -> None:
+    """What a warm Ray runner checks before every job (issue #30, item 4): its folder private,
+    no link below, every file as unpacked; a reason when not, so it unpacks afresh."""
+    from warp_harness.daemon.ray_executor import snapshot_intact
+
+    ws = tmp_path / "ws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "k.py").write_text("import pkg.helpers\n")
+    (ws / "pkg" / "helpers.py").write_text("X = 1\n")
+    blob, digest = build_snapshot(ws)
+    root = tmp_path / "root"
+    root.mkdir(mode=0o700)
+    folder = root / "123-abc"
+    folder.mkdir(mode=0o700)
+    unpacked = folder / "workspace"
+    manifest = unpack_snapshot(blob, digest, unpacked)
+    assert sorted(manifest) == ["k.py", "pkg/helpers.py"]
+    assert os.stat(unpacked / "k.py").st_mode & 0o777 == 0o600
+    assert snapshot_intact(folder, unpacked, manifest) is None
+    (unpacked / "pkg" / "__pycache__").mkdir()  # what the job's own imports write may stay
+    assert snapshot_intact(folder, unpacked, manifest) is None
+    (unpacked / "pkg" / "helpers.py").write_text("X = 2\n")
+    assert "pkg/helpers.py changed" in str(snapshot_intact(folder, unpacked, manifest))
+    (unpacked / "pkg" / "helpers.py").write_text("X = 1\n")
+    (unpacked / "pkg" / "helpers.py").unlink()
+    (unpacked / "pkg" / "helpers.py").symlink_to(ws / "pkg" / "helpers.py")  # same text, a link
+    assert "is a link" in str(snapshot_intact(folder, unpacked, manifest))
+    (unpacked / "pkg" / "helpers.py").unlink()
+    (unpacked / "pkg" / "helpers.py").write_text("X = 1\n")
+    assert snapshot_intact(folder, unpacked, manifest) is None
+    folder.chmod(0o755)
+    assert "open to other users" in str(snapshot_intact(folder, unpacked, manifest))
+    folder.chmod(0o700)
+    root.chmod(0o777)
+    assert "open to other users" in str(snapshot_intact(folder, unpacked, manifest))

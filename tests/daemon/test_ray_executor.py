@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -329,3 +330,130 @@ def test_bench_and_tune_run_their_jobs_on_the_cluster(cluster: LocalRayCluster, 
     outcome = run_bench([tmp_path], trust=True, runtime_overrides=quick, executor=choice)
     assert [(r.kernel, r.device, r.status) for r in outcome.rows] == [("scale_chunks", "cpu", "timed")]
     assert outcome.ok and not outcome.problems
+
+
+# ---------------------------------------------------------------- issue #30, items 4 and 12
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.getuid() != 0, reason="needs root to act as another user")
+
+
+def _swap_as_nobody(root: Path, module: str, text: str) -> int:
+    """As uid 65534 (a forked child, which opens ``root`` before it drops its privileges): every
+    runner folder in ``root`` moved aside and replaced by one whose workspace holds ``text`` as
+    ``module``. How many were swapped (the child's exit status; 100+: it failed)."""
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    pid = os.fork()
+    if pid == 0:
+        code = 100
+        try:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+            code = 0
+            for name in os.listdir(dir_fd):
+                if not name.split("-", 1)[0].isdigit():
+                    continue
+                os.rename(name, name + ".old", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                os.mkdir(name, dir_fd=dir_fd)
+                runner = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dir_fd)
+                os.mkdir("workspace", dir_fd=runner)
+                workspace = os.open("workspace", os.O_RDONLY | os.O_DIRECTORY, dir_fd=runner)
+                fd = os.open(module, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=workspace)
+                os.write(fd, text.encode())
+                os.close(fd)
+                code += 1
+        except BaseException:
+            code = 101
+        finally:
+            os._exit(code)
+    os.close(dir_fd)
+    _, status = os.waitpid(pid, 0)
+    swapped = os.waitstatus_to_exitcode(status)
+    assert swapped < 100, f"the child running as uid {NOBODY} failed ({swapped})"
+    return swapped
+
+
+def _victim(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A trusted workspace with a secret beside its module, and the attacker's module: the
+    victim's with a marker written at import."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
+    target = write(tmp_path, "victim.py", SAXPY)
+    (tmp_path / ".env").write_text("API_TOKEN=do-not-send\n")
+    (tmp_path / ".gitignore").write_text("private/\n")
+    write(tmp_path / "private", "notes.py", "# ignored: stays home\n")
+    marker = tmp_path.parent / f"{tmp_path.name}-attacker-ran"
+    evil = f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran as the victim')\n" + SAXPY
+    return target, marker, evil
+
+
+def _unpacked(root: Path) -> list[Path]:
+    """The runners' unpacked workspaces under ``root`` (a runner folder: ``<pid>-*``)."""
+    return [p / "workspace" for p in root.glob("[0-9]*-*") if (p / "workspace").is_dir()]
+
+
+@needs_root
+def test_another_user_squatting_the_runners_folder_cannot_swap_the_workspace(
+    cluster: LocalRayCluster, tmp_path: Path
+) -> None:
+    """Before: the runner unpacked into the other user's ``warp-harness-ray-<uid>`` and, warm,
+    ran the next job from whatever that user had put at its folder's name: their module ran as
+    the victim. Now the runner works in a private replacement folder the other user cannot see."""
+    root = cluster.tmp / f"warp-harness-ray-{os.getuid()}"
+    aside = cluster.tmp / "ours-aside"
+    if root.exists():
+        root.rename(aside)
+    root.mkdir()
+    root.chmod(0o777)
+    os.chown(root, NOBODY, NOBODY)
+    try:
+        target, marker, evil = _victim(tmp_path)
+        options = load_runtime_options(tmp_path)
+        with RayExecutor(tmp_path, options, address=cluster.address) as executor:
+            first = executor.check(target, display_path="victim.py")
+            swapped = _swap_as_nobody(root, "victim.py", evil)
+            second = executor.check(target, display_path="victim.py")
+            replacements = list(cluster.tmp.glob(f"warp-harness-ray-{os.getuid()}-*"))
+            unpacked = [w for r in replacements for w in _unpacked(r)]
+            shipped = sorted(
+                p.relative_to(w).as_posix() for w in unpacked for p in w.rglob("*") if p.is_file()
+            )
+        assert not marker.exists(), "the other user's module ran as the victim"
+        assert swapped == 0 and list(root.iterdir()) == []  # nothing of ours in their folder
+        [replacement] = replacements
+        assert len(unpacked) == 1
+        assert first.kernels["saxpy"]["validate"] == second.kernels["saxpy"]["validate"] == {"cpu": "pass"}
+        st = os.lstat(replacement)
+        assert st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
+        # item 12 on the node: the secret and what .gitignore names did not travel
+        assert "victim.py" in shipped and "pyproject.toml" in shipped
+        assert not [n for n in shipped if n.startswith((".", "private/"))], shipped
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        if aside.exists():
+            aside.rename(root)
+
+
+def test_a_warm_runner_runs_no_snapshot_changed_since_it_was_unpacked(
+    cluster: LocalRayCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before every job the runner checks the unpacked snapshot against the digests it was
+    unpacked with (and its folders: private, no link); a changed file means a fresh unpack, so
+    a warm runner never runs code the driver did not send."""
+    target, marker, evil = _victim(tmp_path)
+    root = ray_executor.private_temp_dir(f"warp-harness-ray-{os.getuid()}", cluster.tmp)
+    options = load_runtime_options(tmp_path)
+    with RayExecutor(tmp_path, options, address=cluster.address) as executor:
+        first = executor.check(target, display_path="victim.py")
+        [unpacked] = [w for w in _unpacked(root) if (w / "victim.py").read_text() == target.read_text()]
+        (unpacked / "victim.py").write_text(evil)  # changed behind the runner's back
+        second = executor.check(target, display_path="victim.py")
+        after = _unpacked(root)
+    assert not marker.exists(), "the warm runner ran a changed file"
+    assert first.kernels["saxpy"]["validate"] == second.kernels["saxpy"]["validate"] == {"cpu": "pass"}
+    assert unpacked not in after  # unpacked afresh; the tampered folder is gone
+    # the driver said what it sent, once (one snapshot): victim.py and pyproject.toml
+    sent = [
+        line for line in capsys.readouterr().err.splitlines() if "snapshot sent to the Ray cluster" in line
+    ]
+    assert len(sent) == 1 and ": 2 files, " in sent[0], sent
+    assert "left out: 2 hidden, 1 ignored" in sent[0], sent  # .env, .gitignore; private/
