@@ -749,12 +749,18 @@ class ProjectIndex:
         # top packages are held by the root's parent when the root is a package, else by the root (a
         # repository checked at its top: ``newton/`` is below it)
         top = root.parent if (root / "__init__.py").is_file() else root
+        inside = os.path.realpath(root)
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in IGNORED_DIRS and not d.endswith(".egg-info"))
             self._package_dirs[Path(folder)] = "__init__.py" in files
             for name in files:
                 if name.endswith(".py"):
-                    self.add_file(Path(folder) / name, top)
+                    path = os.path.join(folder, name)
+                    # a workspace's link out of the tree is not read (as `check` reads none): its text
+                    # would reach hovers and messages of the files that launch from it
+                    if os.path.islink(path) and not _within(os.path.realpath(path), inside):
+                        continue
+                    self.add_file(Path(path), top)
 
     def add_file(self, path: Path, top: Path | None = None) -> str:
         """Index one file (again); returns its module name. ``top``: the folder holding the top package
@@ -1493,3 +1499,9 @@ __all__ = [
     "resolve_relative",
     "summarise",
 ]
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the resolved ``path`` is ``folder`` or below it."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
