@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warp_harness import user_state
 from warp_harness.daemon.benchcmd import NotTrusted
 from warp_harness.daemon.executor import Engines, ExecutorChoice
 from warp_harness.daemon.pipeline import Step
@@ -406,7 +407,11 @@ def store_result(
     }
     out = result_path(workspace, path, kernel)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out, json.dumps(data, indent=1, default=str).encode())
+    try:  # the language server shows only results this user's harness wrote (server/tuning.py)
+        tagged = user_state.tagged_json(data, purpose=user_state.TUNE_RESULT)
+    except user_state.StateUnusable as exc:
+        raise OSError(f"tuning result not signed: {exc}") from None
+    atomic_write_bytes(out, json.dumps(tagged, indent=1).encode())
     return out
 
 
