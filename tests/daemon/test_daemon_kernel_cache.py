@@ -246,3 +246,20 @@ def test_a_build_the_repository_ships_is_never_loaded(tmp_path: Path) -> None:
     done = _ci(victim, tmp_path / "cache-victim")
     assert done.returncode == 1, done.stdout + done.stderr  # compiled from the source: caught
     assert "saxpy" in done.stdout and "fail" in done.stdout, done.stdout
+
+
+def test_a_shipped_kernel_folder_is_neither_used_nor_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The workspace's own ``.warp-harness/kernels`` is never a build folder: builds go to the
+    user's private cache; pruning says in one line that the shipped one is ignored, and leaves it."""
+    monkeypatch.delenv(kernel_cache.NODE_CACHE_ENV, raising=False)
+    shipped = tmp_path / ".warp-harness" / "kernels"
+    now = time.time()
+    _build(shipped, "a" * 64, 10, 10 * DAY, now)
+    assert kernel_cache.usable_folder(tmp_path, "a" * 64) == kernel_cache.cache_root(tmp_path) / ("a" * 64)
+    assert not kernel_cache.cache_root(tmp_path).is_relative_to(tmp_path)
+    kernel_cache.prune(tmp_path, keep=0, max_bytes=0, now=now)
+    assert kernel_cache.has_binary(shipped / ("a" * 64))
+    (note,) = [r.getMessage() for r in caplog.records if "kernels is ignored" in r.getMessage()]
+    assert str(shipped) in note and "\n" not in note
