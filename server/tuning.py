@@ -15,7 +15,6 @@ import math
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from warp_harness import user_state
 from warp_harness.record import Fix, Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_CONFIG_BYTES, read_regular_text
 from warp_harness.tunables import constant_edits, current_values
@@ -56,6 +55,7 @@ class TuneResults:
         if cached is not None and cached[0] == mtime:
             return cached[1]
         data: dict[str, Any] | None = None
+        from warp_harness import user_state  # hmac, hashlib: loaded once a result is there to check
         from warp_harness.daemon.cache import inside
 
         if inside(file, root):
