@@ -12,6 +12,12 @@ every save): after a power loss a file may be empty or truncated, and such a fil
 one that cannot be read, is not msgpack or has the wrong shape, is deleted and rebuilt,
 never trusted. The failure library (repros.py) does fsync: its cases are not rebuilt.
 
+A repository can ship its own ``.warp-harness/results``: a planted ``pass`` would be served without
+running anything. So a result file is an envelope ``{"schema": 2, "entry": <msgpack bytes>, "tag":
+...}`` whose tag is `user_state.sign` over the entry's bytes (a per-user secret, 0600, in the user's
+private cache folder): a file without a valid tag was not written by this user's harness and is
+ignored and deleted with a one-line note, before its entry is even decoded.
+
 Nothing is stored outside the workspace: every folder of ``.warp-harness`` is checked to
 resolve (symlinks included) inside the workspace before a file in it is read, written or
 deleted (``state_path``); a ``.warp-harness``, ``results`` ... that is a symlink leading out
@@ -34,12 +40,15 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from warp_harness import user_state
 from warp_harness.daemon import protocol
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.daemon.write_behind import LatestWrites
 from warp_harness.safe_read import FileTooLargeError, read_regular
 
 SCHEMA = 1
+SIGNED_SCHEMA = 2  # the envelope of a result file: {"schema", "entry", "tag"}
+TAG_PURPOSE = "wh-result"
 HARNESS_STATE = ".warp-harness"
 _log = logging.getLogger(__name__)
 
@@ -204,11 +213,12 @@ MAX_STATE_VALUES = protocol.value_limit(protocol.MAX_FRAME)
 
 
 def read_msgpack_map(
-    path: Path, schema: int, *, max_bytes: int = MAX_STATE_FILE, max_values: int = MAX_STATE_VALUES
+    path: Path, schema: int | None, *, max_bytes: int = MAX_STATE_FILE, max_values: int = MAX_STATE_VALUES
 ) -> dict[str, Any] | None:
     """The map stored at ``path``; None if absent. A corrupt file, one that is not a regular
     file, one above ``max_bytes`` or decoding into more than ``max_values`` values is deleted
-    (with a note on stderr) and None returned."""
+    (with a note on stderr) and None returned; one whose ``schema`` is not ``schema`` (None: any)
+    is deleted too."""
     try:
         data = read_regular(path, max_bytes)
     except FileNotFoundError:
@@ -231,10 +241,47 @@ def read_msgpack_map(
         _log.warning("warp-harness: %s is not a valid state file (%s); deleted", path, exc)
         discard(path)
         return None
-    if not isinstance(obj, dict) or obj.get("schema") != schema:
+    if not isinstance(obj, dict) or (schema is not None and obj.get("schema") != schema):
         discard(path)
         return None
     return obj
+
+
+def seal_entry(entry: dict[str, Any]) -> bytes:
+    """The bytes of a result file holding ``entry``, tagged with this user's secret
+    (StateUnusable when the secret cannot be read or made: nothing is stored)."""
+    data = protocol.packb(entry)
+    return protocol.packb(
+        {"schema": SIGNED_SCHEMA, "entry": data, "tag": user_state.sign(data, purpose=TAG_PURPOSE)}
+    )
+
+
+def read_result_entry(path: Path) -> dict[str, Any] | None:
+    """The entry of the result file at ``path`` when this user's harness wrote it (its tag
+    verifies); None otherwise. A file without a valid tag (shipped by a repository, planted by
+    someone else, left by an older harness) is deleted with a one-line note, never decoded further."""
+    outer = read_msgpack_map(path, None)
+    if outer is None:
+        return None
+    data, tag = outer.get("entry"), outer.get("tag")
+    if (
+        outer.get("schema") != SIGNED_SCHEMA
+        or not isinstance(data, bytes)
+        or not isinstance(tag, str)
+        or not user_state.verify(data, tag, purpose=TAG_PURPOSE)
+    ):
+        _log.warning("warp-harness: %s was not written by this user's harness; ignored and deleted", path)
+        discard(path)
+        return None
+    try:
+        entry = protocol.unpackb(data, max_size=MAX_STATE_FILE, max_values=MAX_STATE_VALUES)
+    except Exception:  # our own tag over bytes we could not decode: a bug, never a verdict
+        discard(path)
+        return None
+    if not isinstance(entry, dict) or entry.get("schema") != SCHEMA:
+        discard(path)
+        return None
+    return entry
 
 
 def discard(path: Path) -> None:
@@ -311,7 +358,7 @@ class ResultCache:
             self.stats.misses += 1
             return None
         existed = file.exists()
-        entry = read_msgpack_map(file, SCHEMA)
+        entry = read_result_entry(file)
         if entry is None:
             if existed and not file.exists():
                 self.stats.discarded += 1
@@ -353,7 +400,12 @@ class ResultCache:
             "created": time.time(),
         }
         if not self.write_behind:
-            atomic_write_bytes(self.file_for(path), protocol.packb(entry), durable=False)
+            try:
+                data = seal_entry(entry)
+            except user_state.StateUnusable as exc:  # no secret, no cache: the verdict still stands
+                self.write_error = f"StateUnusable: {exc}"
+                return
+            atomic_write_bytes(self.file_for(path), data, durable=False)
             self.stats.stores += 1
             return
         name = self.file_name(path)
@@ -362,9 +414,9 @@ class ResultCache:
 
     def _write_entry(self, name: str, entry: dict[str, Any]) -> None:
         try:
-            data = protocol.packb(entry)
+            data = seal_entry(entry)
             atomic_write_bytes(state_path(self.workspace, "results", name), data, durable=False)
-        except Exception as exc:  # OSError, OutsideWorkspaceError, a value msgpack refuses
+        except Exception as exc:  # OSError, OutsideWorkspaceError, StateUnusable, a value msgpack refuses
             self.write_error = f"{type(exc).__name__}: {exc}"
             _log.debug("warp-harness: result not stored: %s", self.write_error)
 
@@ -411,7 +463,7 @@ class ResultCache:
         known = self._deps_index.get(file.name)
         if known is not None and known[0] == signature:
             return known
-        known = (signature, *_deps_of(read_msgpack_map(file, SCHEMA)))
+        known = (signature, *_deps_of(read_result_entry(file)))
         self._deps_index[file.name] = known
         return known
 

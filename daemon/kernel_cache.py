@@ -1,4 +1,4 @@
-"""Project-local Warp kernel cache: ``.warp-harness/kernels/<key>/``.
+"""The Warp kernel build cache: ``<user cache>/workspaces/<workspace key>/kernels/<key>/``.
 
 Warp names its cache folders with 7 hex digits of the module hash (collisions and stale
 binaries were reported upstream, warp#1696/#1711). We give every (module, device) build
@@ -13,19 +13,24 @@ its own folder whose key is a SHA-256 over
 and point ``warp.config.kernel_cache_dir`` at it just before ``Module.load``. Warp's own
 cache logic then only ever sees one build per folder.
 
+The builds live in the user's private cache folder (``user_state.workspace_state_dir``: owned by
+this user, 0700, no link on the way), never in the workspace: the key is computable from public
+facts, so a build a repository ships under ``.warp-harness/kernels/<key>/`` would be loaded instead
+of compiling the source (native code that is not in the source, a wrong kernel's verdict turned
+into a pass). A workspace's ``.warp-harness/kernels`` is never read (``shipped_note`` says so).
+
 The folders are pruned when the daemon starts (``prune``: least recently used first, within
 ``kernel_cache_keep`` folders and ``kernel_cache_max_mb`` of [tool.warp-harness.runtime]).
 
-When ``.warp-harness/kernels`` cannot be used (it, or ``.warp-harness``, is a symlink leading
-out of the workspace, or the folder is read-only or cannot be created) builds go to a private
-temporary folder of the process instead (``0700``, removed at exit): nothing is written
-outside the workspace through a workspace path, and kernels are still checked.
+When the private folder cannot be used (another user's, writable by others, a link, read-only or
+impossible to create) builds go to a private temporary folder of the process instead (``0700``,
+removed at exit): kernels are still checked, only not cached across runs.
 
 A node's cache: the Ray executor's runners (daemon/ray_executor.py) each hold a private copy of
-the workspace, so a workspace-local cache would be filled again by every runner. They name one
+the workspace, so a per-workspace cache would be filled again by every runner. They name one
 folder of the node in ``WARP_HARNESS_KERNEL_CACHE`` (inherited by their workers), and builds go
 there instead: a folder this user owns that no one else may write (``private_folder``;
-anything else is ignored and the workspace's cache used). It is safe to share: a build folder is
+anything else is ignored and the per-workspace cache used). It is safe to share: a build folder is
 named by the full key above (the same name means the same build), and Warp builds into a folder
 of its own process and thread and renames it into place, so concurrent writers of one key leave
 one complete build. ``prune_folder`` keeps it within the runtime options' limits.
@@ -36,6 +41,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -46,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon.cache import state_path
+from warp_harness import user_state
 
 SCHEMA = 1
 _BINARY_SUFFIXES = (".o", ".cubin", ".ptx", ".so", ".dll")
@@ -78,7 +84,18 @@ def node_root() -> Path | None:
 
 
 def cache_root(workspace: Path) -> Path:
-    return workspace / ".warp-harness" / "kernels"
+    """The workspace's build folders in the user's private cache (created and checked);
+    ``user_state.StateUnusable`` when that folder cannot be trusted or created."""
+    return user_state.workspace_state_dir(workspace, "kernels")
+
+
+def shipped_note(workspace: Path) -> str | None:
+    """A one-line note when the workspace holds a ``.warp-harness/kernels`` (shipped by the
+    repository, or left by an older harness): it is never read."""
+    shipped = workspace / ".warp-harness" / "kernels"
+    if not os.path.lexists(shipped):
+        return None
+    return f"warp-harness: {shipped} is ignored (builds are kept in the user's private cache folder)"
 
 
 def _jsonable(value: Any) -> Any:
@@ -185,9 +202,13 @@ def prune(
     Folders used in the last ``min_age_s`` seconds are always kept (another process may be
     building into them right now), as is Warp's own default cache folder.
     """
-    root = cache_root(workspace)
-    if not _inside_workspace(workspace, "-") or not root.is_dir():
-        return PruneReport(0, 0, 0, 0)  # never remove anything a symlink leads to
+    note = shipped_note(workspace)
+    if note is not None:
+        logging.getLogger(__name__).warning("%s", note)
+    try:
+        root = cache_root(workspace)
+    except user_state.StateUnusable:
+        return PruneReport(0, 0, 0, 0)  # never remove anything in a folder that is not ours
     return prune_folder(root, keep, max_bytes, min_age_s=min_age_s, now=now)
 
 
@@ -221,14 +242,6 @@ def prune_folder(
         removed += 1
         freed += size
     return PruneReport(removed, freed, kept, kept_bytes)
-
-
-def _inside_workspace(workspace: Path, name: str) -> bool:
-    try:
-        state_path(workspace, "kernels", name)
-    except OSError:
-        return False
-    return True
 
 
 _private: Path | None = None
@@ -292,8 +305,8 @@ def _writable_build_folder(root: Path, name: str) -> bool:
 
 def usable_folder(workspace: Path, name: str) -> Path:
     """``<node cache>/<name>`` when the process names a node's cache (``node_root``), else
-    ``.warp-harness/kernels/<name>``, or the same name under ``private_root()`` when that one
-    leads out of the workspace or cannot be written (a build already there may be read)."""
+    ``<cache_root(workspace)>/<name>``, or the same name under ``private_root()`` when that one
+    is not private or cannot be written (a build already there may be read)."""
     shared = node_root()
     if shared is not None:
         try:
@@ -301,10 +314,12 @@ def usable_folder(workspace: Path, name: str) -> Path:
             return shared / name
         except OSError:
             pass
-    root = cache_root(workspace)
-    folder = root / name
-    if _inside_workspace(workspace, name) and (has_binary(folder) or _writable_build_folder(root, name)):
-        return folder
+    try:
+        root: Path | None = cache_root(workspace)
+    except user_state.StateUnusable:
+        root = None
+    if root is not None and (has_binary(root / name) or _writable_build_folder(root, name)):
+        return root / name
     folder = private_root() / name
     os.makedirs(folder, exist_ok=True)
     return folder

@@ -331,8 +331,12 @@ class Daemon:
     def _fs_event(self, path: Path, state: str, targets: list[Path], event_at: float) -> None:
         if state == "deleted":
             display = self.engine.display(path)
-            if self.results.pop(display, None) is not None:
-                self._broadcast(protocol.message("removed", push=True, path=display))
+            under = f"{display}/"  # a folder renamed or deleted: the files that went with it
+            for key in [display, *(k for k in self.results if k.startswith(under))]:
+                if key != display and (self.workspace / key).is_file():
+                    continue  # the folder is back (renamed back): these files are still there
+                if self.results.pop(key, None) is not None:
+                    self._broadcast(protocol.message("removed", push=True, path=key))
             return
         for t in targets:
             self.enqueue(t, event_at=event_at, saved=True)
@@ -383,7 +387,13 @@ class Daemon:
                 records=[ReportedRecord(record, "dynamic")],
             )
         self.jobs_done += 1
-        self.results[display] = report
+        # renamed or deleted while it was checked: its "deleted" event came before this result,
+        # which is kept for the request that asked (the future), never as a ghost entry
+        gone = not path.is_file()
+        if not gone:
+            self.results[display] = report
+        elif self.results.pop(display, None) is not None:
+            self._broadcast(protocol.message("removed", push=True, path=display))
         if self.verbose:
             self.log(job_line(report))
         if self._pending.get(path) is fut:
@@ -391,7 +401,8 @@ class Daemon:
             self._started.discard(path)
         if not fut.done():
             fut.set_result(report)
-        self._broadcast(protocol.message("result", push=True, **report.to_dict()))
+        if not gone:
+            self._broadcast(protocol.message("result", push=True, **report.to_dict()))
         self._broadcast(protocol.message("state", push=True, path=display, state="done"))
         if path in self._rerun and (self._stop_event is None or not self._stop_event.is_set()):
             self._rerun.discard(path)

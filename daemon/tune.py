@@ -2,7 +2,8 @@
 
 A skeleton of issue 6's tuning. A contract declares ``tunables`` (module-level constants ->
 values). For every combination: the module's source with those constants rewritten is
-written next to the module (``_wh_tune_<stem>_<n>.py``, removed afterwards); the static tier
+written next to the module (``_wh_tune_<stem>_<n>.py``, created O_EXCL|O_NOFOLLOW under another
+name when a file or link of that name is there, removed afterwards); the static tier
 checks it against the target profile (shared memory, block_dim, tile shapes ...) and a
 candidate with an error there is dropped with its reason; the rest go through the daemon's
 worker (validation, then the benchmark; with ``jobs`` > 1 the compiles and validations of
@@ -20,11 +21,14 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import os
+import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warp_harness import user_state
 from warp_harness.daemon.benchcmd import NotTrusted
 from warp_harness.daemon.executor import Engines, ExecutorChoice
 from warp_harness.daemon.pipeline import Step
@@ -203,11 +207,10 @@ def run_tune(
     try:
         # every candidate written and screened statically first; the files stay until the end
         for n, cand in enumerate(rows):
-            tmp = path.with_name(f"_wh_tune_{path.stem}_{n}.py")
-            tmps.append(tmp)
             try:
                 text = rewrite(source, cand.config)
-                tmp.write_text(text, encoding="utf-8")
+                tmp = create_candidate(path.parent, f"_wh_tune_{path.stem}_{n}", text)
+                tmps.append(tmp)
                 cand.shared_bytes = shared_memory_of(text, str(tmp), kernel, settings, target)
                 static = check_file(tmp, overrides)
             except KeyError as exc:
@@ -243,6 +246,23 @@ def run_tune(
         for tmp in tmps:
             tmp.unlink(missing_ok=True)
     return kernel, rows
+
+
+def create_candidate(folder: Path, stem: str, text: str) -> Path:
+    """Write ``text`` to a new file ``<stem>.py`` in ``folder`` (another name, ``<stem>_<random>.py``,
+    when that one exists): created with O_EXCL|O_NOFOLLOW, so never through a link the workspace
+    ships under that name (which led to a file outside the tree) nor over a file already there."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    for attempt in range(64):
+        path = folder / (f"{stem}.py" if attempt == 0 else f"{stem}_{secrets.token_hex(4)}.py")
+        try:
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        return path
+    raise FileExistsError(f"no free name for a candidate {stem}.py in {folder}")
 
 
 def _take(cand: Candidate, report: CheckReport, kernel: str, *, validate_only: bool) -> bool:
@@ -387,7 +407,11 @@ def store_result(
     }
     out = result_path(workspace, path, kernel)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out, json.dumps(data, indent=1, default=str).encode())
+    try:  # the language server shows only results this user's harness wrote (server/tuning.py)
+        tagged = user_state.tagged_json(data, purpose=user_state.TUNE_RESULT)
+    except user_state.StateUnusable as exc:
+        raise OSError(f"tuning result not signed: {exc}") from None
+    atomic_write_bytes(out, json.dumps(tagged, indent=1).encode())
     return out
 
 

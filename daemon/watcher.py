@@ -153,11 +153,28 @@ class Watcher:
             self._watch_folder(src, scan=True)
         elif event.event_type == "deleted":
             self._unwatch_folder(src)
+            self._folder_gone(src)
         elif event.event_type == "moved":
             self._unwatch_folder(src)
+            self._folder_gone(src)
             dest = getattr(event, "dest_path", "")
             if dest:
                 self._watch_folder(as_path(dest), scan=True)
+
+    def _folder_gone(self, folder: Path) -> None:
+        """A folder was renamed or deleted: its path is delivered (``"deleted"``) so the consumer
+        can forget what it knew under it. A top-level folder is watched by the root's watch, which
+        is not recursive: no event came for the files that went with it (a ghost result each)."""
+        try:
+            folder.relative_to(self.root)
+        except ValueError:
+            return
+        if folder == self.root or is_ignored(folder / "-", self.root):
+            return
+        with self._cond:
+            self.events_seen += 1
+            self._pending[folder] = time.monotonic() + self.debounce_s
+            self._cond.notify_all()
 
     def stop(self) -> None:
         with self._cond:

@@ -2,8 +2,9 @@
 diagnostic on the first tunable's line with a quick fix that rewrites the constants.
 
 The results are JSON files the tune command leaves in ``<workspace>/.warp-harness/tune/``
-(daemon/tune.py ``store_result``); reading them executes nothing. A file that is corrupt, or a
-``.warp-harness`` that leads out of the workspace, is ignored.
+(daemon/tune.py ``store_result``); reading them executes nothing. A file that is corrupt, one
+without the tag this user's harness gives its results (``user_state.tagged_json``: a repository
+can ship the folder), or a ``.warp-harness`` that leads out of the workspace, is ignored.
 """
 
 from __future__ import annotations
@@ -54,12 +55,17 @@ class TuneResults:
         if cached is not None and cached[0] == mtime:
             return cached[1]
         data: dict[str, Any] | None = None
+        from warp_harness import user_state  # hmac, hashlib: loaded once a result is there to check
         from warp_harness.daemon.cache import inside
 
         if inside(file, root):
             try:
                 loaded = json.loads(read_regular_text(file, MAX_CONFIG_BYTES))
                 data = loaded if isinstance(loaded, dict) and loaded.get("version") == 1 else None
+                if data is not None and not user_state.verify_json(data, purpose=user_state.TUNE_RESULT):
+                    # shipped by a repository, or written by someone else: never a suggestion
+                    log.warning("warp-harness: ignoring the tuning result %s: not written by this user", file)
+                    data = None
             except (OSError, ValueError, RecursionError) as exc:
                 # too large, not a regular file, not JSON, nested too deeply, a 5000-digit number
                 log.warning("warp-harness: ignoring the tuning result %s: %s", file, _why(exc))

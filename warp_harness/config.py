@@ -240,6 +240,27 @@ def _check_target(target: str, where: str) -> None:
         raise ConfigError(f"{where}: `target`: {exc}") from None
 
 
+def _confined_target(target: str, pyproject: Path) -> str:
+    """A workspace's ``target`` that names a ``.toml`` file, as an absolute path (a relative one is
+    relative to the pyproject's folder); ConfigError when it leads (``..``, an absolute path, a
+    link) outside the workspace: the repository holding the pyproject, else its folder. A profile
+    elsewhere is named by the user (``--target``, the editor's settings), not by a repository."""
+    if not target.endswith(".toml"):
+        return target
+    folder = pyproject.parent
+    workspace = (repository_root(folder) or folder).resolve()
+    try:
+        resolved = (folder / target).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        resolved = None
+    if resolved is None or not resolved.is_relative_to(workspace):
+        raise ConfigError(
+            f"{pyproject}: `target` {show_value(target)} is outside the workspace {workspace}; "
+            "a profile elsewhere can be named with --target or in the editor's settings"
+        )
+    return str(resolved)
+
+
 # ---------------------------------------------------------------- reading a pyproject.toml
 
 
@@ -408,6 +429,7 @@ def load_settings(start: Path, overrides: Mapping[str, Any] | None = None) -> Se
             _applied(replace(settings, root=pyproject.parent), _validate(table, where=str(pyproject)))
         )
         if "target" in table and not (overrides and "target" in overrides):
+            settings = replace(settings, target=_confined_target(settings.target, pyproject))
             _check_target(settings.target, str(pyproject))
     if overrides:
         settings = settings.merged(overrides)

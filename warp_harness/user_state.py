@@ -12,20 +12,26 @@ user can make:
   resolved path) and kind (``kernels``, ``results``, ...).
 - `sign` / `verify`: a keyed BLAKE2b tag with a per-user secret (32 random bytes, 0600, in the root), for
   data that must stay in the workspace (captures, accepted baselines) but count only when this user wrote it.
+  `tagged_json` / `verify_json`: the same for a JSON object, its tag kept under ``"tag"``.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from warp_harness.digests import blake2b
 
 CACHE_ENV = "WARP_HARNESS_CACHE_DIR"
 SECRET_NAME = "secret.key"
 SECRET_BYTES = 32
+# the purposes of the tags workspace data carries (each tag counts for its own kind of data only)
+TUNE_RESULT = "wh-tune"
 
 
 class StateUnusable(Exception):
@@ -132,3 +138,28 @@ def verify(data: bytes, tag: str, *, purpose: str) -> bool:
     except StateUnusable:
         return False
     return hmac.compare_digest(expected, tag)
+
+
+def _canonical_json(obj: Mapping[str, Any]) -> bytes:
+    body = {k: v for k, v in obj.items() if k != "tag"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def tagged_json(obj: Mapping[str, Any], *, purpose: str) -> dict[str, Any]:
+    """``obj`` as it reads back from JSON, with ``"tag"``: `sign` over its canonical JSON (its
+    values turned into JSON's first, with ``default=str``, so the reader sees what was signed)."""
+    plain: dict[str, Any] = json.loads(json.dumps(dict(obj), default=str))
+    plain.pop("tag", None)
+    return {**plain, "tag": sign(_canonical_json(plain), purpose=purpose)}
+
+
+def verify_json(obj: Mapping[str, Any], *, purpose: str) -> bool:
+    """Whether ``obj`` (read from JSON) carries the tag `tagged_json` gives it; False, never an error."""
+    tag = obj.get("tag")
+    if not isinstance(tag, str):
+        return False
+    try:
+        data = _canonical_json(obj)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return verify(data, tag, purpose=purpose)

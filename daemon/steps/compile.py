@@ -116,7 +116,8 @@ def unit_block_dim(infos: list[KernelInfo]) -> int | None:
 def load_into_cache(
     job: Job, module: Any, device: Any, *, salt: str = "", block_dim: int | None = None
 ) -> tuple[bool, float, str]:
-    """Build (or find) ``module`` for ``device`` in .warp-harness/kernels/<key>; (compiled, ms, key).
+    """Build (or find) ``module`` for ``device`` in the user's kernel cache (kernel_cache.py; never
+    the workspace's .warp-harness/kernels, which a repository can ship); (compiled, ms, key).
 
     ``salt`` tells apart builds Warp hashes alike: Warp's module hash covers a kernel's
     source text, not an AST transformer applied to it (the bounds probe). ``block_dim``: the
@@ -167,7 +168,7 @@ def _discard_build(job: Job, folder: Path, key: str, device: Any, exc: Exception
             job.display_path,
             1,
             f"the kernel cache held an unreadable build of this module for {device} "
-            f"(.warp-harness/kernels/{key[:12]}…: {why}): discarded and rebuilt",
+            f"(build {key[:12]}…: {why}): discarded and rebuilt",
             hint="a build written incompletely (a full disk, a killed process) or damaged on disk; "
             "this result is not cached",
         )

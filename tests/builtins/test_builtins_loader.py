@@ -278,3 +278,56 @@ def test_a_check_answered_from_its_result_cache_never_loads_the_table(
     source.write_text(source.read_text() + "\n")  # a changed file is analysed again
     check_files([source], cache=True, jobs=1)
     assert loader._memo
+
+
+NOBODY = 65534
+WRONG_SQRT = "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float)):\n    a[0] = wp.sqrt()\n"
+
+
+def _plant_forged_table(extracted_cache: Path, folder: Path) -> Path:
+    """A real table for the installed Warp with one forged overload: ``wp.sqrt()`` with no argument."""
+    data = msgpack.unpackb(extracted_cache.read_bytes(), raw=False, strict_map_key=False)
+    (sqrt,) = [b for b in data["builtins"] if b["name"] == "sqrt"]
+    sqrt["ovl"].append({**sqrt["ovl"][0], "p": []})
+    version = installed_warp_version()
+    assert version is not None
+    target = folder / cache_path(version).name
+    target.write_bytes(msgpack.packb(data, use_bin_type=True))
+    return target
+
+
+def _check_cli(source: Path, cache: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "WARP_HARNESS_CACHE_DIR": str(cache), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    return subprocess.run(
+        [sys.executable, "-m", "warp_harness", "check", source.name, "--no-cache", "--exit-zero"],
+        cwd=source.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("where", ["shared-folder", "their-file"])
+def test_a_table_another_user_planted_is_not_used(where: str, extracted_cache: Path, tmp_path: Path) -> None:
+    """Security round 2, finding 9: the builtin table's cache had no owner or mode check, so a table
+    another user (uid 65534) planted in a shared cache folder (group/world-writable) decided which
+    builtin calls are errors: a forged overload silenced WH004 in ``warp-harness check``. Now a
+    folder others can write, or a cache file of another user, is not used (one note on stderr) and
+    the table is extracted again."""
+    if os.getuid() != 0:
+        pytest.skip("needs root to give a file to another user")
+    source = tmp_path / "ws" / "k.py"
+    source.parent.mkdir()
+    source.write_text(WRONG_SQRT)
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    if where == "shared-folder":
+        cache.chmod(0o1777)  # like /tmp: anyone may create a file in it
+    planted = _plant_forged_table(extracted_cache, cache)
+    os.chown(planted, NOBODY, NOBODY)
+    done = _check_cli(source, cache, tmp_path)
+    assert "WH004" in done.stdout, done.stdout + done.stderr  # the real table decided
+    expected = "writable by other users; not used" if where == "shared-folder" else "belongs to another user"
+    assert expected in done.stderr, done.stderr
+    assert done.stderr.count("warp-harness: builtin table cache") == 1, done.stderr

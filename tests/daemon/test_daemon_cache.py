@@ -1,11 +1,20 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from daemon_helpers import FAST
 
+from warp_harness import user_state
+from warp_harness.daemon import cache as cache_module
+from warp_harness.daemon import protocol as P
 from warp_harness.daemon.cache import ResultCache, atomic_write_bytes, file_sha, result_key
 from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.protocol import packb, unpackb
+from warp_harness.daemon.server import Daemon, DaemonThread
 
 
 def _result(*deps: Path) -> dict:
@@ -87,8 +96,6 @@ def test_write_behind_returns_before_the_write_and_readers_wait_for_it(
     meanwhile wait for the write, so they see the latest store, as with a written file."""
     import threading
 
-    from warp_harness.daemon import cache as cache_module
-
     mod, helper = files
     cache = ResultCache(tmp_path, write_behind=True)
     key = result_key(RuntimeOptions().to_dict())
@@ -133,8 +140,6 @@ def test_write_behind_keeps_a_failed_write_and_the_next_store_still_writes(
 
 def test_a_written_behind_result_survives_the_process_exit(tmp_path: Path, files: tuple[Path, Path]) -> None:
     """The writer is not a daemon thread: a process that stores and exits at once still writes."""
-    import subprocess
-    import sys
 
     mod, _ = files
     key = result_key(RuntimeOptions().to_dict())
@@ -146,3 +151,57 @@ def test_a_written_behind_result_survives_the_process_exit(tmp_path: Path, files
     subprocess.run([sys.executable, "-c", script, str(tmp_path), key], check=True, timeout=60)
     stored = ResultCache(tmp_path).lookup(mod, key)
     assert stored is not None and len(stored["blob"]) == 32 << 20
+
+
+SAXPY = (Path(__file__).resolve().parents[2] / "examples" / "contracts" / "saxpy.py").read_text()
+
+
+def _check(ws: Path, socket_path: Path) -> dict[str, Any]:
+    """``check k.py`` through a real daemon (its socket), then the daemon stopped."""
+    daemon = Daemon(
+        ws, trust=True, runtime_overrides=FAST.to_dict(), socket_path=socket_path, watch=False, warmup=False,
+        log=lambda s: None,
+    )  # fmt: skip
+    with DaemonThread(daemon) as t, P.Client(t.daemon.socket_path, timeout=300) as c:
+        reply: dict[str, Any] = c.request("check", path="k.py")
+    return reply
+
+
+@pytest.mark.slow
+def test_a_result_the_repository_ships_is_never_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Security round 2, finding 2: a repository shipped ``.warp-harness/results/<name>.msgpack``
+    holding a ``pass`` for its failing kernel (the file name, key and dependency hashes are all
+    computable from public facts), and the trusted daemon served it without running anything
+    (``cached``, ``pass``). A result file now counts only with a tag made with this user's secret:
+    the planted one (in the format the harness writes, tagged with the attacker's own secret) is
+    ignored with a note, and the kernel runs and fails."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    module = ws / "k.py"
+    module.write_text(SAXPY)
+    attacker = tmp_path / "attacker-cache"
+    monkeypatch.setenv(user_state.CACHE_ENV, str(attacker))  # the attacker's machine, its own secret
+    first = _check(ws, tmp_path / "run" / "a.sock")
+    assert first["kernels"]["saxpy"]["validate"] == {"cpu": "pass"}, first["records"]
+    (file,) = (ws / ".warp-harness" / "results").glob("*.msgpack")
+    module.write_text(SAXPY.replace("y[i] = a * x[i] + y[i]", "y[i] = a * x[i] - y[i]"))
+    outer = unpackb(file.read_bytes())
+    signed = "entry" in outer
+    entry = unpackb(outer["entry"]) if signed else outer
+    deps = [[str(module.resolve()), file_sha(module)]]  # the pass, now for the wrong kernel
+    entry["deps"] = entry["result"]["deps"] = deps
+    if signed:
+        data = packb(entry)
+        outer = {**outer, "entry": data, "tag": user_state.sign(data, purpose=cache_module.TAG_PURPOSE)}
+    else:
+        outer = entry
+    file.write_bytes(packb(outer))
+    monkeypatch.setenv(user_state.CACHE_ENV, str(tmp_path / "victim-cache"))
+    caplog.clear()
+
+    served = _check(ws, tmp_path / "run" / "v.sock")
+    assert served["cached"] is False
+    assert served["kernels"]["saxpy"]["validate"] == {"cpu": "fail"}, served["records"]
+    assert "not written by this user's harness; ignored" in caplog.text

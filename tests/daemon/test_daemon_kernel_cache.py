@@ -1,9 +1,12 @@
-"""Pruning of the project-local kernel cache (.warp-harness/kernels): the policy, and the daemon
-running it at start."""
+"""The kernel build cache (the user's private cache folder, never the workspace's
+.warp-harness/kernels): pruning, the daemon running it at start, and shipped builds ignored."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -168,12 +171,95 @@ def test_the_cache_root_is_probed_once_and_again_when_it_changes(
         assert kernel_cache.usable_folder(tmp_path, key) == root / key
         assert (root / key).is_dir()
     assert probed == [root]
-    # replaced by a file: nothing can be built under it any more
-    for child in root.iterdir():
-        child.rmdir()
-    root.rmdir()
+    # replaced by a file: not a private folder any more, nothing is built under it
+    root.rename(root.with_name("kernels-old"))
     root.write_text("not a folder")
     assert kernel_cache.usable_folder(tmp_path, "d" * 64) == kernel_cache.private_root() / ("d" * 64)
     root.unlink()
+    # made again (another folder): probed again
     assert kernel_cache.usable_folder(tmp_path, "e" * 64) == root / ("e" * 64)
-    assert probed[-1] == root and len(probed) == 3
+    assert probed == [root, root]
+
+
+def _ci(workspace: Path, cache_home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    env.pop(kernel_cache.NODE_CACHE_ENV, None)
+    return subprocess.run(
+        [sys.executable, "-m", "warp_harness", "ci", ".", "--trust", "--no-bench"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _the_build(workspace: Path, cache_home: Path) -> Path:
+    """The one build folder a `ci` run of ``workspace`` left, wherever the harness keeps it."""
+    roots = [workspace / ".warp-harness" / "kernels", *cache_home.glob("warp-harness/workspaces/*/kernels")]
+    builds = [p for root in roots if root.is_dir() for p in root.iterdir() if kernel_cache.has_binary(p)]
+    assert len(builds) == 1, builds
+    return builds[0]
+
+
+def _names(build: Path) -> tuple[str, str]:
+    """(module id ``wp_k_<hash>``, the kernel's mangled name ``saxpy_<hash>``) of a build."""
+    (module,) = [p.name for p in build.iterdir() if p.is_dir()]
+    source = (build / module / f"{module}.cpp").read_text()
+    mangled = re.search(r"saxpy_[0-9a-f]{8}(?=_cpu_kernel_forward)", source)
+    assert mangled is not None
+    return module, mangled.group(0)
+
+
+@pytest.mark.slow
+def test_a_build_the_repository_ships_is_never_loaded(tmp_path: Path) -> None:
+    """Security round 2, finding 1: the build key is computable from public facts, so a
+    repository could ship ``.warp-harness/kernels/<key>/`` holding a build of another kernel (any
+    native code) under the key of its own source; the worker loaded it instead of compiling, and
+    a wrong kernel's ``ci --trust`` passed (exit 0). The shipped folder is ignored now: the source
+    is compiled and the wrong kernel caught (exit 1)."""
+    right = SAXPY_SOURCE
+    wrong = SAXPY_SOURCE.replace("y[i] = a * x[i] + y[i]", "y[i] = a * x[i] - y[i]")
+    assert wrong != right
+    builds: dict[str, tuple[Path, str, str]] = {}
+    for name, source, code in (("right", right, 0), ("wrong", wrong, 1)):
+        scratch = tmp_path / name  # the attacker's own machine: the builds and their names
+        scratch.mkdir()
+        (scratch / "k.py").write_text(source)
+        done = _ci(scratch, tmp_path / f"cache-{name}")
+        assert done.returncode == code, done.stdout + done.stderr
+        build = _the_build(scratch, tmp_path / f"cache-{name}")
+        builds[name] = (build, *_names(build))
+    good, good_module, good_mangled = builds["right"]
+    key, wrong_module, wrong_mangled = builds["wrong"][0].name, *builds["wrong"][1:]
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "k.py").write_text(wrong)
+    planted = victim / ".warp-harness" / "kernels" / key / wrong_module
+    planted.mkdir(parents=True)
+    for file in (good / good_module).iterdir():  # the right kernel's code, renamed to the wrong one's
+        data = file.read_bytes().replace(good_mangled.encode(), wrong_mangled.encode())
+        data = data.replace(good_module.encode(), wrong_module.encode())
+        (planted / file.name.replace(good_module, wrong_module)).write_bytes(data)
+    assert kernel_cache.has_binary(planted.parent)
+
+    done = _ci(victim, tmp_path / "cache-victim")
+    assert done.returncode == 1, done.stdout + done.stderr  # compiled from the source: caught
+    assert "saxpy" in done.stdout and "fail" in done.stdout, done.stdout
+
+
+def test_a_shipped_kernel_folder_is_neither_used_nor_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The workspace's own ``.warp-harness/kernels`` is never a build folder: builds go to the
+    user's private cache; pruning says in one line that the shipped one is ignored, and leaves it."""
+    monkeypatch.delenv(kernel_cache.NODE_CACHE_ENV, raising=False)
+    shipped = tmp_path / ".warp-harness" / "kernels"
+    now = time.time()
+    _build(shipped, "a" * 64, 10, 10 * DAY, now)
+    assert kernel_cache.usable_folder(tmp_path, "a" * 64) == kernel_cache.cache_root(tmp_path) / ("a" * 64)
+    assert not kernel_cache.cache_root(tmp_path).is_relative_to(tmp_path)
+    kernel_cache.prune(tmp_path, keep=0, max_bytes=0, now=now)
+    assert kernel_cache.has_binary(shipped / ("a" * 64))
+    (note,) = [r.getMessage() for r in caplog.records if "kernels is ignored" in r.getMessage()]
+    assert str(shipped) in note and "\n" not in note

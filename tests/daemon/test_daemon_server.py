@@ -164,3 +164,63 @@ def test_trusted_save_to_result_cache_and_history(tmp_path: Path) -> None:
         assert not t.thread.is_alive() and not t.daemon.socket_path.exists()
     finally:
         t.stop()
+
+
+def _paths(c: P.Client) -> dict[str, str]:
+    return {r["path"]: r["status"] for r in c.request("results")["results"]}
+
+
+def _settle(c: P.Client, want: set[str], timeout: float = 30.0) -> dict[str, str]:
+    """``results`` once its paths are ``want`` (or at the timeout, for the assertion to show)."""
+    deadline = time.monotonic() + timeout
+    seen = _paths(c)
+    while set(seen) != want and time.monotonic() < deadline:
+        time.sleep(0.1)
+        seen = _paths(c)
+    return seen
+
+
+def test_a_renamed_folder_leaves_no_ghost_results(tmp_path: Path) -> None:
+    """Issue #30 (the rename ghost): a top-level folder is seen by the root's watch, which is not
+    recursive, so renaming it brought no event for the files in it: ``results`` kept an entry for
+    each old path. The old folder's path is delivered as deleted now, and its entries removed."""
+    ws = tmp_path / "ws"
+    for name in ("a.py", "b.py"):
+        write(ws, f"pkg/{name}", MARKER_MODULE.replace("EXECUTED", f"EXECUTED-{name}"))
+    t = _start(ws, tmp_path, trust=False)
+    try:
+        with P.Client(t.daemon.socket_path, timeout=60) as c:
+            c.request("hello", client="t", subscribe=True)
+            for name in ("pkg/a.py", "pkg/b.py"):
+                c.request("check", path=name)
+            assert set(_paths(c)) == {"pkg/a.py", "pkg/b.py"}
+            os.rename(ws / "pkg", ws / "lib")
+            assert set(_settle(c, {"lib/a.py", "lib/b.py"})) == {"lib/a.py", "lib/b.py"}
+            removed = {p["path"] for p in c.pushes if p["type"] == "removed"}
+            assert removed == {"pkg/a.py", "pkg/b.py"}
+    finally:
+        t.stop()
+
+
+@pytest.mark.slow
+def test_a_file_renamed_while_it_is_checked_leaves_no_ghost_error(tmp_path: Path) -> None:
+    """Issue #30 (the rename ghost): a module renamed while its job ran got its "deleted" event
+    first, then the job's result (an ``error``: the file was gone) was kept in ``results`` for the
+    old path. A result for a file no longer there is not kept (the request that asked still gets it)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    slow = "import time\n\ntime.sleep(3)  # the job is running when the file is renamed\n"
+    t = _start(ws, tmp_path, trust=True, runtime_overrides=FAST.to_dict())
+    try:
+        with P.Client(t.daemon.socket_path, timeout=120) as c:
+            c.request("hello", client="t", subscribe=True)
+            (ws / "old.py").write_text(slow + (EXAMPLES / "saxpy.py").read_text())
+            c.wait_push("state", where={"path": "old.py", "state": "running"}, timeout=60)
+            time.sleep(0.5)
+            os.rename(ws / "old.py", ws / "new.py")
+            assert c.wait_push("result", where={"path": "new.py"}, timeout=120)["status"] == "ok"
+            c.wait_push("state", where={"path": "old.py", "state": "done"}, timeout=60)
+            assert _paths(c) == {"new.py": "ok"}
+            assert not [p for p in c.pushes if p["type"] == "result" and p["path"] == "old.py"]
+    finally:
+        t.stop()

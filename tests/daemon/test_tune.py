@@ -4,6 +4,8 @@ profile forbids dropped by the static rules, the rest validated, timed, and a Pa
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -197,3 +199,38 @@ def test_tile_gemm_tuning_in_parallel_matches_sequential(tmp_path: Path) -> None
     }
     assert all(r.median_s and r.median_s > 0 for r in par if r.status == "timed")
     assert sorted(p.name for p in tmp_path.glob("*.py")) == ["gemm.py"]  # candidates removed
+
+
+def test_tune_never_writes_through_a_shipped_link(tmp_path: Path) -> None:
+    """Security round 2, finding 5: a workspace shipped ``_wh_tune_<stem>_<n>.py`` symlinks to files
+    outside the tree, and ``warp-harness tune --trust`` (the repository's own ``trust = true``
+    counts for the command line) wrote its candidates through them: the outside files were
+    overwritten (or created, through a dangling link). The candidates are now created with
+    O_EXCL|O_NOFOLLOW under free names; the links and their targets are left as they were."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")
+    (ws / "chunks.py").write_text(SOURCE, encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for n in range(6):
+        target = outside / f"victim{n}.txt"
+        if n != 5:  # the last link dangles: following it would create its target
+            target.write_text(f"precious {n}\n")
+        (ws / f"_wh_tune_chunks_{n}.py").symlink_to(target)
+    done = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "tune", "chunks.py", "--target", "sm_86", "--repeats", "3"],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert [(outside / f"victim{n}.txt").read_text() for n in range(5)] == [
+        f"precious {n}\n" for n in range(5)
+    ]
+    assert sorted(p.name for p in outside.iterdir()) == [f"victim{n}.txt" for n in range(5)]
+    assert done.returncode == 0, done.stdout + done.stderr
+    links = sorted(p.name for p in ws.glob("_wh_tune_*"))
+    assert links == [f"_wh_tune_chunks_{n}.py" for n in range(6)]  # only the shipped links remain
+    assert all((ws / name).is_symlink() for name in links)
+    assert "timed" in done.stdout or "median" in done.stdout, done.stdout

@@ -1,6 +1,7 @@
 """Issue 12 item 13: a corrupt build in the kernel cache is rebuilt, never a verdict.
 
-A real trusted daemon builds saxpy on the CPU into ``.warp-harness/kernels/<key>/``. Its
+A real trusted daemon builds saxpy on the CPU into its kernel cache (``<key>/`` in the user's
+private cache folder). Its
 ``.o`` (then, separately, its ``.meta``) is truncated and a fresh worker (the old one is
 killed, so nothing of the build is left in memory) checks the file again: the kernel still
 passes after an automatic rebuild, the result says the cached build was discarded, and no
@@ -106,7 +107,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
 
-def test_a_build_on_a_full_disk_is_not_cached(small_disk: Path, procs: Procs) -> None:
+def test_a_build_on_a_full_disk_is_not_cached(
+    small_disk: Path, procs: Procs, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """12 KB left: room for a result, none for the build (LLVM ends the worker with "IO
     failure"): whatever the record, it is not stored as the kernel's verdict. (A regression
     guard: the compile stage's crash was already not cached before issue 12.)"""
@@ -115,6 +118,7 @@ def test_a_build_on_a_full_disk_is_not_cached(small_disk: Path, procs: Procs) ->
     ws.mkdir()
     (ws / "pyproject.toml").write_text(FAST_PYPROJECT)
     shutil.copy(EXAMPLES / "saxpy.py", ws / "saxpy.py")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(small_disk / "cache"))  # the builds go there too
     sock = small_disk.parent / "run" / "d.sock"
     proc = spawn_daemon(ws, sock, "--no-watch")
     procs.append(proc)

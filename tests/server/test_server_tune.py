@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pytest
 from lsp_helpers import Document, wait_published
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 from test_server_documents import EXAMPLES
 
+from warp_harness import user_state
 from warp_harness.daemon.tune import Candidate, store_result
 
 
@@ -48,3 +51,28 @@ async def test_tuned_configuration_as_a_code_action(client: LanguageClient, tmp_
     (tmp_path / ".warp-harness" / "tune" / "broken.json").write_text("{not json")
     doc.replace(0, 0, 0, 0, "# touched\n")
     await wait_published(client, doc.uri, lambda v, d: v == doc.version)
+
+
+async def test_a_tuning_result_the_repository_ships_is_not_shown(
+    client: LanguageClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository can ship ``.warp-harness/tune/*.json``: its "faster configuration" (any
+    constants, any claimed speed-up) was offered as a quick fix. A result counts only with the tag
+    this user's harness gives it: one tagged with another user's secret, or with none, is ignored."""
+    path = tmp_path / "tile_gemm_tune.py"
+    shutil.copy(EXAMPLES / "contracts" / "tile_gemm_tune.py", path)
+    current = {"TILE_M": 32, "TILE_N": 32, "TILE_K": 16, "BLOCK_DIM": 64}
+    forged = {"TILE_M": 64, "TILE_N": 64, "TILE_K": 512, "BLOCK_DIM": 1024}
+    rows = [
+        Candidate(current, status="timed", median_s=2e-3, current=True),
+        Candidate(forged, status="timed", median_s=1e-4),
+    ]
+    monkeypatch.setenv(user_state.CACHE_ENV, str(tmp_path / "attacker-cache"))  # another user's secret
+    stored = store_result(tmp_path, path, "tile_gemm", rows, "sm_90")
+    monkeypatch.undo()
+    untagged = json.loads(stored.read_text())
+    del untagged["tag"]
+    stored.with_name("untagged.json").write_text(json.dumps(untagged))
+    doc = Document(client, path).open()
+    diagnostics = await doc.diagnostics()
+    assert not [d for d in diagnostics if d.code == "WHD034"], diagnostics

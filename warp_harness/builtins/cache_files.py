@@ -3,11 +3,18 @@ code: the installed Warp version (package metadata; Warp is not imported), the c
 the extractor's id, and the ``.checked`` sidecar the loader writes beside a cache file whose records
 passed its checks (their digest, the Warp version, the extractor). `cached_identity` is what a
 result cache keys on when every file is answered from it.
+
+The cache folder may be shared (``$WARP_HARNESS_CACHE_DIR``): a table another user planted there
+would decide which builtin calls are errors (a forged overload silences WH004). So the folder is used
+only while it is a real folder (not a link) of this user that no one else can write
+(`folder_problem`, as the check cache's and the harness's other caches), and a cache file or sidecar
+only while it is a regular file of this user that no one else can write (`read_private`).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -65,6 +72,43 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "warp-harness"
 
 
+def folder_problem(folder: Path) -> str | None:
+    """None when ``folder`` is missing (it is created 0700 when written) or a real folder of this
+    user that no one else can write; else why it is not used (one line)."""
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"builtin table cache {folder}: {exc.strerror or exc}; not used"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"builtin table cache {folder} is not a folder (a link or a file); not used"
+    if st.st_uid != os.getuid():
+        return f"builtin table cache {folder} belongs to another user (uid {st.st_uid}); not used"
+    if st.st_mode & 0o022:
+        return f"builtin table cache {folder} is writable by other users; not used"
+    return None
+
+
+class NotPrivate(PermissionError):
+    """A cache file that is a link, not a regular file, another user's or writable by others."""
+
+
+def read_private(path: Path) -> bytes:
+    """The bytes of ``path`` when it is a regular file (not followed if a link) of this user that no
+    one else can write; NotPrivate (an OSError) for any other file."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise NotPrivate(f"{path} is not a regular file")
+        if st.st_uid != os.getuid():
+            raise NotPrivate(f"{path} belongs to another user (uid {st.st_uid})")
+        if st.st_mode & 0o022:
+            raise NotPrivate(f"{path} is writable by other users")
+        return fh.read()
+
+
 def cache_path(version: str) -> Path:
     safe = "".join(c if c.isalnum() or c in ".-_+" else "_" for c in version)
     return cache_dir() / f"builtins-{safe}.msgpack"
@@ -82,7 +126,7 @@ def _digest(payload: bytes) -> str:
 
 def _sidecar_fields(sidecar: Path) -> tuple[str, ...] | None:
     try:
-        fields = tuple(sidecar.read_text(encoding="ascii").split())
+        fields = tuple(read_private(sidecar).decode("ascii").split())
     except (OSError, UnicodeDecodeError):
         return None
     return fields if len(fields) == 3 else None
@@ -97,11 +141,13 @@ def cached_identity() -> str | None:
     if version is None:
         return None
     path = cache_path(version)
+    if folder_problem(path.parent) is not None:
+        return None
     fields = _sidecar_fields(_checked_path(path))
     if fields is None or fields[1] != version or fields[2] != _extractor_id():
         return None
     try:
-        digest = _digest(path.read_bytes())
+        digest = _digest(read_private(path))
     except OSError:
         return None
     return f"cache:{version}:{digest}" if digest == fields[0] else None

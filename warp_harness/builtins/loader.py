@@ -8,6 +8,9 @@ deleted and rebuilt, never trusted.
 A cache file is checked record by record the first time its bytes are loaded; the digest of bytes
 that passed is kept beside it (``.checked``) so later process starts skip those checks, and
 `cached_identity` names the table without decoding it.
+A cache folder that is a link, another user's or writable by others is not used (neither read nor
+written; one note on stderr), nor is a cache file that is a link or another user's: a table planted
+in a shared cache folder would decide which builtin calls are errors.
 
 The installed Warp version, the cache's paths and its identity: `cache_files`, which a run answered
 from a result cache imports alone (no table decoded, no table code imported).
@@ -25,12 +28,15 @@ from typing import Any
 
 from .cache_files import (
     EXTRACT_SCRIPT,
+    NotPrivate,
     _checked_path,
     _digest,
     _extractor_id,
     _sidecar_fields,
     cache_path,
+    folder_problem,
     installed_warp_version,
+    read_private,
 )
 from .table import BuiltinTable, TableFormatError
 
@@ -83,7 +89,7 @@ def load_cache_file(path: Path) -> BuiltinTable:
     (``<name>.checked``: their digest, Warp version and extractor), and the same bytes are then
     decoded without the per-record checks (about 10 ms of every process start). Any other bytes, a
     missing or odd sidecar: full checks."""
-    payload = path.read_bytes()
+    payload = read_private(path)
     digest = _digest(payload)
     sidecar = _checked_path(path)
     checked = _sidecar_fields(sidecar)
@@ -132,18 +138,21 @@ def run_extractor(output: Path, timeout: float = EXTRACT_TIMEOUT_S) -> None:
         raise ExtractionError(f"extractor exited with {proc.returncode}: " + " | ".join(tail))
 
 
-def extract_to_cache(version: str) -> BuiltinTable:
+def extract_to_cache(version: str, *, cacheable: bool = True) -> BuiltinTable:
     """Extract in a child process and store the result as the cache for ``version``.
 
-    When the cache folder cannot be written, the table is extracted to a temporary file and
-    returned without being cached.
+    When the cache folder cannot be written or is not private (`folder_problem`), or ``cacheable``
+    is False, the table is extracted to a temporary file and returned without being cached.
     """
     import tempfile
 
     target = cache_path(version)
-    cacheable = True
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if not cacheable:
+            raise PermissionError("not cached")
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if folder_problem(target.parent) is not None:
+            raise PermissionError("not a private folder")
         fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
     except OSError:
         cacheable = False
@@ -179,7 +188,11 @@ def _load(allow_extract: bool) -> BuiltinTable:
     t0 = time.perf_counter()
     if version is not None:
         path = cache_path(version)
-        if path.is_file():
+        unsafe = folder_problem(path.parent)
+        if unsafe is not None:
+            problems.append(unsafe)
+            print(f"warp-harness: {unsafe}", file=sys.stderr)
+        elif os.path.lexists(path):
             try:
                 table = load_cache_file(path)
                 if table.dist_version == version and table.extractor_id == _extractor_id():
@@ -188,6 +201,9 @@ def _load(allow_extract: bool) -> BuiltinTable:
                 problems.append(
                     f"stale cache {path} (warp {table.dist_version}, extractor {table.extractor_id})"
                 )
+            except NotPrivate as exc:
+                problems.append(f"ignored cache {exc}")
+                print(f"warp-harness: builtin table cache {exc}; ignored", file=sys.stderr)
             except (TableFormatError, OSError) as exc:
                 problems.append(f"discarded corrupt cache {path}: {exc}")
             for stale in (path, _checked_path(path)):
@@ -197,7 +213,7 @@ def _load(allow_extract: bool) -> BuiltinTable:
                     pass
         if allow_extract:
             try:
-                table = extract_to_cache(version)
+                table = extract_to_cache(version, cacheable=unsafe is None)
                 last_load.update(origin="extracted", seconds=time.perf_counter() - t0, path=str(path))
                 return table
             except (ExtractionError, OSError) as exc:
