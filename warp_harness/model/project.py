@@ -1504,4 +1504,3 @@ __all__ = [
 def _within(path: str, folder: str) -> bool:
     """Whether the resolved ``path`` is ``folder`` or below it."""
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
-
