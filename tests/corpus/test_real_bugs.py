@@ -36,6 +36,8 @@ _ids = itertools.count()
 MISSED = {
     "index_space_qfrc_actuator": "index-space",
     "index_space_restitution": "index-space",
+    "index_space_warp_to_mj_coords": "index-space",
+    "index_space_bvh_particle_hit": "index-space",
     "extents_contact_count_overflow": "extents",
     "extents_sorted_range_walk": "extents",
 }
@@ -73,7 +75,7 @@ _DEBUG_RUN = (
 
 
 def test_the_corpus_has_its_cases_with_sources_and_verdicts() -> None:
-    assert len(CASES) >= 18
+    assert len(CASES) >= 20
     for case in CASES:
         assert case.good.is_file(), case.name
         assert case.warp in VERDICTS, case.name
