@@ -5,8 +5,9 @@ in the header. Warp's verdict is asserted on the CPU:
 - ``rejects``: Warp raises on ``bad.py`` (at code generation, or when ``run()`` launches), not on ``good.py``;
 - ``silent``: both run; ``bad.py``'s ``run()`` differs from ``reference()`` (numpy), ``good.py``'s matches;
 - ``trap``: in debug mode ``bad.py`` dies on a bounds assertion; ``good.py`` runs and matches;
-- ``gpu-only`` / ``ub``: both run on the CPU and match there (a race or redundant work that needs a GPU's
-  threads, or undefined behaviour the CPU happens to survive: the header says which).
+- ``gpu-only``: both run on the CPU and match there (a race or redundant work that needs a GPU's threads);
+- ``ub``: Warp compiles and runs ``bad.py`` without a word, its result undefined (an uninitialised read:
+  0 on one run, garbage on the next), and ``good.py`` matches.
 
 The static tier's side: no error or warning on any ``good.py``, and every ``bad.py`` caught except the
 ones listed in `MISSED` with the class of the rule that would be needed (benchmarks/real_bugs_score.py
@@ -126,7 +127,15 @@ def test_debug_mode_traps_the_bug_and_runs_the_fix(case: Case) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [c for c in CASES if c.warp in ("gpu-only", "ub")], ids=lambda c: c.name)
-def test_the_cpu_runs_both_right_for_bugs_that_need_a_gpu_or_are_undefined(case: Case) -> None:
+@pytest.mark.parametrize("case", [c for c in CASES if c.warp == "gpu-only"], ids=lambda c: c.name)
+def test_the_cpu_runs_both_right_for_bugs_that_need_a_gpu(case: Case) -> None:
     assert _matches(case.bad)
+    assert _matches(case.good)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if c.warp == "ub"], ids=lambda c: c.name)
+def test_warp_runs_undefined_behaviour_without_a_word_and_the_fix_right(case: Case) -> None:
+    got, _ = _result(case.bad)  # whatever the uninitialised read gives: not asserted
+    assert got.size > 0
     assert _matches(case.good)

@@ -1,6 +1,6 @@
 # real-bug: class=maybe-unassigned warp=ub
 # source: https://github.com/google-deepmind/mujoco_warp/pull/1528
-# why: `x_I` is assigned only inside `if slots[1] >= 0:` and read after it: Warp compiles a read of an uninitialised C++ local (undefined behaviour: the fix commit saw wrong CPU results from the JIT exploiting it; this reduction happens to read 0)
+# why: `x_I` is assigned only inside `if slots[1] >= 0:` and read after it: Warp compiles a read of an uninitialised C++ local (undefined behaviour: the fix commit saw wrong CPU results; this reduction reads 0 on some runs, garbage such as -3958.3 on others)
 import numpy as np
 import warp as wp
 
