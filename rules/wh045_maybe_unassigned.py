@@ -23,9 +23,9 @@ first assignment; it is offered, not applied by `check --fix`, since zero may no
 ### Why it matters
 Python raises `UnboundLocalError` for such a read; Warp does not: the kernel runs with whatever the
 register held (measured with Warp 1.19 on the CPU: the reduction in tests/corpus/real_bugs reads 0 on
-one run and garbage such as -3958.3 on the next). In mujoco_warp's actuator model a DC motor without an integral state read `x_I`
-uninitialised, and the CPU build computed a spurious friction term from it
-(google-deepmind/mujoco_warp#1528).
+one run and garbage such as -3958.3 on the next). In mujoco_warp's actuator model a DC motor without
+an integral state read `x_I` uninitialised, and the CPU build computed a spurious friction term from
+it (google-deepmind/mujoco_warp#1528).
 
 ### Bad
 ```python
