@@ -56,7 +56,7 @@ from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 
 from warp_harness.model.definite_assignment import UnboundRead, unbound_reads
-from warp_harness.model.index import body_index
+from warp_harness.model.index import body_index, full_body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import BOOL, FLOAT32, INT32, Scalar, Vector, WarpType, warp_type_name
 from warp_harness.record import Fix, Record, Related, Severity
@@ -125,7 +125,8 @@ class MaybeUnassigned(Rule):
         for branch in body_index(kernel.node).of(ast.If):
             if id(branch) not in static and _reads_only(branch.test, outer - bound):
                 static[id(branch)] = None  # decided by module constants (`if not FLAG:`): not a runtime path
-        for read in unbound_reads(kernel.node, (p.name for p in kernel.params), static, outer):
+        names = full_body_index(kernel.node).of(ast.Name)
+        for read in unbound_reads(kernel.node, (p.name for p in kernel.params), static, outer, names):
             if read.never_bound or read.one_sided:
                 yield self._record(ctx, kernel, read)
 

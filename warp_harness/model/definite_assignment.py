@@ -17,7 +17,8 @@ on every path (*definite*) and on some path (*maybe*). Loops are taken to run at
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
@@ -97,6 +98,8 @@ def _stored_names(target: ast.expr) -> list[str]:
 class _Walk:
     locals: AbstractSet[str]
     static: Mapping[int, bool | None]
+    # the lines holding a read of one of ``locals``, sorted (None: every line may)
+    lines: Sequence[int] | None = None
     found: dict[str, UnboundRead] = field(default_factory=dict)
     bindings: dict[str, list[tuple[ast.AST, Guards]]] = field(default_factory=dict)
     breaks: list[list[_State]] = field(default_factory=list)
@@ -105,6 +108,11 @@ class _Walk:
     def reads(self, node: ast.AST | None, state: _State) -> None:
         if node is None or state.definite is None:
             return
+        first, last = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if first is not None and last is not None and self.lines is not None:
+            at = bisect_left(self.lines, first)
+            if at == len(self.lines) or self.lines[at] > last:
+                return  # no read of a candidate on these lines
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
                 self.read(sub, state)
@@ -217,22 +225,48 @@ def _position(node: ast.AST) -> dict[str, int]:
     }
 
 
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)
+
+
+def _candidates(node: ast.FunctionDef, names: Sequence[ast.Name], skip: AbstractSet[str]) -> set[str]:
+    """The locals a read may find unbound: all but those first bound by a top-level simple statement (no
+    ``if`` or loop around it) and read only on later lines (most locals of most kernels)."""
+    spans = [(s.lineno, s.end_lineno or s.lineno, isinstance(s, _COMPOUND)) for s in node.body]
+    starts = [start for start, _, _ in spans]
+    first: dict[str, int] = {}  # name -> the last line of the statement that first binds it (-1: in a block)
+    for name in sorted(
+        (n for n in names if isinstance(n.ctx, ast.Store)), key=lambda n: (n.lineno, n.col_offset)
+    ):
+        if name.id in first or name.id in skip:
+            continue
+        at = bisect_right(starts, name.lineno) - 1
+        first[name.id] = -1 if at < 0 or spans[at][2] else spans[at][1]
+    candidates = {name for name, end in first.items() if end < 0}
+    for name in names:
+        if isinstance(name.ctx, ast.Load) and name.id in first and name.lineno <= first[name.id]:
+            candidates.add(name.id)
+    return candidates
+
+
 def unbound_reads(
     node: ast.FunctionDef,
     params: Iterable[str],
     static: Mapping[int, bool | None],
     outer: AbstractSet[str] = frozenset(),
+    names: Sequence[ast.Name] | None = None,
 ) -> list[UnboundRead]:
     """The first read of each local of ``node`` that some path reaches unbound, in source order; ``params``
     are bound on entry; ``static``: the ``if`` nodes Warp folds, by id, with the branch it keeps (None:
-    unknown); names in ``outer`` (module-level names Warp would fall back to) are never reported."""
-    stored = {
-        sub.id
-        for stmt in node.body
-        for sub in ast.walk(stmt)
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store)
-    }
-    names = frozenset(params)
-    walk = _Walk(frozenset(stored - names - set(outer)), static)
-    walk.block(node.body, _State(names, names))
+    unknown); names in ``outer`` (module-level names Warp would fall back to) are never reported.
+    ``names``: every ``ast.Name`` of the body, dropped branches included, when the caller has them indexed
+    (they let a straight-line body skip the walk)."""
+    bound = frozenset(params)
+    if names is None:
+        names = [sub for stmt in node.body for sub in ast.walk(stmt) if isinstance(sub, ast.Name)]
+    candidates = _candidates(node, names, bound | outer)
+    if not candidates:
+        return []
+    lines = sorted(n.lineno for n in names if isinstance(n.ctx, ast.Load) and n.id in candidates)
+    walk = _Walk(frozenset(candidates), static, lines)
+    walk.block(node.body, _State(bound, bound))
     return sorted(walk.found.values(), key=lambda r: (r.node.lineno, r.node.col_offset))
