@@ -42,6 +42,15 @@ _RULE_MODULES = [
     "wh024_tid_shadowed",
     "wh025_int_division",
     "wh026_int32_hash_overflow",
+    "wh040_annotated_assignment",
+    "wh041_vector_product",
+    "wh042_host_array_call",
+    "wh043_string_parameter",
+    "wh044_by_value_component_store",
+    "wh045_maybe_unassigned",
+    "wh046_atomic_result_stored_back",
+    "wh047_launch_tiled_without_tiles",
+    "wh048_swapped_arguments",
 ]
 
 

@@ -37,14 +37,20 @@ _REJECTED_AT_BUILD = {
     "WH014",
     "WH019",
     "WH022",
+    "WH040",
+    "WH041",
+    "WH042",
 }
 # Warp refuses the Bad example when the launch runs (on the CPU), given the host code below
-_REJECTED_AT_LAUNCH = {"WH006", "WH008", "WH020", "WH021"}
+_REJECTED_AT_LAUNCH = {"WH006", "WH008", "WH020", "WH021", "WH043"}
 # Warp builds both examples: what the rule reports is a race, an out-of-bounds write, a slow pattern
 # or a launch error Warp reports only on a GPU (WH007, WH010-WH013); WH015's example aborts the process
 # on the CPU, and its shared memory is measured against Warp's codegen in test_wh015_tile_shared_memory;
 # WH016's examples differ only by a comment
 _ACCEPTED_BY_WARP = {"WH013", "WH016", "WH023", "WH024", "WH025", "WH026"}  # WH023-WH026: silent bugs
+# WH044-WH048: lost writes, uninitialised reads, undone atomics, GPU-only redundant work, swapped arguments
+# (their tests and tests/corpus/test_real_bugs.py show the wrong results)
+_ACCEPTED_BY_WARP |= {"WH044", "WH045", "WH046", "WH047", "WH048"}
 
 
 def _blocks(cls: type[Rule]) -> tuple[str, str]:
@@ -71,6 +77,7 @@ _RUNNABLE = {
     # the kernel of the example, and host arrays for its launches, inside `run()`
     "WH020": ("", "    a = wp.zeros(8, dtype=float)\n"),
     "WH021": ("", ""),
+    "WH043": ("", "    u = wp.zeros(4, dtype=float)\n"),
     "WH006": (
         "",
         "    n = 4\n    x = wp.zeros(n, dtype=float)\n    y = wp.zeros(n, dtype=float)\n",
