@@ -15,6 +15,7 @@ from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
+from warp_harness.model.source import ParsedSource
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ class Scope(str, Enum):
     KERNEL_OR_FUNC = "kernel-or-func"  # each @wp.kernel, @wp.func and other Warp function: `check_kernel`
     LAUNCH = "launch"  # each wp.launch / wp.launch_tiled call: `check_launch`
     MODULE = "module"  # the file as a whole: `check_module`
+    # the file as a whole, judged from what the other rules reported on it (`Findings`): `check_findings`,
+    # called by the engine once every other rule has run
+    FINDINGS = "findings"
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,11 @@ class RuleContext:
     def path(self) -> str:
         return self.model.path
 
+    @property
+    def source(self) -> ParsedSource:
+        """The file's parse: its text and lines (for placing records and reading comments)."""
+        return self.model.source
+
     def _line(self, lineno: int) -> str:
         lines = self.model.lines
         return lines[lineno - 1] if 0 < lineno <= len(lines) else ""
@@ -148,6 +157,16 @@ class RuleContext:
     def source_of(self, node: ast.AST) -> str:
         """The source text of ``node`` (see `ParsedSource.node_text`)."""
         return self.model.source.node_text(node)
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the other rules reported on a file, for a rule of scope FINDINGS (`Rule.check_findings`)."""
+
+    records: list[Record]  # the enabled rules' records, before conflicts and suppressions
+    failed: frozenset[str]  # the ids of the rules that raised
+    rules: tuple[Rule, ...]  # every rule, enabled or not
+    run: Callable[[Rule], list[Record]]  # a rule's records on the file (raises when the rule does)
 
 
 class Rule:
@@ -191,6 +210,9 @@ class Rule:
         raise NotImplementedError
 
     def check_module(self, ctx: RuleContext) -> Iterable[Record]:
+        raise NotImplementedError
+
+    def check_findings(self, ctx: RuleContext, findings: Findings) -> Iterable[Record]:
         raise NotImplementedError
 
     def report(

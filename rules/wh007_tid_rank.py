@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import argument_ranks, param_ranks
 from warp_harness.record import Record, Related, Severity
@@ -134,7 +135,7 @@ class TidRank(Rule):
                 ):
                     continue
                 # the arrays passed have their parameters' ranks (Warp raises at launch otherwise)
-                rank = site.dim_rank(constants, imports, argument_ranks(site, kernel_ranks))
+                rank = dim_rank(site, constants, imports, argument_ranks(site, kernel_ranks))
                 if rank is None or rank < 1:
                     continue
                 valid = (rank, rank + 1) if site.tiled else (rank,)

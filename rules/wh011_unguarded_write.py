@@ -56,6 +56,7 @@ from warp_harness.kernel_judgements import judged
 from warp_harness.model.index import body_index, child_nodes, dropped_nodes, full_body_index
 from warp_harness.model.inference import ThreadIndices, thread_indices
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import Comparison, Cover, Extent, ShapeEnv, compare, launch_env, param_ranks
 from warp_harness.model.types import Array
@@ -594,7 +595,7 @@ class UnguardedWrite(Rule):
         names = max((n for _, n in tids.tid_unpacks), default=0)
         rank = env.dim_rank()
         if rank is None:
-            rank = site.dim_rank(model.constants.values, model.imports)
+            rank = dim_rank(site, model.constants.values, model.imports)
         if rank is None or names not in ((rank, rank + 1) if site.tiled else (rank,)):
             return None
         return _Launch(site, args, env, rank)

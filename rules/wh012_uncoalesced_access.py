@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from warp_harness.model.constants import fold
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Transform, Vector
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
@@ -315,7 +316,7 @@ class UncoalescedAccess(Rule):
                     ):
                         return False
             if site.tiled and len(names) > (
-                site.dim_rank(ctx.model.constants.values, ctx.model.imports) or 0
+                dim_rank(site, ctx.model.constants.values, ctx.model.imports) or 0
             ):
                 block = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
                 if isinstance(block, int) and not isinstance(block, bool) and block < threshold:

@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from warp_harness.config import Settings, is_excluded, load_settings, repository_root
+from warp_harness.config import Settings, load_settings, repository_root
 from warp_harness.freed_memory import TRIM_MIN_CHARS, release_freed_memory
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
 from warp_harness.suppressions import Suppressions, may_hold_comments
-from warp_harness.workspace import IGNORED_DIRS
+from warp_harness.workspace import iter_python_files
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
@@ -91,9 +91,9 @@ def scoped_records(rule: Rule, ctx: RuleContext) -> Iterator[tuple[Scope, int, R
     (LAUNCH); 0 for MODULE. The one loop over a file's kernels and launches: rules judge one item."""
     from warp_harness.rules.base import Scope
 
-    if not rule.applies(ctx):
-        return
     scope = rule.scope
+    if scope is Scope.FINDINGS or not rule.applies(ctx):
+        return  # FINDINGS: judged from the others' records, `judged_findings`
     if scope is Scope.MODULE:
         for record in rule.check_module(ctx):
             yield scope, 0, record
@@ -180,19 +180,30 @@ def analyse_parsed(
                 records.append(internal_record(path, rule.id, exc))
                 failed.add(rule.id)
         records.extend(found)
-        records.extend(unused_suppressions(ctx, found, frozenset(failed)))
+        records.extend(judged_findings(ctx, found, frozenset(failed)))
     return Analysis(finish_records(records, parsed, settings), model, parsed)
 
 
-def unused_suppressions(ctx: RuleContext, found: list[Record], failed: frozenset[str]) -> list[Record]:
-    """WH016's records (rules/wh016_unused_suppression.py), judged from ``found``: what the enabled rules
-    reported on ``ctx.model`` (before conflicts and suppressions); ``failed``: the rules that raised."""
-    from warp_harness.rules.wh016_unused_suppression import UnusedSuppression
-    from warp_harness.rules.wh016_unused_suppression import unused_suppressions as judge
+def judged_findings(ctx: RuleContext, found: list[Record], failed: frozenset[str]) -> list[Record]:
+    """The records of the enabled rules of scope FINDINGS (`Rule.check_findings`), judged from ``found``:
+    what the other enabled rules reported on ``ctx.model`` (before conflicts and suppressions);
+    ``failed``: the rules that raised."""
+    from warp_harness.rules import all_rules
+    from warp_harness.rules.base import Findings, Scope
 
-    if not ctx.settings.rule_enabled(UnusedSuppression.id):
+    rules = all_rules()
+    judges = [r for r in rules if r.scope is Scope.FINDINGS and ctx.settings.rule_enabled(r.id)]
+    if not judges:
         return []
-    return judge(ctx, found, failed)
+
+    def run(rule: Rule) -> list[Record]:
+        return [record for _, _, record in scoped_records(rule, ctx)]
+
+    findings = Findings(found, failed, rules, run)
+    records: list[Record] = []
+    for judge in judges:
+        records.extend(judge.check_findings(ctx, findings))
+    return records
 
 
 def internal_record(path: str, rule_id: str, exc: Exception) -> Record:
@@ -416,35 +427,6 @@ def _display(path: Path) -> str:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
-
-
-def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None = None) -> Iterator[Path]:
-    """Python files under ``paths``; explicitly named files are always included."""
-    seen: set[Path] = set()
-    for root in paths:
-        if not root.is_dir():
-            # named files are always yielded, FIFOs and devices too: check_file reports them
-            if (root.exists() or root.is_symlink()) and root.resolve() not in seen:
-                seen.add(root.resolve())
-                yield root
-            continue
-        settings = load_settings(root, overrides)
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(
-                d
-                for d in dirs
-                if d not in IGNORED_DIRS
-                and not d.endswith(".egg-info")
-                and not is_excluded(Path(folder) / d, settings)
-            )
-            for name in sorted(files):
-                if not name.endswith((".py", ".ipynb")):
-                    continue
-                file = Path(folder) / name
-                if is_excluded(file, settings) or file.resolve() in seen:
-                    continue
-                seen.add(file.resolve())
-                yield file
 
 
 def project_index(paths: Sequence[Path], table: BuiltinTable | None = None) -> ProjectIndex:

@@ -62,9 +62,9 @@ from warp_harness.engine import (
     analyse_parsed,
     analyse_source,
     finish_records,
+    judged_findings,
     scoped_records,
     syntax_record,
-    unused_suppressions,
 )
 from warp_harness.hardware import HardwareProfile, load_profile
 from warp_harness.model import func_calls
@@ -1100,7 +1100,7 @@ class IncrementalAnalyser:
         records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
         records.extend(found)
         marks = _scan_for_comments(parsed, chunks)
-        records.extend(unused_suppressions(whole, found, frozenset()))
+        records.extend(judged_findings(whole, found, frozenset()))
         finished = finish_records(records, parsed, settings)
         if parsed.syntax_error is None and marks is not None:
             deps = dict(view.deps) if view is not None else {}
@@ -1298,12 +1298,16 @@ class IncrementalAnalyser:
             lagging=lagging,
         )
         remember_scan(text, marks > 0)
+        if finished_now is not None and judged_findings(whole, finished_now.records, frozenset()):
+            # a rule of scope FINDINGS reports on the records: they are finished in full
+            finished_now = None
+            found = _merge(snapshot.rules, with_records.values(), rest_parts, module)
         if finished_now is None:
             records = list(found)
-            records.extend(unused_suppressions(whole, found, frozenset()))
+            records.extend(judged_findings(whole, found, frozenset()))
             finished = finish_records(records, parsed, settings)
             document.snapshot.finished = _Finished.of(records, finished, module, marks, settings)
-        else:  # no suppression comment: WH016 has nothing to say
+        else:
             finished = finished_now.records
             document.snapshot.finished = finished_now
         if lagging:
