@@ -16,7 +16,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
 from warp_harness.model.source import ParsedSource
-from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
+from warp_harness.record import QUOTED_LINE, Fix, Location, Quotes, Record, Related, Severity, Stage, TextEdit
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
@@ -229,7 +229,20 @@ class Rule:
         related: Sequence[Related] = (),
         end_node: ast.AST | None = None,
         severity: Severity | None = None,
+        lines: Sequence[int] = (),
     ) -> Record:
+        """A record of this rule at ``node``. ``lines``: the lines ``message`` and then ``hint`` quote, in
+        order, each written `QUOTED_LINE` in them (``f"the loop at line {QUOTED_LINE}"``): kept as data
+        (`Record.quotes`), so the record moves with an edit as its location does."""
+        quotes = None
+        if lines:
+            texts = {"message": message} if QUOTED_LINE in message else {}
+            if hint is not None and QUOTED_LINE in hint:
+                texts["hint"] = hint
+            quotes = Quotes.of(texts, tuple(lines))
+            rendered = quotes.render()
+            message = rendered.get("message", message)
+            hint = rendered.get("hint", hint)
         return Record(
             stage=self.stage,
             rule=self.id,
@@ -242,6 +255,7 @@ class Rule:
             fix=fix,
             related=tuple(related),
             priority=self.priority,
+            quotes=quotes,
         )
 
 

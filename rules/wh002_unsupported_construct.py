@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
-from warp_harness.record import Record, Severity
+from warp_harness.record import QUOTED_LINE, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 _CONSTRUCTS: dict[type[ast.AST], str] = {
@@ -207,12 +207,13 @@ class UnsupportedConstruct(Rule):
                     yield self.report(
                         ctx,
                         node.func,
-                        f"`{name}` is a plain Python function (line {plain.lineno}), not a `@wp.func`; "
+                        f"`{name}` is a plain Python function (line {QUOTED_LINE}), not a `@wp.func`; "
                         f"Warp cannot call it from a {kernel.kind}",
                         kernel=kernel.name,
                         actual=name,
                         expected="a Warp builtin or a @wp.func",
                         hint=f"decorate `{name}` with `@wp.func` and annotate its parameters",
+                        lines=(plain.lineno,),
                     )
                 elif name in _PY_BUILTINS and name not in names.defined:
                     yield self.report(

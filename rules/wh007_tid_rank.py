@@ -55,7 +55,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import argument_ranks, param_ranks
-from warp_harness.record import Record, Related, Severity
+from warp_harness.record import QUOTED_LINE, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import (
     deferred_launch,
@@ -198,6 +198,7 @@ class TidRank(Rule):
                 expected=valid_text if len(ranks) == 1 else ranks,
                 actual=names,
                 hint=f"unpack {valid_text} names (`{example} = wp.tid()`) or launch with a {names}-D dim"
-                f" ({launch_word} at line {mismatched[0][2].lineno})",
+                f" ({launch_word} at line {QUOTED_LINE})",
                 related=related,
+                lines=(mismatched[0][2].lineno,),
             )

@@ -80,7 +80,7 @@ from warp_harness.model.shared_memory import (
 )
 from warp_harness.model.tiles import TILE_CREATORS, call_arg
 from warp_harness.model.types import byte_size
-from warp_harness.record import Fix, Record, Related, Severity
+from warp_harness.record import QUOTED_LINE, Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import kernel_model, launched_elsewhere, launches_of
 
@@ -374,7 +374,7 @@ class TileSharedMemory(Rule):
                 )
             )
         anchor: ast.AST = groups[0][0].node if groups else (estimate.extra_call or kernel.node)
-        hint, fix = self._hint(ctx, kernel, types(), groups, budget, max_unroll, block_dims, cpu)
+        hint, fix, lines = self._hint(ctx, kernel, types(), groups, budget, max_unroll, block_dims, cpu)
         return self.report(
             ctx,
             anchor,
@@ -385,6 +385,7 @@ class TileSharedMemory(Rule):
             hint=hint,
             fix=fix,
             related=related,
+            lines=lines,
         )
 
     def _hint(
@@ -397,7 +398,7 @@ class TileSharedMemory(Rule):
         max_unroll: int,
         block_dims: list[int] | None,
         cpu: bool,
-    ) -> tuple[str, Fix | None]:
+    ) -> tuple[str, Fix | None, tuple[int, ...]]:
         parts: list[str] = []
         fix: Fix | None = None
         best = self._lower_constant(ctx, kernel, types, groups, budget, max_unroll, block_dims, cpu)
@@ -408,12 +409,14 @@ class TileSharedMemory(Rule):
             literal = _literal_of(stmt, ctx)
             if literal is not None:
                 fix = Fix(f"Set {name} = {new}", (ctx.replace(literal, str(new)),), safe=False)
+        lines: tuple[int, ...] = ()
         unrolled = [g for g in groups if len(g) > 1 and g[0].loops]
         if unrolled:
             loop = unrolled[0][0].loops[-1][0]
             count = self._trip(ctx, kernel, types, loop, max_unroll)
+            lines = (loop.lineno,)
             parts.append(
-                f"the loop at line {loop.lineno} is unrolled "
+                f"the loop at line {QUOTED_LINE} is unrolled "
                 f"({count} iterations <= max_unroll={max_unroll}) and "
                 f"each iteration gets its own shared tiles: a trip count above max_unroll (or a runtime one) "
                 f"keeps one copy"
@@ -430,7 +433,7 @@ class TileSharedMemory(Rule):
                 parts.append("use smaller tiles or keep fewer of them in shared memory")
         if ctx.profile.is_cuda and not cpu and (ctx.profile.shared_memory_limit or 0) < 232448:
             parts.append("or target a GPU with more shared memory per block (sm_90: 227 KiB)")
-        return ", ".join(parts), fix
+        return ", ".join(parts), fix, lines
 
     def _trip(
         self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, loop: ast.For, max_unroll: int
