@@ -180,7 +180,7 @@ class UnsupportedConstruct(Rule):
             if id(node) in skip:
                 continue
             if isinstance(node, ast.Assert) or (
-                isinstance(node, ast.Call) and ctx.model.imports.warp_name(node.func) == "static"
+                isinstance(node, ast.Call) and ctx.imports.warp_name(node.func) == "static"
             ):
                 # wp.static(...) is evaluated by Python at codegen time; release builds drop asserts
                 skip.update(id(n) for n in ast.walk(node))
@@ -238,12 +238,10 @@ class _ModuleNames:
 
     @classmethod
     def of(cls, ctx: RuleContext) -> _ModuleNames:
-        model = ctx.model
-        defined = (
-            {k.name for k in model.all_kernels} | set(model.imports.objects) | set(model.imports.modules)
-        )
+        imports = ctx.imports
+        defined = {k.name for k in ctx.all_kernels} | set(imports.objects) | set(imports.modules)
         defs: dict[str, list[ast.FunctionDef]] = {}
-        for stmt in model.tree.body:
+        for stmt in ctx.module_body(Fact.SCOPES):
             if isinstance(stmt, ast.FunctionDef):
                 defs.setdefault(stmt.name, []).append(stmt)
                 defined.add(stmt.name)
@@ -252,7 +250,7 @@ class _ModuleNames:
             elif isinstance(stmt, ast.Assign):
                 defined.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
         rebound = defined - {name for name, found in defs.items() if found}
-        assigned = _assigned_at_module_level(model.tree)
+        assigned = _assigned_at_module_level(ctx.source.tree)
         plain = {
             name: found[0]
             for name, found in defs.items()
@@ -260,8 +258,8 @@ class _ModuleNames:
             and not found[0].decorator_list
             and name not in rebound
             and name not in assigned
-            and name not in model.imports.objects
-            and name not in model.imports.modules
+            and name not in imports.objects
+            and name not in imports.modules
         }
         return cls(plain, defined)
 

@@ -109,12 +109,12 @@ class TidRank(Rule):
     priority = 60
 
     scope = Scope.KERNEL
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES, Fact.KERNELS})
     foreign_launches = True
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
-        constants = ctx.model.constants.values
-        imports = ctx.model.imports
+        constants = ctx.constants.values
+        imports = ctx.imports
         if not kernel.is_kernel:
             return
         sites = launches_of(ctx, kernel)

@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import QUOTED_LINE, Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import kernel_model
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
@@ -145,6 +145,7 @@ class TidShadowed(Rule):
     fixable = True
 
     scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel:

@@ -76,7 +76,7 @@ from warp_harness.model.module import ModuleModel, build_model, with_kernel_repl
 from warp_harness.model.source import ParsedSource, _chunk_starts
 from warp_harness.record import Location, Quotes, Record, Related, Stage
 from warp_harness.rules import all_rules
-from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.suppressions import MARK, remember_scan
 
 if TYPE_CHECKING:
@@ -103,8 +103,8 @@ class _Facts:
 
     @classmethod
     def of(cls, rules: tuple[Rule, ...]) -> _Facts:
-        read = frozenset(f for rule in rules for f in rule.reads)
-        facts = sorted(MODEL_FACTS | read, key=lambda f: f.name)
+        # what the rules declare they read (`rules.base.ITEM_FACTS`: their items' facts among them)
+        facts = sorted({f for rule in rules for f in rule.reads}, key=lambda f: f.name)
         nodes = tuple(dict.fromkeys(n for f in facts for n in f.value.nodes))
         launch = Fact.LAUNCHES.value.calls
         return cls(
