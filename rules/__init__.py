@@ -5,9 +5,9 @@ To add a rule: write ``whNNN_<name>.py`` with a module docstring (why it matters
 declares its ``scope`` (`Scope`: one kernel, one kernel or function, one launch site, the module, the other
 rules' findings) and the module-wide facts it ``reads`` (`Fact`; read only through `RuleContext`'s accessors,
 checked when WARP_HARNESS_CHECK_FACTS=1, as the tests run), and implements the matching ``check_kernel`` /
-``check_launch`` / ``check_module`` / ``check_findings`` for one item; the engine owns the loop. Then register it: one line in ``_RULE_MODULES``
-below (tests/rules/test_registry.py fails when a ``wh*.py`` file is not listed, a listed one is missing,
-or an id lacks its documentation or its examples).
+``check_launch`` / ``check_module`` / ``check_findings`` for one item; the engine owns the loop. Then
+register it: one line in ``_RULE_MODULES`` below (tests/rules/test_registry.py fails when a ``wh*.py`` file
+is not listed, a listed one is missing, or an id lacks its documentation or its examples).
 Analyses several rules share live in the model (``warp_harness.model.tiles``, ``.shared_memory``,
 ``.uniformity``, ``.refined_types``) or in `queries`; a rule never imports another rule.
 """
