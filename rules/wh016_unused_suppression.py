@@ -8,8 +8,8 @@ codes when some of them are still needed. Like Ruff's RUF100 (unused `noqa`).
 Every static rule is consulted, whatever `select`/`ignore` enable, so a suppression for a rule
 the current run leaves out is not called unused. Only codes naming a static rule are judged:
 codes of the dynamic tier (`WHD...`), `WH000` and this rule's own code never are, and nothing is
-reported in a file with a syntax error. The rule has scope FINDINGS: the engine calls it once the
-other rules have run, with the records they produced (`Findings`): no rule runs twice; a rule that
+reported in a file with a syntax error. The engine judges the comments once the rules have run
+(`engine.finish_records`), from the records they produced: no rule runs twice; a rule that
 `select`/`ignore` leave out runs only when a comment's verdict depends on what it would report.
 
 ### Why it matters
