@@ -6,7 +6,7 @@ Four caches, each exact:
   are shifted in place), and the module's node index is the cached chunk indexes put end to end;
 - units: a *unit* is a top-level ``@wp.kernel``, or a top-level function that only defines kernels (a
   kernel factory: ``def make(dtype): @wp.kernel def k(...): ...; return k``), whose chunk feeds none of
-  the module-wide facts (`rules.base.Fact`) the model and the rules declare they read (imports, classes,
+  the module-wide facts (`rules.base.Fact`) the rules declare they read (`Rule.reads`; imports, classes,
   other nested functions, dicts, launches, builtin registrations, assignments to ``wp.<name>``), and, for
   a factory, whose name no kernel or function mentions. What the rules say about a unit's kernels (and
   about the launch sites that certainly launch them) depends only on its own text, on the rest of the
@@ -92,7 +92,7 @@ SETTLE_WAIT_S = 0.05
 
 @dataclass(frozen=True)
 class _Facts:
-    """What feeds the module-wide facts the model and the rules read (`rules.base.Fact`): a chunk holding
+    """What feeds the module-wide facts the rules declare they read (`rules.base.Fact`): a chunk holding
     any of it is context, never a unit."""
 
     nodes: tuple[type[ast.AST], ...]
