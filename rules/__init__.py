@@ -2,9 +2,12 @@
 
 To add a rule: write ``whNNN_<name>.py`` with a module docstring (why it matters, a ``### Bad`` and a
 ``### Good`` example, both checked by tests/rules/test_documented_examples.py) and a `Rule` subclass that
-declares its ``scope`` (`Scope`: one kernel, one kernel or function, one launch site, the module) and the
-module-wide facts it ``reads`` (`Fact`), and implements the matching ``check_kernel`` / ``check_launch`` /
-``check_module`` for one item; the engine owns the loop. Then list the module in ``_RULE_MODULES`` below.
+declares its ``scope`` (`Scope`: one kernel, one kernel or function, one launch site, the module, the other
+rules' findings) and the module-wide facts it ``reads`` (`Fact`; read only through `RuleContext`'s accessors,
+checked when WARP_HARNESS_CHECK_FACTS=1, as the tests run), and implements the matching ``check_kernel`` /
+``check_launch`` / ``check_module`` / ``check_findings`` for one item; the engine owns the loop. Then
+register it: one line in ``_RULE_MODULES`` below (tests/rules/test_registry.py fails when a ``wh*.py`` file
+is not listed, a listed one is missing, or an id lacks its documentation or its examples).
 Analyses several rules share live in the model (``warp_harness.model.tiles``, ``.shared_memory``,
 ``.uniformity``, ``.refined_types``) or in `queries`; a rule never imports another rule.
 """
@@ -54,16 +57,17 @@ _RULE_MODULES = [
 ]
 
 
+def rule_modules() -> tuple[str, ...]:
+    """The registered rule modules' names (``wh003_mixed_scalar_types``), in registration order."""
+    return tuple(_RULE_MODULES)
+
+
 @cache
 def rule_classes() -> tuple[type[Rule], ...]:
+    """Every registered rule's class, by id; a registered module that is missing raises."""
     classes: list[type[Rule]] = []
     for module_name in _RULE_MODULES:
-        try:
-            module = importlib.import_module(f"{__name__}.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"{__name__}.{module_name}":
-                continue  # not written yet
-            raise
+        module = importlib.import_module(f"{__name__}.{module_name}")
         for value in vars(module).values():
             if (
                 isinstance(value, type)
@@ -88,4 +92,4 @@ def rule_by_id(rule_id: str) -> type[Rule] | None:
     return None
 
 
-__all__ = ["Rule", "all_rules", "rule_by_id", "rule_classes"]
+__all__ = ["Rule", "all_rules", "rule_by_id", "rule_classes", "rule_modules"]

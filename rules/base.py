@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -12,11 +14,16 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 from warp_harness.config import Settings
 from warp_harness.docs_url import rules_doc_url
 from warp_harness.hardware import HardwareProfile
-from warp_harness.model.index import body_index
-from warp_harness.model.kernel import KernelDef
+from warp_harness.model.annotations import AnnotationResolver
+from warp_harness.model.constants import ModuleConstants
+from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import NodeIndex, body_index
+from warp_harness.model.inference import KernelTypes
+from warp_harness.model.kernel import KernelDef, StructDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
-from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
+from warp_harness.model.source import ParsedSource
+from warp_harness.record import QUOTED_LINE, Fix, Location, Quotes, Record, Related, Severity, Stage, TextEdit
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
@@ -35,6 +42,9 @@ class Scope(str, Enum):
     KERNEL_OR_FUNC = "kernel-or-func"  # each @wp.kernel, @wp.func and other Warp function: `check_kernel`
     LAUNCH = "launch"  # each wp.launch / wp.launch_tiled call: `check_launch`
     MODULE = "module"  # the file as a whole: `check_module`
+    # the file as a whole, judged from what the other rules reported on it (`Findings`): `check_findings`,
+    # called by the engine once every other rule has run
+    FINDINGS = "findings"
 
 
 @dataclass(frozen=True)
@@ -82,10 +92,150 @@ class Fact(Enum):
     )
 
 
-# what the model itself reads module-wide, whatever the rules declare
-MODEL_FACTS = frozenset(
-    {Fact.IMPORTS, Fact.STRUCTS, Fact.SCOPES, Fact.CONSTANTS, Fact.FUNCS, Fact.KERNELS, Fact.LAUNCHES}
-)
+# What a rule reads with the items the engine hands it, whatever else it reads: which functions are Warp
+# kernels follows from the imports (decorators); a launch site's kernel and dim from the imports, the
+# constants and the names the functions around it bind.
+ITEM_FACTS: dict[Scope, frozenset[Fact]] = {
+    Scope.KERNEL: frozenset({Fact.IMPORTS}),
+    Scope.KERNEL_OR_FUNC: frozenset({Fact.IMPORTS}),
+    Scope.LAUNCH: frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.SCOPES}),
+    Scope.MODULE: frozenset(),
+    Scope.FINDINGS: frozenset(),
+}
+# what a kernel's inferred types (`RuleContext.types`) are derived from
+TYPE_FACTS = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS, Fact.FUNCS})
+# what an annotation resolves through (`RuleContext.resolver`): imports, structs, type aliases
+RESOLVER_FACTS = frozenset({Fact.IMPORTS, Fact.STRUCTS, Fact.CONSTANTS})
+
+# The check of the contract: with WARP_HARNESS_CHECK_FACTS=1 (the tests set it), a rule that reads a fact
+# of its file it does not declare raises `UndeclaredFact`, through a `RuleContext` accessor or through the
+# model a shared analysis is handed (`ModuleModel`'s fact-backed members, `_MODEL_FACTS`). Off, nothing is
+# checked and nothing costs: the incremental analyser's reuse (`incremental.py`) rests on the declarations.
+CHECK_FACTS_ENV = "WARP_HARNESS_CHECK_FACTS"
+CHECK_FACTS = os.environ.get(CHECK_FACTS_ENV, "") not in ("", "0")
+
+
+class UndeclaredFact(AssertionError):
+    """A rule read a module-wide fact that its `Rule.reads` does not declare (raised only when checking)."""
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """The rule running now on ``model`` and the facts it declares."""
+
+    rule: str
+    model: ModuleModel
+    facts: frozenset[Fact]
+
+    def require(self, facts: frozenset[Fact], what: str) -> None:
+        missing = facts - self.facts
+        if missing:
+            names = ", ".join(sorted(f"Fact.{f.name}" for f in missing))
+            raise UndeclaredFact(f"{self.rule} reads {what} but does not declare {names} in `reads`")
+
+    def run(self, call: Callable[..., Iterable[Record]], *args: object) -> Iterator[Record]:
+        """``call(*args)``'s records, this reading in force while the rule computes each of them."""
+        previous = _STATE.reading
+        _STATE.reading = self
+        try:
+            records = iter(call(*args))
+        finally:
+            _STATE.reading = previous
+        while True:
+            _STATE.reading = self
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            finally:
+                _STATE.reading = previous
+            yield record
+
+    def applies(self, rule: Rule, ctx: RuleContext) -> bool:
+        previous = _STATE.reading
+        _STATE.reading = self
+        try:
+            return rule.applies(ctx)
+        finally:
+            _STATE.reading = previous
+
+
+class _State(threading.local):
+    reading: _Reading | None = None
+
+
+_STATE = _State()
+
+
+def _require(model: ModuleModel, facts: frozenset[Fact], what: str) -> None:
+    reading = _STATE.reading
+    if reading is not None and reading.model is model:
+        reading.require(facts, what)
+
+
+# the members of `ModuleModel` that read module-wide facts, checked while a rule runs
+_MODEL_FACTS: dict[str, frozenset[Fact]] = {
+    "imports": frozenset({Fact.IMPORTS}),
+    "constants": frozenset({Fact.CONSTANTS}),
+    "type_aliases": frozenset({Fact.CONSTANTS}),
+    "structs": frozenset({Fact.STRUCTS}),
+    "resolver": RESOLVER_FACTS,
+    "funcs": frozenset({Fact.FUNCS}),
+    "overloaded_funcs": frozenset({Fact.FUNCS}),
+    "all_kernels": frozenset({Fact.KERNELS}),
+    "kernel_named": frozenset({Fact.KERNELS}),
+    "all_launches": frozenset({Fact.LAUNCHES}),
+    "launches_of": frozenset({Fact.LAUNCHES}),
+    "types": TYPE_FACTS,
+}
+
+
+def _checked_getattribute(model: ModuleModel, name: str) -> object:
+    facts = _MODEL_FACTS.get(name)
+    if facts is None:
+        return object.__getattribute__(model, name)
+    reading = _STATE.reading
+    if reading is None or reading.model is not model:
+        return object.__getattribute__(model, name)
+    reading.require(facts, f"`model.{name}`")
+    # what the member reads itself is what it stands for: not checked again
+    _STATE.reading = None
+    try:
+        value = object.__getattribute__(model, name)
+    finally:
+        _STATE.reading = reading
+    if callable(value):
+        method = value
+
+        def unchecked(*args: object, **kwargs: object) -> object:
+            _STATE.reading = None
+            try:
+                return method(*args, **kwargs)
+            finally:
+                _STATE.reading = reading
+
+        return unchecked
+    return value
+
+
+def check_reading(rule: Rule, ctx: RuleContext) -> _Reading:
+    """The reading of ``rule`` on ``ctx``'s file, for the engine to run it under (`CHECK_FACTS` only); a
+    rule that does not declare what its scope's items are derived from (`ITEM_FACTS`) raises."""
+    reading = _Reading(rule.id, ctx.model, rule.reads)
+    reading.require(ITEM_FACTS[rule.scope], f"the items of scope {rule.scope.value}")
+    return reading
+
+
+if CHECK_FACTS:
+    ModuleModel.__getattribute__ = _checked_getattribute  # type: ignore[method-assign,assignment]
+
+
+_IMPORTS = frozenset({Fact.IMPORTS})
+_CONSTANTS = frozenset({Fact.CONSTANTS})
+_STRUCTS = frozenset({Fact.STRUCTS})
+_FUNCS = frozenset({Fact.FUNCS})
+_KERNELS = frozenset({Fact.KERNELS})
+_LAUNCHES = frozenset({Fact.LAUNCHES})
 
 
 def byte_to_char_col(line: str, byte_col: int) -> int:
@@ -97,7 +247,8 @@ def byte_to_char_col(line: str, byte_col: int) -> int:
 
 @dataclass(eq=False)
 class RuleContext:
-    """What a rule sees of the file under analysis: its model, the target, the builtins, the settings."""
+    """What a rule sees of the file under analysis: its facts (one accessor each, below), the target, the
+    builtins, the settings. ``model``: for handing to a shared analysis only; a rule reads no member of it."""
 
     model: ModuleModel
     profile: HardwareProfile
@@ -112,6 +263,86 @@ class RuleContext:
     # the workspace model seen from this file (kernels launched from other modules); None: this file alone
     project: ProjectView | None = field(default=None, repr=False, compare=False)
 
+    # The file's facts, one accessor each: a rule reads them only so (and declares them in `Rule.reads`)
+
+    @property
+    def imports(self) -> ImportMap:
+        """`Fact.IMPORTS`."""
+        if CHECK_FACTS:
+            _require(self.model, _IMPORTS, "`ctx.imports`")
+        return self.model.imports
+
+    @property
+    def constants(self) -> ModuleConstants:
+        """`Fact.CONSTANTS`."""
+        if CHECK_FACTS:
+            _require(self.model, _CONSTANTS, "`ctx.constants`")
+        return self.model.constants
+
+    @property
+    def structs(self) -> dict[str, StructDef]:
+        """`Fact.STRUCTS`."""
+        if CHECK_FACTS:
+            _require(self.model, _STRUCTS, "`ctx.structs`")
+        return self.model.structs
+
+    @property
+    def resolver(self) -> AnnotationResolver:
+        """Annotations resolved through the imports, structs and type aliases (`RESOLVER_FACTS`)."""
+        if CHECK_FACTS:
+            _require(self.model, RESOLVER_FACTS, "`ctx.resolver`")
+        return self.model.resolver
+
+    @property
+    def funcs(self) -> dict[str, KernelDef]:
+        """`Fact.FUNCS`: the file's @wp.func by name."""
+        if CHECK_FACTS:
+            _require(self.model, _FUNCS, "`ctx.funcs`")
+        return self.model.funcs
+
+    @property
+    def all_kernels(self) -> list[KernelDef]:
+        """`Fact.KERNELS`: every kernel and Warp function of the file (not only the items judged now)."""
+        if CHECK_FACTS:
+            _require(self.model, _KERNELS, "`ctx.all_kernels`")
+        return self.model.all_kernels
+
+    def kernel_named(self, name: str | None) -> KernelDef | None:
+        """`Fact.KERNELS`: the file's kernel of that name."""
+        if CHECK_FACTS:
+            _require(self.model, _KERNELS, "`ctx.kernel_named`")
+        return self.model.kernel_named(name)
+
+    def launches_of(self, kernel: KernelDef) -> list[LaunchSite]:
+        """`Fact.LAUNCHES`: the file's launches of ``kernel``."""
+        if CHECK_FACTS:
+            _require(self.model, _LAUNCHES, "`ctx.launches_of`")
+        return self.model.launches_of(kernel)
+
+    def types(self, kernel: KernelDef) -> KernelTypes:
+        """The inferred types of ``kernel``'s expressions (`TYPE_FACTS`)."""
+        if CHECK_FACTS:
+            _require(self.model, TYPE_FACTS, "`ctx.types`")
+        return self.model.types(kernel)
+
+    def module_nodes(self, fact: Fact) -> NodeIndex:
+        """Every node of the file, for a rule that computes ``fact`` from a scan of it (`Fact.SCOPES`,
+        `Fact.MODULE_OPTIONS`, `Fact.REGISTRATIONS`: the kinds of node each names)."""
+        if CHECK_FACTS:
+            _require(self.model, frozenset({fact}), f"the file's nodes for Fact.{fact.name}")
+        return self.model.index
+
+    def module_body(self, fact: Fact) -> list[ast.stmt]:
+        """The file's top-level statements, for a rule that computes ``fact`` from them."""
+        if CHECK_FACTS:
+            _require(self.model, frozenset({fact}), f"the file's statements for Fact.{fact.name}")
+        return self.model.tree.body
+
+    def require(self, *facts: Fact) -> None:
+        """Declare that what follows reads ``facts`` (a shared analysis that reads them from the text)."""
+        if CHECK_FACTS:
+            _require(self.model, frozenset(facts), "a shared analysis")
+
     def once(self, key: object, compute: Callable[[], _T]) -> _T:
         """``compute()``, computed once per analysis for ``key`` (a rule's module-wide state: its key
         starts with the rule's id)."""
@@ -122,6 +353,11 @@ class RuleContext:
     @property
     def path(self) -> str:
         return self.model.path
+
+    @property
+    def source(self) -> ParsedSource:
+        """The file's parse: its text and lines (for placing records and reading comments)."""
+        return self.model.source
 
     def _line(self, lineno: int) -> str:
         lines = self.model.lines
@@ -151,11 +387,23 @@ class RuleContext:
         return self.model.source.node_text(node)
 
 
+@dataclass(frozen=True)
+class Findings:
+    """What the other rules reported on a file, for a rule of scope FINDINGS (`Rule.check_findings`)."""
+
+    records: list[Record]  # the enabled rules' records, before conflicts and suppressions
+    failed: frozenset[str]  # the ids of the rules that raised
+    rules: tuple[Rule, ...]  # every rule, enabled or not
+    run: Callable[[Rule], list[Record]]  # a rule's records on the file (raises when the rule does)
+
+
 class Rule:
     """One check. A rule declares its `scope` and the module-wide facts it `reads`; the engine calls
     `check_kernel` (scopes KERNEL, KERNEL_OR_FUNC), `check_launch` (LAUNCH) or `check_module`
-    (MODULE) once per item, in the file's order, and attributes the records to the item. A call must
-    depend only on its item and the facts declared (state computed once per file: `RuleContext.once`)."""
+    (MODULE) once per item, in the file's order, and attributes the records to the item; `check_findings`
+    (FINDINGS) once per file, after the others. A call must depend only on its item and the facts declared
+    (state computed once per file: `RuleContext.once`), read through `RuleContext`'s accessors (checked:
+    `CHECK_FACTS`)."""
 
     id: ClassVar[str]
     name: ClassVar[str]
@@ -194,6 +442,9 @@ class Rule:
     def check_module(self, ctx: RuleContext) -> Iterable[Record]:
         raise NotImplementedError
 
+    def check_findings(self, ctx: RuleContext, findings: Findings) -> Iterable[Record]:
+        raise NotImplementedError
+
     def report(
         self,
         ctx: RuleContext,
@@ -208,7 +459,20 @@ class Rule:
         related: Sequence[Related] = (),
         end_node: ast.AST | None = None,
         severity: Severity | None = None,
+        lines: Sequence[int] = (),
     ) -> Record:
+        """A record of this rule at ``node``. ``lines``: the lines ``message`` and then ``hint`` quote, in
+        order, each written `QUOTED_LINE` in them (``f"the loop at line {QUOTED_LINE}"``): kept as data
+        (`Record.quotes`), so the record moves with an edit as its location does."""
+        quotes = None
+        if lines:
+            texts = {"message": message} if QUOTED_LINE in message else {}
+            if hint is not None and QUOTED_LINE in hint:
+                texts["hint"] = hint
+            quotes = Quotes.of(texts, tuple(lines))
+            rendered = quotes.render()
+            message = rendered.get("message", message)
+            hint = rendered.get("hint", hint)
         return Record(
             stage=self.stage,
             rule=self.id,
@@ -221,6 +485,7 @@ class Rule:
             fix=fix,
             related=tuple(related),
             priority=self.priority,
+            quotes=quotes,
         )
 
 

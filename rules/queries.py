@@ -14,7 +14,7 @@ from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
 from warp_harness.model.walk import walk
 from warp_harness.record import Location
-from warp_harness.rules.base import RuleContext
+from warp_harness.rules.base import Fact, RuleContext
 
 # how each binary operator is written, for messages and fixes
 OPERATOR_TEXT: dict[type[ast.operator], str] = {
@@ -59,6 +59,7 @@ def kernel_location(
 def _rebound_names(ctx: RuleContext, scope: ast.AST) -> frozenset[str]:
     """Names that may be rebound in ``scope``: its own bindings and the module's (computed once per scope
     and analysis)."""
+    ctx.require(Fact.SCOPES)
 
     def compute() -> frozenset[str]:
         names = _cached(ctx, ctx.model.tree, lambda: _module_names(ctx.model.tree))

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 
 class MissingAnnotation(Rule):
@@ -41,6 +41,7 @@ class MissingAnnotation(Rule):
     priority = 90
 
     scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func"):

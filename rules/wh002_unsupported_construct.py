@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
-from warp_harness.record import Record, Severity
+from warp_harness.record import QUOTED_LINE, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 _CONSTRUCTS: dict[type[ast.AST], str] = {
@@ -180,7 +180,7 @@ class UnsupportedConstruct(Rule):
             if id(node) in skip:
                 continue
             if isinstance(node, ast.Assert) or (
-                isinstance(node, ast.Call) and ctx.model.imports.warp_name(node.func) == "static"
+                isinstance(node, ast.Call) and ctx.imports.warp_name(node.func) == "static"
             ):
                 # wp.static(...) is evaluated by Python at codegen time; release builds drop asserts
                 skip.update(id(n) for n in ast.walk(node))
@@ -207,12 +207,13 @@ class UnsupportedConstruct(Rule):
                     yield self.report(
                         ctx,
                         node.func,
-                        f"`{name}` is a plain Python function (line {plain.lineno}), not a `@wp.func`; "
+                        f"`{name}` is a plain Python function (line {QUOTED_LINE}), not a `@wp.func`; "
                         f"Warp cannot call it from a {kernel.kind}",
                         kernel=kernel.name,
                         actual=name,
                         expected="a Warp builtin or a @wp.func",
                         hint=f"decorate `{name}` with `@wp.func` and annotate its parameters",
+                        lines=(plain.lineno,),
                     )
                 elif name in _PY_BUILTINS and name not in names.defined:
                     yield self.report(
@@ -237,12 +238,10 @@ class _ModuleNames:
 
     @classmethod
     def of(cls, ctx: RuleContext) -> _ModuleNames:
-        model = ctx.model
-        defined = (
-            {k.name for k in model.all_kernels} | set(model.imports.objects) | set(model.imports.modules)
-        )
+        imports = ctx.imports
+        defined = {k.name for k in ctx.all_kernels} | set(imports.objects) | set(imports.modules)
         defs: dict[str, list[ast.FunctionDef]] = {}
-        for stmt in model.tree.body:
+        for stmt in ctx.module_body(Fact.SCOPES):
             if isinstance(stmt, ast.FunctionDef):
                 defs.setdefault(stmt.name, []).append(stmt)
                 defined.add(stmt.name)
@@ -251,7 +250,7 @@ class _ModuleNames:
             elif isinstance(stmt, ast.Assign):
                 defined.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
         rebound = defined - {name for name, found in defs.items() if found}
-        assigned = _assigned_at_module_level(model.tree)
+        assigned = _assigned_at_module_level(ctx.source.tree)
         plain = {
             name: found[0]
             for name, found in defs.items()
@@ -259,8 +258,8 @@ class _ModuleNames:
             and not found[0].decorator_list
             and name not in rebound
             and name not in assigned
-            and name not in model.imports.objects
-            and name not in model.imports.modules
+            and name not in imports.objects
+            and name not in imports.modules
         }
         return cls(plain, defined)
 

@@ -162,13 +162,13 @@ class MixedScalarTypes(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS, Fact.FUNCS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
             return
         facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
-        types = RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
+        types = RefinedTypes(kernel, ctx.types(kernel), facts, ctx.builtins)
         for node in body_index(kernel.node).of_any(ast.BinOp, ast.AugAssign, ast.Assign, ast.Call):
             record: Record | None = None
             if isinstance(node, ast.BinOp):
@@ -185,11 +185,11 @@ class MixedScalarTypes(Rule):
     # conversions --------------------------------------------------------------------------------
     def _warp_ref(self, ctx: RuleContext, name: str) -> str | None:
         """How this file spells ``warp.<name>`` (``wp.float16``, ``warp.float16``, ``float16``)."""
-        modules = ctx.model.imports.modules
+        modules = ctx.imports.modules
         aliases = sorted(local for local, module in modules.items() if module == "warp")
         if aliases:
             return f"{'wp' if 'wp' in aliases else aliases[0]}.{name}"
-        for local, path in ctx.model.imports.objects.items():
+        for local, path in ctx.imports.objects.items():
             if path == f"warp.{name}":
                 return local
         return None
@@ -408,7 +408,7 @@ class MixedScalarTypes(Rule):
         """``wp.where(c, 1.0, 0.0)`` stored into an int32 array: both values as int32 literals."""
         if not (
             isinstance(value, ast.Call)
-            and ctx.model.imports.warp_name(value.func) == "where"
+            and ctx.imports.warp_name(value.func) == "where"
             and len(value.args) == 3
             and not value.keywords
             and isinstance(dtype, Scalar)
@@ -487,13 +487,13 @@ class MixedScalarTypes(Rule):
     ) -> Record | None:
         if node.keywords or len(node.args) < 2:
             return None
-        imports = ctx.model.imports
+        imports = ctx.imports
         name = imports.warp_name(node.func) or imports.math_name(node.func)
         if (
             name is None
             and isinstance(node.func, ast.Name)
             and node.func.id not in types.local
-            and node.func.id not in ctx.model.funcs
+            and node.func.id not in ctx.funcs
         ):
             name = _PY_SAME_TYPE.get(node.func.id)
         if name not in _SAME_TYPE:

@@ -104,7 +104,7 @@ def _registrations(ctx: RuleContext, warp_modules: set[str]) -> tuple[set[str], 
     builtins it registers (``wp.build_experimental.add_builtin("name", ...)``); True when it registers
     one whose name is not a literal (then no name can be called unknown). The answer is a set and a flag:
     the nodes are read kind by kind, in no particular order."""
-    index = ctx.model.index
+    index = ctx.module_nodes(Fact.REGISTRATIONS)
     names: set[str] = set()
     dynamic = False
     for imported in index.of(ast.Import):
@@ -173,18 +173,18 @@ class BuiltinCall(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.REGISTRATIONS, Fact.CONSTANTS, Fact.STRUCTS})
+    reads = frozenset({Fact.IMPORTS, Fact.REGISTRATIONS, Fact.CONSTANTS, Fact.STRUCTS, Fact.FUNCS})
 
     def _types(self, ctx: RuleContext, kernel: KernelDef) -> RefinedTypes:
         """The kernel's expression types, with module constants of a declared Warp type
         (``wp.constant(wp.uint32(7))``) taken as that type."""
         facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
-        return RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
+        return RefinedTypes(kernel, ctx.types(kernel), facts, ctx.builtins)
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
             return
-        imports = ctx.model.imports
+        imports = ctx.imports
         warp_modules = {local for local, module in imports.modules.items() if module == "warp"}
         table = ctx.builtins
         types: RefinedTypes | None = None

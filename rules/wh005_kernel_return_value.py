@@ -41,7 +41,7 @@ from warp_harness.model.index import body_index, full_body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import UnknownType
 from warp_harness.record import Fix, Record, Severity, TextEdit
-from warp_harness.rules.base import Rule, RuleContext, Scope
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import kernel_model
 
 
@@ -54,6 +54,7 @@ class KernelReturnValue(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func"):
@@ -88,7 +89,7 @@ class KernelReturnValue(Rule):
         text = ctx.source_of(annotation)
         fix = None
         loc = ctx.location(annotation)
-        line = ctx.model.lines[loc.line - 1] if 0 < loc.line <= len(ctx.model.lines) else ""
+        line = ctx.source.lines[loc.line - 1] if 0 < loc.line <= len(ctx.source.lines) else ""
         arrow = line.rfind("->", 0, loc.col)
         if arrow >= 0 and loc.end_line == loc.line and not line[arrow + 2 : loc.col].strip():
             start = len(line[:arrow].rstrip())

@@ -113,7 +113,7 @@ class LaunchArguments(Rule):
     priority = 70
 
     scope = Scope.LAUNCH
-    reads = frozenset({Fact.IMPORTS, Fact.KERNELS, Fact.SCOPES, Fact.CONSTANTS})
+    reads = frozenset({Fact.IMPORTS, Fact.KERNELS, Fact.SCOPES, Fact.CONSTANTS, Fact.STRUCTS})
 
     def check_launch(self, ctx: RuleContext, site: LaunchSite) -> Iterator[Record]:
         kernel = launch_kernel(ctx, site)
@@ -272,7 +272,7 @@ class LaunchArguments(Rule):
                 return False
             node = alias
         if isinstance(node, ast.Call):
-            return ctx.model.imports.warp_name(node.func) in _ARRAY_FACTORIES
+            return ctx.imports.warp_name(node.func) in _ARRAY_FACTORIES
         return False
 
 
@@ -299,7 +299,7 @@ def _declared(ctx: RuleContext, site: LaunchSite, name: str) -> tuple[Array | Sc
     if param is None or name in _rebound_in(scope):
         return None
     if param.annotation is not None:
-        declared = ctx.model.resolver.resolve(param.annotation)
+        declared = ctx.resolver.resolve(param.annotation)
         if (isinstance(declared, Scalar) and declared.name != "bool") or isinstance(declared, Array):
             origin = f"`{name}: {ctx.source_of(param.annotation)}` in `{scope.name}`"
             return declared, origin, Severity.WARNING

@@ -52,9 +52,10 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import argument_ranks, param_ranks
-from warp_harness.record import Record, Related, Severity
+from warp_harness.record import QUOTED_LINE, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import (
     deferred_launch,
@@ -108,12 +109,12 @@ class TidRank(Rule):
     priority = 60
 
     scope = Scope.KERNEL
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES, Fact.KERNELS})
     foreign_launches = True
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
-        constants = ctx.model.constants.values
-        imports = ctx.model.imports
+        constants = ctx.constants.values
+        imports = ctx.imports
         if not kernel.is_kernel:
             return
         sites = launches_of(ctx, kernel)
@@ -134,7 +135,7 @@ class TidRank(Rule):
                 ):
                     continue
                 # the arrays passed have their parameters' ranks (Warp raises at launch otherwise)
-                rank = site.dim_rank(constants, imports, argument_ranks(site, kernel_ranks))
+                rank = dim_rank(site, constants, imports, argument_ranks(site, kernel_ranks))
                 if rank is None or rank < 1:
                     continue
                 valid = (rank, rank + 1) if site.tiled else (rank,)
@@ -197,6 +198,7 @@ class TidRank(Rule):
                 expected=valid_text if len(ranks) == 1 else ranks,
                 actual=names,
                 hint=f"unpack {valid_text} names (`{example} = wp.tid()`) or launch with a {names}-D dim"
-                f" ({launch_word} at line {mismatched[0][2].lineno})",
+                f" ({launch_word} at line {QUOTED_LINE})",
                 related=related,
+                lines=(mismatched[0][2].lineno,),
             )

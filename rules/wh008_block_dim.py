@@ -55,7 +55,7 @@ class BlockDim(Rule):
     fixable = True
 
     scope = Scope.LAUNCH
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.KERNELS, Fact.FUNCS})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.KERNELS, Fact.FUNCS, Fact.SCOPES})
 
     def check_launch(self, ctx: RuleContext, site: LaunchSite) -> Iterator[Record]:
         profile = ctx.profile
@@ -64,7 +64,7 @@ class BlockDim(Rule):
         node = site.block_dim
         if node is None:
             return
-        value = site.fold(node, ctx.model.constants.values, ctx.model.imports)
+        value = site.fold(node, ctx.constants.values, ctx.imports)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             return
         kernel = site.kernel_name

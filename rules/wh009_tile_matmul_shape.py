@@ -66,7 +66,7 @@ class TileMatmulShape(Rule):
     priority = 72
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
@@ -76,7 +76,7 @@ class TileMatmulShape(Rule):
         ]
         if not calls:
             return
-        types = ctx.model.types(kernel)
+        types = ctx.types(kernel)
         shapes = TileShapes(ctx.model, kernel, types)
         for call in calls:
             assert isinstance(call, ast.Call)

@@ -219,12 +219,12 @@ class NonAtomicUpdate(Rule):
     fixable = True
 
     scope = Scope.KERNEL
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel or not kernel.has_python_body:
             return
-        types = ctx.model.types(kernel)
+        types = ctx.types(kernel)
         if not types.tid_unpacks or not self._has_candidates(kernel, types):
             return
         if self._single_thread(ctx, kernel):
@@ -318,13 +318,13 @@ class NonAtomicUpdate(Rule):
 
     def _single_thread(self, ctx: RuleContext, kernel: KernelDef) -> bool:
         """Every launch of the kernel in this file certainly starts a single thread."""
-        sites = ctx.model.launches_of(kernel)
+        sites = ctx.launches_of(kernel)
         if not sites:
             return False
         for site in sites:
             if deferred_launch(site):
                 return False  # record_cmd: set_dim may give it any size later
-            dim = site.fold(site.dim, ctx.model.constants.values, ctx.model.imports)
+            dim = site.fold(site.dim, ctx.constants.values, ctx.imports)
             dims = dim if isinstance(dim, tuple) else (dim,)
             if not all(isinstance(d, int) and not isinstance(d, bool) for d in dims):
                 return False
@@ -333,7 +333,7 @@ class NonAtomicUpdate(Rule):
                 assert isinstance(d, int)
                 total *= d
             if site.tiled:
-                block = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+                block = site.fold(site.block_dim, ctx.constants.values, ctx.imports)
                 if not isinstance(block, int) or isinstance(block, bool):
                     return False
                 total *= max(block, 1)
@@ -634,9 +634,7 @@ class NonAtomicUpdate(Rule):
         self, st: _State, target: ast.Subscript, operation: str, operand_text: str
     ) -> str | None:
         """``wp.atomic_min(array, i, j, value)`` text, when every index is an int32 (Warp's overloads)."""
-        alias = next(
-            (local for local, module in st.ctx.model.imports.modules.items() if module == "warp"), None
-        )
+        alias = next((local for local, module in st.ctx.imports.modules.items() if module == "warp"), None)
         indices = _indices(target)
         if alias is None or not all(st.types.of(i) == INT32 for i in indices):
             return None

@@ -56,6 +56,7 @@ from warp_harness.kernel_judgements import judged
 from warp_harness.model.index import body_index, child_nodes, dropped_nodes, full_body_index
 from warp_harness.model.inference import ThreadIndices, thread_indices
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.shapes import Comparison, Cover, Extent, ShapeEnv, compare, launch_env, param_ranks
 from warp_harness.model.types import Array
@@ -489,7 +490,7 @@ class UnguardedWrite(Rule):
     fixable = True
 
     scope = Scope.KERNEL
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES, Fact.KERNELS})
     foreign_launches = True
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
@@ -589,12 +590,12 @@ class UnguardedWrite(Rule):
         args = launch_arguments(site)
         if args is None or len(args) != len(kernel.params):
             return None
-        model = ctx.model  # the launch's file
-        env = launch_env(site, model.constants.values, model.imports, param_ranks(kernel))
+        constants, imports = ctx.constants.values, ctx.imports  # the launch's file
+        env = launch_env(site, constants, imports, param_ranks(kernel))
         names = max((n for _, n in tids.tid_unpacks), default=0)
         rank = env.dim_rank()
         if rank is None:
-            rank = site.dim_rank(model.constants.values, model.imports)
+            rank = dim_rank(site, constants, imports)
         if rank is None or names not in ((rank, rank + 1) if site.tiled else (rank,)):
             return None
         return _Launch(site, args, env, rank)
@@ -732,7 +733,7 @@ class UnguardedWrite(Rule):
         following = _block_after(kernel.node.body, tid_stmt)
         if following is None or following.lineno == tid_stmt.end_lineno:
             return None
-        line = ctx.model.lines[following.lineno - 1]
+        line = ctx.source.lines[following.lineno - 1]
         indent = line[: len(line) - len(line.lstrip())]
         if indent.strip():
             return None
@@ -742,7 +743,7 @@ class UnguardedWrite(Rule):
         others = [
             node
             for node in walk_body(kernel.node)
-            if isinstance(node, ast.Call) and ctx.model.imports.warp_name(node.func) in _ATOMIC_WRITES
+            if isinstance(node, ast.Call) and ctx.imports.warp_name(node.func) in _ATOMIC_WRITES
         ]
         safe = (
             access.write

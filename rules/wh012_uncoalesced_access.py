@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from warp_harness.model.constants import fold
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.types import Array, Matrix, Quaternion, Scalar, Transform, Vector
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
@@ -91,7 +92,9 @@ class UncoalescedAccess(Rule):
     priority = 30
 
     scope = Scope.KERNEL
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES})
+    reads = frozenset(
+        {Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES, Fact.FUNCS, Fact.STRUCTS, Fact.KERNELS}
+    )
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.is_kernel and kernel.has_python_body:
@@ -118,7 +121,7 @@ class UncoalescedAccess(Rule):
         return None
 
     def _check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
-        types = ctx.model.types(kernel)
+        types = ctx.types(kernel)
         found = self._tid_names(kernel, types)
         if found is None:
             return
@@ -134,7 +137,7 @@ class UncoalescedAccess(Rule):
             elif not candidate and isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Tuple):
                 candidate = any(mentions(e, {fast}) for e in node.slice.elts[:-1])
             elif not candidate and isinstance(node, ast.Call) and len(node.args) > 2:
-                candidate = ctx.model.imports.warp_name(node.func) in _ATOMICS
+                candidate = ctx.imports.warp_name(node.func) in _ATOMICS
         if not candidate:
             return
         tid_positions = {n: k for k, n in enumerate(names) if n is not None and stores.get(n) == 1}
@@ -151,7 +154,7 @@ class UncoalescedAccess(Rule):
                 for var, other in ((node.left, node.right), (node.right, node.left)):
                     if isinstance(node.op, ast.Sub) and var is node.right:
                         continue
-                    value = fold(other, ctx.model.constants.values, ctx.model.imports)
+                    value = fold(other, ctx.constants.values, ctx.imports)
                     if (
                         isinstance(var, ast.Name)
                         and var.id in tid_positions
@@ -169,7 +172,7 @@ class UncoalescedAccess(Rule):
                 base = node.value
                 indices = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
             elif isinstance(node, ast.Call):
-                warp = ctx.model.imports.warp_name(node.func)
+                warp = ctx.imports.warp_name(node.func)
                 if warp in _ATOMICS and node.args:
                     base = node.args[0]
                     array_type = types.of(base)
@@ -269,8 +272,8 @@ class UncoalescedAccess(Rule):
             warp is None
             and isinstance(func, ast.Name)
             and func.id in _PY_PURE
-            and func.id not in ctx.model.funcs
-            and func.id not in ctx.model.imports.objects
+            and func.id not in ctx.funcs
+            and func.id not in ctx.imports.objects
         ):
             return False
         if warp is None:
@@ -284,7 +287,7 @@ class UncoalescedAccess(Rule):
     ) -> bool:
         """No launch in the file makes the pattern harmless or the layout unknown."""
         threshold = ctx.profile.warp_size if ctx.profile.warp_size > 1 else 16
-        for site in ctx.model.launches_of(kernel):
+        for site in ctx.launches_of(kernel):
             if launch_kernel(ctx, site) is not kernel:
                 continue
             dim_node = site.dim
@@ -295,9 +298,7 @@ class UncoalescedAccess(Rule):
                 and len(dim_node.elts) >= len(names)
                 and not any(isinstance(e, ast.Starred) for e in dim_node.elts)
             ):
-                fast_extent = site.fold(
-                    dim_node.elts[len(names) - 1], ctx.model.constants.values, ctx.model.imports
-                )
+                fast_extent = site.fold(dim_node.elts[len(names) - 1], ctx.constants.values, ctx.imports)
                 if (
                     isinstance(fast_extent, int)
                     and not isinstance(fast_extent, bool)
@@ -305,7 +306,7 @@ class UncoalescedAccess(Rule):
                 ):
                     return False
             else:
-                dim = site.fold(site.dim, ctx.model.constants.values, ctx.model.imports)
+                dim = site.fold(site.dim, ctx.constants.values, ctx.imports)
                 if isinstance(dim, tuple) and len(dim) >= len(names):
                     fast_extent = dim[len(names) - 1]
                     if (
@@ -314,10 +315,8 @@ class UncoalescedAccess(Rule):
                         and fast_extent < threshold
                     ):
                         return False
-            if site.tiled and len(names) > (
-                site.dim_rank(ctx.model.constants.values, ctx.model.imports) or 0
-            ):
-                block = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+            if site.tiled and len(names) > (dim_rank(site, ctx.constants.values, ctx.imports) or 0):
+                block = site.fold(site.block_dim, ctx.constants.values, ctx.imports)
                 if isinstance(block, int) and not isinstance(block, bool) and block < threshold:
                     return False
             args = launch_arguments(site)

@@ -101,7 +101,7 @@ class Fp64Arithmetic(Rule):
     priority = 20
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def applies(self, ctx: RuleContext) -> bool:
         return ctx.profile.is_cuda and ctx.profile.fp64_ratio < LOW_FP64_RATIO
@@ -112,7 +112,7 @@ class Fp64Arithmetic(Rule):
         rate = f"1/{round(1 / ratio)}" if ratio > 0 else "a fraction"
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
             return
-        types = ctx.model.types(kernel)
+        types = ctx.types(kernel)
         candidates = body_index(kernel.node).of_any(*_OPERATIONS)
         ops = [n for n in candidates if self._is_fp64_op(ctx, types, n)]
         if not ops:
@@ -146,7 +146,7 @@ class Fp64Arithmetic(Rule):
             args = [*node.args, *(kw.value for kw in node.keywords)]
             if not any(_is_fp64(types.of(a)) for a in args):
                 return False  # asked first: most calls take no float64, and naming the callee costs more
-            imports = ctx.model.imports
+            imports = ctx.imports
             name = imports.warp_name(node.func) or imports.math_name(node.func)
             if (
                 name is None

@@ -59,7 +59,7 @@ def _rank(
         if any(isinstance(e, ast.Starred) for e in node.elts):
             return None
         return len(node.elts)
-    value = fold(node, env, ctx.model.imports)
+    value = fold(node, env, ctx.imports)
     if isinstance(value, tuple):
         return len(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -104,7 +104,7 @@ class TileArrayRank(Rule):
     priority = 70
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
@@ -116,7 +116,7 @@ class TileArrayRank(Rule):
         ]
         if not calls:
             return
-        types = ctx.model.types(kernel)
+        types = ctx.types(kernel)
         shapes = TileShapes(ctx.model, kernel, types)
         env = kernel_env(ctx.model, types)
         flagged: set[int] = set()  # tile_load calls already reported: their tiles are not reported again

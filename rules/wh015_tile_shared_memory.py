@@ -80,7 +80,7 @@ from warp_harness.model.shared_memory import (
 )
 from warp_harness.model.tiles import TILE_CREATORS, call_arg
 from warp_harness.model.types import byte_size
-from warp_harness.record import Fix, Record, Related, Severity
+from warp_harness.record import QUOTED_LINE, Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.rules.queries import kernel_model, launched_elsewhere, launches_of
 
@@ -90,7 +90,7 @@ def _literal_of(stmt: ast.Assign | ast.AnnAssign, ctx: RuleContext) -> ast.Const
     value = stmt.value
     if (
         isinstance(value, ast.Call)
-        and ctx.model.imports.warp_name(value.func) in ("constant", "int32")
+        and ctx.imports.warp_name(value.func) in ("constant", "int32")
         and len(value.args) == 1
         and not value.keywords
     ):
@@ -142,7 +142,9 @@ class TileSharedMemory(Rule):
     fixable = True
 
     scope = Scope.KERNEL
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES, Fact.MODULE_OPTIONS})
+    reads = frozenset(
+        {Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.LAUNCHES, Fact.MODULE_OPTIONS, Fact.STRUCTS}
+    )
     foreign_launches = True
 
     def applies(self, ctx: RuleContext) -> bool:
@@ -182,7 +184,7 @@ class TileSharedMemory(Rule):
 
     @staticmethod
     def _block_dims_of(ctx: RuleContext, site: LaunchSite) -> int:
-        value = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+        value = site.fold(site.block_dim, ctx.constants.values, ctx.imports)
         return value if isinstance(value, int) and not isinstance(value, bool) else DEFAULT_BLOCK_DIM
 
     def _judge(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
@@ -190,14 +192,14 @@ class TileSharedMemory(Rule):
         limit = _limit(profile)
         assert limit is not None  # see `applies`
         tiles, reaches = self._tile_calls(ctx, kernel)
-        if not tiles and not ctx.model.funcs:
+        if not tiles and not ctx.funcs:
             return
         # a kernel every launch of which pins device="cpu" never meets the GPU: judge it on Warp's CPU arena
         cpu = profile.device == "cpu" or (profile.is_cuda and self._cpu_only(ctx, kernel))
         if cpu:
             limit = CPU_TILE_ARENA
         # typed when first needed: a kernel reaching no tile, or judged already, needs no types
-        types = functools.partial(ctx.model.types, kernel)
+        types = functools.partial(ctx.types, kernel)
         if not reaches and self._budget_left(ctx, kernel, limit, cpu):
             return  # no tile: an empty estimate, which fits whatever block_dim the launches use
         block_dims = self._block_dims(ctx, kernel)
@@ -221,6 +223,7 @@ class TileSharedMemory(Rule):
                 yield register
 
     def _max_unroll(self, ctx: RuleContext) -> int:
+        ctx.require(Fact.MODULE_OPTIONS)  # read from the text by the shared analysis
         return ctx.once((self.id, "max_unroll"), lambda: max_unroll_of(ctx.model))
 
     def _tile_calls(self, ctx: RuleContext, kernel: KernelDef) -> tuple[bool, bool]:
@@ -231,7 +234,7 @@ class TileSharedMemory(Rule):
 
         def find() -> tuple[bool, bool]:
             tiles = calls_tile(kernel, model)
-            return tiles, tiles or (bool(model.funcs) and reaches_tile(kernel, model, tile_funcs))
+            return tiles, tiles or (bool(ctx.funcs) and reaches_tile(kernel, model, tile_funcs))
 
         return judged(model, kernel, (self.id, "tile calls"), find)
 
@@ -246,7 +249,7 @@ class TileSharedMemory(Rule):
             if isinstance(device, ast.Constant):
                 value = device.value
             elif device is not None:
-                value = site.fold(device, ctx.model.constants.values, ctx.model.imports)
+                value = site.fold(device, ctx.constants.values, ctx.imports)
             if value != "cpu":
                 return False
         return True
@@ -269,7 +272,7 @@ class TileSharedMemory(Rule):
                     return None
                 dims.append(DEFAULT_BLOCK_DIM)
                 continue
-            value = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+            value = site.fold(site.block_dim, ctx.constants.values, ctx.imports)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 return None
             dims.append(value)
@@ -284,7 +287,7 @@ class TileSharedMemory(Rule):
         largest = max(ctx.profile.warp_size, DEFAULT_BLOCK_DIM)
         for site in launches_of(ctx, kernel):
             if site.block_dim is not None:
-                value = site.fold(site.block_dim, ctx.model.constants.values, ctx.model.imports)
+                value = site.fold(site.block_dim, ctx.constants.values, ctx.imports)
                 if isinstance(value, int) and not isinstance(value, bool) and value > largest:
                     largest = value
         return limit - 4 * largest >= 0
@@ -295,7 +298,7 @@ class TileSharedMemory(Rule):
         (``wp.set_module_options({"block_dim": 64})`` or the decorator) replaces it."""
         return "block_dim" not in kernel.options and not any(
             isinstance(key, ast.Constant) and key.value == "block_dim"
-            for node in ctx.model.index.of(ast.Dict)
+            for node in ctx.module_nodes(Fact.MODULE_OPTIONS).of(ast.Dict)
             for key in node.keys
         )
 
@@ -365,7 +368,7 @@ class TileSharedMemory(Rule):
                 what = f"{len(group)} x {what} (one per unrolled iteration), {fmt_bytes(nbytes)}"
             related.append(Related(ctx.location(first.node, kernel.name), what))
         if estimate.extra_minimum and estimate.extra_call is not None:
-            builtin = ctx.model.imports.warp_name(estimate.extra_call.func)
+            builtin = ctx.imports.warp_name(estimate.extra_call.func)
             what = f"scratch of `{builtin}`" if builtin else "shared tiles in the called function"
             related.append(
                 Related(
@@ -374,7 +377,7 @@ class TileSharedMemory(Rule):
                 )
             )
         anchor: ast.AST = groups[0][0].node if groups else (estimate.extra_call or kernel.node)
-        hint, fix = self._hint(ctx, kernel, types(), groups, budget, max_unroll, block_dims, cpu)
+        hint, fix, lines = self._hint(ctx, kernel, types(), groups, budget, max_unroll, block_dims, cpu)
         return self.report(
             ctx,
             anchor,
@@ -385,6 +388,7 @@ class TileSharedMemory(Rule):
             hint=hint,
             fix=fix,
             related=related,
+            lines=lines,
         )
 
     def _hint(
@@ -397,23 +401,25 @@ class TileSharedMemory(Rule):
         max_unroll: int,
         block_dims: list[int] | None,
         cpu: bool,
-    ) -> tuple[str, Fix | None]:
+    ) -> tuple[str, Fix | None, tuple[int, ...]]:
         parts: list[str] = []
         fix: Fix | None = None
         best = self._lower_constant(ctx, kernel, types, groups, budget, max_unroll, block_dims, cpu)
         if best is not None:
             name, old, new, after = best
             parts.append(f"lower {name} from {old} to {new} ({fmt_bytes(after)})")
-            stmt = ctx.model.constants.definitions[name]
+            stmt = ctx.constants.definitions[name]
             literal = _literal_of(stmt, ctx)
             if literal is not None:
                 fix = Fix(f"Set {name} = {new}", (ctx.replace(literal, str(new)),), safe=False)
+        lines: tuple[int, ...] = ()
         unrolled = [g for g in groups if len(g) > 1 and g[0].loops]
         if unrolled:
             loop = unrolled[0][0].loops[-1][0]
             count = self._trip(ctx, kernel, types, loop, max_unroll)
+            lines = (loop.lineno,)
             parts.append(
-                f"the loop at line {loop.lineno} is unrolled "
+                f"the loop at line {QUOTED_LINE} is unrolled "
                 f"({count} iterations <= max_unroll={max_unroll}) and "
                 f"each iteration gets its own shared tiles: a trip count above max_unroll (or a runtime one) "
                 f"keeps one copy"
@@ -430,7 +436,7 @@ class TileSharedMemory(Rule):
                 parts.append("use smaller tiles or keep fewer of them in shared memory")
         if ctx.profile.is_cuda and not cpu and (ctx.profile.shared_memory_limit or 0) < 232448:
             parts.append("or target a GPU with more shared memory per block (sm_90: 227 KiB)")
-        return ", ".join(parts), fix
+        return ", ".join(parts), fix, lines
 
     def _trip(
         self, ctx: RuleContext, kernel: KernelDef, types: KernelTypes, loop: ast.For, max_unroll: int
@@ -457,19 +463,19 @@ class TileSharedMemory(Rule):
             node = group[0].node
             if not isinstance(node, ast.Call):
                 continue
-            name = ctx.model.imports.warp_name(node.func)
+            name = ctx.imports.warp_name(node.func)
             shape = call_arg(node, "shape", TILE_CREATORS[name]) if name in TILE_CREATORS else None
             for n in ast.walk(shape) if shape is not None else ():
                 if (
                     isinstance(n, ast.Name)
                     and n.id not in local
-                    and n.id in ctx.model.constants.definitions
+                    and n.id in ctx.constants.definitions
                     and n.id not in candidates
                 ):
                     candidates.append(n.id)
         best: tuple[str, int, int, int] | None = None
         for name in candidates[:6]:
-            old = ctx.model.constants.values.get(name)
+            old = ctx.constants.values.get(name)
             if not isinstance(old, int) or isinstance(old, bool) or old < 2:
                 continue
             factor = 2

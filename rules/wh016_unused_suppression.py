@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from warp_harness.record import Fix, Location, Record, Severity, TextEdit
-from warp_harness.rules.base import Rule, RuleContext, Scope
+from warp_harness.rules.base import Findings, Rule, RuleContext, Scope
 from warp_harness.suppressions import Comment, comments, may_hold_comments, unused_codes
 
 _ID = "WH016"
@@ -50,8 +50,7 @@ _NOT_JUDGED = frozenset({"WH000", _ID})
 
 
 class UnusedSuppression(Rule):
-    """Judged by the engine's finish step (`unused_suppressions`), from the records the other rules
-    produced: as a rule it reports nothing itself."""
+    """Judged from the records the other rules produced (scope FINDINGS)."""
 
     id = _ID
     name = "unused-suppression"
@@ -59,54 +58,44 @@ class UnusedSuppression(Rule):
     severity = Severity.WARNING
     priority = 10
     fixable = True
-    scope = Scope.MODULE
+    scope = Scope.FINDINGS
 
-    def applies(self, ctx: RuleContext) -> bool:
-        return False
-
-    def check_module(self, ctx: RuleContext) -> Iterable[Record]:
-        return []
-
-
-def unused_suppressions(ctx: RuleContext, records: list[Record], failed: frozenset[str]) -> list[Record]:
-    """WH016's records on ``ctx.model``. ``records``: what the enabled rules reported on it, before
-    conflicts and suppressions; ``failed``: the ids of rules that raised (what they silence is
-    unknown). Rules that are not enabled run here, once, only when a comment's verdict depends on
-    them."""
-    source = ctx.model.source
-    if source.syntax_error is not None or not may_hold_comments(source.text):
-        return []
-    found = comments(ctx.model.lines)
-    if not found:
-        return []
-    from warp_harness.rules import all_rules  # the rules import this module: import late
-
-    judged = [rule for rule in all_rules() if rule.id not in _NOT_JUDGED]
-    known = {rule.id for rule in judged} - failed
-    seen = [r for r in records if r.rule not in _NOT_JUDGED]
-    verdicts = [unused_codes(comment, seen, frozenset(known)) for comment in found]
-    disabled = [rule for rule in judged if not ctx.settings.rule_enabled(rule.id)]
-    if disabled and any(v is not None for v in verdicts):
-        seen += _records_of(disabled, ctx, known)
+    def check_findings(self, ctx: RuleContext, findings: Findings) -> Iterable[Record]:
+        """``findings.records``: what the enabled rules reported on the file, before conflicts and
+        suppressions; ``findings.failed``: the ids of rules that raised (what they silence is unknown).
+        Rules that are not enabled run here, once, only when a comment's verdict depends on them."""
+        source = ctx.source
+        if source.syntax_error is not None or not may_hold_comments(source.text):
+            return []
+        found = comments(source.lines)
+        if not found:
+            return []
+        judged = [rule for rule in findings.rules if rule.id not in _NOT_JUDGED]
+        known = {rule.id for rule in judged} - findings.failed
+        seen = [r for r in findings.records if r.rule not in _NOT_JUDGED]
         verdicts = [unused_codes(comment, seen, frozenset(known)) for comment in found]
-    return [_record(ctx, c, unused) for c, unused in zip(found, verdicts, strict=True) if unused is not None]
+        disabled = [rule for rule in judged if not ctx.settings.rule_enabled(rule.id)]
+        if disabled and any(v is not None for v in verdicts):
+            seen += _records_of(disabled, findings, known)
+            verdicts = [unused_codes(comment, seen, frozenset(known)) for comment in found]
+        return [
+            _record(ctx, c, unused) for c, unused in zip(found, verdicts, strict=True) if unused is not None
+        ]
 
 
-def _records_of(rules: list[Rule], ctx: RuleContext, known: set[str]) -> list[Record]:
-    """The records of ``rules`` on ``ctx.model``; a rule that raises leaves ``known``."""
-    from warp_harness.engine import scoped_records  # the engine imports the rules: import late
-
+def _records_of(rules: list[Rule], findings: Findings, known: set[str]) -> list[Record]:
+    """The records of ``rules`` on the file; a rule that raises leaves ``known``."""
     records: list[Record] = []
     for rule in rules:
         try:
-            records.extend(record for _, _, record in scoped_records(rule, ctx))
+            records.extend(findings.run(rule))
         except Exception:  # the engine reports a broken rule; what it silences is unknown
             known.discard(rule.id)
     return records
 
 
 def _record(ctx: RuleContext, comment: Comment, unused: tuple[str, ...]) -> Record:
-    line = ctx.model.lines[comment.line - 1].rstrip("\r\n")
+    line = ctx.source.lines[comment.line - 1].rstrip("\r\n")
     kind = "ignore-file" if comment.file_wide else "ignore"
     kept = [c for c in comment.codes if c not in unused]
     if kept:

@@ -143,10 +143,10 @@ class FuncCall(Rule):
     reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS, Fact.FUNCS, Fact.SCOPES})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
-        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body or not ctx.model.funcs:
+        if kernel.kind not in ("kernel", "func") or not kernel.has_python_body or not ctx.funcs:
             return
         types: RefinedTypes | None = None
-        funcs = ctx.model.funcs
+        funcs = ctx.funcs
         for call in body_index(kernel.node).of(ast.Call):
             if not isinstance(call.func, ast.Name) or call.func.id not in funcs:
                 continue
@@ -158,7 +158,7 @@ class FuncCall(Rule):
                 continue
             if types is None:
                 facts = ctx.once((self.id, "facts"), lambda: ModuleTypeFacts(ctx.model))
-                types = RefinedTypes(kernel, ctx.model.types(kernel), facts, ctx.builtins)
+                types = RefinedTypes(kernel, ctx.types(kernel), facts, ctx.builtins)
             if binding.error is not None:
                 yield self._arity(ctx, kernel, func, call, binding.error, types, self._related(ctx, func))
                 continue
@@ -178,7 +178,7 @@ class FuncCall(Rule):
 
     def _definition(self, ctx: RuleContext, func: KernelDef) -> Location:
         node = func.node
-        line = ctx.model.lines[node.lineno - 1] if 0 < node.lineno <= len(ctx.model.lines) else ""
+        line = ctx.source.lines[node.lineno - 1] if 0 < node.lineno <= len(ctx.source.lines) else ""
         col = max(line.find("def "), 0)
         return Location(
             ctx.path, node.lineno, col, node.lineno, col + len("def ") + len(node.name), func.name

@@ -168,7 +168,7 @@ class LaunchDimFloat(Rule):
             orelse = self._float(ctx, site, node.orelse, depth + 1, local)
             return body if body is not None and orelse is not None else None
         if isinstance(node, ast.Call):
-            if ctx.model.imports.warp_name(node.func) == "constant" and len(node.args) == 1:
+            if ctx.imports.warp_name(node.func) == "constant" and len(node.args) == 1:
                 return self._float(ctx, site, node.args[0], depth + 1, local)
             return self._call(ctx, node)
         if isinstance(node, ast.Name):
@@ -185,7 +185,7 @@ class LaunchDimFloat(Rule):
                 return None if inner is None else _Float(inner.cause, inner.reason, inner.via or alias)
             if node.id in self._bound(ctx, site):
                 return None  # a parameter or a local assigned more than once
-        definition = ctx.model.constants.definitions.get(node.id)
+        definition = ctx.constants.definitions.get(node.id)
         if definition is None or definition.value is None or node.id in self._declared_global(ctx):
             return None  # not a module constant, or one some function may rebind
         inner = self._float(ctx, site, definition.value, depth + 1, local=False)
@@ -195,7 +195,9 @@ class LaunchDimFloat(Rule):
         """Names some function of the file declares ``global`` (and so may rebind)."""
         return ctx.once(
             (self.id, "global"),
-            lambda: frozenset(name for node in ctx.model.index.of(ast.Global) for name in node.names),
+            lambda: frozenset(
+                name for node in ctx.module_nodes(Fact.SCOPES).of(ast.Global) for name in node.names
+            ),
         )
 
     def _bound(self, ctx: RuleContext, site: LaunchSite) -> frozenset[str]:
@@ -206,8 +208,8 @@ class LaunchDimFloat(Rule):
         line = site.node.lineno
         names: set[str] = set()
         functions: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
-            *ctx.model.index.of(ast.FunctionDef),
-            *ctx.model.index.of(ast.AsyncFunctionDef),
+            *ctx.module_nodes(Fact.SCOPES).of(ast.FunctionDef),
+            *ctx.module_nodes(Fact.SCOPES).of(ast.AsyncFunctionDef),
         ]
         for fn in functions:
             if fn.lineno <= line <= (fn.end_lineno or fn.lineno):
@@ -236,9 +238,9 @@ class LaunchDimFloat(Rule):
 
     def _call(self, ctx: RuleContext, call: ast.Call) -> _Float | None:
         func = call.func
-        if isinstance(func, ast.Name) and func.id == "float" and func.id not in ctx.model.imports.objects:
+        if isinstance(func, ast.Name) and func.id == "float" and func.id not in ctx.imports.objects:
             return _Float(call, "`float(...)` is a float")
-        math_name = ctx.model.imports.math_name(func)
+        math_name = ctx.imports.math_name(func)
         if math_name in _MATH_FLOATS:
             return _Float(call, f"`math.{math_name}` returns a float")
         return None
@@ -268,7 +270,7 @@ class LaunchDimFloat(Rule):
         left_end = node.left.end_col_offset
         if left_end_line is None or left_end is None or left_end_line != node.right.lineno:
             return None
-        line = ctx.model.lines[left_end_line - 1] if 0 < left_end_line <= len(ctx.model.lines) else ""
+        line = ctx.source.lines[left_end_line - 1] if 0 < left_end_line <= len(ctx.source.lines) else ""
         raw = line.encode("utf-8")
         gap = raw[left_end : node.right.col_offset]
         if gap.count(b"/") != 1 or b"#" in gap:

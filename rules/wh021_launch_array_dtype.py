@@ -125,9 +125,9 @@ class LaunchArrayDtype(Rule):
         args = launch_arguments(site)
         if args is None or len(args) != len(kernel.params) or empty_launch(ctx, site):
             return  # WH006 reports a count mismatch; an empty launch checks nothing
-        model = ctx.model
         host = ctx.once(
-            (self.id, "host"), lambda: HostDtypes(model.tree, model.imports, model.resolver, model.index)
+            (self.id, "host"),
+            lambda: HostDtypes(ctx.source.tree, ctx.imports, ctx.resolver, ctx.module_nodes(Fact.SCOPES)),
         )
         for arg, param in zip(args, kernel.params, strict=True):
             t = param.type
@@ -183,7 +183,7 @@ class LaunchArrayDtype(Rule):
         call = found.origin
         if not isinstance(call, ast.Call) or any(kw.arg == "dtype" or kw.arg is None for kw in call.keywords):
             return None
-        imports = ctx.model.imports
+        imports = ctx.imports
         text: str | None = None
         path = imports.dotted(call.func) or ""
         numpy_name = path[len("numpy.") :] if path.startswith("numpy.") else ""
@@ -213,7 +213,7 @@ class LaunchArrayDtype(Rule):
         end = ctx.location(call)
         if end.end_line != end.line or end.end_col is None:
             return None
-        line = ctx.model.lines[end.line - 1]
+        line = ctx.source.lines[end.line - 1]
         close = end.end_col - 1
         if close < 0 or line[close] != ")":
             return None

@@ -100,7 +100,7 @@ class ArrayIndexCount(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS})
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS, Fact.FUNCS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:

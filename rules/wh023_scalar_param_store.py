@@ -43,7 +43,7 @@ from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef, Param
 from warp_harness.model.types import Matrix, Quaternion, Scalar, Transform, Vector, warp_type_name
 from warp_harness.record import Fix, Record, Related, Severity, TextEdit
-from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 
 _BY_VALUE = (Scalar, Vector, Matrix, Quaternion, Transform)
 
@@ -68,6 +68,7 @@ class ScalarParamStore(Rule):
     fixable = True
 
     scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel:
@@ -162,7 +163,7 @@ class ScalarParamStore(Rule):
     def _fix(self, ctx: RuleContext, kernel: KernelDef, param: Param, stores: list[ast.stmt]) -> Fix | None:
         """``name: int`` -> ``name: wp.array(dtype=int)``; each ``name += v`` -> ``wp.atomic_add(name, 0, v)``
         (``-=``: ``wp.atomic_sub``)."""
-        warp = next((local for local, module in ctx.model.imports.modules.items() if module == "warp"), None)
+        warp = next((local for local, module in ctx.imports.modules.items() if module == "warp"), None)
         if warp is None or not isinstance(param.type, Scalar) or param.annotation is None:
             return None
         name = param.name

@@ -47,8 +47,8 @@ from collections.abc import Iterator
 
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
-from warp_harness.record import Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
+from warp_harness.record import QUOTED_LINE, Fix, Record, Related, Severity
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import kernel_model
 
 _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try)
@@ -145,6 +145,7 @@ class TidShadowed(Rule):
     fixable = True
 
     scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel:
@@ -201,8 +202,8 @@ class TidShadowed(Rule):
         return self.report(
             ctx,
             read,
-            f"`{name}` is the thread index (`wp.tid()`, line {bound.lineno}) but the loop on line "
-            f"{loop.lineno} reuses it as its variable: here, after the loop, `{name}` is the loop's last "
+            f"`{name}` is the thread index (`wp.tid()`, line {QUOTED_LINE}) but the loop on line "
+            f"{QUOTED_LINE} reuses it as its variable: here, after the loop, `{name}` is the loop's last "
             f"value (the same for every thread, and unassigned when the loop does not run), not the "
             f"thread index (`{used}`)",
             kernel=kernel.name,
@@ -214,6 +215,7 @@ class TidShadowed(Rule):
                 Related(ctx.location(loop.target, kernel.name), f"the loop rebinds `{name}` here"),
                 Related(ctx.location(bound, kernel.name), f"`{name}` is the thread index here"),
             ],
+            lines=(bound.lineno, loop.lineno),
         )
 
     def _fix(self, ctx: RuleContext, kernel: KernelDef, loop: ast.For) -> Fix | None:

@@ -46,7 +46,7 @@ from warp_harness.model.inference import KernelTypes
 from warp_harness.model.int_arith import int_division
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Fix, Record, Related, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import kernel_model
 
 _FLOATS = {"float16", "float32", "float64"}
@@ -64,6 +64,7 @@ class IntDivision(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.has_python_body:
@@ -122,7 +123,7 @@ class IntDivision(Rule):
         func = node.func
         if isinstance(func, ast.Name) and func.id == "float" and kernel.param("float") is None:
             return "float"
-        warp = ctx.model.imports.warp_name(func)
+        warp = ctx.imports.warp_name(func)
         return ctx.source_of(func) if warp in _FLOATS else None
 
     def _division_locals(self, kernel: KernelDef, types: KernelTypes) -> dict[str, ast.BinOp | None]:

@@ -56,7 +56,7 @@ from warp_harness.model.int_arith import Overflow, may_overflow
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope, walk_body
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
 from warp_harness.rules.queries import kernel_model
 
 _ATOMICS = {
@@ -83,6 +83,7 @@ class Int32HashOverflow(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.FUNCS, Fact.STRUCTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.has_python_body:
@@ -123,7 +124,7 @@ class Int32HashOverflow(Rule):
         """The index expressions of an array access or of an atomic operation on an array."""
         if isinstance(node, ast.Subscript) and isinstance(types.of(node.value), Array):
             return list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-        if isinstance(node, ast.Call) and ctx.model.imports.warp_name(node.func) in _ATOMICS:
+        if isinstance(node, ast.Call) and ctx.imports.warp_name(node.func) in _ATOMICS:
             if len(node.args) >= 3 and isinstance(types.of(node.args[0]), Array):
                 return list(node.args[1:-1])
         return []
@@ -132,11 +133,7 @@ class Int32HashOverflow(Rule):
         if not (isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords):
             return None
         func = node.func
-        name = (
-            func.id
-            if isinstance(func, ast.Name) and func.id == "float"
-            else ctx.model.imports.warp_name(func)
-        )
+        name = func.id if isinstance(func, ast.Name) and func.id == "float" else ctx.imports.warp_name(func)
         return node.args[0] if name in _FLOATS else None
 
     def _fix(self, ctx: RuleContext, remainder: ast.BinOp) -> Fix | None:

@@ -2,6 +2,11 @@ from __future__ import annotations
 
 import atexit
 import os
+
+# every rule runs under the check of the facts it declares (rules/base.py: a read of an undeclared fact
+# raises UndeclaredFact); set before warp_harness is imported, inherited by the CLIs the tests start
+os.environ["WARP_HARNESS_CHECK_FACTS"] = "1"
+
 import shutil
 import sys
 import tempfile

@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from warp_harness.config import Settings, is_excluded, load_settings, repository_root
+from warp_harness.config import Settings, load_settings, repository_root
 from warp_harness.freed_memory import TRIM_MIN_CHARS, release_freed_memory
 from warp_harness.record import Location, Record, Severity, Stage
 from warp_harness.safe_read import MAX_FILE_BYTES, FileTooLargeError, UnreadableFileError, read_regular
 from warp_harness.suppressions import Suppressions, may_hold_comments
-from warp_harness.workspace import IGNORED_DIRS
+from warp_harness.workspace import iter_python_files
 
 if TYPE_CHECKING:
     from warp_harness.builtins import BuiltinTable
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from warp_harness.model.project import ProjectIndex, ProjectView
     from warp_harness.model.source import ParsedSource, SyntaxIssue
     from warp_harness.output.model import FileResult
-    from warp_harness.rules.base import Rule, RuleContext, Scope
+    from warp_harness.rules.base import Rule, RuleContext, Scope, _Reading
 
 # The model stack (model.module: ~20 ms of imports) is imported where a file is analysed: a `check`
 # answered from its result cache, or a file that cannot be decoded, never builds a model.
@@ -88,12 +88,18 @@ def _resolve_conflicts(records: list[Record]) -> list[Record]:
 def scoped_records(rule: Rule, ctx: RuleContext) -> Iterator[tuple[Scope, int, Record]]:
     """Every record of ``rule`` on ``ctx.model``, with the scope the rule declares and the position of
     the item it is about in ``ctx.model.kernels`` (scopes KERNEL, KERNEL_OR_FUNC) or ``.launches``
-    (LAUNCH); 0 for MODULE. The one loop over a file's kernels and launches: rules judge one item."""
-    from warp_harness.rules.base import Scope
+    (LAUNCH); 0 for MODULE. The one loop over a file's kernels and launches: rules judge one item.
+    With `rules.base.CHECK_FACTS`, the rule runs under the check of what it declares it reads."""
+    from warp_harness.rules.base import CHECK_FACTS, Scope, check_reading
 
+    scope = rule.scope
+    if scope is Scope.FINDINGS:
+        return  # judged from the other rules' records: `judged_findings`
+    if CHECK_FACTS:
+        yield from _checked_records(rule, ctx, check_reading(rule, ctx))
+        return
     if not rule.applies(ctx):
         return
-    scope = rule.scope
     if scope is Scope.MODULE:
         for record in rule.check_module(ctx):
             yield scope, 0, record
@@ -115,6 +121,37 @@ def scoped_records(rule: Rule, ctx: RuleContext) -> Iterator[tuple[Scope, int, R
             for position, sites, kernel in indirect_launches(ctx):
                 with ctx.project.focused(sites):
                     records = list(rule.check_kernel(ctx, kernel))
+                for record in records:
+                    yield Scope.LAUNCH, position, record
+
+
+def _checked_records(rule: Rule, ctx: RuleContext, reading: _Reading) -> Iterator[tuple[Scope, int, Record]]:
+    """`scoped_records`, each call of the rule run under ``reading`` (the engine's own reads are not)."""
+    from warp_harness.rules.base import Scope
+
+    if not reading.applies(rule, ctx):
+        return
+    scope = rule.scope
+    if scope is Scope.MODULE:
+        for record in reading.run(rule.check_module, ctx):
+            yield scope, 0, record
+    elif scope is Scope.LAUNCH:
+        for position, site in enumerate(ctx.model.launches):
+            for record in reading.run(rule.check_launch, ctx, site):
+                yield scope, position, record
+    else:
+        kernels_only = scope is Scope.KERNEL
+        for position, kernel in enumerate(ctx.model.kernels):
+            if kernels_only and not kernel.is_kernel:
+                continue
+            for record in reading.run(rule.check_kernel, ctx, kernel):
+                yield scope, position, record
+        if rule.foreign_launches and ctx.project is not None:
+            from warp_harness.rules.queries import indirect_launches
+
+            for position, sites, kernel in indirect_launches(ctx):
+                with ctx.project.focused(sites):
+                    records = list(reading.run(rule.check_kernel, ctx, kernel))
                 for record in records:
                     yield Scope.LAUNCH, position, record
 
@@ -165,7 +202,7 @@ def analyse_parsed(
         # imported here: a file with neither never imports the rules
         from warp_harness.hardware import load_profile
         from warp_harness.rules import all_rules
-        from warp_harness.rules.base import RuleContext
+        from warp_harness.rules.base import RuleContext, UndeclaredFact
 
         view = project.attach(model) if project is not None and model.launches else None
         ctx = RuleContext(model, load_profile(settings.target), table, settings, project=view)
@@ -176,23 +213,39 @@ def analyse_parsed(
                 continue
             try:
                 found.extend(record for _, _, record in scoped_records(rule, ctx))
+            except UndeclaredFact:
+                raise  # the rule contract is broken (`rules.base.CHECK_FACTS`): the test fails, loudly
             except Exception as exc:  # a broken rule must not take the others down
                 records.append(internal_record(path, rule.id, exc))
                 failed.add(rule.id)
         records.extend(found)
-        records.extend(unused_suppressions(ctx, found, frozenset(failed)))
+        records.extend(judged_findings(ctx, found, frozenset(failed)))
     return Analysis(finish_records(records, parsed, settings), model, parsed)
 
 
-def unused_suppressions(ctx: RuleContext, found: list[Record], failed: frozenset[str]) -> list[Record]:
-    """WH016's records (rules/wh016_unused_suppression.py), judged from ``found``: what the enabled rules
-    reported on ``ctx.model`` (before conflicts and suppressions); ``failed``: the rules that raised."""
-    from warp_harness.rules.wh016_unused_suppression import UnusedSuppression
-    from warp_harness.rules.wh016_unused_suppression import unused_suppressions as judge
+def judged_findings(ctx: RuleContext, found: list[Record], failed: frozenset[str]) -> list[Record]:
+    """The records of the enabled rules of scope FINDINGS (`Rule.check_findings`), judged from ``found``:
+    what the other enabled rules reported on ``ctx.model`` (before conflicts and suppressions);
+    ``failed``: the rules that raised."""
+    from warp_harness.rules import all_rules
+    from warp_harness.rules.base import CHECK_FACTS, Findings, Scope, check_reading
 
-    if not ctx.settings.rule_enabled(UnusedSuppression.id):
+    rules = all_rules()
+    judges = [r for r in rules if r.scope is Scope.FINDINGS and ctx.settings.rule_enabled(r.id)]
+    if not judges:
         return []
-    return judge(ctx, found, failed)
+
+    def run(rule: Rule) -> list[Record]:
+        return [record for _, _, record in scoped_records(rule, ctx)]
+
+    findings = Findings(found, failed, rules, run)
+    records: list[Record] = []
+    for judge in judges:
+        if CHECK_FACTS:
+            records.extend(check_reading(judge, ctx).run(judge.check_findings, ctx, findings))
+        else:
+            records.extend(judge.check_findings(ctx, findings))
+    return records
 
 
 def internal_record(path: str, rule_id: str, exc: Exception) -> Record:
@@ -416,35 +469,6 @@ def _display(path: Path) -> str:
         return os.path.relpath(path)
     except ValueError:
         return str(path)
-
-
-def iter_python_files(paths: Sequence[Path], overrides: Mapping[str, Any] | None = None) -> Iterator[Path]:
-    """Python files under ``paths``; explicitly named files are always included."""
-    seen: set[Path] = set()
-    for root in paths:
-        if not root.is_dir():
-            # named files are always yielded, FIFOs and devices too: check_file reports them
-            if (root.exists() or root.is_symlink()) and root.resolve() not in seen:
-                seen.add(root.resolve())
-                yield root
-            continue
-        settings = load_settings(root, overrides)
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(
-                d
-                for d in dirs
-                if d not in IGNORED_DIRS
-                and not d.endswith(".egg-info")
-                and not is_excluded(Path(folder) / d, settings)
-            )
-            for name in sorted(files):
-                if not name.endswith((".py", ".ipynb")):
-                    continue
-                file = Path(folder) / name
-                if is_excluded(file, settings) or file.resolve() in seen:
-                    continue
-                seen.add(file.resolve())
-                yield file
 
 
 def project_index(paths: Sequence[Path], table: BuiltinTable | None = None) -> ProjectIndex:

@@ -6,7 +6,7 @@ Four caches, each exact:
   are shifted in place), and the module's node index is the cached chunk indexes put end to end;
 - units: a *unit* is a top-level ``@wp.kernel``, or a top-level function that only defines kernels (a
   kernel factory: ``def make(dtype): @wp.kernel def k(...): ...; return k``), whose chunk feeds none of
-  the module-wide facts (`rules.base.Fact`) the model and the rules declare they read (imports, classes,
+  the module-wide facts (`rules.base.Fact`) the rules declare they read (`Rule.reads`; imports, classes,
   other nested functions, dicts, launches, builtin registrations, assignments to ``wp.<name>``), and, for
   a factory, whose name no kernel or function mentions. What the rules say about a unit's kernels (and
   about the launch sites that certainly launch them) depends only on its own text, on the rest of the
@@ -14,7 +14,7 @@ Four caches, each exact:
   nothing a fact is read from, only those that launch the unit or that it names), on the names of the
   other units' kernels it mentions, and on the settings; that is its key. Records are kept with the lines
   they were computed at and moved with their chunks when lines are inserted or deleted elsewhere, the line
-  numbers their texts quote too (`_QUOTES`; not a record whose text mentions a line otherwise);
+  numbers their texts quote too (`Record.quotes`: data, the texts rendered from it);
 - the rest: records of every other kernel or function and of the other launch sites, keyed by the whole
   context, the names of the units and the settings.
 
@@ -27,7 +27,7 @@ Four caches, each exact:
   for a few copies of lists at C speed. Any other edit takes the way below.
   An edit that adds or deletes lines there (Enter, a deleted or pasted line) moves the later chunks'
   lines (`Chunk.shift`) and the records on them and the line numbers records quote (`_Shift`; not when a
-  record quotes a line of the edited chunk, or mentions a line below its start otherwise),
+  record quotes a line of the edited chunk),
   not their nodes: those lag (`Chunk.lag`) until the model is read (`_Settling`) or the chunk parser
   reuses them. While any lag, the rules see only the chunks the unit's records depend on (its key's),
   settled, and what they compute once is not kept.
@@ -48,7 +48,6 @@ from __future__ import annotations
 import ast
 import bisect
 import gc
-import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
@@ -62,9 +61,9 @@ from warp_harness.engine import (
     analyse_parsed,
     analyse_source,
     finish_records,
+    judged_findings,
     scoped_records,
     syntax_record,
-    unused_suppressions,
 )
 from warp_harness.hardware import HardwareProfile, load_profile
 from warp_harness.model import func_calls
@@ -75,9 +74,9 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel, build_model, with_kernel_replaced
 from warp_harness.model.source import ParsedSource, _chunk_starts
-from warp_harness.record import Location, Record, Related, Stage
+from warp_harness.record import Location, Quotes, Record, Related, Stage
 from warp_harness.rules import all_rules
-from warp_harness.rules.base import MODEL_FACTS, Fact, Rule, RuleContext, Scope
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 from warp_harness.suppressions import MARK, remember_scan
 
 if TYPE_CHECKING:
@@ -93,7 +92,7 @@ SETTLE_WAIT_S = 0.05
 
 @dataclass(frozen=True)
 class _Facts:
-    """What feeds the module-wide facts the model and the rules read (`rules.base.Fact`): a chunk holding
+    """What feeds the module-wide facts the rules declare they read (`rules.base.Fact`): a chunk holding
     any of it is context, never a unit."""
 
     nodes: tuple[type[ast.AST], ...]
@@ -104,8 +103,8 @@ class _Facts:
 
     @classmethod
     def of(cls, rules: tuple[Rule, ...]) -> _Facts:
-        read = frozenset(f for rule in rules for f in rule.reads)
-        facts = sorted(MODEL_FACTS | read, key=lambda f: f.name)
+        # what the rules declare they read (`rules.base.ITEM_FACTS`: their items' facts among them)
+        facts = sorted({f for rule in rules for f in rule.reads}, key=lambda f: f.name)
         nodes = tuple(dict.fromkeys(n for f in facts for n in f.value.nodes))
         launch = Fact.LAUNCHES.value.calls
         return cls(
@@ -162,27 +161,6 @@ class _Unit:
 
 
 _Layout = tuple[tuple[int, int], ...]
-# a text mentioning a line number
-_MENTIONS_LINE = re.compile(r"\blines? \d")
-# The texts of the rules' records that quote line numbers, by rule: (field, a pattern whose groups are the
-# numbers quoted), matched where nothing but the rule's own words and names can sit. A record whose texts
-# mention a line anywhere else (its rule's words changed, a quoted piece of source saying "line 3") cannot
-# be moved to other lines.
-_QUOTES: dict[str, tuple[tuple[str, re.Pattern[str]], ...]] = {
-    "WH002": (
-        ("message", re.compile(r"^`\w+` is a plain Python function \(line (\d+)\), not a `@wp\.func`; ")),
-    ),
-    "WH007": (("hint", re.compile(r" \(wp\.launch(?:_tiled)? at line (\d+)\)$")),),
-    "WH015": (("hint", re.compile(r"(?:^|, )the loop at line (\d+) is unrolled \(")),),
-    "WH024": (
-        (
-            "message",
-            re.compile(
-                r"^`\w+` is the thread index \(`wp\.tid\(\)`, line (\d+)\) but the loop on line (\d+) reuses "
-            ),
-        ),
-    ),
-}
 
 
 class _NotMovable(Exception):
@@ -201,8 +179,8 @@ class _UnitEntry:
     layout: _Layout
     first: int
     end: int
-    # the lines the records quote in their texts, sorted (None: a text mentions a line otherwise, `_quotes`)
-    quotes: tuple[int, ...] | None
+    # the lines the records quote in their texts, sorted (`Record.quotes`)
+    quotes: tuple[int, ...]
     # the non-empty lists of ``records``: (rule id, of a launch site, the kernel's or site's number, records)
     found: tuple[tuple[str, bool, int, list[Record]], ...]
     # no line the records' locations, related places and fixes point at is below this one (1-based)
@@ -232,7 +210,7 @@ class _UnitEntry:
             return None
         if self.first == chunk.first and (self.layout is layout or self.layout == layout):
             return self
-        if self.quotes is None or len(layout) != len(self.layout):
+        if len(layout) != len(self.layout):
             return None
         lines = _LineMap([*self.layout, (self.first, self.end)], [*layout, (chunk.first, chunk.end)])
         try:
@@ -289,23 +267,15 @@ class _RestEntry:
     key: tuple[object, ...]
     records: _PlacedRecords
     layout: _Layout
-    movable: bool  # no record's text mentions a line but as `_quotes` knows
 
     @classmethod
     def of(cls, key: tuple[object, ...], records: _PlacedRecords, layout: _Layout) -> _RestEntry:
-        every = (
-            r
-            for by_kernel, by_site in records.values()
-            for part in (by_kernel, by_site)
-            for rs in part.values()
-            for r in rs
-        )
-        return cls(key, records, layout, _all_quotes(every) is not None)
+        return cls(key, records, layout)
 
     def at(self, layout: _Layout) -> _RestEntry | None:
         if self.layout == layout:
             return self
-        if not self.movable or len(layout) != len(self.layout):
+        if len(layout) != len(self.layout):
             return None
         lines = _LineMap(list(self.layout), list(layout))
         try:
@@ -318,119 +288,21 @@ class _RestEntry:
             }
         except _NotMovable:
             return None
-        return _RestEntry(self.key, moved, layout, True)
+        return _RestEntry(self.key, moved, layout)
 
 
-def _texts(record: Record) -> list[str]:
-    texts = [record.message, record.hint or "", repr(record.expected), repr(record.actual)]
-    texts += [r.message for r in record.related]
-    if record.fix is not None:
-        texts += [record.fix.title, *(e.new_text for e in record.fix.edits)]
-    return texts
-
-
-def _quotes(record: Record) -> tuple[int, ...] | None:
-    """The line numbers ``record``'s texts quote (None: a text mentions a line where `_QUOTES` does not
-    tell it is a quoted line number)."""
-    mentions = sum(len(_MENTIONS_LINE.findall(t)) for t in _texts(record))
-    if not mentions:
-        return ()
-    quoted: list[int] = []
-    known = 0
-    for name, pattern in _QUOTES.get(record.rule, ()):
-        found = pattern.search(getattr(record, name) or "")
-        if found is not None:
-            quoted += map(int, found.groups())
-            known += len(_MENTIONS_LINE.findall(found.group(0)))
-    return tuple(quoted) if known == mentions else None
-
-
-def _all_quotes(records: Iterable[Record]) -> tuple[int, ...] | None:
-    """The lines quoted by any of ``records``, sorted (None: one of them cannot be moved, `_quotes`)."""
+def _all_quotes(records: Iterable[Record]) -> tuple[int, ...]:
+    """The lines quoted by any of ``records``, sorted."""
     every: list[int] = []
     for record in records:
-        quoted = _quotes(record)
-        if quoted is None:
-            return None
-        every += quoted
+        if record.quotes is not None:
+            every += record.quotes.lines
     return tuple(sorted(every))
 
 
-def _requoted(record: Record, line: Callable[[int], int]) -> Record:
-    """``record`` with the line numbers its texts quote (`_QUOTES`) mapped by ``line``."""
-    changes: dict[str, str] = {}
-    for name, pattern in _QUOTES.get(record.rule, ()):
-        text = getattr(record, name) or ""
-        found = pattern.search(text)
-        if found is None:
-            continue
-        pieces: list[str] = []
-        last = 0
-        for group in range(1, len(found.groups()) + 1):
-            start, end = found.span(group)
-            pieces += [text[last:start], str(line(int(found.group(group))))]
-            last = end
-        pieces.append(text[last:])
-        new = "".join(pieces)
-        if new != text:
-            changes[name] = new
-    return _replaced(record, **changes) if changes else record
-
-
-# a text quoting line numbers (`_QUOTES`) -> the pieces around the numbers and the numbers (None: its
-# pattern is not found); the texts a move makes are put in too: the next move finds them
-_TEMPLATES: dict[str, tuple[tuple[str, ...], tuple[int, ...]] | None] = {}
-_TEMPLATES_SIZE = 1 << 17
-
-
-def _template(text: str, pattern: re.Pattern[str]) -> tuple[tuple[str, ...], tuple[int, ...]] | None:
-    try:
-        return _TEMPLATES[text]
-    except KeyError:
-        pass
-    found = pattern.search(text)
-    template: tuple[tuple[str, ...], tuple[int, ...]] | None = None
-    if found is not None:
-        pieces: list[str] = []
-        last = 0
-        for group in range(1, len(found.groups()) + 1):
-            start, end = found.span(group)
-            pieces.append(text[last:start])
-            last = end
-        pieces.append(text[last:])
-        template = (tuple(pieces), tuple(map(int, found.groups())))
-    if len(_TEMPLATES) >= _TEMPLATES_SIZE:
-        _TEMPLATES.clear()
-    _TEMPLATES[text] = template
-    return template
-
-
-def _requote(text: str, pattern: re.Pattern[str], shift: _Shift) -> str:
-    """``text`` with the line numbers ``pattern`` finds in it moved (`_Shift.quoted`; itself: none moves)."""
-    template = _template(text, pattern)
-    if template is None:
-        return text
-    pieces, numbers = template
-    after = shift.after
-    moved: list[int] = []
-    for number in numbers:
-        if number > after:
-            number += shift.delta
-        elif number > shift.start:
-            raise _NotMovable  # in the edited chunk: where it went is not known
-        moved.append(number)
-    if moved == list(numbers):
-        return text
-    if len(moved) == 1:
-        new = pieces[0] + str(moved[0]) + pieces[1]
-    else:
-        parts = [pieces[0]]
-        for number, piece in zip(moved, pieces[1:], strict=True):
-            parts += (str(number), piece)
-        new = "".join(parts)
-    if len(_TEMPLATES) < _TEMPLATES_SIZE:
-        _TEMPLATES[new] = (pieces, tuple(moved))
-    return new
+def _requoted(record: Record, quotes: Quotes) -> dict[str, str]:
+    """The texts of ``record`` that quote lines, rendered with ``quotes`` (its quotes moved)."""
+    return quotes.render() if quotes is not record.quotes else {}
 
 
 class _Lines:
@@ -458,8 +330,9 @@ class _Lines:
             )
             fix = _replaced(fix, edits=edits)
         related = tuple(_replaced(r, location=self.location(r.location)) for r in record.related)
-        if record.rule in _QUOTES:
-            record = _requoted(record, self.quoted)
+        if record.quotes is not None:
+            quotes = record.quotes.moved(self.quoted)
+            record = _replaced(record, quotes=quotes, **_requoted(record, quotes))
         return _replaced(record, location=self.location(record.location), related=related, fix=fix)
 
 
@@ -569,16 +442,12 @@ class _Shift(_Lines):
                 moved_edits.append(edit)
             if changed:
                 fix = _replaced(fix, edits=tuple(moved_edits))
-        texts: dict[str, str] | None = None
-        quotes = _QUOTES.get(record.rule)
+        texts: dict[str, object] | None = None
+        quotes = record.quotes
         if quotes is not None:
-            for name, pattern in quotes:
-                text = getattr(record, name)
-                new_text = _requote(text, pattern, self) if text else text
-                if new_text is not text:
-                    if texts is None:
-                        texts = {}
-                    texts[name] = new_text
+            moved_quotes = quotes.moved(self.quoted)
+            if moved_quotes is not quotes:
+                texts = {"quotes": moved_quotes, **moved_quotes.render()}
         if loc is record.location and related is record.related and fix is record.fix and texts is None:
             return record
         moved = new(Record)
@@ -613,6 +482,8 @@ class _Shift(_Lines):
         loc = record.location
         if loc.line > after or (loc.end_line or 0) > after:
             return True
+        if record.quotes is not None and any(n > after for n in record.quotes.lines):
+            return True
         if any(r.location.line > after or (r.location.end_line or 0) > after for r in record.related):
             return True
         return record.fix is not None and any(e.end_line > after for e in record.fix.edits)
@@ -631,23 +502,6 @@ def _reach(record: Record) -> int:
 
 def _reach_related(related: tuple[Related, ...]) -> int:
     return max(max(r.location.line, r.location.end_line or 0) for r in related)
-
-
-def _mentions(records: Iterable[Record]) -> tuple[int, tuple[int, ...]]:
-    """The largest number in the texts of those ``records`` that mention a line number otherwise than
-    `_quotes` knows (0: none do), and the lines the others quote, sorted."""
-    last = 0
-    quotes: list[int] = []
-    for record in records:
-        quoted = _quotes(record)
-        if quoted is None:
-            last = max([last, *(int(n) for t in _texts(record) for n in _NUMBER.findall(t))])
-        else:
-            quotes += quoted
-    return last, tuple(sorted(quotes))
-
-
-_NUMBER = re.compile(r"\d+")
 
 
 @dataclass
@@ -764,9 +618,7 @@ class _Snapshot:
     shared: _Shared
     project: ProjectIndex | None  # the workspace model the launches were resolved in
     deps: dict[str, str]  # the modules they resolved into, with their digests (`ProjectView.deps`)
-    # the largest number in the texts of the rest's records that mention a line otherwise than `_quotes`
-    # knows (0: none do), and the lines the others quote, sorted
-    rest_mentions: int
+    # the lines the rest's records quote, sorted (`Record.quotes`)
     rest_quotes: tuple[int, ...]
     # some chunks were shifted by an edit that changed the line count, their nodes not (`Chunk.lag`)
     lagging: bool = False
@@ -822,10 +674,10 @@ def _moved_records(
     """The snapshot's records but those of the unit at position ``edited``, after an edit in that unit's
     chunk that moved the lines below it, the line numbers their texts quote moved likewise, and each
     record that changed by the id of the one it replaces (None: a record quotes a line of the edited
-    chunk, or mentions a line after its start otherwise)."""
+    chunk)."""
     start, after = shift.start, shift.after
     rest_quotes = snapshot.rest_quotes
-    if snapshot.rest_mentions > start or shift.edits_quoted(rest_quotes):
+    if shift.edits_quoted(rest_quotes):
         return None
     moved: dict[int, Record] = {}
     with_records: dict[int, tuple[_Unit, _UnitEntry]] = {}
@@ -833,13 +685,7 @@ def _moved_records(
         if position == edited:
             continue
         quotes = entry.quotes
-        if quotes is None:
-            records = entry.every
-            if _mentions(records)[0] > start:
-                return None
-            if any(map(shift.moves, records)):
-                entry = entry.shifted(shift, moved)
-        elif quotes and quotes[-1] > start:
+        if quotes and quotes[-1] > start:
             if shift.edits_quoted(quotes):
                 return None
             entry = entry.shifted(shift, moved)
@@ -851,7 +697,9 @@ def _moved_records(
     for parts in snapshot.rest_parts:
         moved_rest: _Parts = {}
         for rule_id, items in parts.items():
-            if (requote and rule_id in _QUOTES) or any(shift.moves(r) for _, part in items for r in part):
+            if (requote and any(r.quotes for _, part in items for r in part)) or any(
+                shift.moves(r) for _, part in items for r in part
+            ):
                 items = [(p, [_moving(shift, r, moved) for r in part]) for p, part in items]
             moved_rest[rule_id] = items
         moved_parts.append(moved_rest)
@@ -1100,7 +948,7 @@ class IncrementalAnalyser:
         records = [syntax_record(path, parsed.syntax_error)] if parsed.syntax_error is not None else []
         records.extend(found)
         marks = _scan_for_comments(parsed, chunks)
-        records.extend(unused_suppressions(whole, found, frozenset()))
+        records.extend(judged_findings(whole, found, frozenset()))
         finished = finish_records(records, parsed, settings)
         if parsed.syntax_error is None and marks is not None:
             deps = dict(view.deps) if view is not None else {}
@@ -1298,12 +1146,16 @@ class IncrementalAnalyser:
             lagging=lagging,
         )
         remember_scan(text, marks > 0)
+        if finished_now is not None and judged_findings(whole, finished_now.records, frozenset()):
+            # a rule of scope FINDINGS reports on the records: they are finished in full
+            finished_now = None
+            found = _merge(snapshot.rules, with_records.values(), rest_parts, module)
         if finished_now is None:
             records = list(found)
-            records.extend(unused_suppressions(whole, found, frozenset()))
+            records.extend(judged_findings(whole, found, frozenset()))
             finished = finish_records(records, parsed, settings)
             document.snapshot.finished = _Finished.of(records, finished, module, marks, settings)
-        else:  # no suppression comment: WH016 has nothing to say
+        else:
             finished = finished_now.records
             document.snapshot.finished = finished_now
         if lagging:
@@ -1520,7 +1372,7 @@ def _snapshot(
         kept.shared,
         project,
         deps,
-        *_mentions(rest),
+        _all_quotes(rest),
     )
 
 

@@ -6,6 +6,7 @@ offsets, as in Python's ``ast``. Renderers convert (LSP uses 0-based lines).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -144,6 +145,46 @@ class Related:
         return cls(Location.from_dict(data["location"]), str(data["message"]))
 
 
+# where a rule's text quotes a line number (`Rule.report(..., lines=...)` fills them in order): source
+# text never holds it (Python refuses a NUL in source code)
+QUOTED_LINE = "\0"
+
+
+@dataclass(frozen=True)
+class Quotes:
+    """The line numbers a record's texts quote ("the loop at line 12"), as data: each quoting text kept as
+    the pieces around its numbers. A record moved by an edit moves ``lines`` and renders its texts again
+    (`moved`); nothing ever reads a number back out of a text."""
+
+    lines: tuple[int, ...]
+    # (field name, the pieces around its numbers: one more than the numbers it quotes), in order
+    texts: tuple[tuple[str, tuple[str, ...]], ...]
+
+    @classmethod
+    def of(cls, texts: dict[str, str], lines: tuple[int, ...]) -> Quotes:
+        """``texts``: field name -> text holding `QUOTED_LINE` where a line is quoted, the lines in order."""
+        pieces = tuple((name, tuple(text.split(QUOTED_LINE))) for name, text in texts.items())
+        if sum(len(p) - 1 for _, p in pieces) != len(lines):
+            raise ValueError(f"{len(lines)} lines for the quotes in {texts!r}")
+        return cls(lines, pieces)
+
+    def render(self) -> dict[str, str]:
+        """Each quoting text with its lines."""
+        rendered: dict[str, str] = {}
+        numbers = iter(self.lines)
+        for name, pieces in self.texts:
+            parts = [pieces[0]]
+            for piece in pieces[1:]:
+                parts += (str(next(numbers)), piece)
+            rendered[name] = "".join(parts)
+        return rendered
+
+    def moved(self, line: Callable[[int], int]) -> Quotes:
+        """These quotes with each line mapped by ``line`` (itself when none moves)."""
+        lines = tuple(map(line, self.lines))
+        return self if lines == self.lines else Quotes(lines, self.texts)
+
+
 @dataclass(frozen=True)
 class Record:
     """One finding: its stage, rule, severity, location and message, with optional detail and fix."""
@@ -159,6 +200,8 @@ class Record:
     fix: Fix | None = None
     related: tuple[Related, ...] = field(default_factory=tuple)
     priority: int = 0
+    # the lines the message or hint quote, as data (not on the wire: the texts are rendered already)
+    quotes: Quotes | None = field(default=None, compare=False, repr=False)
 
     def with_severity(self, severity: Severity) -> Record:
         return replace(self, severity=severity)

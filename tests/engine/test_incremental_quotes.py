@@ -14,7 +14,7 @@ from warp_harness.builtins import BuiltinTable, load_table
 from warp_harness.config import Settings
 from warp_harness.engine import analyse_source
 from warp_harness.incremental import IncrementalAnalyser
-from warp_harness.record import Location, Record, Severity, Stage
+from warp_harness.record import QUOTED_LINE, Location, Quotes, Record, Severity, Stage
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -54,9 +54,13 @@ def _same(analyser: IncrementalAnalyser, text: str, table: BuiltinTable, spy: Sp
 
 def test_the_file_has_records_quoting_lines_above_and_below_each_kernel(table: BuiltinTable) -> None:
     records = analyse_source(QUOTING, "q.py", _SETTINGS, builtins=table).records
-    quoted = {r.rule: incremental._quotes(r) for r in records if incremental._quotes(r)}
+    quoted = {r.rule: r.quotes for r in records if r.quotes is not None}
     assert set(quoted) == {"WH002", "WH007", "WH015", "WH024"}
-    assert all(incremental._quotes(r) is not None for r in records)
+    # the texts say the lines the data holds
+    for record in records:
+        if record.quotes is not None:
+            texts = " ".join(t for t in (record.message, record.hint or "") if t)
+            assert all(f"line {n}" in texts for n in record.quotes.lines), record
 
 
 @pytest.mark.parametrize("kernel", _KERNELS)
@@ -91,41 +95,58 @@ def test_edits_in_two_kernels_move_the_other_kernels_cached_records(
     assert set(spy.checked) <= {"top", "middle", "held"}
 
 
-def test_a_line_mentioned_otherwise_sends_the_edit_the_full_way(
+def test_a_text_that_quotes_source_saying_line_3_moves_only_its_quoted_lines(
     table: BuiltinTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A record quoting source that says "line 3": an edit above it is not spliced (which numbers to move
-    is not known), below it is; the records are a fresh analysis's either way."""
+    """A record quoting source that says "line 3" (WH024 shows the statement it is about): the lines it
+    quotes are data, so an edit above it is spliced like any other and the source it shows stays."""
     analyser = IncrementalAnalyser(table)
     _same(analyser, UNKNOWN, table)
     spy = Spy(monkeypatch)
-    for kernel, spliced in (("middle", False), ("commented", True)):
+    for kernel in ("middle", "commented"):
         last = UNKNOWN
         for version in line_edits(UNKNOWN, kernel):
             _same(analyser, version, table, spy)
             if version.count("\n") != last.count("\n"):  # lines moved below the edit
-                assert (spy.builds == 0) is spliced
+                assert spy.builds == 0
             last = version
         _same(analyser, UNKNOWN, table)
 
 
-def _record(rule: str, message: str, hint: str | None = None) -> Record:
-    return Record(Stage.CONSTRAINT, rule, Severity.ERROR, Location("q.py", 10), message, hint=hint)
+def _record(rule: str, message: str, hint: str | None = None, lines: tuple[int, ...] = ()) -> Record:
+    texts = {"message": message} if QUOTED_LINE in message else {}
+    if hint is not None and QUOTED_LINE in hint:
+        texts["hint"] = hint
+    quotes = Quotes.of(texts, lines) if lines else None
+    rendered = quotes.render() if quotes is not None else {}
+    return Record(
+        Stage.CONSTRAINT,
+        rule,
+        Severity.ERROR,
+        Location("q.py", 10),
+        rendered.get("message", message),
+        hint=rendered.get("hint", hint),
+        quotes=quotes,
+    )
 
 
-def test_quoted_lines_are_those_the_rules_words_quote() -> None:
+def test_quoted_lines_are_data_and_the_texts_are_rendered_from_them() -> None:
     plain = "`f` is a plain Python function (line 7), not a `@wp.func`; Warp cannot call it from a kernel"
-    assert incremental._quotes(_record("WH002", plain)) == (7,)
-    assert incremental._quotes(_record("WH002", plain + " (see line 9)")) is None
-    assert incremental._quotes(_record("WH003", "mixed types")) == ()
-    assert incremental._quotes(_record("WH003", "as on line 4")) is None
+    record = _record("WH002", plain.replace("7", QUOTED_LINE), lines=(7,))
+    assert record.message == plain and record.quotes is not None and record.quotes.lines == (7,)
+    # a number in a text is never read back: only the data moves
+    said = _record("WH003", "as on line 4")
+    assert incremental._Shift(2, 3, 1).record(said).message == "as on line 4"
     hint = "unpack 2 names (`i0, i1 = wp.tid()`) or launch with a 1-D dim (wp.launch_tiled at line 40)"
-    record = _record("WH007", "`wp.tid()` is unpacked into 1 name", hint)
-    assert incremental._quotes(record) == (40,)
+    record = _record("WH007", "`wp.tid()` is unpacked into 1 name", hint.replace("40", QUOTED_LINE), (40,))
+    assert record.hint == hint
     moved = incremental._Shift(20, 3, 10).record(record)
     assert moved.hint == hint.replace("line 40", "line 43") and moved.location.line == 10
+    assert moved.quotes is not None and moved.quotes.lines == (43,)
     with pytest.raises(incremental._NotMovable):  # a quoted line inside the edited chunk
         incremental._Shift(45, 3, 30).record(record)
+    with pytest.raises(ValueError):  # as many lines as the texts quote
+        Quotes.of({"message": f"line {QUOTED_LINE}"}, (1, 2))
 
 
 def test_the_generated_module_with_quoting_records(
@@ -140,7 +161,7 @@ def test_the_generated_module_with_quoting_records(
         "    for i in range(4):\n        s += m[i, i] * a\n",
     )
     records = analyse_source(text, "q.py", _SETTINGS, builtins=table).records
-    assert {r.rule for r in records if incremental._quotes(r)} == {"WH007", "WH024"}
+    assert {r.rule for r in records if r.quotes is not None} == {"WH007", "WH024"}
     analyser = IncrementalAnalyser(table)
     _same(analyser, text, table)
     spy = Spy(monkeypatch)
@@ -156,7 +177,7 @@ def test_the_rest_records_quotes_follow_every_edit(
     """Lines pasted in one kernel, then added and deleted in the next one, just above the line a record of
     the rest quotes: the number it quotes is where the line is after each step."""
     records = analyse_source(QUOTING_REST, "q.py", _SETTINGS, builtins=table).records
-    assert [r.rule for r in records if incremental._quotes(r)] == ["WH002"]
+    assert [r.rule for r in records if r.quotes is not None] == ["WH002"]
     analyser = IncrementalAnalyser(table)
     _same(analyser, QUOTING_REST, table)
     spy = Spy(monkeypatch)

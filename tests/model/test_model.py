@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.module import build_model
 from warp_harness.model.types import FLOAT32, INT32, UNKNOWN, Array, Matrix, Scalar, Struct, Tile, Vector
 
@@ -131,10 +132,10 @@ def run(n):
     model = build_model(source, "m.py")
     first, second, third = model.launches
     assert first.kernel_name == "k" and ast.unparse(first.dim) == "n + 1"
-    assert first.dim_rank(model.constants.values, model.imports) == 1
+    assert dim_rank(first, model.constants.values, model.imports) == 1
     assert len(first.argument_list("inputs") or []) == 2 and first.argument_list("outputs") == []
     assert "a" in first.host_arrays and ast.unparse(first.host_arrays["a"].extent) == "n"
-    assert second.dim_rank(model.constants.values, model.imports) == 2
+    assert dim_rank(second, model.constants.values, model.imports) == 2
     assert second.argument_list("inputs") is None
     assert third.tiled and third.fold(third.block_dim, model.constants.values, model.imports) == 64
 

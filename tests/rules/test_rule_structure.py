@@ -51,6 +51,7 @@ _METHOD = {
     Scope.KERNEL_OR_FUNC: "check_kernel",
     Scope.LAUNCH: "check_launch",
     Scope.MODULE: "check_module",
+    Scope.FINDINGS: "check_findings",
 }
 
 

@@ -109,22 +109,8 @@ class LaunchSite:
             return None
         return fold(node, {**constants, **self.local_values}, imports)
 
-    def dim_rank(
-        self,
-        constants: Mapping[str, Value],
-        imports: ImportMap,
-        array_ranks: Mapping[str, int] | None = None,
-    ) -> int | None:
-        """Number of launch dimensions, when it is certain: literal tuples, folded values, ``len(a)``,
-        ``a.shape`` / ``a.shape[0]`` / ``a.shape[:2]``, ``n * m`` of integers, locals and ``self.`` fields
-        (see `warp_harness.model.shapes`). ``array_ranks``: the rank of arrays the caller knows (source text
-        of the array expression -> ndim, e.g. from the kernel parameters they are passed to)."""
-        from warp_harness.model.shapes import ShapeEnv
-
-        rank = ShapeEnv(self, constants, imports, array_ranks or {}).dim_rank()
-        return rank if rank is not None else self._plain_dim_rank(constants, imports)
-
-    def _plain_dim_rank(self, constants: Mapping[str, Value], imports: ImportMap) -> int | None:
+    def plain_dim_rank(self, constants: Mapping[str, Value], imports: ImportMap) -> int | None:
+        """`launch_dims.dim_rank` without the symbolic shapes: literal tuples and folded values."""
         node = self.dim
         if node is None:
             return None

@@ -321,7 +321,7 @@ def with_kernel_replaced(
     """The model `build_model` makes of ``source``, where ``source`` is ``model``'s source with only the
     top-level Warp function at ``model.kernels[position]`` replaced by ``node`` (same line and name), which
     feeds none of what the rest of the model is derived from (imports, constants, classes, other functions,
-    launches: `rules.base.MODEL_FACTS`); ``index``: the index of ``source.tree``. None: ``node`` is not a
+    launches: `rules.base.Fact`); ``index``: the index of ``source.tree``. None: ``node`` is not a
     Warp function (the caller builds the model afresh)."""
     found = kernel_decorator(node, model.imports)
     if found is None or model._all_kernels is not None:

@@ -47,7 +47,7 @@ from warp_harness.model.source import (
     parse_in_pieces,
     top_level_pieces,
 )
-from warp_harness.workspace import IGNORED_DIRS
+from warp_harness.workspace import IGNORED_DIRS, iter_python_files
 
 if TYPE_CHECKING:
     from warp_harness.model.inference import ReturnTypes
@@ -1439,8 +1439,6 @@ def launch_statistics(paths: Sequence[Path], *, keep_unresolved: int = 0) -> Lau
     """How the launches of the Python files under ``paths`` name their kernel and whether the workspace
     model resolves it (``same-file``, ``other-module``, ``factory``, ``unresolved``). ``keep_unresolved``:
     how many unresolved sites to list (path, line, expression)."""
-    from warp_harness.engine import iter_python_files
-
     index = ProjectIndex.for_paths(paths)
     stats = LaunchStatistics()
     for path in iter_python_files(list(paths)):
