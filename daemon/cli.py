@@ -401,6 +401,9 @@ def cmd_ci(args: argparse.Namespace) -> int:
     if problem:
         _err(problem)
         return 2
+    from warp_harness.rule_ids import warn_unknown_configured_codes
+
+    warn_unknown_configured_codes(paths)
     from warp_harness.daemon.ray_executor import RayUnavailable
 
     try:

@@ -301,6 +301,13 @@ class RuleContext:
         return self.model.funcs
 
     @property
+    def overloaded_funcs(self) -> frozenset[str]:
+        """`Fact.FUNCS`: the names of the file's @wp.func defined more than once (overloads)."""
+        if CHECK_FACTS:
+            _require(self.model, _FUNCS, "`ctx.overloaded_funcs`")
+        return self.model.overloaded_funcs
+
+    @property
     def all_kernels(self) -> list[KernelDef]:
         """`Fact.KERNELS`: every kernel and Warp function of the file (not only the items judged now)."""
         if CHECK_FACTS:

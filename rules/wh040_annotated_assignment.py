@@ -50,7 +50,7 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Fix, Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 WARP_MESSAGE = "Construct `ast.AnnAssign` not supported in kernels."
 
@@ -64,6 +64,7 @@ class AnnotatedAssignment(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
+    reads = frozenset({Fact.IMPORTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func"):

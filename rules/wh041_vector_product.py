@@ -71,8 +71,8 @@ class VectorProduct(Rule):
         ]
         if not candidates:
             return
-        types = ctx.model.types(kernel)
-        warp = next((local for local, module in ctx.model.imports.modules.items() if module == "warp"), "wp")
+        types = ctx.types(kernel)
+        warp = next((local for local, module in ctx.imports.modules.items() if module == "warp"), "wp")
         for node in sorted(candidates, key=lambda n: (n.lineno, n.col_offset)):
             left_node = node.left if isinstance(node, ast.BinOp) else node.target
             right_node = node.right if isinstance(node, ast.BinOp) else node.value

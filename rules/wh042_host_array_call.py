@@ -59,7 +59,7 @@ class HostArrayCall(Rule):
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func"):
             return
-        imports = ctx.model.imports
+        imports = ctx.imports
         for call in body_index(kernel.node).of(ast.Call):
             name = imports.warp_name(call.func)
             if name not in HOST_ARRAY_FUNCTIONS or ctx.builtins.callable_in_kernels(name):

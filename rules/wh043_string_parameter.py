@@ -40,7 +40,7 @@ from collections.abc import Iterator
 
 from warp_harness.model.kernel import KernelDef
 from warp_harness.record import Record, Severity
-from warp_harness.rules.base import Rule, RuleContext, Scope
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 
 class StringParameter(Rule):
@@ -51,6 +51,7 @@ class StringParameter(Rule):
     priority = 80
 
     scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if not kernel.is_kernel:

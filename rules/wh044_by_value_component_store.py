@@ -107,7 +107,7 @@ class ByValueComponentStore(Rule):
                     stores.setdefault(root.id, []).append((stmt, target))
         if not stores:
             return
-        types = ctx.model.types(kernel)
+        types = ctx.types(kernel)
         for name, found in stores.items():
             lost = [(s, t) for s, t in found if not _through_array(types, t)]
             if lost and not self._observed(kernel, name, [s for s, _ in found]):

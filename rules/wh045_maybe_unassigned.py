@@ -63,9 +63,9 @@ from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
 
-def _module_names(tree: ast.Module) -> frozenset[str]:
+def _module_names(body: list[ast.stmt]) -> frozenset[str]:
     names: set[str] = set()
-    for stmt in tree.body:
+    for stmt in body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.add(stmt.name)
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
@@ -117,7 +117,7 @@ class MaybeUnassigned(Rule):
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func") or kernel.abstract:
             return
-        outer = ctx.once(("WH045", "module names"), lambda: _module_names(ctx.model.tree))
+        outer = ctx.once(("WH045", "module names"), lambda: _module_names(ctx.module_body(Fact.SCOPES)))
         static: dict[int, bool | None] = {
             id(b.node): b.taken for b in kernel.static_branches if isinstance(b.node, ast.If)
         }
@@ -172,8 +172,8 @@ class MaybeUnassigned(Rule):
         )
         if holder is None or holder is first or holder.lineno > read.node.lineno:
             return None  # assigned by a top-level statement after the read: no hoisting helps
-        warp = next((local for local, module in ctx.model.imports.modules.items() if module == "warp"), "wp")
-        zero = _zero(ctx.model.types(kernel).variables.get(read.name, FLOAT32), warp)
+        warp = next((local for local, module in ctx.imports.modules.items() if module == "warp"), "wp")
+        zero = _zero(ctx.types(kernel).variables.get(read.name, FLOAT32), warp)
         if zero is None:
             return None
         return Fix(

@@ -78,7 +78,7 @@ class AtomicResultStoredBack(Rule):
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func"):
             return
-        imports = ctx.model.imports
+        imports = ctx.imports
         for stmt in body_index(kernel.node).of(ast.Assign):
             call = stmt.value
             if len(stmt.targets) != 1 or not isinstance(call, ast.Call) or call.keywords:

@@ -47,6 +47,7 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.launch_dims import dim_rank
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
 from warp_harness.model.shapes import argument_ranks, param_ranks
@@ -105,12 +106,12 @@ class LaunchTiledWithoutTiles(Rule):
         model = kernel_model(ctx, kernel)
         if _uses_tiles(model, kernel) is not False:
             return
-        imports = ctx.model.imports
+        imports = ctx.imports
         unpacks = thread_indices(kernel, model.imports).tid_unpacks
         widest = max((count for _, count in unpacks), default=0)
         if widest > 1:
             ranks = argument_ranks(site, param_ranks(kernel))
-            rank = site.dim_rank(ctx.model.constants.values, imports, ranks)
+            rank = dim_rank(site, ctx.constants.values, imports, ranks)
             if rank is None or widest > rank:
                 return  # the kernel may read the block's lane: a deliberate cooperative launch
         func = site.node.func

@@ -100,15 +100,15 @@ class SwappedArguments(Rule):
     fixable = True
 
     scope = Scope.KERNEL_OR_FUNC
-    reads = frozenset({Fact.FUNCS})
+    reads = frozenset({Fact.IMPORTS, Fact.FUNCS})
 
     def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
         if kernel.kind not in ("kernel", "func"):
             return
-        funcs = ctx.model.funcs
+        funcs = ctx.funcs
         if not funcs:
             return
-        overloaded = ctx.model.overloaded_funcs
+        overloaded = ctx.overloaded_funcs
         calls = body_index(kernel.node).of(ast.Call)
         straight = _straight_pairs(calls, funcs)
         for call in calls:

@@ -98,6 +98,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if unknown:
         print(f"warp-harness: {unknown}", file=sys.stderr)
         return 2
+    if args.paths != ["-"]:
+        from warp_harness.rule_ids import warn_unknown_configured_codes
+
+        warn_unknown_configured_codes(paths)
     if "target" in overrides:
         from warp_harness.hardware import UnknownProfileError, load_profile
 

@@ -199,9 +199,6 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
         elif key != "runtime":  # [tool.warp-harness.runtime]: daemon/options.py reads it
             # still ignored (a newer config keeps working with an older version), but said once
             _warn_once(f"{where}: unknown key `{raw}` in [tool.warp-harness]{_did_you_mean(key)}; ignored")
-    for key in ("select", "ignore", "extend_select"):
-        if out.get(key):
-            _warn_unknown_codes(out[key], key, where)
     return out
 
 
@@ -216,19 +213,6 @@ def _did_you_mean(key: str) -> str:
 
     close = difflib.get_close_matches(key, _KNOWN_KEYS, n=1)
     return f" (did you mean `{close[0].replace('_', '-')}`?)" if close else ""
-
-
-def _warn_unknown_codes(codes: tuple[str, ...], key: str, where: str) -> None:
-    """Say once which codes of a pyproject `select`/`ignore` match no rule id or prefix (the command
-    line refuses them outright: `warp_harness.cli`)."""
-    from warp_harness.rule_ids import unknown_codes
-
-    bad = unknown_codes(codes)
-    if bad:
-        _warn_once(
-            f"{where}: `{key.replace('_', '-')}` names no rule for {', '.join(bad)} "
-            "(`warp-harness rules` lists them)"
-        )
 
 
 def _check_target(target: str, where: str) -> None:

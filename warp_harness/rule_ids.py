@@ -3,6 +3,8 @@ tier's, and the two ids the engine itself reports (unreadable file, internal err
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def known_rule_ids() -> list[str]:
     """The ids, imported on demand (this imports every rule module)."""
@@ -30,3 +32,28 @@ def rule_url(rule_id: str) -> str | None:
         return static.url()
     dynamic = BY_ID.get(rule_id)
     return dynamic.url if dynamic is not None else None
+
+
+def warn_unknown_configured_codes(paths: list[Path]) -> None:
+    """Say once per configuration file which of its `select`/`ignore` codes name no rule (the command line
+    refuses unknown codes outright; a pyproject's are ignored, but never without a word). Called by the
+    commands, not by `config` (which the rules themselves import)."""
+    from warp_harness.config import ConfigError, _warn_once, find_pyproject, load_settings
+
+    seen: set[Path] = set()
+    for path in paths:
+        pyproject = find_pyproject(path)
+        if pyproject is None or pyproject in seen:
+            continue
+        seen.add(pyproject)
+        try:
+            settings = load_settings(path)
+        except ConfigError:
+            continue  # the command reports it
+        for key, codes in (("select", settings.select), ("ignore", settings.ignore)):
+            bad = unknown_codes(list(codes)) if codes else []
+            if bad:
+                listed = ", ".join(bad)
+                _warn_once(
+                    f"{pyproject}: `{key}` names no rule for {listed} (`warp-harness rules` lists them)"
+                )
