@@ -32,6 +32,8 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["timeout_s"] = args.timeout
     if getattr(args, "launch_timeout", None) is not None:
         out["launch_timeout_s"] = args.launch_timeout
+    if getattr(args, "verdict_worker", None) is not None:  # hermetic (#37): a defence, command line only
+        out["verdict_worker"] = args.verdict_worker
     return out
 
 
@@ -48,6 +50,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="fixed seed for generated inputs (default: fresh, recorded)")
     p.add_argument("--timeout", type=float, metavar="S", help="time limit of one job")
     p.add_argument("--launch-timeout", type=float, metavar="S", help="time limit of one kernel launch")
+    p.add_argument(  # hermetic (#37)
+        "--verdict-worker",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="judge every pass against references computed in a second worker (default: on; a "
+        "workspace's pyproject.toml cannot turn it off)",
+    )
 
 
 def _executor_flags(p: argparse.ArgumentParser) -> None:
