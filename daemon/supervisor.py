@@ -118,6 +118,7 @@ class Supervisor:
         self._verdict_module: str | None = None
         self._spare: WorkerProcess | None = None
         self.fresh_starts = 0  # workers replaced because the module changed
+        self._aliases: dict[str, str] = {}  # a variant file the harness wrote -> its module
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> WorkerProcess:
@@ -181,13 +182,21 @@ class Supervisor:
             "warp_version": (w.ready.get("warp_version") if w else None),
         }
 
+    def alias_module(self, variant: Path, origin: Path) -> None:
+        """Count jobs of ``variant`` (a copy of ``origin`` the harness itself wrote, as `tune`
+        does for each candidate) as jobs of ``origin``'s module: they share its warm workers."""
+        self._aliases[str(variant.resolve())] = str(origin.resolve())
+
+    def _module_of(self, path: str) -> str:
+        return self._aliases.get(path, path)
+
     def _call(
         self, msg: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None
     ) -> CallOutcome:
         if on_progress is not None and (self.worker is None or not self.worker.alive()):
             # a fresh worker imports Warp (seconds; 7-11 s after a crash was measured): say so
             on_progress({"stage": "worker-restart" if self.restarts or self.crashes else "worker-start"})
-        module = str(msg.get("path") or "")
+        module = self._module_of(str(msg.get("path") or ""))
         switched = self._module is not None and module != self._module
         if switched and self.worker is not None:  # nothing of the last module's process survives
             self.worker.shutdown()
@@ -235,7 +244,7 @@ class Supervisor:
         if self._closing.is_set():
             raise VerdictUnavailable("the daemon is stopping")
         worker = self.verdict
-        module = str(path.resolve())
+        module = self._module_of(str(path.resolve()))
         if worker is not None and (
             not worker.alive() or worker.jobs >= MAX_JOBS_PER_WORKER or module != self._verdict_module
         ):

@@ -564,7 +564,9 @@ def drawn_sizes(sizes: tuple[int, ...] | list[int], seed: int) -> list[int]:
     gaps = [(a, b) for a, b in itertools.pairwise(declared) if (b - a) // step > 1]
     if gaps:
         lo, hi = gaps[int(rng.integers(len(gaps)))]
-        between = step * int(rng.integers(lo // step + 1, hi // step))
+        # log-uniform: sizes of every order of magnitude in the gap, most of them cheap
+        lo_k, hi_k = lo // step + 1, hi // step - 1
+        between = step * int(min(max(round(np.exp(rng.uniform(np.log(lo_k), np.log(hi_k)))), lo_k), hi_k))
         if between in out:  # the neighbour again: the next multiple inside the gap, if any
             between = next((b for b in (between + step, between - step) if lo < b < hi), between)
         if between not in out:
