@@ -32,8 +32,9 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["timeout_s"] = args.timeout
     if getattr(args, "launch_timeout", None) is not None:
         out["launch_timeout_s"] = args.launch_timeout
-    if getattr(args, "verdict_worker", None) is not None:  # hermetic (#37): a defence, command line only
-        out["verdict_worker"] = args.verdict_worker
+    for defence in ("verdict_worker", "isolate_modules"):  # hermetic (#37): defences, command line only
+        if getattr(args, defence, None) is not None:
+            out[defence] = getattr(args, defence)
     return out
 
 
@@ -56,6 +57,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="judge every pass against references computed in a second worker (default: on; a "
         "workspace's pyproject.toml cannot turn it off)",
+    )
+    p.add_argument(  # hermetic (#37)
+        "--isolate-modules",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a fresh worker for each module, so nothing one module changed reaches another's job "
+        "(default: on; a workspace's pyproject.toml cannot turn it off)",
     )
 
 

@@ -24,6 +24,8 @@
     verdict_worker = true       # references computed in a second worker that never runs a kernel,
                                 # the outputs judged in the daemon (docs/reliability.md); a defence:
                                 # only `--no-verdict-worker` turns it off, never a workspace's file
+    isolate_modules = true      # a fresh worker for each module's job (saves of one module keep
+                                # theirs): command line only (`--no-isolate-modules`), as above
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
@@ -86,6 +88,7 @@ class RuntimeOptions:
     bench_window_gap_s: float = 0.1
     bench_cold_l2: bool = False
     verdict_worker: bool = True
+    isolate_modules: bool = True  # a fresh worker for each module (a defence, like verdict_worker)
     seed: int | None = None
     shrink: bool = True
     localize: bool = True
@@ -117,7 +120,14 @@ class RuntimeOptions:
 
 _BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
 # an optional pipeline step is switched off by the option of its name (pipeline.OPTIONAL)
-_BOOL = (*(step.value for step in OPTIONAL), "shrink", "localize", "bench_cold_l2", "verdict_worker")
+_BOOL = (
+    *(step.value for step in OPTIONAL),
+    "shrink",
+    "localize",
+    "bench_cold_l2",
+    "verdict_worker",
+    "isolate_modules",
+)
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
 _POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
 _NONNEG_INT = ("bench_warmup", "debounce_ms")
@@ -207,7 +217,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 # Options that switch off a defence of the evaluator (daemon/verdict.py): the workspace is the
 # code under test, so its pyproject.toml cannot set them (as the language server never takes
 # `trust` from it); the command line (the user) can.
-DEFENCES = ("verdict_worker",)
+DEFENCES = ("verdict_worker", "isolate_modules")
 
 
 def _without_defences(table: Mapping[str, Any], where: str) -> dict[str, Any]:

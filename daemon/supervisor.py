@@ -197,7 +197,7 @@ class Supervisor:
             # a fresh worker imports Warp (seconds; 7-11 s after a crash was measured): say so
             on_progress({"stage": "worker-restart" if self.restarts or self.crashes else "worker-start"})
         module = self._module_of(str(msg.get("path") or ""))
-        switched = self._module is not None and module != self._module
+        switched = self.options.isolate_modules and self._module is not None and module != self._module
         if switched and self.worker is not None:  # nothing of the last module's process survives
             self.worker.shutdown()
             self.worker = None
@@ -246,7 +246,9 @@ class Supervisor:
         worker = self.verdict
         module = self._module_of(str(path.resolve()))
         if worker is not None and (
-            not worker.alive() or worker.jobs >= MAX_JOBS_PER_WORKER or module != self._verdict_module
+            not worker.alive()
+            or worker.jobs >= MAX_JOBS_PER_WORKER
+            or (opts.isolate_modules and module != self._verdict_module)
         ):
             worker.kill()
             worker = self.verdict = None

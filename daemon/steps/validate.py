@@ -274,8 +274,10 @@ def run_case(
             if poisoned:
                 poison_arrays[name] = wp.array(poison_like(host), dtype=arg_type.dtype, device=device)
                 poison_args.append(poison_arrays[name])
-            else:
+            elif name in contract.outputs:  # in place: the checked launch changes it, start afresh
                 poison_args.append(wp.array(originals[name], dtype=arg_type.dtype, device=device))
+            else:  # a pure input: the same buffer (a launch that changed it fails the case anyway)
+                poison_args.append(arr)
         else:
             launch_args.append(value)
             poison_args.append(value)

@@ -25,15 +25,16 @@ def _workspace(tmp_path: Path, runtime: str) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("key", ["verdict_worker", "verdict-worker"])
-def test_the_workspace_cannot_turn_the_verdict_worker_off(
+@pytest.mark.parametrize("key", ["verdict_worker", "verdict-worker", "isolate_modules"])
+def test_the_workspace_cannot_turn_a_defence_off(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str
 ) -> None:
     ws = _workspace(tmp_path, f"{key} = false\nbench_repeats = 7\n")
     opts = load_runtime_options(ws)
-    assert opts.verdict_worker is True and opts.bench_repeats == 7  # the rest of the table still applies
+    assert opts.verdict_worker is True and opts.isolate_modules is True
+    assert opts.bench_repeats == 7  # the rest of the table still applies
     err = capsys.readouterr().err
-    assert f"`{key} = false` ignored" in err and "--no-verdict-worker" in err
+    assert f"`{key} = false` ignored" in err and f"--no-{key.replace('_', '-')}" in err
 
 
 def test_true_in_the_workspace_is_quietly_the_default(
@@ -50,7 +51,10 @@ def test_the_command_line_can_turn_it_off(tmp_path: Path) -> None:
     for argv, want in ((["ci", str(ws), "--no-verdict-worker"], False), (["ci", str(ws)], True)):
         args = build_parser().parse_args(argv)
         assert load_runtime_options(ws, _runtime_overrides(args)).verdict_worker is want
-    assert "verdict_worker" in DEFENCES
+    args = build_parser().parse_args(["ci", str(ws), "--no-isolate-modules"])
+    opts = load_runtime_options(ws, _runtime_overrides(args))
+    assert opts.isolate_modules is False and opts.verdict_worker is True
+    assert set(DEFENCES) == {"verdict_worker", "isolate_modules"}
 
 
 def test_the_ci_command_reports_the_ignored_key(tmp_path: Path) -> None:
