@@ -32,6 +32,9 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["timeout_s"] = args.timeout
     if getattr(args, "launch_timeout", None) is not None:
         out["launch_timeout_s"] = args.launch_timeout
+    for defence in ("verdict_worker", "isolate_modules"):  # hermetic (#37): defences, command line only
+        if getattr(args, defence, None) is not None:
+            out[defence] = getattr(args, defence)
     return out
 
 
@@ -48,6 +51,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="fixed seed for generated inputs (default: fresh, recorded)")
     p.add_argument("--timeout", type=float, metavar="S", help="time limit of one job")
     p.add_argument("--launch-timeout", type=float, metavar="S", help="time limit of one kernel launch")
+    p.add_argument(  # hermetic (#37)
+        "--verdict-worker",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="judge every pass against references computed in a second worker (default: on; a "
+        "workspace's pyproject.toml cannot turn it off)",
+    )
+    p.add_argument(  # hermetic (#37)
+        "--isolate-modules",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a fresh worker for each module, so nothing one module changed reaches another's job "
+        "(default: on; a workspace's pyproject.toml cannot turn it off)",
+    )
 
 
 def _executor_flags(p: argparse.ArgumentParser) -> None:

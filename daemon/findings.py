@@ -40,6 +40,8 @@ CLOCK_DISAGREES = "WHD063"
 PERSISTING_L2 = "WHD064"
 VERDICT_DISAGREES = "WHD065"
 CONTRACT_TAMPERED = "WHD066"
+VERDICT_UNCONFIRMED = "WHD067"  # issue #37: the supervisor judges, failing closed
+VACUOUS_CHECK = "WHD068"
 INFRASTRUCTURE = "WHD070"
 INTERNAL = "WHD000"
 
@@ -378,6 +380,38 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "Re-run; if it repeats, look at the cluster (`ray status`, the worker logs) rather than the "
         "kernel. No GPU: add GPU nodes (`ray start --num-gpus N`, a KubeRay GPU worker group with at "
         "least one replica) or run the CPU devices only (`--device cpu`).",
+    ),
+    DynamicRule(
+        VERDICT_UNCONFIRMED,
+        "verdict-unconfirmed",
+        Stage.NUMERIC,
+        _E,
+        "the kernel's worker reported a pass the supervisor could not confirm: no outputs, no "
+        "reference, other inputs, or a verdict worker that failed",
+        "Whatever runs in a process can change what that process reports, and the kernel's worker "
+        "runs the module's code. Only the supervisor, which runs no workspace code, writes a pass: it "
+        "compares the outputs the kernel's worker sent, for every case of every kernel (the poisoned "
+        "launch and the benchmark's timed buffers included), with references computed in a worker "
+        "that never ran the kernel. It fails closed: a case with no outputs, no reference, or inputs "
+        "whose digest differs between the two workers, or a verdict worker that errs or times out, "
+        "withdraws the pass. Exploits: examples/exploits/silent_worker.py, reference_refuses.py.",
+        "Make the contract's generator a function of (size, rng) and its reference a function of its "
+        "inputs; do not patch the harness. A verdict worker that timed out: lower the contract's sizes.",
+    ),
+    DynamicRule(
+        VACUOUS_CHECK,
+        "vacuous-check",
+        Stage.NUMERIC,
+        _E,
+        "the outputs pass every case before the kernel runs (as the launch finds them, or zeros): "
+        "the contract cannot tell a kernel that does nothing from this one",
+        "An in-place kernel whose reference changes its input by less than the tolerance, or a "
+        "generator of zeros whose reference is zero, passes a kernel that does nothing. The supervisor "
+        "compares each output's starting values (and zeros) with the reference too; when that passes "
+        "in every case, the validation proved nothing and the pass is withdrawn. Exploit: "
+        "examples/exploits/inplace_noop.py; examples/contracts/too_fast.py.",
+        "Draw inputs whose answer differs from the outputs' starting values (random values from "
+        "`rng`), or tighten the tolerance below the change the kernel makes.",
     ),
     DynamicRule(
         UNTRUSTED,

@@ -22,7 +22,10 @@
     bench_window_gap_s = 0.1    # is the best window's median (a GPU has slow spells: see bench.py)
     bench_cold_l2 = false       # CUDA: also time launches after a 256 MB flush (warm and cold)
     verdict_worker = true       # references computed in a second worker that never runs a kernel,
-                                # the outputs compared in the daemon (docs/reliability.md)
+                                # the outputs judged in the daemon (docs/reliability.md); a defence:
+                                # only `--no-verdict-worker` turns it off, never a workspace's file
+    isolate_modules = true      # a fresh worker for each module's job (saves of one module keep
+                                # theirs): command line only (`--no-isolate-modules`), as above
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
@@ -49,6 +52,7 @@ daemon's own table is ``runtime``. Nothing here imports Warp.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
@@ -84,6 +88,7 @@ class RuntimeOptions:
     bench_window_gap_s: float = 0.1
     bench_cold_l2: bool = False
     verdict_worker: bool = True
+    isolate_modules: bool = True  # a fresh worker for each module (a defence, like verdict_worker)
     seed: int | None = None
     shrink: bool = True
     localize: bool = True
@@ -115,7 +120,14 @@ class RuntimeOptions:
 
 _BOOL_OR_NONE = ("fast_math", "lineinfo", "enable_backward")
 # an optional pipeline step is switched off by the option of its name (pipeline.OPTIONAL)
-_BOOL = (*(step.value for step in OPTIONAL), "shrink", "localize", "bench_cold_l2", "verdict_worker")
+_BOOL = (
+    *(step.value for step in OPTIONAL),
+    "shrink",
+    "localize",
+    "bench_cold_l2",
+    "verdict_worker",
+    "isolate_modules",
+)
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
 _POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
 _NONNEG_INT = ("bench_warmup", "debounce_ms")
@@ -202,8 +214,37 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+# Options that switch off a defence of the evaluator (daemon/verdict.py): the workspace is the
+# code under test, so its pyproject.toml cannot set them (as the language server never takes
+# `trust` from it); the command line (the user) can.
+DEFENCES = ("verdict_worker", "isolate_modules")
+
+
+def _without_defences(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``table`` less the keys a workspace may not set (one line on stderr for each one that
+    would weaken the evaluator)."""
+    out = dict(table)
+    for raw_key in list(out):
+        if raw_key.replace("-", "_") not in DEFENCES:
+            continue
+        value = out.pop(raw_key)
+        if value is not True:
+            print(
+                f"warp-harness: {where}: `{raw_key} = {_toml(value)}` ignored: a workspace cannot "
+                "switch off the evaluator's defences "
+                f"(use --no-{raw_key.replace('_', '-')} on the command line)",
+                file=sys.stderr,
+            )
+    return out
+
+
+def _toml(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else show_value(value)
+
+
 def load_runtime_options(start: Path, overrides: Mapping[str, Any] | None = None) -> RuntimeOptions:
-    """``[tool.warp-harness.runtime]`` of the nearest warp-harness pyproject, then ``overrides``.
+    """``[tool.warp-harness.runtime]`` of the nearest warp-harness pyproject (less the defences,
+    ``DEFENCES``), then ``overrides`` (the command line's).
 
     The same file as the settings' (config.find_pyproject: within the repository, and only one
     that no other user can have written), read through the same size-capped, cached reader.
@@ -218,7 +259,8 @@ def load_runtime_options(start: Path, overrides: Mapping[str, Any] | None = None
         table = harness.get("runtime", {})
         if not isinstance(table, Mapping):
             raise ConfigError(f"{pyproject}: [tool.warp-harness.runtime] must be a table")
-        options = options.merged(table, where=f"{pyproject} [tool.warp-harness.runtime]")
+        where = f"{pyproject} [tool.warp-harness.runtime]"
+        options = options.merged(_without_defences(table, where), where=where)
     if overrides:
         options = options.merged(overrides)
     return options

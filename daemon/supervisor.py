@@ -24,6 +24,7 @@ The process itself is ``worker_process.WorkerProcess``; what a death means is
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import sys
 import threading
@@ -80,6 +81,10 @@ MAX_JOBS_PER_WORKER = 200
 VERDICT_WAIT_S = 30.0
 
 
+class VerdictUnavailable(Exception):
+    """The verdict worker gave no references (why: the message)."""
+
+
 class Supervisor:
     """Runs check and case jobs for one workspace; thread-safe (one job at a time)."""
 
@@ -104,6 +109,16 @@ class Supervisor:
         self._starting: WorkerProcess | None = None
         # the second worker that computes references and never runs a kernel (daemon/verdict.py)
         self.verdict: WorkerProcess | None = None
+        # One module per worker: whatever a module changed in a process (a patch of the harness's
+        # classes, of numpy, of the standard library) must not reach another module's job, so a
+        # job for another module than the worker's last gets a fresh worker (and verdict worker).
+        # Saves of one module keep their warm workers. Once modules alternate (ci, bench), the
+        # next worker is started while the current job runs (``_spare``).
+        self._module: str | None = None
+        self._verdict_module: str | None = None
+        self._spare: WorkerProcess | None = None
+        self.fresh_starts = 0  # workers replaced because the module changed
+        self._aliases: dict[str, str] = {}  # a variant file the harness wrote -> its module
 
     # ----------------------------------------------------------------- lifecycle
     def start(self) -> WorkerProcess:
@@ -115,7 +130,11 @@ class Supervisor:
             if self.worker is not None:
                 self.worker.kill()
                 self.restarts += 1
-            worker = WorkerProcess(self.workspace, self.options, warmup=self.warmup, python=self.python)
+            worker, self._spare = self._spare, None
+            if worker is None or not worker.alive():
+                if worker is not None:
+                    worker.kill()
+                worker = WorkerProcess(self.workspace, self.options, warmup=self.warmup, python=self.python)
             self._starting = worker
             try:
                 worker.wait_ready()
@@ -129,6 +148,9 @@ class Supervisor:
 
     def close(self) -> None:
         with self._lock:
+            if self._spare is not None:
+                self._spare.kill()
+                self._spare = None
             if self.worker is not None:
                 self.worker.shutdown()
                 self.worker = None
@@ -140,7 +162,7 @@ class Supervisor:
         """Kill the worker now, even in the middle of a job (any thread; does not wait for
         the job's lock), and start no other: the job in flight ends as a crash."""
         self._closing.set()
-        for worker in (self._starting, self.worker, self.verdict):
+        for worker in (self._starting, self.worker, self.verdict, self._spare):
             if worker is not None:
                 worker.kill_only(drain=False)
 
@@ -160,17 +182,41 @@ class Supervisor:
             "warp_version": (w.ready.get("warp_version") if w else None),
         }
 
+    def alias_module(self, variant: Path, origin: Path) -> None:
+        """Count jobs of ``variant`` (a copy of ``origin`` the harness itself wrote, as `tune`
+        does for each candidate) as jobs of ``origin``'s module: they share its warm workers."""
+        self._aliases[str(variant.resolve())] = str(origin.resolve())
+
+    def _module_of(self, path: str) -> str:
+        return self._aliases.get(path, path)
+
     def _call(
         self, msg: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None = None
     ) -> CallOutcome:
         if on_progress is not None and (self.worker is None or not self.worker.alive()):
             # a fresh worker imports Warp (seconds; 7-11 s after a crash was measured): say so
             on_progress({"stage": "worker-restart" if self.restarts or self.crashes else "worker-start"})
+        module = self._module_of(str(msg.get("path") or ""))
+        switched = self.options.isolate_modules and self._module is not None and module != self._module
+        if switched and self.worker is not None:  # nothing of the last module's process survives
+            self.worker.shutdown()
+            self.worker = None
+            self.fresh_starts += 1
+            if on_progress is not None:
+                on_progress({"stage": "worker-start"})
         worker = self.start()
         if worker.jobs >= MAX_JOBS_PER_WORKER:  # bound the growth of re-imported modules
             worker.shutdown()
             self.worker = None
             worker = self.start()
+        self._module = module
+        if switched and self._spare is None and not self._closing.is_set():
+            try:  # modules alternate: the next one's worker starts while this job runs
+                self._spare = WorkerProcess(
+                    self.workspace, self.options, warmup=self.warmup, python=self.python
+                )
+            except OSError:
+                self._spare = None
         msg = dict(msg, id=self._next_id)
         self._next_id += 1
         outcome = worker.call(msg, on_progress)
@@ -191,39 +237,46 @@ class Supervisor:
         job_id: int,
         sample_seed: int,
         selection: dict[str, list[str]] | None = None,
-    ) -> dict[str, Any] | None:
-        """The verdict worker's references for every validation case of ``path`` at ``seed``
-        (None: switched off, or the verdict worker failed: the kernel worker's verdict stands)."""
+        timed: bool = False,
+    ) -> dict[str, Any]:
+        """The verdict worker's references for every validation case of ``path`` at ``seed``;
+        raises ``VerdictUnavailable`` saying why there are none (then no pass is confirmed)."""
         if self._closing.is_set():
-            return None
+            raise VerdictUnavailable("the daemon is stopping")
         worker = self.verdict
-        if worker is not None and (not worker.alive() or worker.jobs >= MAX_JOBS_PER_WORKER):
+        module = self._module_of(str(path.resolve()))
+        if worker is not None and (
+            not worker.alive()
+            or worker.jobs >= MAX_JOBS_PER_WORKER
+            or (opts.isolate_modules and module != self._verdict_module)
+        ):
             worker.kill()
             worker = self.verdict = None
+        self._verdict_module = module
         if worker is None:
             try:
                 worker = WorkerProcess(self.workspace, opts, warmup=False, python=self.python, cuda=False)
-            except OSError:
-                return None
+            except OSError as exc:
+                raise VerdictUnavailable(f"the verdict worker could not start: {exc}") from exc
             self.verdict = worker  # before it is ready: abort() and a late join can kill it
             try:
                 worker.wait_ready()
-            except WorkerStartError:
+            except WorkerStartError as exc:
                 self.verdict = None
-                return None
+                raise VerdictUnavailable(f"the verdict worker could not start: {exc}") from exc
             if self._closing.is_set():
                 worker.kill()
                 self.verdict = None
-                return None
+                raise VerdictUnavailable("the daemon is stopping")
         msg = self._base(path, display, opts)
-        msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed)
+        msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed, timed=timed)
         if selection:
             msg["kernels"] = selection
         outcome = worker.call(msg, None)
         if outcome.kind != "done" or not isinstance(outcome.result, dict):
             worker.kill()
             self.verdict = None
-            return None
+            raise VerdictUnavailable(f"the verdict worker ended with `{outcome.kind}`")
         return outcome.result
 
     # ----------------------------------------------------------------- jobs
@@ -288,7 +341,10 @@ class Supervisor:
             first_launch: list[float] = []
             if opts.verdict_worker and opts.validate and Step.VALIDATE in steps:
                 sample_seed = secrets.randbelow(2**31)  # the elements of large outputs compared
-                verdict_job = _VerdictJob(self, path, display, opts, seed, dict(skip), sample_seed, selection)
+                timed = opts.bench and Step.BENCH in steps
+                verdict_job = _VerdictJob(
+                    self, path, display, opts, seed, dict(skip), sample_seed, selection, timed
+                )
                 user_progress = on_progress
                 job = verdict_job
 
@@ -348,32 +404,8 @@ class Supervisor:
                     if loc is not None:
                         extra.append(loc)
             shipped = result.extra.pop("verdict_cases", None) or []
-            refs = (
-                verdict_job.join(self, VERDICT_WAIT_S)
-                if verdict_job is not None and verdict_job.started
-                else None
-            )
-            if refs is not None and verdict_job is not None:
-                found, notes = verdict.cross_check(refs.get("cases") or [], shipped, display, positions)
-                # the references were complete before the kernel's first launch: no output of
-                # the kernel existed yet, in memory or in a file, for them to echo
-                notes["before_first_launch"] = bool(
-                    not first_launch
-                    or (verdict_job.done_at is not None and verdict_job.done_at <= first_launch[0])
-                )
-                extra += found
-                result.notes["verdict"] = notes
-                wrong = {r.location.kernel for r in found}
-                if wrong:  # the kernel worker's "matches its reference" no longer stands
-                    result.records = [
-                        r
-                        for r in result.records
-                        if not (r.rule == F.VALIDATED and r.location.kernel in wrong)
-                    ]
-                    for name in wrong:
-                        summary = result.kernels.get(str(name))
-                        if isinstance(summary, dict):
-                            summary["validate"] = {d: "fail" for d in summary.get("validate") or {}}
+            if verdict_job is not None:
+                self._judge(result, verdict_job, shipped, first_launch, display, positions)
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
             result.failures = [*failures, *result.failures]
             for name, why in skip.items():
@@ -386,6 +418,47 @@ class Supervisor:
             result.cacheable = not transient and not result.notes.get("transient")
             result.elapsed_ms = (time.monotonic() - t0) * 1e3
             return result
+
+    def _judge(
+        self,
+        result: WorkerResult,
+        job: _VerdictJob,
+        shipped: list[dict[str, Any]],
+        first_launch: list[float],
+        display: str,
+        positions: dict[str, tuple[int, int, int]],
+    ) -> None:
+        """The pass of every kernel stands only as the supervisor's judgement
+        (``verdict.judge``): the kernel worker's "matches its reference" records and "pass"
+        verdicts are claims, kept only where its outputs matched the verdict worker's references."""
+        claimed = any(
+            v == "pass" for s in result.kernels.values() for v in (s.get("validate") or {}).values()
+        )
+        if not job.started and claimed:  # it starts at the first `compile` message, which never came
+            job.start()
+        refs = job.join(self, VERDICT_WAIT_S) if job.started else None
+        why = "" if refs is not None else job.failure or "it was not started"
+        judgement = verdict.judge(result.kernels, refs, shipped, display, positions, why_no_references=why)
+        notes = judgement.notes
+        # the references were complete before the kernel's first launch: no output of the
+        # kernel existed yet, in memory or in a file, for them to echo
+        notes["before_first_launch"] = bool(
+            not first_launch or (job.done_at is not None and job.done_at <= first_launch[0])
+        )
+        if refs is not None:
+            result.notes["verdict"] = notes
+        confirmed = judgement.confirmed
+        result.records = [
+            r
+            for r in result.records
+            if r.rule != F.VALIDATED or (str(r.location.kernel), _validated_device(r)) in confirmed
+        ]
+        result.records.extend(judgement.records)
+        for name, summary in result.kernels.items():
+            verdicts = summary.get("validate") or {}
+            for device, value in list(verdicts.items()):
+                if value == "pass" and (str(name), str(device)) not in confirmed:
+                    verdicts[device] = judgement.withdrawn.get((str(name), str(device)), "error")
 
     def run_case(
         self,
@@ -445,6 +518,12 @@ class Supervisor:
         return localized_record(path, display, failure, status, records, positions)
 
 
+def _validated_device(record: Record) -> str:
+    """The device of a "matches its reference on DEVICE: ..." record (steps/validate.py)."""
+    found = re.search(r" matches its reference on (\S+?):", record.message)
+    return found.group(1) if found else ""
+
+
 class _VerdictJob:
     """The verdict worker's job for one check, in a thread of its own (it runs while the kernel
     worker imports and compiles); ``join`` gives its result, ``done_at`` when it arrived."""
@@ -459,18 +538,23 @@ class _VerdictJob:
         skip: dict[str, str],
         sample_seed: int,
         selection: dict[str, list[str]] | None = None,
+        timed: bool = False,
     ) -> None:
         self.sample_seed = sample_seed
         self.result: dict[str, Any] | None = None
         self.done_at: float | None = None
+        self.failure = ""  # why there is no result
         job_id = sup._next_id
         sup._next_id += 1
 
         def run() -> None:
             try:
-                self.result = sup._references(path, display, opts, seed, skip, job_id, sample_seed, selection)
-            except Exception:  # the cross-check is extra: its failure leaves the verdict as it was
+                self.result = sup._references(
+                    path, display, opts, seed, skip, job_id, sample_seed, selection, timed
+                )
+            except Exception as exc:  # no references: the supervisor confirms no pass
                 self.result = None
+                self.failure = f"{type(exc).__name__}: {exc}"
             self.done_at = time.monotonic()
 
         self._thread = threading.Thread(target=run, name="warp-harness-verdict", daemon=True)
@@ -492,5 +576,6 @@ class _VerdictJob:
             if worker is not None:
                 worker.kill_only(drain=False)
             self._thread.join(10.0)
+            self.failure = f"it took longer than {timeout:.0f} s after the kernel's worker was done"
             return None
         return self.result

@@ -329,11 +329,11 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         check_integrity(job, Step.IMPORT)
         check_contracts(job, Step.IMPORT)
         select_kernels(job, msg.get("kernels"))
-        cases = validate.reference_cases(job)
+        found = validate.reference_cases(job, timed=bool(msg.get("timed")))
         check_integrity(job, Step.VALIDATE)
         check_contracts(job, Step.VALIDATE)
         patched = [r.message for r in job.records if r.rule in (F.EVALUATOR_PATCHED, F.CONTRACT_TAMPERED)]
-        return {"status": "ok", "seed": job.seed, "cases": cases, "patched": patched}
+        return {"status": "ok", "seed": job.seed, **found, "patched": patched}
     finally:
         guard().restore()
 

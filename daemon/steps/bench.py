@@ -40,6 +40,7 @@ from warp_harness.daemon.steps.validate import (
     make_inputs,
     memory_record,
     reference_outputs,
+    ship_timed_outputs,
 )
 from warp_harness.record import Severity, Stage
 
@@ -276,6 +277,8 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         window_medians.append(statistics.median(window))
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
+    if windows == 1:  # hermetic hook: the timed buffers, judged by the supervisor (validate.py)
+        ship_timed_outputs(job, info, alias, sets[:1] if use_events else sets, size)
     cold: list[float] = []
     if use_events and opts.bench_cold_l2:
         cold = _cold_l2_times(contract, kernel, sets, dim, device, block_dim, per_window)

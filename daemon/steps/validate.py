@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import inspect
 import itertools
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ class CaseOutcome:
     outputs: dict[str, tuple[bytes, Any, tuple[int, ...]]] = field(default_factory=dict)
     input_digest: str = ""  # what was launched: equal to the verdict worker's regenerated inputs
     refs: dict[str, np.ndarray] = field(default_factory=dict)  # the reference's outputs
+    # the outputs of the separate launch whose outputs start as poison (unwritten elements)
+    poison_outputs: dict[str, tuple[bytes, Any, tuple[int, ...]]] = field(default_factory=dict)
+    drawn: bool = False  # a size drawn from the seed, not one the contract declares
 
     @property
     def bad_reports(self) -> list[OutputReport]:
@@ -248,46 +252,45 @@ def run_case(
     if unknown_outputs:
         raise ContractProblem(f"outputs {unknown_outputs} are not parameters of `{info.name}`")
 
+    # The checked launch starts from the memory the benchmark's launches start from: every
+    # argument, outputs included, as the generator made it. Unwritten outputs are found on a
+    # separate launch whose outputs start as poison, so the poison never marks a checked launch.
     launch_args: list[Any] = []
+    poison_args: list[Any] = []
     originals: dict[str, np.ndarray] = {}
     out_arrays: dict[str, Any] = {}
+    poison_arrays: dict[str, Any] = {}
     for name, arg_type in params:
         value = inputs[name]
         if is_array(arg_type):
             host = np.ascontiguousarray(value, dtype=_numpy_dtype(arg_type))
             poisoned = name in contract.outputs and name not in contract.inplace
-            if poisoned:
-                host = poison_like(host)
-            else:
+            if not poisoned:
                 originals[name] = host.copy()
             arr = wp.array(host, dtype=arg_type.dtype, device=device)
+            launch_args.append(arr)
             if name in contract.outputs:
                 out_arrays[name] = arr
-            launch_args.append(arr)
+            if poisoned:
+                poison_arrays[name] = wp.array(poison_like(host), dtype=arg_type.dtype, device=device)
+                poison_args.append(poison_arrays[name])
+            elif name in contract.outputs:  # in place: the checked launch changes it, start afresh
+                poison_args.append(wp.array(originals[name], dtype=arg_type.dtype, device=device))
+            else:  # a pure input: the same buffer (a launch that changed it fails the case anyway)
+                poison_args.append(arr)
         else:
             launch_args.append(value)
+            poison_args.append(value)
     dim = _dim(contract, size, inputs, out_arrays[contract.outputs[0]])
-    job.progress(
-        stage=Step.VALIDATE.value,
-        kernel=info.name,
-        device=alias,
-        size=size,
-        seed=seed,
-        edge_case=edge_case,
-        budget_s=job.options.launch_timeout_s,
+    block_dim = block_dim_of(contract, size, inputs)
+    got_snaps = _checked_launch(
+        job, info, alias, device, size, seed, edge_case, launch_args, out_arrays, dim, block_dim
     )
-    launch(
-        contract,
-        info.runnable,
-        dim=dim,
-        inputs=launch_args,
-        device=device,
-        block_dim=block_dim_of(contract, size, inputs),
-    )
-    TRUSTED.synchronize_device(device)
-    # the outputs as immutable bytes now, before any other workspace code (the reference) runs:
-    # a reference that finds the output arrays on the heap cannot write the answer in
-    got_snaps = {name: snapshot_bytes(out_arrays[name]) for name in contract.outputs}
+    poison_snaps: dict[str, tuple[bytes, Any, tuple[int, ...]]] = {}
+    if poison_arrays:
+        poison_snaps = _checked_launch(
+            job, info, alias, device, size, seed, edge_case, poison_args, poison_arrays, dim, block_dim
+        )
     job.progress(stage=Step.VALIDATE.done, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
 
     for name, before in originals.items():
@@ -298,17 +301,53 @@ def run_case(
             outcome.mutated.append(name)
 
     outcome.outputs = got_snaps
+    outcome.poison_outputs = poison_snaps
     outcome.input_digest = input_digest(params, originals, inputs)
     refs = reference_outputs(contract, names, originals, inputs)
     outcome.refs = refs
     tol = contract.tolerance_for(alias)
     for name in contract.outputs:
-        got = from_snapshot(got_snaps[name])
-        report = compare(name, got, refs[name], tol, poisoned=name not in contract.inplace)
+        report = compare(name, from_snapshot(got_snaps[name]), refs[name], tol, poisoned=False)
+        if name in poison_snaps:
+            unwritten = compare(name, from_snapshot(poison_snaps[name]), refs[name], tol, poisoned=True)
+            if not unwritten.ok:  # what the poisoned launch shows (unwritten elements) goes first
+                report = unwritten
         outcome.reports.append(report)
     outcome.max_rel = max((r.max_rel for r in outcome.reports), default=0.0)
     outcome.ok = not outcome.bad_reports and not outcome.mutated
     return outcome
+
+
+def _checked_launch(
+    job: Job,
+    info: KernelInfo,
+    alias: str,
+    device: Any,
+    size: int,
+    seed: int,
+    edge_case: str | None,
+    args: list[Any],
+    outputs: Mapping[str, Any],
+    dim: Any,
+    block_dim: int | None,
+) -> dict[str, tuple[bytes, Any, tuple[int, ...]]]:
+    """One launch of the case, synchronised; the outputs as immutable bytes right after it,
+    before any other workspace code (the reference) runs: a reference that finds the output
+    arrays on the heap cannot write the answer in."""
+    contract = info.contract
+    assert contract is not None
+    job.progress(
+        stage=Step.VALIDATE.value,
+        kernel=info.name,
+        device=alias,
+        size=size,
+        seed=seed,
+        edge_case=edge_case,
+        budget_s=job.options.launch_timeout_s,
+    )
+    launch(contract, info.runnable, dim=dim, inputs=args, device=device, block_dim=block_dim)
+    TRUSTED.synchronize_device(device)
+    return {name: snapshot_bytes(arr) for name, arr in outputs.items()}
 
 
 # --------------------------------------------------------------------------- shrinking
@@ -503,18 +542,94 @@ def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
     )
 
 
+DRAWN_SEED = 2000  # the drawn sizes' inputs: job.seed + this + k
+EDGE_SEED = 1000  # the edge cases' inputs: job.seed + this + j
+TIMED_SEED = 5000  # the benchmark's input sets: job.seed + this + k (steps/bench.py)
+
+
+def drawn_sizes(sizes: tuple[int, ...] | list[int], seed: int) -> list[int]:
+    """Sizes the contract does not declare, drawn from the job's seed: one next to a declared
+    size (a step below or above) and one between two declared sizes. The step is the greatest
+    common divisor of the declared sizes: a contract whose sizes are all multiples of 64 (a
+    kernel that works in blocks of 64) is not asked for 63. A kernel right only at the sizes its
+    contract lists fails at these."""
+    declared = sorted(set(sizes))
+    step = math.gcd(*declared)
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, 0x517E5])
+    out: list[int] = []
+    around = declared[int(rng.integers(len(declared)))]
+    sign = 1 if rng.integers(2) else -1
+    for candidate in (around + sign * step, around - sign * step):
+        if candidate >= 1 and candidate not in declared:
+            out.append(candidate)
+            break
+    gaps = [(a, b) for a, b in itertools.pairwise(declared) if (b - a) // step > 1]
+    if gaps:
+        lo, hi = gaps[int(rng.integers(len(gaps)))]
+        # log-uniform: sizes of every order of magnitude in the gap, most of them cheap
+        lo_k, hi_k = lo // step + 1, hi // step - 1
+        between = step * int(min(max(round(np.exp(rng.uniform(np.log(lo_k), np.log(hi_k)))), lo_k), hi_k))
+        if between in out:  # the neighbour again: the next multiple inside the gap, if any
+            between = next((b for b in (between + step, between - step) if lo < b < hi), between)
+        if between not in out:
+            out.append(between)
+    return out
+
+
+@dataclass(frozen=True)
+class PlannedCase:
+    """One validation case, as both workers derive it from the contract and the job's seed."""
+
+    size: int
+    seed: int
+    edge_case: str | None
+    gen: Generator
+    drawn: bool = False
+
+
+def planned_cases(contract: Contract, seed: int) -> list[PlannedCase]:
+    """Every validation case of a contract: its sizes, the drawn sizes, its edge cases."""
+    cases = [PlannedCase(size, seed + i, None, contract.inputs) for i, size in enumerate(contract.sizes)]
+    cases += [
+        PlannedCase(size, seed + DRAWN_SEED + k, None, contract.inputs, drawn=True)
+        for k, size in enumerate(drawn_sizes(list(contract.sizes), seed))
+    ]
+    cases += [
+        PlannedCase(contract.edge_case_size(c), seed + EDGE_SEED + j, c.name, c.inputs)
+        for j, c in enumerate(_edge_cases(contract))
+    ]
+    return cases
+
+
+def _run_planned(
+    job: Job, info: KernelInfo, alias: str, device: Any, case: PlannedCase
+) -> CaseOutcome | None:
+    """The case's outcome; None for a drawn size the contract cannot make inputs for (its
+    generator raises, or a constraint fails there): a drawn size is an extra, not a promise."""
+    gen = case.gen if case.edge_case is not None else None
+    if not case.drawn:
+        return run_case(job, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
+    try:
+        outcome = run_case(job, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
+    except ContractProblem:
+        job.notes.setdefault("drawn_skipped", []).append(f"{info.name}:{case.size}")
+        return None
+    if outcome.skipped is not None:
+        job.notes.setdefault("drawn_skipped", []).append(f"{info.name}:{case.size}")
+        return None
+    outcome.drawn = True
+    return outcome
+
+
 def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
     outcomes: list[CaseOutcome] = []
     try:
-        for i, size in enumerate(contract.sizes):
-            outcomes.append(run_case(job, info, alias, device, size, job.seed + i))
-        for j, case in enumerate(_edge_cases(contract)):
-            size = contract.edge_case_size(case)
-            outcomes.append(
-                run_case(job, info, alias, device, size, job.seed + 1000 + j, case.name, gen=case.inputs)
-            )
+        for case in planned_cases(contract, job.seed):
+            outcome = _run_planned(job, info, alias, device, case)
+            if outcome is not None:
+                outcomes.append(outcome)
     except ContractProblem as exc:
         info.validate[alias] = "error"
         line, col, end_col = contract_at(job, info)
@@ -583,9 +698,10 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         t0 = time.perf_counter()
         ship_outputs(job, info, alias, ran)
         job.timings["ship_ms"] = job.timings.get("ship_ms", 0.0) + (time.perf_counter() - t0) * 1e3
-        if ran:
-            sizes = ", ".join(str(o.size) for o in ran if o.edge_case is None)
-            n_edge = sum(1 for o in ran if o.edge_case)
+        declared = [o for o in ran if not o.drawn]  # the record speaks of the contract's cases
+        if declared:
+            sizes = ", ".join(str(o.size) for o in declared if o.edge_case is None)
+            n_edge = sum(1 for o in declared if o.edge_case)
             job.add(
                 F.make_record(
                     Stage.NUMERIC,
@@ -595,7 +711,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                     info.line,
                     f"kernel `{info.name}` matches its reference on {alias}: sizes {sizes}"
                     + (f" and {n_edge} edge case(s)" if n_edge else "")
-                    + f" (seed {job.seed}); max relative error {max(o.max_rel for o in ran):.3g}",
+                    + f" (seed {job.seed}); max relative error {max(o.max_rel for o in declared):.3g}",
                     col=info.col,
                     end_col=info.end_col,
                     kernel=info.name,
@@ -603,7 +719,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             )
         return
     info.validate[alias] = "fail"
-    sweep = [o for o in ran if o.edge_case is None]
+    sweep = [o for o in ran if o.edge_case is None and not o.drawn]
     sweep_failed = [o for o in sweep if not o.ok]
     grows = (
         len(sweep_failed) >= 1
@@ -615,7 +731,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         and sweep_failed[-1].max_rel > sweep_failed[0].max_rel * 2
     )
     reported_edge: set[str | None] = set()
-    for first in failed:
+    for first in sorted(failed, key=lambda o: o.drawn):  # a declared size's failure goes first
         if first.edge_case in reported_edge:
             continue
         reported_edge.add(first.edge_case)
@@ -644,6 +760,11 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             orig_idx = orig[0] if orig is not None and len(orig) == 1 else orig
             message += f" (shrunk from size {first.size}" + (
                 f", where the first bad index was {orig_idx})" if orig is not None else ")"
+            )
+        if first.drawn:
+            message += (
+                f"; size {first.size} is not one the contract lists: it was drawn from the seed "
+                f"around and between its sizes ({', '.join(map(str, contract.sizes))})"
             )
         failing_sizes = sorted({o.size for o in sweep_failed})
         if first.edge_case is None and len(failing_sizes) > 1:
@@ -692,89 +813,144 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
 VERDICT_MAX_BYTES = 8 << 20
 
 
+TIMED_CASE = "@timed"  # the edge-case field of a benchmark set's key
+TIMED_SETS = 3  # the benchmark's input sets whose timed outputs are judged (steps/bench.py makes 3)
+
+
 def _case_key(kernel: str, size: int, seed: int, edge_case: str | None) -> str:
     return f"{kernel}|{size}|{seed}|{edge_case or ''}"
 
 
+def _encoded(snaps: Mapping[str, tuple[bytes, Any, tuple[int, ...]]], seed: int | None) -> dict[str, Any]:
+    return {n: encode_array(sampled(from_snapshot(snap), seed)) for n, snap in snaps.items()}
+
+
+def _ship(job: Job, case: dict[str, Any], nbytes: int) -> None:
+    if job.verdict_bytes + nbytes > VERDICT_MAX_BYTES:  # the supervisor then has no evidence: no pass
+        job.notes["verdict_not_sent"] = job.notes.get("verdict_not_sent", 0) + 1
+        return
+    job.verdict_bytes += nbytes
+    job.verdict_cases.append(case)
+
+
 def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutcome]) -> None:
-    """The outputs of a passing kernel's cases, sent to the supervisor, which compares them with
-    the verdict worker's references there (daemon/verdict.py); at most VERDICT_MAX_BYTES."""
+    """The outputs of a passing kernel's cases (the checked launch's, and the poisoned launch's),
+    sent to the supervisor, which judges them against the verdict worker's references
+    (daemon/verdict.py); at most VERDICT_MAX_BYTES."""
     if not job.verdict:
         return
     for o in outcomes:
-        key = _case_key(info.name, o.size, o.seed, o.edge_case)
         if not o.outputs:
             continue
-        nbytes = sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in o.outputs.values())
-        if job.verdict_bytes + nbytes > VERDICT_MAX_BYTES:
-            job.notes["verdict_not_sent"] = job.notes.get("verdict_not_sent", 0) + 1
-            continue
-        job.verdict_bytes += nbytes
-        job.verdict_cases.append(
-            {
-                "key": key,
-                "device": alias,
-                "digest": o.input_digest,
-                "outputs": {
-                    n: encode_array(sampled(from_snapshot(snap), job.sample_seed))
-                    for n, snap in o.outputs.items()
-                },
-            }
-        )
+        snaps = [*o.outputs.values(), *o.poison_outputs.values()]
+        case = {
+            "key": _case_key(info.name, o.size, o.seed, o.edge_case),
+            "device": alias,
+            "digest": o.input_digest,
+            "outputs": _encoded(o.outputs, job.sample_seed),
+            "poison_outputs": _encoded(o.poison_outputs, job.sample_seed),
+        }
+        _ship(job, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in snaps))
 
 
-def reference_cases(job: Job, max_bytes: int = VERDICT_MAX_BYTES) -> list[dict[str, Any]]:
+def ship_timed_outputs(job: Job, info: KernelInfo, alias: str, sets: list[list[Any]], size: int) -> None:
+    """Called by steps/bench.py right after the timed loop: what the benchmark's own buffers
+    hold (the inputs it timed on, job.seed + TIMED_SEED + k, and the outputs its last timed
+    launch left), sent to the supervisor to be judged like a validation case. A kernel that is
+    right only when checked is wrong here. Kernels with in-place outputs are left out (their
+    buffers hold many launches' worth of updates, no reference describes that)."""
+    contract = info.contract
+    if not job.verdict or contract is None or contract.inplace:
+        return
+    params = _params(info.runnable)
+    for k, args in enumerate(sets[:TIMED_SETS]):
+        arrays = {n: to_numpy(args[j]) for j, (n, t) in enumerate(params) if is_array(t)}
+        originals = {n: a for n, a in arrays.items() if n not in contract.outputs}
+        scalars = {n: args[j] for j, (n, t) in enumerate(params) if not is_array(t)}
+        outputs = {n: snapshot_bytes(args[names_index(params, n)]) for n in contract.outputs}
+        case = {
+            "key": _case_key(info.name, size, job.seed + TIMED_SEED + k, TIMED_CASE),
+            "device": alias,
+            "digest": input_digest(params, originals, scalars),
+            "outputs": _encoded(outputs, job.sample_seed),
+            "timed": True,
+        }
+        _ship(job, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in outputs.values()))
+
+
+def names_index(params: list[tuple[str, Any]], name: str) -> int:
+    return next(j for j, (n, _) in enumerate(params) if n == name)
+
+
+def reference_cases(job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = False) -> dict[str, Any]:
     """In the verdict worker (never launches a kernel): the references of every validation case
-    (the contract's sizes at ``job.seed + i``, its edge cases at ``job.seed + 1000 + j``), from
-    inputs regenerated from the seed, while their outputs fit in ``max_bytes``."""
+    (``planned_cases``: the contract's sizes, the drawn sizes, its edge cases) and, with
+    ``timed``, of the benchmark's input sets, from inputs regenerated from the seed, while their
+    outputs fit in ``max_bytes``; ``initial``: each output as the launch finds it (the
+    generator's values, or the untouched input of an in-place output), for the vacuity check.
+    ``missing``: the kernels some declared case of which has no reference (it raised here)."""
     out: list[dict[str, Any]] = []
+    missing: list[str] = []
     total = 0
     for info in job.kernels.values():
         contract = info.contract
         if contract is None or info.name in job.skip:
             continue
-        cases: list[tuple[int, int, str | None, Generator]] = [
-            (size, job.seed + i, None, contract.inputs) for i, size in enumerate(contract.sizes)
-        ]
-        cases += [
-            (contract.edge_case_size(c), job.seed + 1000 + j, c.name, c.inputs)
-            for j, c in enumerate(contract.edge_cases)
-        ]
+        cases = planned_cases(contract, job.seed)
+        if timed and not contract.inplace:
+            size = contract.benchmark_size
+            cases += [
+                PlannedCase(size, job.seed + TIMED_SEED + k, TIMED_CASE, contract.inputs, drawn=True)
+                for k in range(TIMED_SETS)
+            ]
         params = _params(info.kernel)
         names = [n for n, _ in params]
-        for size, seed, edge, gen in cases:
+        tols = {a: contract.tolerance_for(a) for a in {*job.options.devices, "cpu", "cuda"}}
+        for case in cases:
             try:
-                inputs = make_inputs(gen, size, seed)
-                if contract.check_constraints(inputs) is not None:
+                inputs = make_inputs(case.gen, case.size, case.seed)
+                if case.edge_case != TIMED_CASE and contract.check_constraints(inputs) is not None:
                     continue
-                originals = {
+                arrays = {
                     n: np.ascontiguousarray(inputs[n], dtype=_numpy_dtype(t))
                     for n, t in params
-                    if is_array(t) and (n not in contract.outputs or n in contract.inplace)
+                    if is_array(t)
+                }
+                originals = {
+                    n: a for n, a in arrays.items() if n not in contract.outputs or n in contract.inplace
                 }
                 refs = reference_outputs(contract, names, originals, inputs)
             except Exception as exc:  # a broken contract is the kernel worker's to report
                 job.notes.setdefault("verdict_errors", []).append(f"{info.name}: {type(exc).__name__}")
+                if not case.drawn:
+                    missing.append(info.name)
                 continue
             nbytes = sum(min(r.nbytes, SAMPLE_ELEMENTS * 8) for r in refs.values())
             if total + nbytes > max_bytes:
+                missing.append(info.name)
                 continue
             total += nbytes
-            tols = {a: contract.tolerance_for(a) for a in {*job.options.devices, "cpu", "cuda"}}
             out.append(
                 {
-                    "key": _case_key(info.name, size, seed, edge),
+                    "key": _case_key(info.name, case.size, case.seed, case.edge_case),
                     "kernel": info.name,
-                    "size": size,
-                    "seed": seed,
-                    "edge_case": edge,
+                    "size": case.size,
+                    "seed": case.seed,
+                    "edge_case": None if case.edge_case == TIMED_CASE else case.edge_case,
+                    "drawn": case.drawn and case.edge_case != TIMED_CASE,
+                    "timed": case.edge_case == TIMED_CASE,
                     "digest": input_digest(params, originals, inputs),
                     "refs": {n: encode_array(sampled(r, job.sample_seed)) for n, r in refs.items()},
+                    "initial": {
+                        n: encode_array(sampled(arrays[n], job.sample_seed))
+                        for n in contract.outputs
+                        if n in arrays
+                    },
                     "poisoned": {n: n not in contract.inplace for n in contract.outputs},
                     "tolerance": {a: [t.rtol, t.atol] for a, t in tols.items()},
                 }
             )
-    return out
+    return {"cases": out, "missing": sorted(set(missing))}
 
 
 def run(job: Job) -> None:

@@ -300,31 +300,44 @@ def _ref_case(key: str, ref: np.ndarray, digest: str = "d") -> dict[str, object]
 
 
 def _shipped(key: str, got: np.ndarray, digest: str = "d") -> dict[str, object]:
-    return {"key": key, "device": "cpu", "digest": digest, "outputs": {"y": encode_array(got)}}
+    out = {"y": encode_array(got)}  # the checked launch's and the poisoned launch's (issue #37)
+    return {"key": key, "device": "cpu", "digest": digest, "outputs": out, "poison_outputs": out}
+
+
+_CLAIM = {"k": {"validate": {"cpu": "pass"}, "bench": {}}}
+
+
+def _refs(*cases: dict[str, object]) -> dict[str, object]:
+    return {"status": "ok", "cases": list(cases), "missing": []}
 
 
 def test_cross_check_reports_a_pass_the_reference_worker_disagrees_with() -> None:
     ref = np.arange(8, dtype=np.float64)
     got = (ref + 1).astype(np.float32)
-    records, notes = verdict.cross_check(
-        [_ref_case("a", ref)], [_shipped("a", got)], "m.py", {"k": (3, 4, 5)}
-    )
+    j = verdict.judge(_CLAIM, _refs(_ref_case("k|a", ref)), [_shipped("k|a", got)], "m.py", {"k": (3, 4, 5)})
+    records, notes = j.records, j.notes
     assert [r.rule for r in records] == [F.VERDICT_DISAGREES]
     assert records[0].location.line == 3 and records[0].hint
     assert "size 8, seed 5" in records[0].message
-    assert notes["compared"] == 1
+    assert notes["compared"] == 1 and not j.confirmed
 
 
-def test_cross_check_accepts_agreement_and_skips_unreproducible_inputs() -> None:
+def test_cross_check_accepts_agreement_and_withdraws_unreproducible_inputs() -> None:
+    """Issue #37: inputs that differ between the workers are no longer skipped (the pass stood
+    on no evidence): the pass is withdrawn (WHD067; tests/exploits/test_hermetic_verdicts.py)."""
     ref = np.arange(8, dtype=np.float64)
-    ok, notes = verdict.cross_check(
-        [_ref_case("a", ref)], [_shipped("a", ref.astype(np.float32))], "m.py", {}
+    ok = verdict.judge(
+        _CLAIM, _refs(_ref_case("k|a", ref)), [_shipped("k|a", ref.astype(np.float32))], "m.py", {}
     )
-    assert ok == [] and notes["compared"] == 1
-    other, notes = verdict.cross_check(
-        [_ref_case("a", ref)], [_shipped("a", ref[::-1].astype(np.float32), digest="x")], "m.py", {}
+    assert ok.records == [] and ok.notes["compared"] == 1 and ok.confirmed == {("k", "cpu")}
+    other = verdict.judge(
+        _CLAIM,
+        _refs(_ref_case("k|a", ref)),
+        [_shipped("k|a", ref[::-1].astype(np.float32), digest="x")],
+        "m.py",
+        {},
     )
-    assert other == [] and notes["not_reproducible"] == 1
+    assert [r.rule for r in other.records] == [F.VERDICT_UNCONFIRMED] and other.notes["not_reproducible"] == 1
 
 
 def test_the_daemons_side_never_imports_warp() -> None:

@@ -1,0 +1,206 @@
+"""Build a kernel from its source without running its module's top-level code (issue #37 item 1).
+
+Whatever runs in a process can change what that process reports, and importing a module runs
+all of its top-level code. A *hermetic* build takes from the module's text only what the kernel
+needs: the kernel's ``def``, the ``@wp.func``s and ``@wp.struct``s it reaches, and the module
+constants they read (literals, arithmetic of literals and other such constants,
+``wp.constant(...)`` of those), and executes just those statements, in source order, in a fresh
+namespace that holds ``warp``, ``numpy`` and ``math`` and nothing of the workspace.
+
+A kernel that cannot be built that way is refused with the reason (``NotHermetic``): a kernel
+made by a factory or inside a function, one that reaches a name bound by anything else than a
+definition or a constant (a call, an import from the workspace, a closure over run-time state),
+a decorator other than Warp's, a ``wp.static`` over something not a constant. Such a kernel is
+validated the old way, by importing its module.
+
+What is done: this builder and its tests. Not done yet: the worker building contracted kernels
+this way (it still imports the module), the contracts loaded only in the verdict worker, the
+record that says a verdict is not hermetic, ``--require-hermetic`` (docs/reliability.md,
+"Hermetic verdicts").
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import linecache
+import math
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import warp as _warp
+
+wp: Any = _warp
+
+# the modules a hermetic namespace holds, under the names a module may import them as
+_LIBRARIES = {"warp": _warp, "numpy": np, "math": math}
+_DECORATORS = {"kernel", "func", "struct", "func_native"}
+
+
+class NotHermetic(Exception):
+    """The kernel cannot be built from its source alone (the message says why)."""
+
+
+@dataclass(frozen=True)
+class HermeticKernel:
+    kernel: Any  # the warp.Kernel
+    module_name: str  # the fresh namespace's name (its Warp module)
+    statements: tuple[str, ...]  # the top-level names whose statements were executed, in order
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    return []
+
+
+def _warp_attr(node: ast.expr, aliases: set[str]) -> str | None:
+    """``wp.X`` (``wp`` an alias of warp) -> "X"."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+        return node.attr
+    return None
+
+
+def _decorator_kind(dec: ast.expr, aliases: set[str]) -> str | None:
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    kind = _warp_attr(target, aliases)
+    if kind not in _DECORATORS:
+        return None
+    if isinstance(dec, ast.Call) and (
+        dec.args or not all(isinstance(k.value, ast.Constant) for k in dec.keywords)
+    ):
+        return None  # only literal keyword arguments (enable_backward=False ...)
+    return kind
+
+
+def _is_constant_expr(node: ast.expr, aliases: set[str], constants: set[str]) -> bool:
+    """Literals, names of constants, arithmetic of those, ``wp.constant(...)``, ``wp.<scalar>(...)``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float | bool)
+    if isinstance(node, ast.Name):
+        return node.id in constants
+    if isinstance(node, ast.UnaryOp):
+        return _is_constant_expr(node.operand, aliases, constants)
+    if isinstance(node, ast.BinOp):
+        return _is_constant_expr(node.left, aliases, constants) and _is_constant_expr(
+            node.right, aliases, constants
+        )
+    if isinstance(node, ast.Call) and _warp_attr(node.func, aliases) is not None and not node.keywords:
+        return all(_is_constant_expr(a, aliases, constants) for a in node.args)
+    return False
+
+
+def _loads(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
+    """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
+    in a fresh namespace from the statements it reaches; ``NotHermetic`` when it cannot be."""
+    tree = ast.parse(source, filename)
+    aliases = {"wp"} | {
+        a.asname or a.name
+        for n in tree.body
+        if isinstance(n, ast.Import)
+        for a in n.names
+        if a.name == "warp"
+    }
+    library_names: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in _LIBRARIES:
+                    library_names[a.asname or a.name] = _LIBRARIES[a.name]
+    definitions: dict[str, ast.stmt] = {}
+    constants: set[str] = set()
+    rebound: set[str] = set()
+    for node in tree.body:
+        names = _bound_names(node)
+        for name in names:
+            if name in definitions or name in constants:
+                rebound.add(name)
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
+            if len(kinds) == 1 and kinds[0] is not None:
+                definitions[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
+            value = node.value
+            if value is not None and _is_constant_expr(value, aliases, constants):
+                definitions[names[0]] = node
+                constants.add(names[0])
+    if kernel_name not in definitions or not isinstance(definitions[kernel_name], ast.FunctionDef):
+        raise NotHermetic(
+            f"`{kernel_name}` is not a module-level `@wp.kernel` def of this file (a factory, a closure "
+            "or another decorator makes it at run time)"
+        )
+    kernel_def = definitions[kernel_name]
+    assert isinstance(kernel_def, ast.FunctionDef)
+    if _decorator_kind(kernel_def.decorator_list[0], aliases) != "kernel":
+        raise NotHermetic(f"`{kernel_name}` is not decorated with `@wp.kernel`")
+    needed: set[str] = set()
+    todo = [kernel_name]
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        if name in rebound:
+            raise NotHermetic(f"`{name}` is bound more than once at the top of the module")
+        needed.add(name)
+        node = definitions[name]
+        for used in sorted(_loads(node)):
+            if used in definitions:
+                todo.append(used)
+            elif used in library_names or used in aliases or hasattr(builtins, used):
+                continue
+            elif _is_local(node, used):
+                continue
+            else:
+                raise NotHermetic(
+                    f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
+                    "constant of its own text)"
+                )
+    body = [n for n in tree.body if any(b in needed for b in _bound_names(n))]
+    digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
+    module_name = f"_wh_hermetic_{kernel_name}_{digest}"
+    namespace = types.ModuleType(module_name)
+    namespace.__file__ = filename
+    namespace.__dict__.update(library_names)
+    for alias in aliases:
+        namespace.__dict__[alias] = _warp
+    # Warp reads a kernel's source through inspect (linecache): the text parsed here, not the
+    # file as it may be now
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    sys.modules[module_name] = namespace  # Warp's module registry keys on the Python module
+    try:
+        exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
+    except Exception as exc:
+        raise NotHermetic(
+            f"building `{kernel_name}` from its source failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    kernel = namespace.__dict__.get(kernel_name)
+    if not isinstance(kernel, wp.Kernel):
+        raise NotHermetic(f"`{kernel_name}` did not build into a Warp kernel")
+    order = tuple(b for n in body for b in _bound_names(n) if b in needed)
+    return HermeticKernel(kernel=kernel, module_name=module_name, statements=order)
+
+
+def _is_local(node: ast.stmt, name: str) -> bool:
+    """Whether ``name`` is a parameter, or bound inside ``node`` (a loop variable, a local)."""
+    if isinstance(node, ast.FunctionDef):
+        params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+        if name in params:
+            return True
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id == name:
+            return True
+    return False
