@@ -117,6 +117,8 @@ class Supervisor:
         self._module: str | None = None
         self._verdict_module: str | None = None
         self._spare: WorkerProcess | None = None
+        # the same for the verdict worker: started while the current module's references are computed
+        self._verdict_spare: WorkerProcess | None = None
         self.fresh_starts = 0  # workers replaced because the module changed
         self._aliases: dict[str, str] = {}  # a variant file the harness wrote -> its module
 
@@ -148,9 +150,10 @@ class Supervisor:
 
     def close(self) -> None:
         with self._lock:
-            if self._spare is not None:
-                self._spare.kill()
-                self._spare = None
+            for spare in (self._spare, self._verdict_spare):
+                if spare is not None:
+                    spare.kill()
+            self._spare = self._verdict_spare = None
             if self.worker is not None:
                 self.worker.shutdown()
                 self.worker = None
@@ -162,7 +165,7 @@ class Supervisor:
         """Kill the worker now, even in the middle of a job (any thread; does not wait for
         the job's lock), and start no other: the job in flight ends as a crash."""
         self._closing.set()
-        for worker in (self._starting, self.worker, self.verdict, self._spare):
+        for worker in (self._starting, self.worker, self.verdict, self._spare, self._verdict_spare):
             if worker is not None:
                 worker.kill_only(drain=False)
 
@@ -245,6 +248,8 @@ class Supervisor:
             raise VerdictUnavailable("the daemon is stopping")
         worker = self.verdict
         module = self._module_of(str(path.resolve()))
+        last = self._verdict_module
+        switched = opts.isolate_modules and last is not None and module != last
         if worker is not None and (
             not worker.alive()
             or worker.jobs >= MAX_JOBS_PER_WORKER
@@ -254,10 +259,16 @@ class Supervisor:
             worker = self.verdict = None
         self._verdict_module = module
         if worker is None:
-            try:
-                worker = WorkerProcess(self.workspace, opts, warmup=False, python=self.python, cuda=False)
-            except OSError as exc:
-                raise VerdictUnavailable(f"the verdict worker could not start: {exc}") from exc
+            spare, self._verdict_spare = self._verdict_spare, None
+            if spare is not None and spare.alive() and spare.options == opts:
+                worker = spare
+            else:
+                if spare is not None:
+                    spare.kill()
+                try:
+                    worker = WorkerProcess(self.workspace, opts, warmup=False, python=self.python, cuda=False)
+                except OSError as exc:
+                    raise VerdictUnavailable(f"the verdict worker could not start: {exc}") from exc
             self.verdict = worker  # before it is ready: abort() and a late join can kill it
             try:
                 worker.wait_ready()
@@ -268,6 +279,13 @@ class Supervisor:
                 worker.kill()
                 self.verdict = None
                 raise VerdictUnavailable("the daemon is stopping")
+        if switched and self._verdict_spare is None and not self._closing.is_set():
+            try:  # modules alternate: the next module's verdict worker starts while this one works
+                self._verdict_spare = WorkerProcess(
+                    self.workspace, opts, warmup=False, python=self.python, cuda=False
+                )
+            except OSError:
+                self._verdict_spare = None
         msg = self._base(path, display, opts)
         msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed, timed=timed)
         if selection:
