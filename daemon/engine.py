@@ -99,6 +99,8 @@ class Engine:
     history: feedback.History = field(init=False)
     checks: int = 0
     prune_report: kernel_cache.PruneReport | None = None
+    # captured launches replayed on a check (daemon/captured/hook.py MODES): "changed" kernels by default
+    replay_captures: str = "changed"
 
     def __post_init__(self) -> None:
         self.workspace = self.workspace.resolve()
@@ -169,6 +171,10 @@ class Engine:
             key = result_cache.result_key(self.options.to_dict(), steps)
             result, static = self._one_text(path, display, key, force, steps, timings, report)
             dynamic = result.records
+            if result.status != "stale":  # capture: replay captured launches (daemon/captured/), never cached
+                from warp_harness.daemon.captured.hook import replay_for_engine
+
+                dynamic = [*dynamic, *replay_for_engine(self, path, display)]
             report.status = result.status
             report.kernels = result.kernels
             report.seed = result.seed
