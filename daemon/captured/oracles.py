@@ -17,6 +17,7 @@ unchanged: their poison is put back to the captured value before comparing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -30,26 +31,41 @@ TOLERANCES: dict[str, tuple[float, float]] = {
 INT_SENTINEL = -0x21524111  # 0xDEADBEEF as a signed 32-bit integer
 
 
+# NaNs with a payload of their own: an element still holding it was never written, while a NaN the
+# kernel computes (0/0, sqrt(-1)) has the default payload and counts as a value (non-finite)
+_NAN_BITS: dict[str, tuple[str, int]] = {
+    "float16": ("uint16", 0x7E5D),
+    "float32": ("uint32", 0x7FC0DEAD),
+    "float64": ("uint64", 0x7FF8DEADBEEFDEAD),
+}
+
+
+def _sentinel(dtype: np.dtype[Any]) -> int:
+    info = np.iinfo(dtype)
+    return INT_SENTINEL if info.min <= INT_SENTINEL <= info.max else int(info.max)
+
+
 def poison(arr: np.ndarray) -> np.ndarray | None:
-    """A poisoned copy (NaN for floats, a sentinel for integers); None for a dtype it cannot mark."""
+    """A poisoned copy (a marked NaN for floats, a sentinel for integers); None for other dtypes."""
     kind = arr.dtype.kind
-    if kind == "f":
-        return np.full_like(arr, np.nan)
+    bits = _NAN_BITS.get(str(arr.dtype))
+    if kind == "f" and bits is not None:
+        out = np.empty_like(arr)
+        out.view(bits[0])[...] = bits[1]
+        return out
     if kind in "iu":
-        info = np.iinfo(arr.dtype)
-        value = INT_SENTINEL if info.min <= INT_SENTINEL <= info.max else info.max
-        return np.full_like(arr, value)
+        return np.full_like(arr, _sentinel(arr.dtype))
     return None
 
 
 def poisoned_mask(arr: np.ndarray) -> np.ndarray:
+    """Elements still holding the poison `poison` wrote."""
     kind = arr.dtype.kind
-    if kind == "f":
-        return np.asarray(np.isnan(arr))
+    bits = _NAN_BITS.get(str(arr.dtype))
+    if kind == "f" and bits is not None:
+        return np.asarray(np.ascontiguousarray(arr).view(bits[0]) == bits[1])
     if kind in "iu":
-        info = np.iinfo(arr.dtype)
-        value = INT_SENTINEL if info.min <= INT_SENTINEL <= info.max else info.max
-        return np.asarray(arr == value)
+        return np.asarray(arr == _sentinel(arr.dtype))
     return np.zeros(arr.shape, dtype=bool)
 
 

@@ -152,11 +152,21 @@ def run_replay_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
                     launched, _checked = probe.probe_kernel(info)
                 except Exception as exc:
                     notes.append(f"bounds probe of `{name}` not built: {exc!r}")
+            built: set[str] = set()
             for launch in entry["launches"]:
                 lid = str(launch["id"])
                 device = (
                     launch["device"] if wp.is_device_available(wp.get_device(launch["device"])) else "cpu"
                 )
+                if device not in built:  # the build has the job's budget, the launch its own
+                    progress(stage="compile", kernel=name, device=device, budget_s=job.options.timeout_s)
+                    try:
+                        resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
+                        dev = wp.get_device(device)
+                        launched.module.load(dev, resolve(dev, launch.get("block_dim")))
+                    except Exception as exc:
+                        notes.append(f"`{name}` did not build for {device}: {exc!r}")
+                    built.add(device)
                 progress(
                     stage="validate",
                     kernel=name,
@@ -175,7 +185,7 @@ def run_replay_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
                         dim=tuple(launch["dim"]),
                         inputs=values,
                         device=device,
-                        block_dim=launch.get("block_dim") or 256,
+                        block_dim=launch.get("block_dim"),
                     )
                     wp.synchronize_device(device)
                 except Exception as exc:

@@ -18,7 +18,7 @@ from warp_harness.capture.store import CaptureStore, KernelIndex
 
 pytestmark = pytest.mark.slow
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 import warp as wp
 
@@ -42,7 +42,7 @@ def run(n=8):
     out = wp.zeros((3, 4), dtype=wp.int32)
     wp.launch(fill, dim=(3, 4), inputs=[out])
     return y.numpy(), out.numpy()
-'''
+"""
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -111,7 +111,9 @@ def test_a_pytest_run_records_test_ids(ws: Path, tmp_path: Path) -> None:
         "import kernels\n\n\ndef test_scale():\n    y, _ = kernels.run(5)\n    assert y[1] == 3.0  # fails\n",
         encoding="utf-8",
     )
-    p = _cli("capture", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_k.py", cwd=ws)
+    p = _cli(
+        "capture", "--", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_k.py", cwd=ws
+    )
     assert p.returncode == 1, p.stdout + p.stderr  # the test failed; its launches are kept
     five = next(x for x in _indexes(ws)["scale"].launches if x["dim"] == [5])
     assert five["provenance"]["test"] == "test_k.py::test_scale"
@@ -119,7 +121,9 @@ def test_a_pytest_run_records_test_ids(ws: Path, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "pytest"
-    shim.write_text(f"#!{sys.executable}\nimport sys, pytest\nsys.exit(pytest.console_main())\n", encoding="utf-8")
+    shim.write_text(
+        f"#!{sys.executable}\nimport sys, pytest\nsys.exit(pytest.console_main())\n", encoding="utf-8"
+    )
     shim.chmod(0o755)
     (ws / "test_k.py").write_text(
         "import kernels\n\n\ndef test_six():\n    assert kernels.run(6)[0][1] == 2.0\n", encoding="utf-8"
@@ -135,12 +139,16 @@ def test_max_per_kernel_and_argument_cap(ws: Path) -> None:
     (ws / "many.py").write_text(
         "import kernels\nfor n in range(20, 26):\n    kernels.run(n)\n", encoding="utf-8"
     )
-    p = _cli("capture", "--max-per-kernel", "2", "--max-arg-mb", "0.00005", "--", sys.executable, "many.py", cwd=ws)
+    p = _cli(
+        "capture", "--max-per-kernel", "2", "--max-arg-mb", "0.00005", "--", sys.executable, "many.py", cwd=ws
+    )
     assert p.returncode == 0, p.stderr
     assert "more than 2 distinct launches" in p.stdout
     big = [x for x in _indexes(ws)["scale"].launches if x["dim"][0] >= 20]
     assert len(big) == 2  # at most N new distinct launches from this run
     assert all(x["incomplete"] and "per-argument cap" in x["incomplete"][0] for x in big)
     assert all(a["kind"] == "too-large" and "blob" not in a for x in big for a in x["args"][:2])
-    index = json.loads(next((ws / ".warp-harness/captures/kernels").glob("kernels.py__scale*.json")).read_text())
+    index = json.loads(
+        next((ws / ".warp-harness/captures/kernels").glob("kernels.py__scale*.json")).read_text()
+    )
     assert isinstance(index["tag"], str) and len(index["tag"]) == 64

@@ -54,7 +54,9 @@ def test_a_signed_index_loads_and_its_blobs_verify(tmp_path: Path) -> None:
     np.testing.assert_array_equal(store.blob(entry.launches[0]["baseline"]["y"]), np.arange(8) * 2)
 
 
-def test_an_index_signed_by_another_secret_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_index_signed_by_another_secret_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A capture shipped in a repository or planted by another user carries someone else's tag."""
     store = CaptureStore(tmp_path)
     monkeypatch.setenv(user_state.CACHE_ENV, str(tmp_path / "someone-else"))
@@ -110,7 +112,7 @@ def test_a_pickled_array_is_never_unpickled(tmp_path: Path, monkeypatch: pytest.
     sha = hashlib.sha256(data).hexdigest()
     (store.root / "blobs").mkdir(parents=True)
     (store.root / "blobs" / f"{sha}.npy").write_bytes(data)
-    with pytest.raises(CaptureRefused, match="plain .npy"):
+    with pytest.raises(CaptureRefused, match=r"plain \.npy"):
         store.blob(sha)
     assert not marker.exists()
 

@@ -77,6 +77,7 @@ def run_capture(
         raw.mkdir()
         (boot / "sitecustomize.py").write_text(_SITECUSTOMIZE, encoding="utf-8")
         child = dict(os.environ if env is None else env)
+        child.pop("PYTEST_CURRENT_TEST", None)  # ours (capture run from a test), not the command's
         child["PYTHONPATH"] = os.pathsep.join([str(boot), child.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         child[recorder.RAW_ENV] = str(raw)
         child[recorder.WORKSPACE_ENV] = str(workspace)
