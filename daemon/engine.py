@@ -171,10 +171,6 @@ class Engine:
             key = result_cache.result_key(self.options.to_dict(), steps)
             result, static = self._one_text(path, display, key, force, steps, timings, report)
             dynamic = result.records
-            if result.status != "stale":  # capture: replay captured launches (daemon/captured/), never cached
-                from warp_harness.daemon.captured.hook import replay_for_engine
-
-                dynamic = [*dynamic, *replay_for_engine(self, path, display)]
             report.status = result.status
             report.kernels = result.kernels
             report.seed = result.seed
@@ -182,6 +178,14 @@ class Engine:
             report.devices = result.devices
             if report.cached:
                 report.repros = result.repros
+            if result.status != "stale":  # capture: replay captured launches (daemon/captured/), never cached
+                from warp_harness.daemon.captured.hook import replay_for_engine
+
+                t_replay = time.perf_counter()
+                replayed, stored = replay_for_engine(self, path, display)
+                timings["capture_replay_ms"] = (time.perf_counter() - t_replay) * 1e3
+                dynamic = [*dynamic, *replayed]
+                report.repros = [*report.repros, *stored]
             timings = {**result.timings, **timings, "worker_ms": result.worker_ms}
         report.timings = timings
         ordered_static = feedback.order(static)

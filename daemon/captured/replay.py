@@ -29,6 +29,7 @@ from warp_harness.daemon.captured import oracles
 from warp_harness.daemon.codegen_errors import parse_native_assertion
 from warp_harness.daemon.crash_records import BOUNDS_HINT, BOUNDS_SIGNALS, python_access
 from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.worker_process import CallOutcome, signal_name
 from warp_harness.record import Location, Record, Related, Severity, Stage
 
@@ -39,6 +40,8 @@ _OUT_FILE = re.compile(r"out-[0-9a-f]{1,32}-\d{1,4}\.npy")
 @dataclass
 class ReplayOutcome:
     records: list[Record] = field(default_factory=list)
+    # one failing case per failing launch, for the failure library (`warp-harness replay` re-runs it)
+    failures: list[FailingCase] = field(default_factory=list)
     launches: int = 0
     kernels: list[str] = field(default_factory=list)
     # (kernel, launch id) -> {array: what the replay left in it, poison put back where no run wrote}
@@ -91,6 +94,7 @@ class _Replay:
         self.call = call
         self.store = CaptureStore(workspace)
         self.out = ReplayOutcome()
+        self.only_launches: set[str] | None = None
 
     def record(
         self,
@@ -106,6 +110,18 @@ class _Replay:
         end_col: int | None = None,
         **extra: Any,
     ) -> None:
+        if launch is not None and src is not None and severity is not Severity.INFO:
+            self.out.failures.append(
+                FailingCase(
+                    kind="captured",
+                    kernel=src.name,
+                    device=str(launch.get("device") or "cpu"),
+                    edge_case=f"captured launch {launch['id']}",
+                    rule=rule,
+                    message=message,
+                    extra={"launch": str(launch["id"])},
+                )
+            )
         self.out.records.append(
             F.make_record(
                 stage,
@@ -130,6 +146,8 @@ class _Replay:
         for launch in sorted(
             index.launches, key=lambda x: sum(int(d.get("bytes") or 0) for d in _flat_arrays(x["args"]))
         ):
+            if self.only_launches is not None and launch["id"] not in self.only_launches:
+                continue
             if launch.get("incomplete"):
                 skipped.append(f"{launch['id'][:8]}: {'; '.join(launch['incomplete'])}")
                 continue
@@ -408,9 +426,10 @@ def replay_module(
     *,
     only_changed: bool,
     kernels: set[str] | None = None,
+    launches: set[str] | None = None,
 ) -> ReplayOutcome:
     """Replay the captured launches of ``path``'s kernels (``only_changed``: of those whose source
-    differs from the capture's; ``kernels``: only these) and judge them."""
+    differs from the capture's; ``kernels``: only these; ``launches``: only these ids) and judge them."""
     workspace = workspace.resolve()
     store = CaptureStore(workspace)
     try:
@@ -420,6 +439,7 @@ def replay_module(
     except (ValueError, OSError, OutsideWorkspace):
         return ReplayOutcome()
     replay = _Replay(workspace, path.resolve(), display, options, call)
+    replay.only_launches = launches
     try:
         entries = store.for_module(rel)
     except OutsideWorkspace as exc:

@@ -234,6 +234,27 @@ def test_the_daemon_engine_replays_a_changed_kernel_on_save(
     assert [r.record.rule for r in report.records if r.record.rule.startswith("WHD08")] == [
         F.BEHAVIOUR_CHANGED
     ]
+    assert report.timings["capture_replay_ms"] is not None
+    # the failing replay is a case of the failure library: `replay` fails while the edit stands ...
+    (case,) = [c for c in report.repros if "double" in c]
+    assert (captured / case).is_file()
+
+    def replay() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "warp_harness", "replay", ".", "--trust", "--format", "json"],
+            cwd=captured,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    failing = replay()
+    assert failing.returncode == 1 and '"WHD082"' in failing.stdout, failing.stdout + failing.stderr
+    (captured / "kernels.py").write_text(SOURCE, encoding="utf-8")  # ... and passes once it is undone
+    passing = replay()
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    (captured / case).unlink()
+    edit("y[i] = x[i] * 2.0", "y[i] = x[i] * 2.5")
     untrusted = Engine(captured, Settings(), FAST, False, warmup=False, record_history=False)
     report = untrusted.check(captured / "kernels.py")
     assert not [
