@@ -69,7 +69,7 @@ def poisoned_mask(arr: np.ndarray) -> np.ndarray:
     return np.zeros(arr.shape, dtype=bool)
 
 
-def _differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def differs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":
         return np.asarray(~((a == b) | (np.isnan(a) & np.isnan(b))))
     return np.asarray(a != b)
@@ -121,7 +121,7 @@ def judge_array(
         ]
     out: list[Finding] = []
     changed_by_recording = (
-        _differs(before, baseline) if before.shape == baseline.shape else np.ones_like(baseline, dtype=bool)
+        differs(before, baseline) if before.shape == baseline.shape else np.ones_like(baseline, dtype=bool)
     )
     effective = replay
     excluded = np.zeros(baseline.shape, dtype=bool)
@@ -186,7 +186,7 @@ def judge_array(
                 )
             )
     else:
-        bad = _differs(effective, baseline) & ~excluded
+        bad = differs(effective, baseline) & ~excluded
         if bad.any():
             i = _first(bad)
             err = np.abs(effective.astype(np.float64) - baseline.astype(np.float64))

@@ -287,7 +287,7 @@ class _Replay:
                 name, before, baseline, replay, was_poisoned=was_poisoned, inputs_finite=inputs_finite
             )
             if was_poisoned:
-                untouched = oracles.poisoned_mask(replay) & ~oracles._differs(before, baseline)
+                untouched = oracles.poisoned_mask(replay) & ~oracles.differs(before, baseline)
                 kept[name] = np.where(untouched, before, replay)
             else:
                 kept[name] = replay

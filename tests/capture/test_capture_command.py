@@ -152,3 +152,18 @@ def test_max_per_kernel_and_argument_cap(ws: Path) -> None:
         next((ws / ".warp-harness/captures/kernels").glob("kernels.py__scale*.json")).read_text()
     )
     assert isinstance(index["tag"], str) and len(index["tag"]) == 64
+
+
+def test_capture_without_a_command_runs_the_configured_ones(ws: Path) -> None:
+    (ws / "seven.py").write_text("import kernels\nkernels.run(7)\n", encoding="utf-8")
+    (ws / "pyproject.toml").write_text(
+        f'[tool.warp-harness.runtime]\ncapture = [["{sys.executable}", "seven.py"]]\n', encoding="utf-8"
+    )
+    try:
+        p = _cli("capture", cwd=ws)
+    finally:
+        (ws / "pyproject.toml").unlink()
+    assert p.returncode == 0 and "seven.py" in p.stdout, p.stdout + p.stderr
+    assert any(x["dim"] == [7] for x in _indexes(ws)["scale"].launches)
+    nothing = _cli("capture", cwd=ws)
+    assert nothing.returncode == 2 and "no command" in nothing.stderr

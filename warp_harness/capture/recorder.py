@@ -40,6 +40,8 @@ WORKSPACE_ENV = "WARP_HARNESS_CAPTURE_WORKSPACE"
 COMMAND_ENV = "WARP_HARNESS_CAPTURE_COMMAND"
 DEFAULT_MAX_PER_KERNEL = 4
 DEFAULT_ARG_BYTES = 32 * 1024 * 1024
+# a uint64 parameter holds a mesh, hash grid, volume or BVH id: a pointer of the capturing process
+_OBJECT_ID = "a uint64 object id (mesh, hash grid, volume, BVH) is valid only in the capturing process"
 
 
 class Recorder:
@@ -55,6 +57,15 @@ class Recorder:
         self.counter = itertools.count()
         self.lock = threading.Lock()
         self.busy = threading.local()
+        self.signatures: dict[int, inspect.Signature] = {}
+        # frames of these files are not the user's launch site: Warp's, the recorder's, frozen modules
+        import warp
+
+        self.skipped_roots = (
+            os.path.dirname(os.path.abspath(warp.__file__)) + os.sep,
+            os.path.dirname(os.path.abspath(__file__)) + os.sep,
+            "<frozen",
+        )
 
     # ------------------------------------------------------------------ notes
     def skip(self, kernel: str, reason: str) -> None:
@@ -125,7 +136,10 @@ class Recorder:
     def plan(self, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         import warp as wp
 
-        bound = inspect.signature(original).bind(*args, **kwargs)
+        signature = self.signatures.get(id(original))
+        if signature is None:
+            signature = self.signatures[id(original)] = inspect.signature(original)
+        bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         a = bound.arguments
         kernel = a["kernel"]
@@ -150,7 +164,12 @@ class Recorder:
             return None  # Warp itself rejects it; nothing to record
         dim = a["dim"]
         dims = [int(dim)] if isinstance(dim, int) else [int(d) for d in dim]
-        described = [self.describe(p.label, v, wp) for p, v in zip(params, values, strict=True)]
+        described = [
+            {"name": p.label, "kind": "unrecorded", "why": _OBJECT_ID}
+            if p.type is wp.uint64
+            else self.describe(p.label, v, wp)
+            for p, v in zip(params, values, strict=True)
+        ]
         sig_src = json.dumps(
             [
                 str(device),
@@ -230,7 +249,12 @@ class Recorder:
             return {"name": name, "kind": "scalar", "dtype": type(value).__name__, "value": value}
         cls = getattr(value, "_cls", None)
         if cls is not None and hasattr(cls, "vars"):  # a wp.struct instance
-            fields = [self.describe(f"{name}.{fname}", getattr(value, fname), wp) for fname in cls.vars]
+            fields = [
+                {"name": f"{name}.{fname}", "kind": "unrecorded", "why": _OBJECT_ID}
+                if var.type is wp.uint64
+                else self.describe(f"{name}.{fname}", getattr(value, fname), wp)
+                for fname, var in cls.vars.items()
+            ]
             return {"name": name, "kind": "struct", "dtype": getattr(cls, "key", "struct"), "fields": fields}
         dtype = type(value)
         if hasattr(dtype, "_length_"):  # vector, matrix, quaternion, transform (ctypes arrays)
@@ -246,7 +270,7 @@ class Recorder:
         where: dict[str, Any] = {}
         while frame is not None:
             file = frame.f_code.co_filename
-            if not any(part in file for part in ("/warp/", "/warp_harness/capture/", "<frozen")):
+            if not file.startswith(self.skipped_roots):
                 try:
                     rel = Path(os.path.realpath(file)).relative_to(self.workspace).as_posix()
                 except ValueError:
