@@ -136,10 +136,10 @@ class Recorder:
     def plan(self, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         import warp as wp
 
-        signature = self.signatures.get(id(original))
-        if signature is None:
-            signature = self.signatures[id(original)] = inspect.signature(original)
-        bound = signature.bind(*args, **kwargs)
+        params_of = self.signatures.get(id(original))
+        if params_of is None:
+            params_of = self.signatures[id(original)] = inspect.signature(original)
+        bound = params_of.bind(*args, **kwargs)
         bound.apply_defaults()
         a = bound.arguments
         kernel = a["kernel"]
