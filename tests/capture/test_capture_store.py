@@ -157,3 +157,31 @@ def test_kernel_digest_follows_the_kernel_and_its_helpers() -> None:
     assert moved["k"].digest == first["k"].digest  # a line moved is the same kernel
     helper = kernel_sources(base.replace("v * 2.0", "v * 3.0"))
     assert helper["k"].digest != first["k"].digest and helper["other"].digest == first["other"].digest
+
+
+def test_prune_and_list_from_the_command_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    store = CaptureStore(tmp_path)
+    _index(store, [_launch(store, "a1", 8, 1.0)])
+    planted = store.root / "kernels" / "planted.json"
+    planted.write_text(json.dumps({"kernel": {"path": "k.py", "name": "x"}, "launches": [], "tag": "0" * 64}))
+    stray = store.root / "blobs" / ("f" * 64 + ".npy")
+    stray.write_bytes(b"not referenced")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "warp_harness", "capture", *args, "--workspace", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    listing = cli("--list")
+    assert "REFUSED .warp-harness/captures/kernels/planted.json: wrong signature" in listing.stdout
+    assert "k.py::scale  1 launch(es)" in listing.stdout
+    pruned = cli("--prune")
+    assert pruned.returncode == 0 and "1 refused index(es) deleted" in pruned.stdout, pruned.stdout
+    assert not planted.exists() and not stray.exists()
+    assert [e.name for e in store.indexes() if isinstance(e, KernelIndex)] == ["scale"]
