@@ -75,16 +75,22 @@ def cmd_capture(args: argparse.Namespace) -> int:
         )
         return 2
     from warp_harness.capture.run import run_capture
+    from warp_harness.capture.store import OutsideWorkspace
+    from warp_harness.user_state import StateUnusable
 
     worst = 0
     for one in commands:
-        run = run_capture(
-            workspace,
-            one,
-            max_per_kernel=args.max_per_kernel,
-            arg_bytes=int(args.max_arg_mb * 2**20),
-            budget=budget,
-        )
+        try:
+            run = run_capture(
+                workspace,
+                one,
+                max_per_kernel=args.max_per_kernel,
+                arg_bytes=int(args.max_arg_mb * 2**20),
+                budget=budget,
+            )
+        except (StateUnusable, OutsideWorkspace, OSError) as exc:
+            _err(f"the launches of `{shlex.join(one)}` could not be stored: {exc}")
+            return 2
         report = run.report
         print(
             f"captured {report.launches} launch(es) of {len(report.kernels)} kernel(s) from "
