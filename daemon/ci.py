@@ -199,7 +199,13 @@ def run_ci(
                 on_progress({"kind": "file", "path": shown.get(target.resolve()) or _display(target)})
 
         try:
-            reports = check_many(engines.make, dynamic_targets, engines.parallel, on_start=starting)
+
+            def make() -> Any:  # capture: ci replays every captured launch (daemon/captured/)
+                engine = engines.make()
+                engine.replay_captures = "all"
+                return engine
+
+            reports = check_many(make, dynamic_targets, engines.parallel, on_start=starting)
         finally:
             engines.close()
         for target, report in zip(dynamic_targets, reports, strict=True):

@@ -99,6 +99,8 @@ class Engine:
     history: feedback.History = field(init=False)
     checks: int = 0
     prune_report: kernel_cache.PruneReport | None = None
+    # captured launches replayed on a check (daemon/captured/hook.py MODES): "changed" kernels by default
+    replay_captures: str = "changed"
 
     def __post_init__(self) -> None:
         self.workspace = self.workspace.resolve()
@@ -176,6 +178,14 @@ class Engine:
             report.devices = result.devices
             if report.cached:
                 report.repros = result.repros
+            if result.status != "stale":  # capture: replay captured launches (daemon/captured/), never cached
+                from warp_harness.daemon.captured.hook import replay_for_engine
+
+                t_replay = time.perf_counter()
+                replayed, stored = replay_for_engine(self, path, display)
+                timings["capture_replay_ms"] = (time.perf_counter() - t_replay) * 1e3
+                dynamic = [*dynamic, *replayed]
+                report.repros = [*report.repros, *stored]
             timings = {**result.timings, **timings, "worker_ms": result.worker_ms}
         report.timings = timings
         ordered_static = feedback.order(static)

@@ -46,6 +46,14 @@ INFRASTRUCTURE = "WHD070"
 INTERNAL = "WHD000"
 
 TUNED = "WHD034"
+# captured launches replayed (daemon/captured/)
+REPLAY_BOUNDS = "WHD080"
+REPLAY_UNWRITTEN = "WHD081"
+BEHAVIOUR_CHANGED = "WHD082"
+REPLAY_NONFINITE = "WHD083"
+CAPTURE_REFUSED = "WHD084"
+REPLAY_FAILED = "WHD085"
+REPLAYED = "WHD086"
 
 
 @dataclass(frozen=True)
@@ -412,6 +420,82 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "examples/exploits/inplace_noop.py; examples/contracts/too_fast.py.",
         "Draw inputs whose answer differs from the outputs' starting values (random values from "
         "`rng`), or tighten the tolerance below the change the kernel makes.",
+    ),
+    DynamicRule(
+        REPLAY_BOUNDS,
+        "replay-out-of-bounds",
+        Stage.CRASH,
+        _E,
+        "a captured launch, replayed with bounds checks, indexes an array out of bounds",
+        "Release builds do not check indices (warp#667): an edit that reads one past the end returns "
+        "garbage or corrupts the heap silently. The replay runs the kernel's bounds probe (a debug build "
+        "with an assertion before every array access) on the exact arguments of a real launch "
+        "(`warp-harness capture`), so the access stops at its line.",
+        "Fix the index or guard it (`if i < a.shape[0]`); the record names the launch (file:line, test) "
+        "and the arrays' extents.",
+    ),
+    DynamicRule(
+        REPLAY_UNWRITTEN,
+        "replay-unwritten-output",
+        Stage.NUMERIC,
+        _E,
+        "a replayed launch left elements unwritten that the captured run wrote",
+        "Arrays the kernel only writes are filled with NaN (integers: a sentinel) before the replay; an "
+        "element the recorded run wrote that is still poison afterwards was skipped: a 1-D `wp.tid()` "
+        "under a 2-D launch, an early `return`, a wrong launch dim or guard.",
+        "Look at the first index the record gives and why no thread writes it.",
+    ),
+    DynamicRule(
+        BEHAVIOUR_CHANGED,
+        "behaviour-changed",
+        Stage.NUMERIC,
+        _W,
+        "a replayed launch's outputs differ from the accepted baseline",
+        "The outputs of a real launch, stored at capture (or at the last `warp-harness accept`), are the "
+        "reference when nobody wrote one: after an edit, any element beyond the dtype's tolerance shows "
+        "at once (count, max absolute and relative error, first index), as a snapshot test does.",
+        "If the change is intended, run `warp-harness accept FILE::KERNEL --trust`; otherwise the edit "
+        "changed the kernel's results.",
+    ),
+    DynamicRule(
+        REPLAY_NONFINITE,
+        "replay-nonfinite",
+        Stage.NUMERIC,
+        _W,
+        "a replayed launch produced NaN or Inf from finite inputs where the baseline had none",
+        "A division by zero, a `sqrt` of a negative or an overflow introduced by an edit turns finite "
+        "inputs into non-finite outputs, which then spread through every later step.",
+        "Look at the first index the record gives; guard the operation or fix the formula.",
+    ),
+    DynamicRule(
+        CAPTURE_REFUSED,
+        "capture-refused",
+        Stage.INTERNAL,
+        _W,
+        "a capture file was refused: unsigned, wrongly signed, corrupt or not plain data",
+        "Captures live in the workspace, which is untrusted: only an index this user's warp-harness signed, "
+        "naming arrays whose bytes still hash to their names, is replayed. Anything else (a file shipped "
+        "in a repository, planted by another user, or damaged) is never loaded or executed.",
+        "Delete it (`warp-harness capture --prune` drops what it cannot verify) and capture again.",
+    ),
+    DynamicRule(
+        REPLAY_FAILED,
+        "replay-failed",
+        Stage.CRASH,
+        _W,
+        "a captured launch could not be replayed (the launch raised, the worker died or timed out)",
+        "The saved kernel no longer takes the captured arguments, or its module cannot be built, or the "
+        "replay crashed for a reason other than a bounds check.",
+        "Read the message; capture again if the kernel's signature changed on purpose.",
+    ),
+    DynamicRule(
+        REPLAYED,
+        "replayed",
+        Stage.NUMERIC,
+        _I,
+        "captured launches of the kernel were replayed and matched their baseline",
+        "Says which captured launches judged the kernel (with no contract, they are its only oracle).",
+        "Nothing.",
     ),
     DynamicRule(
         UNTRUSTED,

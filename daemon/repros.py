@@ -210,6 +210,10 @@ def replay(
         if on_start is not None:
             with lock:
                 on_start(number, stored)
+        if stored.case.get("kind") == "captured":  # a captured launch's replay: daemon/captured/
+            from warp_harness.daemon.captured.hook import replay_case
+
+            return replay_case(executor, stored.case)
         return executor.run_case(stored.case, on_progress=on_progress)
 
     numbered = list(enumerate(cases, start=1))

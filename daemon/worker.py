@@ -135,6 +135,10 @@ class Worker:
                     result = run_case_job(msg, self.progress_for(job_id))
                 elif msg.get("kind") == "reference":
                     result = run_reference_job(msg, self.progress_for(job_id))
+                elif msg.get("kind") == "replay":  # captured launches: daemon/captured/worker_side.py
+                    from warp_harness.daemon.captured.worker_side import run_replay_job
+
+                    result = run_replay_job(msg, self.progress_for(job_id))
                 else:
                     result = run_check_job(msg, self.progress_for(job_id))
             except MemoryError:

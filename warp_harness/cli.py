@@ -692,6 +692,7 @@ _LAZY_MODULES = (
     "warp_harness.daemon.client_cli",
     "warp_harness.server.cli",
     "warp_harness.agents.cli",
+    "warp_harness.capture.cli",
 )
 # command -> the module that registers it (tests/test_cli.py checks this against every module)
 _LAZY_COMMANDS: dict[str, tuple[str, ...]] = {
@@ -702,6 +703,7 @@ _LAZY_COMMANDS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("status", "results", "watch", "stop"), ("warp_harness.daemon.client_cli",)),
     "serve": ("warp_harness.server.cli",),
     "mcp": ("warp_harness.agents.cli",),
+    **dict.fromkeys(("capture", "accept"), ("warp_harness.capture.cli",)),
 }
 
 

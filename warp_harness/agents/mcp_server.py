@@ -18,7 +18,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from warp_harness.agents import tools
+from warp_harness.agents import capture_tools, tools
 from warp_harness.agents.schemas import (
     CheckOutput,
     FixOutput,
@@ -158,6 +158,25 @@ def build_server(workspace: tools.Workspace) -> MCPServer:
             lambda run, progress: tools.tune(workspace, path, kernel, target, repeats, on_progress=progress),
         )
         return TuneOutput.model_validate(result)
+
+    @server.tool()
+    async def capture(ctx: Context, command: list[str], max_per_kernel: int = 4) -> dict[str, Any]:
+        """Run a Python command (['pytest', 'tests/test_k.py'] or ['python', 'script.py']) with a launch
+        recorder: each kernel's real launches are stored, and from then on `validate` (and the daemon)
+        replay them after an edit: out-of-bounds accesses, unwritten outputs, and outputs that moved
+        from the accepted ones (WHD080-WHD086). Needs --trust."""
+        return await on_thread(
+            ctx,
+            lambda run, progress: refusing(lambda: capture_tools.capture(workspace, command, max_per_kernel)),
+        )
+
+    @server.tool()
+    async def accept(ctx: Context, path: str, kernel: str | None = None) -> dict[str, Any]:
+        """Make the replayed outputs of a file's (or one kernel's) captured launches the new baseline,
+        when a behaviour change (WHD082) is intended. Needs --trust."""
+        return await on_thread(
+            ctx, lambda run, progress: refusing(lambda: capture_tools.accept(workspace, path, kernel))
+        )
 
     @server.tool()
     def results(path: str | None = None) -> ResultsOutput:

@@ -1,0 +1,82 @@
+"""Where the engine (daemon/engine.py) and ``ci`` call the replay: through the supervisor's worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from warp_harness.daemon import repros
+from warp_harness.daemon.captured.replay import Call, replay_module
+from warp_harness.record import Record
+
+if TYPE_CHECKING:
+    from warp_harness.daemon.engine import Engine
+    from warp_harness.daemon.supervisor import Supervisor
+
+# what a save replays: the captured launches of kernels whose source changed ("changed"), all of a
+# file's captured launches ("all", ci), or none ("off")
+MODES = ("changed", "all", "off")
+
+
+def supervisor_call(sup: Supervisor) -> Call:
+    """One replay job on the supervisor's worker (restarted when it died, as for any job)."""
+
+    def call(msg: dict[str, Any]) -> Any:
+        with sup._lock:
+            return sup._call(msg, None)
+
+    return call
+
+
+def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Record], list[str]]:
+    """The replay records of one saved file and the failing cases stored for them (files relative to
+    the workspace); nothing when untrusted, off, remote, or nothing is captured."""
+    from warp_harness.daemon.supervisor import Supervisor
+
+    mode = getattr(engine, "replay_captures", "changed")
+    if not engine.trusted or mode == "off" or not isinstance(engine.supervisor, Supervisor):
+        return [], []
+    if not (engine.workspace / ".warp-harness" / "captures" / "kernels").is_dir():
+        return [], []  # the cached-save path pays one stat
+    outcome = replay_module(
+        engine.workspace,
+        path,
+        display,
+        engine.options,
+        supervisor_call(engine.supervisor),
+        only_changed=mode == "changed",
+    )
+    records: list[Record] = outcome.records
+    stored: list[str] = []
+    for failure in outcome.failures:
+        try:
+            file = repros.store(engine.workspace, path, failure, engine.options.compile_options())
+        except (repros.OutsideWorkspaceError, OSError):
+            continue
+        stored.append(file.relative_to(engine.workspace).as_posix())
+    return records, stored
+
+
+def replay_case(executor: Any, case: dict[str, Any]) -> tuple[str, list[Record]]:
+    """`warp-harness replay` of a stored failing replay: its captured launch again, judged again
+    (pass | fail | error, records)."""
+    from warp_harness.daemon.supervisor import Supervisor
+
+    if not isinstance(executor, Supervisor):
+        return "error", []
+    lid = str(case.get("edge_case") or "").rsplit(" ", 1)[-1]  # "captured launch <id>"
+    path = executor.workspace / str(case["path"])
+    outcome = replay_module(
+        executor.workspace,
+        path,
+        str(case["path"]),
+        executor.options,
+        supervisor_call(executor),
+        only_changed=False,
+        kernels={str(case["kernel"])},
+        launches={lid},
+    )
+    if not outcome.launches:
+        return "error", outcome.records
+    failing = [r for r in outcome.records if r.severity.value != "info"]
+    return ("fail" if failing else "pass"), outcome.records

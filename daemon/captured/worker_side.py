@@ -1,0 +1,202 @@
+"""The worker's half of a replay (job kind ``replay``): launch captured launches, return arrays.
+
+Runs in the sandboxed worker (time and memory limits, a crash kills only it). It judges nothing:
+the supervisor's side (``replay``) prepared every input as an ``.npy`` file in a private folder
+(outputs already poisoned), and reads the arrays this side leaves there after each launch.
+
+The kernels are built from the saved module's *definitions* only (`definitions_only`): its imports,
+functions, classes (``@wp.struct``) and constant assignments run; its other top-level statements (a
+script's own launches, its ``if __name__ == "__main__":`` block) do not. Modules it imports run as
+usual: this is not yet a hermetic build.
+
+With ``bounds`` set, each kernel is launched as its bounds probe (``steps/probe.py``: a debug-mode
+copy with an assertion before every array access), so an out-of-bounds access kills the worker
+with the Python line of the access; the supervisor's side reads it from the worker's output.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib
+import re
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_CONSTANT_CALLS = re.compile(
+    r"(constant|vec\w*|mat\w*|quat\w*|transform\w*|spatial\w*|float\w*|u?int\w*|bool|"
+    r"set_module_options|struct|func|kernel|overload|static|types)$"
+)
+
+
+def _calls_ok(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            f = sub.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            if not _CONSTANT_CALLS.match(name):
+                return False
+    return True
+
+
+def definitions_only(tree: ast.Module) -> ast.Module:
+    """The module's imports, definitions and constant assignments (top-level statements only)."""
+    kept: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
+            kept.append(stmt)
+        elif (
+            isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None and _calls_ok(stmt.value)
+        ):
+            kept.append(stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _calls_ok(stmt.value):
+            kept.append(stmt)  # wp.set_module_options({...})
+    return ast.Module(body=kept, type_ignores=[])
+
+
+def build_module(path: Path) -> types.ModuleType:
+    source = path.read_text(encoding="utf-8")
+    tree = definitions_only(ast.parse(source, filename=str(path)))
+    name = f"_wh_replay_{hashlib.sha256(source.encode()).hexdigest()[:16]}"
+    if name in sys.modules:
+        return sys.modules[name]
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    sys.modules[name] = module
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        exec(compile(tree, str(path), "exec"), module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _dtype(wp: Any, declared: Any, name: str) -> Any:
+    types_module: Any = importlib.import_module("warp._src.types")
+
+    if declared is not None and not types_module.type_is_generic(declared):
+        return declared
+    found = getattr(wp, str(name), None)
+    if found is None:
+        raise ValueError(f"unknown dtype {name!r}")
+    return found
+
+
+def _value(wp: Any, declared: Any, d: dict[str, Any], folder: Path, device: Any) -> Any:
+    kind = d["kind"]
+    if kind == "array":
+        data = np.load(folder / str(d["file"]), allow_pickle=False)
+        dtype = _dtype(wp, getattr(declared, "dtype", None), d["dtype"])
+        return wp.array(data, dtype=dtype, device=device)
+    if kind == "scalar":
+        return d["value"]
+    if kind == "vector":
+        t = _dtype(wp, declared, d["dtype"])
+        return t(*d["value"])
+    if kind == "struct":
+        inst = declared()
+        for f in d["fields"]:
+            field = f["name"].split(".")[-1]
+            setattr(inst, field, _value(wp, declared.vars[field].type, f, folder, device))
+        return inst
+    if kind == "none":
+        return None
+    raise ValueError(f"argument `{d['name']}` was not recorded ({kind})")
+
+
+def _arrays(args: list[dict[str, Any]], values: list[Any]) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for d, v in zip(args, values, strict=True):
+        if d["kind"] == "array":
+            out.append((d["name"], v))
+        elif d["kind"] == "struct":
+            fields = [getattr(v, f["name"].split(".")[-1]) for f in d["fields"]]
+            out += _arrays(d["fields"], fields)
+    return out
+
+
+def run_replay_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+    from warp_harness.daemon import worker as W
+    from warp_harness.daemon.steps import KernelInfo, probe
+
+    W.guard()
+    job = W._make_job(msg, progress)
+    W._configure_warp(job.options)
+    wp: Any = importlib.import_module("warp")
+    folder = Path(str(msg["folder"]))
+    launches: dict[str, Any] = {}
+    notes: list[str] = []
+    try:
+        progress(stage="import", budget_s=job.options.timeout_s)
+        try:
+            module = build_module(job.path)
+        except BaseException as exc:
+            return {"status": "import-error", "error": f"{type(exc).__name__}: {exc}", "launches": {}}
+        for entry in msg.get("kernels") or []:
+            name = str(entry["name"])
+            kernel = getattr(module, name, None)
+            if kernel is None or not isinstance(kernel, wp.Kernel):
+                notes.append(f"kernel `{name}` is not a module-level kernel of the saved file")
+                continue
+            launched = kernel
+            if entry.get("bounds"):
+                info = KernelInfo(name=name, line=1, col=0, end_col=0, kernel=kernel)
+                try:
+                    launched, _checked = probe.probe_kernel(info)
+                except Exception as exc:
+                    notes.append(f"bounds probe of `{name}` not built: {exc!r}")
+            built: set[str] = set()
+            for launch in entry["launches"]:
+                lid = str(launch["id"])
+                device = (
+                    launch["device"] if wp.is_device_available(wp.get_device(launch["device"])) else "cpu"
+                )
+                if device not in built:  # the build has the job's budget, the launch its own
+                    progress(stage="compile", kernel=name, device=device, budget_s=job.options.timeout_s)
+                    try:
+                        resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
+                        dev = wp.get_device(device)
+                        launched.module.load(dev, resolve(dev, launch.get("block_dim")))
+                    except Exception as exc:
+                        notes.append(f"`{name}` did not build for {device}: {exc!r}")
+                    built.add(device)
+                progress(
+                    stage="validate",
+                    kernel=name,
+                    launch=lid,
+                    device=device,
+                    budget_s=job.options.launch_timeout_s,
+                )
+                try:
+                    params = list(kernel.adj.args)
+                    values = [
+                        _value(wp, p.type, d, folder, device)
+                        for p, d in zip(params, launch["args"], strict=True)
+                    ]
+                    wp.launch(
+                        launched,
+                        dim=tuple(launch["dim"]),
+                        inputs=values,
+                        device=device,
+                        block_dim=launch.get("block_dim"),
+                    )
+                    wp.synchronize_device(device)
+                except Exception as exc:
+                    launches[lid] = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"}
+                    continue
+                outputs: dict[str, str] = {}
+                for i, (arg, arr) in enumerate(_arrays(launch["args"], values)):
+                    file = f"out-{lid}-{i}.npy"
+                    np.save(folder / file, arr.numpy(), allow_pickle=False)
+                    outputs[arg] = file
+                launches[lid] = {"kernel": name, "outputs": outputs, "device": device}
+        return {"status": "ok", "launches": launches, "notes": notes}
+    finally:
+        W.guard().restore()

@@ -1,0 +1,75 @@
+"""The MCP tools `capture` and `accept` through the SDK's stdio client: a real server process."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+SCRIPT = """\
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * 2.0
+
+
+if __name__ == "__main__":
+    wp.launch(double, dim=4, inputs=[wp.array(np.ones(4, dtype=np.float32)), wp.zeros(4, dtype=float)])
+"""
+
+
+@asynccontextmanager
+async def serving(root: Path, *flags: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-I", "-m", "warp_harness", "mcp", str(root), *flags], cwd=str(root)
+    )
+    async with Client(params) as client:
+        yield client
+
+
+async def test_capture_and_accept_are_refused_without_trust(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(SCRIPT)
+    (tmp_path / "pyproject.toml").write_text("[tool.warp-harness]\ntrust = true\n")  # does not count
+    async with serving(tmp_path) as client:
+        for tool, args in (("capture", {"command": ["python", "k.py"]}), ("accept", {"path": "k.py"})):
+            result = await client.call_tool(tool, args)
+            content = result.structured_content or {}
+            assert content["status"] == "untrusted", content
+    assert not (tmp_path / ".warp-harness" / "captures").exists()
+
+
+async def test_capture_runs_python_commands_only(tmp_path: Path) -> None:
+    async with serving(tmp_path, "--trust") as client:
+        result = await client.call_tool("capture", {"command": ["sh", "-c", "touch pwned"]})
+        assert result.is_error and "Python commands only" in str(result.content)
+    assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.slow
+async def test_an_agent_captures_edits_and_accepts(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(SCRIPT)
+    async with serving(tmp_path, "--trust") as client:
+        result = await client.call_tool("capture", {"command": ["python", "k.py"]})
+        content = result.structured_content or {}
+        assert content["launches"] == 1 and content["captured"] == ["k.py::double"], content
+        (tmp_path / "k.py").write_text(SCRIPT.replace("x[i] * 2.0", "x[i] * 3.0"))
+        result = await client.call_tool("validate", {"path": "k.py"})
+        rules = [r["rule"] for r in (result.structured_content or {}).get("records", [])]
+        assert "WHD082" in rules, result.structured_content  # the agent sees its outputs moved
+        result = await client.call_tool("accept", {"path": "k.py", "kernel": "double"})
+        assert (result.structured_content or {})["accepted"] == 1, result.structured_content
+        result = await client.call_tool("validate", {"path": "k.py"})
+        rules = [r["rule"] for r in (result.structured_content or {}).get("records", [])]
+        assert "WHD082" not in rules

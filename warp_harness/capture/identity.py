@@ -1,0 +1,102 @@
+"""Which kernel a capture belongs to, read from source text alone (no import, no execution).
+
+A kernel is known by its module path (relative to the workspace), its name and a digest of its
+source: the text of its ``def`` (decorators excluded, dedented) plus the text of every function of
+the same file it names (its ``@wp.func`` helpers, one level deep). The recorder (in the user's
+process) and the replay (in the harness) compute it the same way from the file's text, so a saved
+edit of the kernel or of a helper it calls changes the digest.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import textwrap
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    name: str
+    line: int  # the ``def`` line
+    col: int
+    end_col: int
+    digest: str
+    # array parameters the kernel only ever stores into (``a[i] = ...``): poisoned before a replay
+    write_only: frozenset[str]
+
+
+def _segment(lines: list[str], node: ast.AST) -> str:
+    start = getattr(node, "lineno", 1)
+    end = getattr(node, "end_lineno", start) or start
+    return textwrap.dedent("\n".join(lines[start - 1 : end]))
+
+
+def _is_kernel(node: ast.FunctionDef) -> bool:
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name == "kernel":
+            return True
+    return False
+
+
+def write_only_arrays(node: ast.FunctionDef) -> frozenset[str]:
+    """Parameters used only as ``p[...] = value`` targets: never read, never passed on."""
+    params = {a.arg for a in node.args.args}
+    stored: set[str] = set()
+    store_values: set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Assign):
+            for target in sub.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                    stored.add(target.value.id)
+                    # in ``p[i] = v`` the AST loads the name p: that load is the store itself
+                    store_values.add(id(target.value))
+    read = {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in store_values
+    }
+    return frozenset((stored & params) - read)
+
+
+def kernel_sources(text: str) -> dict[str, KernelSource]:
+    """Every ``@wp.kernel`` function of a module's text (by name; the last one when defined twice)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return {}
+    lines = text.splitlines()
+    funcs: dict[str, ast.FunctionDef] = {}
+    kernels: list[ast.FunctionDef] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            funcs.setdefault(node.name, node)
+            if _is_kernel(node):
+                kernels.append(node)
+    out: dict[str, KernelSource] = {}
+    for node in kernels:
+        h = hashlib.sha256(_segment(lines, node).encode())
+        called = sorted(
+            {
+                c.func.id if isinstance(c.func, ast.Name) else c.func.attr
+                for c in ast.walk(node)
+                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name | ast.Attribute)
+            }
+        )
+        for name in called:
+            helper = funcs.get(name)
+            if helper is not None and helper is not node:
+                h.update(b"\0" + name.encode() + b"\0" + _segment(lines, helper).encode())
+        line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+        col = line.find(node.name)
+        out[node.name] = KernelSource(
+            name=node.name,
+            line=node.lineno,
+            col=max(col, 0),
+            end_col=max(col, 0) + len(node.name),
+            digest=h.hexdigest()[:32],
+            write_only=write_only_arrays(node),
+        )
+    return out

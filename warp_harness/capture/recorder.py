@@ -1,0 +1,382 @@
+"""The launch recorder: runs inside the user's own process (``warp-harness capture -- COMMAND``).
+
+Installed by the private ``sitecustomize`` that ``capture`` puts first on the child's
+``PYTHONPATH`` (``install_on_import``): once ``warp`` is imported, ``wp.launch`` (and with it
+``wp.launch_tiled``, which forwards to it) is wrapped. For each distinct launch of a kernel of the
+workspace (device, dim, block_dim, argument kinds, dtypes and shapes; at most ``N`` per kernel) it
+copies every argument to the host before the launch, launches, copies the arrays again, and writes
+one raw launch (``<pid>-<n>.npz`` arrays, then ``<pid>-<n>.json`` metadata as the commit mark) to
+the private folder ``WARP_HARNESS_CAPTURE_RAW``. Each launch is written when it happens, so a command
+that fails later still leaves it. What it cannot record is written as ``<pid>-skipped-<n>.json``.
+
+It never changes what the user's launch computes: the original ``launch`` runs with the same
+arguments; the copies are taken around it. The harness (``store.ingest``), not this process, files
+the raw launches into the workspace's store and signs them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import inspect
+import itertools
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from warp_harness.capture.identity import kernel_sources
+
+RAW_ENV = "WARP_HARNESS_CAPTURE_RAW"
+MAX_ENV = "WARP_HARNESS_CAPTURE_MAX"
+ARG_CAP_ENV = "WARP_HARNESS_CAPTURE_ARG_BYTES"
+WORKSPACE_ENV = "WARP_HARNESS_CAPTURE_WORKSPACE"
+COMMAND_ENV = "WARP_HARNESS_CAPTURE_COMMAND"
+DEFAULT_MAX_PER_KERNEL = 4
+DEFAULT_ARG_BYTES = 32 * 1024 * 1024
+# a uint64 parameter holds a mesh, hash grid, volume or BVH id: a pointer of the capturing process
+_OBJECT_ID = "a uint64 object id (mesh, hash grid, volume, BVH) is valid only in the capturing process"
+
+
+class Recorder:
+    def __init__(self, raw: Path, workspace: Path, max_per_kernel: int, arg_bytes: int, command: str) -> None:
+        self.raw = raw
+        self.workspace = workspace
+        self.max_per_kernel = max_per_kernel
+        self.arg_bytes = arg_bytes
+        self.command = command
+        self.seen: dict[tuple[str, str], set[str]] = {}
+        self.skipped: set[tuple[str, str]] = set()
+        self.sources: dict[str, dict[str, Any]] = {}
+        self.counter = itertools.count()
+        self.lock = threading.Lock()
+        self.busy = threading.local()
+        self.signatures: dict[int, inspect.Signature] = {}
+        # frames of these files are not the user's launch site: Warp's, the recorder's, frozen modules
+        import warp
+
+        self.skipped_roots = (
+            os.path.dirname(os.path.abspath(warp.__file__)) + os.sep,
+            os.path.dirname(os.path.abspath(__file__)) + os.sep,
+            "<frozen",
+        )
+
+    # ------------------------------------------------------------------ notes
+    def skip(self, kernel: str, reason: str) -> None:
+        key = (kernel, reason)
+        if key in self.skipped:
+            return
+        self.skipped.add(key)
+        self._write_json(
+            f"{os.getpid()}-skipped-{next(self.counter)}.json", {"kernel": kernel, "reason": reason}
+        )
+
+    def _write_json(self, name: str, data: dict[str, Any]) -> None:
+        tmp = self.raw / f".{name}.tmp"
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self.raw / name)
+
+    # ------------------------------------------------------------------ identity
+    def kernel_identity(self, kernel: Any) -> tuple[str, str, str] | None:
+        """(module path relative to the workspace, kernel name, source digest), or None."""
+        func = getattr(kernel, "func", None)
+        try:
+            file = inspect.getsourcefile(func) if func is not None else None
+        except TypeError:
+            file = None
+        if not file:
+            return None
+        real = Path(os.path.realpath(file))
+        try:
+            rel = real.relative_to(self.workspace).as_posix()
+        except ValueError:
+            return None
+        if rel.startswith((".venv/", "venv/", ".warp-harness/")) or "/site-packages/" in rel:
+            return None
+        name = getattr(func, "__name__", "")
+        if rel not in self.sources:
+            try:
+                self.sources[rel] = {
+                    k: v.digest for k, v in kernel_sources(real.read_text(encoding="utf-8")).items()
+                }
+            except (OSError, UnicodeDecodeError):
+                self.sources[rel] = {}
+        digest = self.sources[rel].get(name)
+        if digest is None:
+            return None
+        return rel, name, digest
+
+    # ------------------------------------------------------------------ the launch
+    def around(self, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if getattr(self.busy, "on", False):  # a launch from inside our own copying
+            return original(*args, **kwargs)
+        try:
+            plan = self.plan(original, args, kwargs)
+        except Exception as exc:  # the user's launch runs whatever the recorder thinks of it
+            plan = None
+            self.skip("?", f"recorder error before the launch: {exc!r}")
+        if plan is None:
+            return original(*args, **kwargs)
+        result = original(*args, **kwargs)
+        try:
+            self.busy.on = True
+            self.finish(plan)
+        except Exception as exc:
+            self.skip(plan["meta"]["kernel"]["name"], f"recorder error after the launch: {exc!r}")
+        finally:
+            self.busy.on = False
+        return result
+
+    def plan(self, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        import warp as wp
+
+        params_of = self.signatures.get(id(original))
+        if params_of is None:
+            params_of = self.signatures[id(original)] = inspect.signature(original)
+        bound = params_of.bind(*args, **kwargs)
+        bound.apply_defaults()
+        a = bound.arguments
+        kernel = a["kernel"]
+        identity = self.kernel_identity(kernel)
+        if identity is None:
+            return None
+        rel, name, digest = identity
+        label = f"{rel}::{name}"
+        if a.get("adjoint"):
+            self.skip(label, "adjoint (backward) launches are not recorded")
+            return None
+        if a.get("record_cmd"):
+            self.skip(label, "launches recorded as `wp.Launch` objects (record_cmd=True) are not recorded")
+            return None
+        device = wp.get_device(a.get("device"))
+        if getattr(device, "is_capturing", False):
+            self.skip(label, "launches inside a CUDA graph capture (wp.ScopedCapture) are not recorded")
+            return None
+        values = list(a.get("inputs") or []) + list(a.get("outputs") or [])
+        params = list(kernel.adj.args)
+        if len(values) != len(params):
+            return None  # Warp itself rejects it; nothing to record
+        dim = a["dim"]
+        dims = [int(dim)] if isinstance(dim, int) else [int(d) for d in dim]
+        described = [
+            {"name": p.label, "kind": "unrecorded", "why": _OBJECT_ID}
+            if p.type is wp.uint64
+            else self.describe(p.label, v, wp)
+            for p, v in zip(params, values, strict=True)
+        ]
+        sig_src = json.dumps(
+            [
+                str(device),
+                dims,
+                a.get("block_dim"),
+                [(d["name"], d["kind"], d.get("dtype"), d.get("shape")) for d in described],
+            ],
+            sort_keys=True,
+        )
+        signature = hashlib.sha256(sig_src.encode()).hexdigest()[:16]
+        key = (rel, name)
+        with self.lock:
+            seen = self.seen.setdefault(key, set())
+            if signature in seen:
+                return None
+            if len(seen) >= self.max_per_kernel:
+                self.skip(label, f"more than {self.max_per_kernel} distinct launches (--max-per-kernel)")
+                return None
+            seen.add(signature)
+        before: dict[str, np.ndarray] = {}
+        incomplete: list[str] = []
+        arrays: dict[str, Any] = {}
+        for d, v in zip(described, values, strict=True):
+            self._copy(d, v, before, arrays, incomplete)
+        meta = {
+            "schema": 1,
+            "kernel": {"path": rel, "name": name, "digest": digest, "key": str(getattr(kernel, "key", name))},
+            "signature": signature,
+            "device": str(device),
+            "dim": dims,
+            "block_dim": a.get("block_dim"),
+            "args": described,
+            "incomplete": incomplete,
+            "provenance": self.provenance(),
+        }
+        return {"meta": meta, "before": before, "arrays": arrays}
+
+    def _copy(
+        self,
+        d: dict[str, Any],
+        value: Any,
+        before: dict[str, np.ndarray],
+        arrays: dict[str, Any],
+        incomplete: list[str],
+    ) -> None:
+        if d["kind"] == "array":
+            if d["bytes"] > self.arg_bytes:
+                d["kind"] = "too-large"
+                incomplete.append(f"`{d['name']}` ({d['bytes']} bytes) is above the per-argument cap")
+                return
+            before[d["name"]] = np.array(value.numpy(), copy=True)
+            arrays[d["name"]] = value
+        elif d["kind"] == "struct":
+            for f in d["fields"]:
+                self._copy(f, getattr(value, f["name"].split(".", 1)[1]), before, arrays, incomplete)
+        elif d["kind"] == "unrecorded":
+            incomplete.append(f"`{d['name']}`: {d['why']}")
+
+    def describe(self, name: str, value: Any, wp: Any) -> dict[str, Any]:
+        """How an argument is recorded: arrays by dtype/shape/strides (contents copied apart),
+        scalars and vectors/matrices by value, structs field by field."""
+        if isinstance(value, wp.array):
+            if type(value) is not wp.array:
+                return {"name": name, "kind": "unrecorded", "why": f"{type(value).__name__} is not recorded"}
+            return {
+                "name": name,
+                "kind": "array",
+                "dtype": getattr(value.dtype, "__name__", str(value.dtype)),
+                "shape": [int(s) for s in value.shape],
+                "strides": [int(s) for s in value.strides],
+                "bytes": int(value.capacity or 0),
+                "device": str(value.device),
+            }
+        if value is None:
+            return {"name": name, "kind": "none"}
+        if isinstance(value, bool | int | float):
+            return {"name": name, "kind": "scalar", "dtype": type(value).__name__, "value": value}
+        cls = getattr(value, "_cls", None)
+        if cls is not None and hasattr(cls, "vars"):  # a wp.struct instance
+            fields = [
+                {"name": f"{name}.{fname}", "kind": "unrecorded", "why": _OBJECT_ID}
+                if var.type is wp.uint64
+                else self.describe(f"{name}.{fname}", getattr(value, fname), wp)
+                for fname, var in cls.vars.items()
+            ]
+            return {"name": name, "kind": "struct", "dtype": getattr(cls, "key", "struct"), "fields": fields}
+        dtype = type(value)
+        if hasattr(dtype, "_length_"):  # vector, matrix, quaternion, transform (ctypes arrays)
+            flat = np.array(value, dtype=np.float64).ravel().tolist()
+            return {"name": name, "kind": "vector", "dtype": dtype.__name__, "value": flat}
+        if hasattr(value, "value") and isinstance(value.value, int | float):  # wp.float32(1.0) and co
+            return {"name": name, "kind": "scalar", "dtype": dtype.__name__, "value": value.value}
+        return {"name": name, "kind": "unrecorded", "why": f"{dtype.__name__} is not recorded"}
+
+    def provenance(self) -> dict[str, Any]:
+        """file:line of the user's launch (first frame outside Warp and the harness), the test id."""
+        frame = sys._getframe(2)
+        where: dict[str, Any] = {}
+        while frame is not None:
+            file = frame.f_code.co_filename
+            if not file.startswith(self.skipped_roots):
+                try:
+                    rel = Path(os.path.realpath(file)).relative_to(self.workspace).as_posix()
+                except ValueError:
+                    rel = file
+                where = {"file": rel, "line": frame.f_lineno}
+                break
+            frame = frame.f_back  # type: ignore[assignment]
+        test = os.environ.get("PYTEST_CURRENT_TEST", "")
+        if test:
+            where["test"] = test.rsplit(" (", 1)[0]
+        where["command"] = self.command
+        return where
+
+    def finish(self, plan: dict[str, Any]) -> None:
+        meta = plan["meta"]
+        after: dict[str, np.ndarray] = {}
+        written: list[str] = []
+        for name, arr in plan["arrays"].items():
+            now = np.array(arr.numpy(), copy=True)
+            old = plan["before"][name]
+            if now.shape != old.shape or now.tobytes() != old.tobytes():
+                written.append(name)
+                after[name] = now
+        meta["written"] = written
+        n = next(self.counter)
+        stem = f"{os.getpid()}-{n}"
+        blobs = {f"b/{k}": v for k, v in plan["before"].items()} | {f"a/{k}": v for k, v in after.items()}
+        tmp = self.raw / f".{stem}.npz.tmp"
+        with open(tmp, "wb") as fh:
+            np.savez(fh, **blobs)
+        os.replace(tmp, self.raw / f"{stem}.npz")
+        self._write_json(f"{stem}.json", meta)
+
+
+_RECORDER: Recorder | None = None
+
+
+def install(recorder: Recorder) -> None:
+    """Wrap ``wp.launch`` (the public name and the one ``launch_tiled`` calls) with the recorder."""
+    import warp as wp
+
+    context: Any = sys.modules.get("warp._src.context") or sys.modules["warp.context"]
+    original = context.launch
+    if getattr(original, "__wh_capture__", False):
+        return
+
+    def launch(*args: Any, **kwargs: Any) -> Any:
+        return recorder.around(original, args, kwargs)
+
+    wrapper: Any = launch
+    wrapper.__wh_capture__ = True
+    wrapper.__wrapped__ = original
+    wrapper.__signature__ = inspect.signature(original)
+    public: Any = wp
+    context.launch = wrapper
+    public.launch = wrapper
+    if "warp.context" in sys.modules:
+        legacy: Any = sys.modules["warp.context"]
+        legacy.launch = wrapper
+
+
+def recorder_from_env() -> Recorder | None:
+    raw = os.environ.get(RAW_ENV, "")
+    if not raw or not os.path.isdir(raw):
+        return None
+    workspace = Path(os.path.realpath(os.environ.get(WORKSPACE_ENV) or os.getcwd()))
+    try:
+        max_per = int(os.environ.get(MAX_ENV) or DEFAULT_MAX_PER_KERNEL)
+        arg_bytes = int(os.environ.get(ARG_CAP_ENV) or DEFAULT_ARG_BYTES)
+    except ValueError:
+        max_per, arg_bytes = DEFAULT_MAX_PER_KERNEL, DEFAULT_ARG_BYTES
+    return Recorder(Path(raw), workspace, max_per, arg_bytes, os.environ.get(COMMAND_ENV, ""))
+
+
+class _AfterWarp(importlib.abc.MetaPathFinder):
+    """Installs the recorder right after ``warp`` is imported (the child imports Warp only if it
+    uses it: a command that never does pays nothing)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != "warp":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_and_install(module: ModuleType) -> None:
+            exec_module(module)
+            global _RECORDER
+            if _RECORDER is None:
+                _RECORDER = recorder_from_env()
+            if _RECORDER is not None:
+                install(_RECORDER)
+
+        loader.exec_module = exec_and_install  # type: ignore[method-assign]
+        return spec
+
+
+def install_on_import() -> None:
+    """Called by the capture's private ``sitecustomize``."""
+    if "warp" in sys.modules:
+        global _RECORDER
+        _RECORDER = recorder_from_env()
+        if _RECORDER is not None:
+            install(_RECORDER)
+        return
+    sys.meta_path.insert(0, _AfterWarp())
