@@ -138,7 +138,11 @@ class Worker:
                 elif msg.get("kind") == "replay":  # captured launches: daemon/captured/worker_side.py
                     from warp_harness.daemon.captured.worker_side import run_replay_job
 
-                    result = run_replay_job(msg, self.progress_for(job_id))
+                    progress = self.progress_for(job_id)
+                    guard()
+                    replay_job = _make_job(msg, progress)
+                    _configure_warp(replay_job.options)
+                    result = run_replay_job(msg, progress, replay_job, guard)
                 else:
                     result = run_check_job(msg, self.progress_for(job_id))
             except MemoryError:

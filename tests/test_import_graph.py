@@ -28,9 +28,18 @@ _KNOWN_CYCLES: dict[frozenset[str], str] = {
         "`engine.check_file` hands a .ipynb file to `notebooks.check_notebook_bytes`, which analyses the "
         "cells with `engine.analyse_source` (notebooks.py is another helper's this session)"
     ),
-    frozenset({"warp_harness.daemon.engine", "warp_harness.daemon.executor", "warp_harness.daemon.repros"}): (
+    frozenset(
+        {
+            "warp_harness.daemon.engine",
+            "warp_harness.daemon.executor",
+            "warp_harness.daemon.repros",
+            "warp_harness.daemon.captured.hook",
+        }
+    ): (
         "`executor.check_many` builds `Engine`s, `Engine` replays through `repros`, which runs cases "
-        "through an executor (function-local imports; daemon/engine.py is being changed this session)"
+        "through an executor; captured launches join the same loop (`Engine` replays them through "
+        "`captured.hook`, which stores failing ones with `repros`, and `repros.replay` hands stored "
+        "captured cases back to the hook). Function-local imports; to go with typed steps (#33 item 5)"
     ),
     frozenset(
         {

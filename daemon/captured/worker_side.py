@@ -122,13 +122,12 @@ def _arrays(args: list[dict[str, Any]], values: list[Any]) -> list[tuple[str, An
     return out
 
 
-def run_replay_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
-    from warp_harness.daemon import worker as W
+def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> dict[str, Any]:
+    """The replay of ``msg``'s captured launches; ``job``: the worker's job for it (Warp configured),
+    ``guard``: the worker's integrity guard, restored at the end (handed in: the worker imports this
+    module, not the other way round)."""
     from warp_harness.daemon.steps import KernelInfo, probe
 
-    W.guard()
-    job = W._make_job(msg, progress)
-    W._configure_warp(job.options)
     wp: Any = importlib.import_module("warp")
     folder = Path(str(msg["folder"]))
     launches: dict[str, Any] = {}
@@ -199,4 +198,4 @@ def run_replay_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
                 launches[lid] = {"kernel": name, "outputs": outputs, "device": device}
         return {"status": "ok", "launches": launches, "notes": notes}
     finally:
-        W.guard().restore()
+        guard().restore()

@@ -20,9 +20,27 @@ def add_subcommands(subparsers: Any) -> None:
     c.add_argument(
         "--workspace", default=".", metavar="DIR", help="the workspace (default: the current folder)"
     )
-    c.add_argument("--max-per-kernel", type=int, default=DEFAULT_MAX_PER_KERNEL, metavar="N")
-    c.add_argument("--max-arg-mb", type=float, default=DEFAULT_ARG_BYTES / 2**20, metavar="MB")
-    c.add_argument("--budget-mb", type=float, default=DEFAULT_BUDGET_BYTES / 2**20, metavar="MB")
+    c.add_argument(
+        "--max-per-kernel",
+        type=int,
+        default=DEFAULT_MAX_PER_KERNEL,
+        metavar="N",
+        help=f"distinct launches kept per kernel (default {DEFAULT_MAX_PER_KERNEL})",
+    )
+    c.add_argument(
+        "--max-arg-mb",
+        type=float,
+        default=DEFAULT_ARG_BYTES / 2**20,
+        metavar="MB",
+        help="a larger array is recorded by shape and dtype only (its launch is not replayed)",
+    )
+    c.add_argument(
+        "--budget-mb",
+        type=float,
+        default=DEFAULT_BUDGET_BYTES / 2**20,
+        metavar="MB",
+        help="the workspace's capture store, least recently used evicted first",
+    )
     c.add_argument("--list", action="store_true", help="list what is captured, and what is refused")
     c.add_argument("--prune", action="store_true", help="hold the store to its budget, drop unused arrays")
     c.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command to run")
@@ -31,8 +49,10 @@ def add_subcommands(subparsers: Any) -> None:
     a = subparsers.add_parser(
         "accept", help="make the replayed outputs of captured launches their baseline (FILE[::KERNEL])"
     )
-    a.add_argument("targets", nargs="*", metavar="FILE[::KERNEL]")
-    a.add_argument("--workspace", default=".", metavar="DIR")
+    a.add_argument(
+        "targets", nargs="*", metavar="FILE[::KERNEL]", help="what to accept (default: every capture)"
+    )
+    a.add_argument("--workspace", default=".", metavar="DIR", help="the workspace (default: .)")
     a.add_argument("--trust", action="store_true", help="the workspace's code may run (it is replayed)")
     a.set_defaults(func=cmd_accept)
 
