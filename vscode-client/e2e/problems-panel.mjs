@@ -15,6 +15,8 @@
 //   3. runs Start Daemon / Stop Daemon and waits for the status-bar item to follow;
 //   4. sets warpHarness.ignore and waits for that rule's diagnostic to go (didChangeConfiguration);
 //   5. runs Run CI Check on Workspace and reads the `warp-harness ci` summary in the terminal;
+//   5b. sets warpHarness.enable false and waits for "Warp: disabled" and the diagnostics to go,
+//      then true and waits for them to come back;
 //   6. points warpHarness.server.command at a missing file, then at a command that exits at once,
 //      and waits for the extension's error notifications.
 //
@@ -733,6 +735,33 @@ async function main() {
     log(`terminal: ${summary.trim()}`);
     await screenshot("ci-task");
   });
+
+  // warpHarness.enable off for the (only) folder: no server, nothing shown; on again: back.
+  if (ignored !== undefined) {
+    await step("warpHarness.enable = false → the server stops and its diagnostics go; true → back", async () => {
+      const key = keyOf(ignored);
+      const shown = async () => (await problemsRows()).some((text) => text.includes(key));
+      writeWorkspaceSettings({}); // warpHarness.ignore cleared: the diagnostic is back first
+      await page.keyboard.press("Escape");
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+Shift+M");
+      await waitFor(`"${key}" back in the Problems panel`, shown, STEP_MS, 500);
+      writeWorkspaceSettings({ "warpHarness.enable": false });
+      const text = await waitFor(
+        "Warp: disabled in the status bar, the diagnostic gone",
+        async () => {
+          const now = await statusText();
+          return now && now.includes("Warp: disabled") && !(await shown()) ? now : null;
+        },
+        STEP_MS,
+        500,
+      );
+      log(`status bar: ${text.trim()}`);
+      await screenshot("disabled");
+      writeWorkspaceSettings({});
+      await waitFor(`"${key}" back once enabled`, shown, STEP_MS, 500);
+    });
+  }
 
   // A server command that does not exist: the extension says so, and the status bar too.
   await step("a missing server is reported", async () => {
