@@ -194,6 +194,12 @@ def add_subcommands(subparsers: Any) -> None:
         "-v", "--verbose", action="store_true", help="log one line per job (file, verdicts, times) on stderr"
     )
     d.add_argument("--no-bench", action="store_true", help="skip the benchmark stage")
+    d.add_argument(
+        "--no-first-pass",
+        dest="first_pass",
+        action="store_false",
+        help="do not check every kernel module once at start (then `results` lists only files saved since)",
+    )
     d.set_defaults(func=cmd_daemon)
 
     c = subparsers.add_parser("ci", help="run both tiers once, headless; exit 1 on errors")
@@ -358,6 +364,7 @@ def cmd_daemon(args: argparse.Namespace) -> int:
             watch=not args.no_watch,
             debounce_ms=args.debounce_ms,
             verbose=args.verbose,
+            first_pass=args.first_pass,
         )
     except ConfigError as exc:
         _err(f"configuration error: {exc}")

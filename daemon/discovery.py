@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 import re
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from warp_harness.contract import SIBLING_SUFFIXES
 from warp_harness.safe_read import MAX_FILE_BYTES, read_regular_text
@@ -136,6 +137,20 @@ def walk(paths: Iterable[Path], root: Path | None = None) -> Iterator[Path]:
             if target is not None and target not in seen:
                 seen.add(target)
                 yield target
+
+
+def workspace_modules(root: Path, overrides: Mapping[str, Any] | None = None) -> list[Path]:
+    """The kernel modules of a workspace, as `ci` would check them: the files `check` walks (ignored
+    folders pruned, never entered; `exclude` of the settings applied) that hold kernels or contracts,
+    a contract sibling standing for its kernel module. Sorted, once each."""
+    from warp_harness.engine import iter_python_files
+
+    seen: dict[Path, None] = {}
+    for file in iter_python_files([root], overrides):
+        target = relevant(file)
+        if target is not None:
+            seen.setdefault(target.resolve(), None)
+    return sorted(seen)
 
 
 # CPython's AST constructor keeps its recursion depth in state shared by every thread and checks

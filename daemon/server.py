@@ -102,9 +102,13 @@ class Daemon:
         max_frame: int = protocol.MAX_FRAME,
         log: Callable[[str], None] | None = None,
         verbose: bool = False,
+        first_pass: bool = False,
     ) -> None:
         self.workspace = workspace.resolve()
         self.verbose = verbose
+        # check every kernel module once at start (daemon/first_pass.py); the CLI turns it on
+        self.first_pass = first_pass
+        self._first_pass_task: asyncio.Task[int] | None = None
         self.settings = load_settings(self.workspace, overrides)
         self.trusted = self.settings.trust if trust is None else trust
         self.options = load_runtime_options(self.workspace, runtime_overrides)
@@ -214,6 +218,10 @@ class Daemon:
 
             self._watcher = Watcher(self.workspace, self._fs_event_from_thread, debounce_s=self.debounce_s)
             self._watcher.start()
+        if self.first_pass:
+            from warp_harness.daemon.first_pass import run_first_pass
+
+            self._first_pass_task = self.loop.create_task(run_first_pass(self))
         tier = "both tiers (trusted)" if self.trusted else "static tier only: workspace not trusted"
         self.log(f"warp-harness daemon: {self.workspace} on {self.socket_path}; {tier}")
         self.ready.set()
@@ -243,6 +251,8 @@ class Daemon:
             self._stop_event.set()
 
     async def stop(self) -> None:
+        if self._first_pass_task is not None:
+            self._first_pass_task.cancel()
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None

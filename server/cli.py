@@ -57,6 +57,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             level=getattr(logging, args.log_level.upper()),
             format="%(asctime)s %(name)s %(levelname)s %(message)s",
         )
+    elif args.log_level != "warning":  # stderr: an editor shows it in its log (VS Code: the output channel)
+        logging.basicConfig(
+            stream=sys.stderr,
+            level=getattr(logging, args.log_level.upper()),
+            format="%(name)s %(levelname)s %(message)s",
+        )
     from warp_harness.server.app import build_server
 
     server = build_server()

@@ -53,11 +53,21 @@ def access_span(path: Path, text: str) -> tuple[int, int, int]:
 
 
 def spawn_daemon(
-    ws: Path, sock: Path, *extra: str, trust: bool = True, cwd: Path | None = None
+    ws: Path,
+    sock: Path,
+    *extra: str,
+    trust: bool = True,
+    cwd: Path | None = None,
+    first_pass: bool = False,
 ) -> subprocess.Popen[str]:
+    """``warp-harness daemon`` on ``sock``; without its first pass unless asked, so that the
+    workspace's files are checked only when a test saves or asks (and a new connection's first
+    message is the reply to its first request)."""
     cmd = [sys.executable, "-m", "warp_harness", "daemon", str(ws), "--socket", str(sock), *extra]
     if trust:
         cmd.append("--trust")
+    if not first_pass:
+        cmd.append("--no-first-pass")
     return subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,

@@ -8,9 +8,15 @@
 //   2b. opens a Jupyter notebook (.ipynb) whose kernel cell has the same kind of bug, waits for the
 //      diagnostic of that cell in the Problems panel, applies its quick fix in the cell, saves, and
 //      checks the fix is in the cell's source on disk and the rest of the notebook's JSON unchanged;
+//   2a. (before 2b) sets warpHarness.severity {rule of the fixed one: off, another rule: warning}
+//      and waits for the same-rule diagnostic to leave the Problems panel and the editor to show only
+//      warning squiggles, then clears it; runs Fix All in This File and checks that the safely
+//      fixable diagnostics go, the unsafe one stays, and the fixes reach the disk after a save;
 //   3. runs Start Daemon / Stop Daemon and waits for the status-bar item to follow;
 //   4. sets warpHarness.ignore and waits for that rule's diagnostic to go (didChangeConfiguration);
 //   5. runs Run CI Check on Workspace and reads the `warp-harness ci` summary in the terminal;
+//   5b. sets warpHarness.enable false and waits for "Warp: disabled" and the diagnostics to go,
+//      then true and waits for them to come back;
 //   6. points warpHarness.server.command at a missing file, then at a command that exits at once,
 //      and waits for the extension's error notifications.
 //
@@ -474,6 +480,84 @@ async function main() {
     }
   });
 
+  // warpHarness.severity: "off" hides a rule in the editor (the extension's filter), a level goes
+  // through the server (`severity`): the other WH003 leaves, WH004's squiggle turns from error to warning.
+  const rest = others.filter((r) => r.location.line !== loc.line);
+  const sameRule = rest.find((r) => r.rule === record.rule);
+  const otherRule = rest.find((r) => r.rule !== record.rule);
+  const keyOf = (r) => r.message.split('"')[0].trim().slice(0, 60);
+  const writeWorkspaceSettings = (extra) =>
+    fs.writeFileSync(
+      path.join(workspace, ".vscode", "settings.json"),
+      JSON.stringify({ ...workspaceSettings, ...extra }, null, 2),
+    );
+  if (sameRule !== undefined && otherRule !== undefined) {
+    await step(`warpHarness.severity {${record.rule}: off, ${otherRule.rule}: warning}`, async () => {
+      writeWorkspaceSettings({ "warpHarness.severity": { [record.rule]: "off", [otherRule.rule]: "warning" } });
+      await waitFor(
+        `"${keyOf(sameRule)}" to leave the Problems panel and a warning squiggle only`,
+        async () => {
+          const rows = await problemsRows();
+          const errors = await page.locator(".monaco-editor .squiggly-error").count();
+          const warnings = await page.locator(".monaco-editor .squiggly-warning").count();
+          return !rows.some((t) => t.includes(keyOf(sameRule))) &&
+            rows.some((t) => t.includes(keyOf(otherRule))) &&
+            errors === 0 &&
+            warnings > 0
+            ? rows
+            : null;
+        },
+        STEP_MS,
+        500,
+      );
+      await screenshot("severity");
+      writeWorkspaceSettings({});
+      await waitFor(
+        `"${keyOf(sameRule)}" back as an error`,
+        async () =>
+          (await problemsRows()).some((t) => t.includes(keyOf(sameRule))) &&
+          (await page.locator(".monaco-editor .squiggly-error").count()) > 0,
+        STEP_MS,
+        500,
+      );
+    });
+  }
+
+  // Fix All in This File: every safe fix of the active document, the unsafe ones left.
+  const safe = rest.filter((r) => r.fix?.safe);
+  if (safe.length > 0) {
+    await step("Fix All in This File → the safe fixes, on disk after a save", async () => {
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await runCommand("Warp Harness: Fix All in This File");
+      await waitFor(
+        "the safely fixable diagnostics to leave the Problems panel",
+        async () => {
+          const rows = await problemsRows();
+          return safe.every((r) => !rows.some((t) => t.includes(keyOf(r)))) ? rows : null;
+        },
+        STEP_MS,
+        500,
+      );
+      const rows = await problemsRows();
+      for (const unsafe of rest.filter((r) => !r.fix?.safe)) {
+        if (!rows.some((t) => t.includes(keyOf(unsafe)))) {
+          throw new Error(`"${keyOf(unsafe)}" (${unsafe.rule}, no safe fix) went too`);
+        }
+      }
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+S");
+      await waitFor(
+        "the safe fixes on disk",
+        () => {
+          const lines = fs.readFileSync(kernel, "utf8").split("\n");
+          return safe.every((r) => lines[r.fix.edits[0].range.line - 1].includes(r.fix.edits[0].new_text));
+        },
+        STEP_MS,
+      );
+      await screenshot("fix-all");
+    });
+  }
+
   // A notebook: the diagnostic in its kernel cell, the quick fix applied in the cell, saved.
   const notebookName = "scale.ipynb";
   const notebookPath = path.join(workspace, notebookName);
@@ -606,7 +690,7 @@ async function main() {
   });
 
   // A setting changed while running reaches the server (workspace/didChangeConfiguration).
-  const remaining = others.filter((r) => r.location.line !== loc.line);
+  const remaining = rest.filter((r) => !safe.includes(r)); // Fix All applied the safe ones
   const ignored = remaining.find((r) => r.rule !== record.rule);
   if (ignored !== undefined) {
     await step(`warpHarness.ignore = ["${ignored.rule}"] → its diagnostic goes`, async () => {
@@ -651,6 +735,33 @@ async function main() {
     log(`terminal: ${summary.trim()}`);
     await screenshot("ci-task");
   });
+
+  // warpHarness.enable off for the (only) folder: no server, nothing shown; on again: back.
+  if (ignored !== undefined) {
+    await step("warpHarness.enable = false → the server stops and its diagnostics go; true → back", async () => {
+      const key = keyOf(ignored);
+      const shown = async () => (await problemsRows()).some((text) => text.includes(key));
+      writeWorkspaceSettings({}); // warpHarness.ignore cleared: the diagnostic is back first
+      await page.keyboard.press("Escape");
+      await page.locator(".monaco-editor .view-lines").first().click();
+      await page.keyboard.press("Control+Shift+M");
+      await waitFor(`"${key}" back in the Problems panel`, shown, STEP_MS, 500);
+      writeWorkspaceSettings({ "warpHarness.enable": false });
+      const text = await waitFor(
+        "Warp: disabled in the status bar, the diagnostic gone",
+        async () => {
+          const now = await statusText();
+          return now && now.includes("Warp: disabled") && !(await shown()) ? now : null;
+        },
+        STEP_MS,
+        500,
+      );
+      log(`status bar: ${text.trim()}`);
+      await screenshot("disabled");
+      writeWorkspaceSettings({});
+      await waitFor(`"${key}" back once enabled`, shown, STEP_MS, 500);
+    });
+  }
 
   // A server command that does not exist: the extension says so, and the status bar too.
   await step("a missing server is reported", async () => {

@@ -10,6 +10,7 @@ await esbuild.build({
   outfile: "dist/extension.js",
   platform: "node",
   format: "cjs",
+  // the Node of the extension host VS Code 1.91 (engines.vscode) ships, not the Node 24 that builds and tests
   target: "node20",
   external: ["vscode"],
   minify: production,

@@ -289,3 +289,24 @@ export function cliCommand(server: CommandLine, subcommand: string, args: string
   const base = serveAt >= 0 ? server.args.slice(0, serveAt) : server.args;
   return { command: server.command, args: [...base, subcommand, ...args] };
 }
+
+/**
+ * The server's command line with `--log-level LEVEL` (`warpHarness.logLevel`) appended, replacing
+ * one already there; unchanged when no level is set, so a wrapper script that takes no such
+ * option keeps working until someone sets one.
+ */
+export function withLogLevel(server: CommandLine, level: string | undefined): CommandLine {
+  if (level === undefined) {
+    return server;
+  }
+  const args: string[] = [];
+  for (let i = 0; i < server.args.length; i++) {
+    const arg = server.args[i];
+    if (arg === "--log-level") {
+      i++; // and its value
+    } else if (!arg.startsWith("--log-level=")) {
+      args.push(arg);
+    }
+  }
+  return { command: server.command, args: [...args, "--log-level", level] };
+}

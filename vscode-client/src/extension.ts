@@ -8,15 +8,25 @@ import {
   type ServerOptions,
   State,
   TransportKind,
+  vsdiag,
 } from "vscode-languageclient/node";
 
-import { type CommandLine, cliCommand, resolveServerCommand } from "./command";
-import { RESTART_SETTINGS, type ServerSettings, serverSettings } from "./settings";
+import { type CommandLine, cliCommand, resolveServerCommand, withLogLevel } from "./command";
+import { adjustDiagnostics, serverWanted } from "./diagnostics";
+import {
+  RESTART_SETTINGS,
+  type RuleSeverities,
+  type ServerSettings,
+  logLevel,
+  ruleSeverities,
+  serverSettings,
+} from "./settings";
 import { DAEMON_STATE_NOTIFICATION, type DaemonState, StatusItem } from "./status";
 
 const SECTION = "warpHarness";
 const NAME = "Warp Harness";
 const STATUS_MENU = "warpHarness.statusMenu";
+const FIX_ALL_KIND = vscode.CodeActionKind.SourceFixAll.append("warp-harness");
 
 let client: LanguageClient | undefined;
 let serverLine: CommandLine | undefined;
@@ -32,6 +42,50 @@ function folders(): string[] {
 function currentSettings(): ServerSettings {
   const config = vscode.workspace.getConfiguration(SECTION);
   return serverSettings((key) => config.inspect(key), vscode.workspace.isTrusted);
+}
+
+function currentRuleSeverities(): RuleSeverities {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  return ruleSeverities(config.get<Record<string, string>>("severity"));
+}
+
+/** Rules set to "off" when the server was started or last sent its settings. */
+let hiddenRules = "";
+
+function reportInvalidSeverities(rules: RuleSeverities): void {
+  if (rules.invalid.length > 0) {
+    output.warn(
+      `warpHarness.severity: ignoring ${rules.invalid.join(", ")} (use a rule id and one of error, warning, info, hint, off)`,
+    );
+  }
+}
+
+/** `warpHarness.enable` for the folder of `uri` (the window's value outside every folder). */
+function enabledFor(uri: vscode.Uri): boolean {
+  const folder = vscode.workspace.getWorkspaceFolder(uri);
+  return vscode.workspace.getConfiguration(SECTION, folder?.uri ?? uri).get<boolean>("enable", true);
+}
+
+function serverEnabled(): boolean {
+  const all = (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === "file");
+  const perFolder = all.map((f) => vscode.workspace.getConfiguration(SECTION, f.uri).get<boolean>("enable", true));
+  return serverWanted(perFolder, vscode.workspace.getConfiguration(SECTION).get<boolean>("enable", true));
+}
+
+/** A document the client keeps from the server: its folder has `warpHarness.enable` off. */
+function disabledDocument(document: vscode.TextDocument | vscode.Uri): boolean {
+  return !enabledFor(document instanceof vscode.Uri ? document : document.uri);
+}
+
+/** One file of a workspace diagnostic report as the editor shows it (see `provideDiagnostics`). */
+function shownWorkspaceReport(report: vsdiag.WorkspaceDocumentDiagnosticReport): vsdiag.WorkspaceDocumentDiagnosticReport {
+  if (disabledDocument(report.uri)) {
+    return { kind: vsdiag.DocumentDiagnosticReportKind.full, uri: report.uri, version: report.version, items: [] };
+  }
+  if (report.kind === vsdiag.DocumentDiagnosticReportKind.full) {
+    report.items = adjustDiagnostics(report.items, currentRuleSeverities());
+  }
+  return report;
 }
 
 async function reportNotInstalled(reason: string): Promise<void> {
@@ -54,6 +108,12 @@ async function reportNotInstalled(reason: string): Promise<void> {
 
 async function startClient(): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
+  if (!serverEnabled()) {
+    serverLine = undefined;
+    output.info("warpHarness.enable is off for every folder: the server is not started");
+    status.serverDisabled();
+    return;
+  }
   const resolution = resolveServerCommand(
     {
       command: config.get<string[]>("server.command") ?? [],
@@ -67,12 +127,16 @@ async function startClient(): Promise<void> {
     void reportNotInstalled(resolution.reason);
     return;
   }
-  serverLine = resolution.line;
-  output.info(`starting ${[resolution.line.command, ...resolution.line.args].join(" ")} (from ${resolution.how})`);
+  const line = withLogLevel(resolution.line, logLevel((key) => config.inspect(key)));
+  serverLine = line;
+  output.info(`starting ${[line.command, ...line.args].join(" ")} (from ${resolution.how})`);
+  const rules = currentRuleSeverities();
+  reportInvalidSeverities(rules);
+  hiddenRules = rules.off.join(",");
 
   const executable = {
-    command: resolution.line.command,
-    args: resolution.line.args,
+    command: line.command,
+    args: line.args,
     transport: TransportKind.stdio,
     options: { cwd: folders()[0], env: { ...process.env, PYTHONUNBUFFERED: "1" } },
   };
@@ -89,6 +153,31 @@ async function startClient(): Promise<void> {
     initializationOptions: () => ({ settings: currentSettings() }),
     synchronize: { fileEvents: pyprojectWatcher },
     middleware: {
+      // a folder with warpHarness.enable off: its documents are not sent, nothing is shown for them
+      didOpen: (document, next) => (disabledDocument(document) ? Promise.resolve() : next(document)),
+      didChange: (event, next) => (disabledDocument(event.document) ? Promise.resolve() : next(event)),
+      didSave: (document, next) => (disabledDocument(document) ? Promise.resolve() : next(document)),
+      didClose: (document, next) => (disabledDocument(document) ? Promise.resolve() : next(document)),
+      handleDiagnostics: (uri, diagnostics, next) => {
+        next(uri, disabledDocument(uri) ? [] : adjustDiagnostics(diagnostics, currentRuleSeverities()));
+      },
+      provideDiagnostics: async (document, previousResultId, token, next) => {
+        if (disabledDocument(document)) {
+          return { kind: vsdiag.DocumentDiagnosticReportKind.full, items: [] };
+        }
+        const report = await next(document, previousResultId, token);
+        if (report?.kind === vsdiag.DocumentDiagnosticReportKind.full) {
+          report.items = adjustDiagnostics(report.items, currentRuleSeverities());
+        }
+        return report;
+      },
+      provideWorkspaceDiagnostics: async (resultIds, token, resultReporter, next) => {
+        const shown = (items: vsdiag.WorkspaceDocumentDiagnosticReport[]) => items.map(shownWorkspaceReport);
+        const report = await next(resultIds, token, (chunk) =>
+          resultReporter(chunk === null ? null : { items: shown(chunk.items) }),
+        );
+        return report ? { items: shown(report.items) } : report;
+      },
       workspace: {
         // A server that pulls its settings gets the same table the extension pushes (with the
         // trust policy applied), never VS Code's raw camelCase section.
@@ -134,7 +223,7 @@ async function startClient(): Promise<void> {
     // not awaited: a restart must not wait for someone to dismiss the notification
     void vscode.window
       .showErrorMessage(
-        `Warp Harness: \`${[resolution.line.command, ...resolution.line.args].join(" ")}\` did not start ` +
+        `Warp Harness: \`${[line.command, ...line.args].join(" ")}\` did not start ` +
           `(${message}). Is a recent warp-harness installed there?`,
         "Show Output",
         "Open Settings",
@@ -177,6 +266,14 @@ async function restart(): Promise<void> {
 }
 
 function sendSettings(): void {
+  const rules = currentRuleSeverities();
+  reportInvalidSeverities(rules);
+  if (rules.off.join(",") !== hiddenRules) {
+    // diagnostics already shown for a rule turned off (or back on) change only when the server
+    // publishes them again: a new server does, for every open document
+    void restart();
+    return;
+  }
   if (client?.state === State.Running) {
     void client.sendNotification(DidChangeConfigurationNotification.type, {
       settings: { [SECTION]: currentSettings() },
@@ -249,10 +346,47 @@ async function runCiCheck(): Promise<void> {
   await vscode.tasks.executeTask(task);
 }
 
+/** "Fix all": the server's `source.fixAll.warp-harness` action on the active document, applied. */
+async function fixAll(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (editor === undefined || editor.document.languageId !== "python") {
+    void vscode.window.showWarningMessage("Warp Harness: open a Python file to fix.");
+    return;
+  }
+  if (client?.state !== State.Running) {
+    void vscode.window.showWarningMessage("Warp Harness: the language server is not running.");
+    return;
+  }
+  const document = editor.document;
+  const whole = new vscode.Range(document.positionAt(0), document.positionAt(document.getText().length));
+  const actions =
+    (await vscode.commands.executeCommand<vscode.CodeAction[]>(
+      "vscode.executeCodeActionProvider",
+      document.uri,
+      whole,
+      FIX_ALL_KIND.value,
+    )) ?? [];
+  const ours = actions.filter((a) => a.kind !== undefined && FIX_ALL_KIND.contains(a.kind));
+  let applied = 0;
+  for (const action of ours) {
+    if (action.edit !== undefined && (await vscode.workspace.applyEdit(action.edit))) {
+      applied++;
+    }
+    if (action.command !== undefined) {
+      const args: unknown[] = action.command.arguments ?? [];
+      await vscode.commands.executeCommand(action.command.command, ...args);
+    }
+  }
+  if (applied === 0) {
+    void vscode.window.showInformationMessage("Warp Harness: nothing to fix automatically in this file.");
+  }
+}
+
 async function statusMenu(): Promise<void> {
   const items: (vscode.QuickPickItem & { command: string })[] = [
     { label: "$(play) Start Daemon", command: "warpHarness.startDaemon" },
     { label: "$(debug-stop) Stop Daemon", command: "warpHarness.stopDaemon" },
+    { label: "$(wrench) Fix All in This File", command: "warpHarness.fixAll" },
     { label: "$(checklist) Run CI Check on Workspace", command: "warpHarness.runCiCheck" },
     { label: "$(output) Show Output", command: "warpHarness.showOutput" },
     { label: "$(debug-restart) Restart Server", command: "warpHarness.restartServer" },
@@ -275,6 +409,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("warpHarness.startDaemon", () => daemonCommand("start")),
     vscode.commands.registerCommand("warpHarness.stopDaemon", () => daemonCommand("stop")),
     vscode.commands.registerCommand("warpHarness.runCiCheck", runCiCheck),
+    vscode.commands.registerCommand("warpHarness.fixAll", fixAll),
     vscode.commands.registerCommand("warpHarness.showOutput", () => output.show()),
     vscode.commands.registerCommand(STATUS_MENU, statusMenu),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -1,14 +1,72 @@
 // Mapping between VS Code's `warpHarness.*` settings and the server's settings (the snake_case keys
 // of `[tool.warp-harness]`). Pure functions: no `vscode` import, so they are easy to reason about.
 
+/** A severity the server applies to a rule's records (`severity` of `[tool.warp-harness]`). */
+export type SeverityLevel = "error" | "warning" | "info" | "hint";
+
 /** The server's settings, as sent in initializationOptions and workspace/didChangeConfiguration. */
 export interface ServerSettings {
   target?: string;
   select?: string[];
   ignore?: string[];
+  severity?: Record<string, SeverityLevel>;
   debounce_ms?: number;
   daemon?: boolean;
   trust?: boolean;
+}
+
+/** `warpHarness.severity` read: levels for the server, rules to hide, entries that mean nothing. */
+export interface RuleSeverities {
+  levels: Record<string, SeverityLevel>;
+  /** Rules set to "off": their diagnostics are not shown (the server has no "off" level). */
+  off: string[];
+  /** `rule: value` entries that were refused, to report. */
+  invalid: string[];
+}
+
+const LEVEL_NAMES: Record<string, SeverityLevel | "off"> = {
+  error: "error",
+  warning: "warning",
+  info: "info",
+  information: "info",
+  hint: "hint",
+  off: "off",
+};
+
+/** A rule id as the server spells it (`wh013` -> `WH013`); undefined for anything else. */
+function ruleId(key: string): string | undefined {
+  const id = key.trim().toUpperCase();
+  return /^[A-Z]+[0-9]+$/.test(id) ? id : undefined;
+}
+
+/** `warpHarness.severity` ({rule id: error | warning | info | hint | off}) split by what handles it. */
+export function ruleSeverities(value: unknown): RuleSeverities {
+  const out: RuleSeverities = { levels: {}, off: [], invalid: [] };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return out;
+  }
+  for (const [key, raw] of Object.entries(value as Record<string, unknown>)) {
+    const id = ruleId(key);
+    const level = typeof raw === "string" ? LEVEL_NAMES[raw.trim().toLowerCase()] : undefined;
+    if (id === undefined || level === undefined) {
+      out.invalid.push(`${key}: ${JSON.stringify(raw)}`);
+    } else if (level === "off") {
+      out.off.push(id);
+    } else {
+      out.levels[id] = level;
+    }
+  }
+  return out;
+}
+
+/** The server's `--log-level` values (`warp-harness serve --help`). */
+export const LOG_LEVELS = ["debug", "info", "warning", "error"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** `warpHarness.logLevel` when set explicitly to a level the server knows, else undefined. */
+export function logLevel(inspect: Inspector): LogLevel | undefined {
+  const value = explicitValue(inspect<string>("logLevel"));
+  return (LOG_LEVELS as readonly string[]).includes(value ?? "") ? (value as LogLevel) : undefined;
 }
 
 /** What `WorkspaceConfiguration.inspect` returns, reduced to the levels that matter here. */
@@ -52,6 +110,10 @@ export function serverSettings(inspect: Inspector, workspaceTrusted: boolean): S
   if (Array.isArray(ignore) && ignore.length > 0) {
     settings.ignore = ignore.map((s) => s.trim()).filter((s) => s !== "");
   }
+  const levels = ruleSeverities(explicitValue(inspect<Record<string, string>>("severity"))).levels;
+  if (Object.keys(levels).length > 0) {
+    settings.severity = levels;
+  }
   const debounce = explicitValue(inspect<number>("debounceMs"));
   if (typeof debounce === "number" && Number.isFinite(debounce) && debounce >= 0) {
     settings.debounce_ms = Math.round(debounce);
@@ -72,4 +134,9 @@ export function serverSettings(inspect: Inspector, workspaceTrusted: boolean): S
 }
 
 /** Settings whose change needs a new server process rather than a didChangeConfiguration. */
-export const RESTART_SETTINGS = ["warpHarness.server.command", "warpHarness.server.interpreter"];
+export const RESTART_SETTINGS = [
+  "warpHarness.server.command",
+  "warpHarness.server.interpreter",
+  "warpHarness.logLevel",
+  "warpHarness.enable",
+];

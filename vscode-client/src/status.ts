@@ -74,6 +74,16 @@ export class StatusItem implements vscode.Disposable {
     this.render("$(debug-disconnect)", "Warp: server stopped", reason, "statusBarItem.warningBackground");
   }
 
+  serverDisabled(): void {
+    this.current = undefined;
+    this.render(
+      "$(circle-slash)",
+      "Warp: disabled",
+      "`warpHarness.enable` is off for this workspace: the language server is not running.",
+      undefined,
+    );
+  }
+
   /** A `warp-harness/daemonState` notification, or the `{"state": ...}` an executeCommand returned. */
   update(state: DaemonState): void {
     const look = LOOKS[state.state] ?? { icon: "$(question)", label: String(state.state), meaning: "" };
