@@ -161,7 +161,8 @@ def main() -> None:
         except Exception as exc:  # keep the other parts
             results[what] = {"error": repr(exc)}
         results.setdefault("seconds", {})[what] = round(time.monotonic() - t0, 1)
-        (outdir / f"issue36-{os.environ.get('TAG', 'run')}.json").write_text(json.dumps(results, indent=1, default=str))
+        name = f"issue36-{os.environ.get('TAG', 'run')}.json"
+        (outdir / name).write_text(json.dumps(results, indent=1, default=str))
         print(f"== {what}\n{json.dumps(results[what], indent=1, default=str)[:6000]}", flush=True)
 
 
