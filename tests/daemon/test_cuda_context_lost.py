@@ -99,7 +99,6 @@ def test_a_lost_context_ends_the_process_with_its_status_and_the_native_output_f
         f"""
         import ctypes
         from warp_harness.daemon.steps import launching
-from warp_harness.daemon.supervisor import Supervisor
         ctypes.CDLL(None).printf(b"buffered by C's stdio\\n")
         launching.end_if_context_lost(RuntimeError({ILLEGAL!r}))
         print("not reached")
