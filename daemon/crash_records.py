@@ -9,6 +9,7 @@ debug mode: ``localized_record`` reads that re-run's outcome).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from warp_harness.daemon import findings as F
@@ -17,13 +18,33 @@ from warp_harness.daemon.discovery import read_text
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import FailingCase
-from warp_harness.daemon.worker_process import CallOutcome, output_tail, signal_name
+from warp_harness.daemon.worker_process import (
+    CONTEXT_LOST_EXIT,
+    CONTEXT_LOST_EXITS,
+    CONTEXT_LOST_LATE_EXIT,
+    CONTEXT_LOST_MARK,
+    CallOutcome,
+    output_tail,
+    signal_name,
+)
 from warp_harness.record import Location, Record, Related, Severity, Stage
 
 BOUNDS_HINT = "an index reaches past the array: guard it with `if i < arr.shape[0]` or fix the launch dim"
 # how a worker dies of an out-of-bounds access: release builds (segfault, or glibc aborting
-# on a corrupted heap), debug builds (Warp's assert traps: SIGILL)
-BOUNDS_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL")
+# on a corrupted heap), debug builds (Warp's assert traps: SIGILL); on a GPU, the worker ends
+# itself when a kernel's launch left its CUDA context unusable (steps/launching.py)
+BOUNDS_SIGNALS = ("SIGSEGV", "SIGABRT", "SIGBUS", "SIGILL", CONTEXT_LOST_EXITS[CONTEXT_LOST_EXIT])
+CONTEXT_LOST_HINT = (
+    "an illegal address on a GPU is usually an out-of-bounds index; the worker was restarted "
+    "with a fresh CUDA context, in which every other kernel was judged"
+)
+# CUDA's device-side assert (a debug build's bounds check, or the bounds probe's assert):
+# "<file>:<line>: <function>: block: [0,0,0], thread: [3,0,0] Assertion `<condition>` failed."
+_DEVICE_ASSERT_RE = re.compile(
+    r"^(?P<file>[^\n]+?):(?P<line>\d+): [^\n]*?block: \[\d+,\d+,\d+\], thread: \[\d+,\d+,\d+\] "
+    r"Assertion `(?P<cond>[^\n]*)` failed\.",
+    re.MULTILINE,
+)
 _SIGNAL_TEXT = {
     "SIGSEGV": "segmentation fault",
     "SIGILL": "illegal instruction",
@@ -54,7 +75,8 @@ def crash_record(
         if p.get(key) is not None:
             details.append(f"{key.replace('_', ' ')} {p[key]}")
     context = ", ".join(details)
-    assertion = parse_native_assertion(outcome.output)
+    assertion = parse_native_assertion(outcome.output) or parse_device_assertion(outcome.output)
+    lost = context_lost_error(outcome)
     tail = output_tail(outcome.output, outcome.output_bytes, 1500) or None
     if outcome.kind == "timeout":
         budget = p.get("budget_s") or opts.timeout_s
@@ -125,6 +147,28 @@ def crash_record(
                 kernel=kernel,
                 hint=BOUNDS_HINT,
             )
+        elif lost is not None:
+            late = outcome.returncode == CONTEXT_LOST_LATE_EXIT
+            message = (
+                f"the CUDA context was found unusable after the job ({lost}); the last step was "
+                f"{where} ({context}); the worker was restarted and the result not kept"
+                if late
+                else f"{where} left the CUDA context unusable ({context}): {lost}"
+            )
+            if assertion is not None:
+                message += f": Assertion failed: '{assertion.condition}'"
+            record = F.make_record(
+                Stage.CRASH,
+                F.CRASH,
+                Severity.ERROR,
+                display,
+                line,
+                message,
+                col=col,
+                end_col=end_col,
+                kernel=kernel,
+                hint=CONTEXT_LOST_HINT,
+            )
         else:
             message = f"the worker died with {sig} ({text}) while running {where} ({context})"
             if assertion is not None:
@@ -162,7 +206,9 @@ def crash_record(
             message=record.message,
             signal=signal_name(outcome.returncode) if kind == "crash" else None,
             # a crash, or Warp's own assertion (placed at the header): the probe may place it
-            bounds_suspect=kind == "crash" and not record.related,
+            bounds_suspect=kind == "crash"
+            and not record.related
+            and outcome.returncode != CONTEXT_LOST_LATE_EXIT,
         )
     return record, failure
 
@@ -241,7 +287,30 @@ def is_transient(outcome: CallOutcome) -> bool:
     failing to write its output when the cache folder vanished: ``LLVM ERROR: IO failure``)."""
     if outcome.kind != "crash":
         return False
+    if outcome.returncode == CONTEXT_LOST_LATE_EXIT:  # no launch of this job to blame
+        return True
     return signal_name(outcome.returncode) == "SIGKILL" or crashed_building(outcome)
+
+
+def context_lost_error(outcome: CallOutcome) -> str | None:
+    """The CUDA error a worker that ended itself for a lost context named (steps/launching.py),
+    or None for any other death."""
+    if outcome.kind != "crash" or outcome.returncode not in CONTEXT_LOST_EXITS:
+        return None
+    found = [line for line in outcome.output.splitlines() if line.startswith(CONTEXT_LOST_MARK)]
+    if not found:
+        return "a sticky CUDA error"
+    return found[-1][len(CONTEXT_LOST_MARK) :].strip() or "a sticky CUDA error"
+
+
+def parse_device_assertion(output: str) -> NativeAssertion | None:
+    """The first CUDA device-side assertion in a worker's output (a kernel built in debug mode:
+    Warp's bounds check in a header, or a Python ``assert`` such as the bounds probe's, under
+    its ``#line``), in the shape ``parse_native_assertion`` gives for the CPU's."""
+    m = _DEVICE_ASSERT_RE.search(output)
+    if m is None:
+        return None
+    return NativeAssertion(m.group("cond"), f"{m.group('file')}:{m.group('line')}")
 
 
 def crashed_building(outcome: CallOutcome) -> bool:

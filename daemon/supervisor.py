@@ -429,7 +429,7 @@ class Supervisor:
             for name, why in skip.items():
                 summary = result.kernels.get(name)
                 if isinstance(summary, dict):
-                    for device in opts.devices:
+                    for device in result.devices or opts.devices:  # as resolved: cuda:0, not cuda
                         summary.setdefault("validate", {})[device] = why
             result.crashed_kernels = skip
             # a verdict that says more about the machine than about the code is not cached

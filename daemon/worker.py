@@ -150,6 +150,7 @@ class Worker:
                     msg, F.MEMORY, Stage.CRASH, "the job ran out of memory (memory limit)"
                 )
             except Exception as exc:
+                _end_if_context_lost(exc)  # a GPU fault ends the worker (daemon/steps/launching.py)
                 result = _failure_result(
                     msg,
                     F.INTERNAL,
@@ -158,8 +159,15 @@ class Worker:
                     traceback.format_exc(),
                 )
             result["worker_ms"] = (time.perf_counter() - t0) * 1e3
+            _end_if_context_lost(None)  # a result made in a lost CUDA context is never sent
             self.jobs_done += 1
             self.send(protocol.message("done", id=job_id, result=result))
+
+
+def _end_if_context_lost(exc: BaseException | None) -> None:
+    from warp_harness.daemon.steps.launching import end_if_context_lost
+
+    end_if_context_lost(exc, late=exc is None)
 
 
 def _failure_result(

@@ -48,9 +48,23 @@ class WorkerStartError(RuntimeError):
     pass
 
 
+# the worker's own exit statuses when its CUDA context is lost (steps/launching.py): during a
+# kernel's launch (the kernel's verdict), or found after a job (no launch to blame: transient)
+CONTEXT_LOST_EXIT = 86
+CONTEXT_LOST_LATE_EXIT = 87
+# the line the worker writes to its output before it ends that way (crash_records reads it)
+CONTEXT_LOST_MARK = "warp-harness: CUDA context lost:"
+CONTEXT_LOST_EXITS = {
+    CONTEXT_LOST_EXIT: "CUDA_CONTEXT_LOST",
+    CONTEXT_LOST_LATE_EXIT: "CUDA_CONTEXT_LOST_LATE",
+}
+
+
 def signal_name(returncode: int | None) -> str:
     if returncode is None:
         return "unknown"
+    if returncode in CONTEXT_LOST_EXITS:
+        return CONTEXT_LOST_EXITS[returncode]
     if returncode < 0:
         try:
             return signal.Signals(-returncode).name

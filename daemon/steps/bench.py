@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,8 +31,8 @@ from warp_harness.daemon.integrity import (
     to_numpy,
 )
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.steps import Job, KernelInfo
-from warp_harness.daemon.steps.launching import block_dim_of, launch
+from warp_harness.daemon.steps import Job, KernelInfo, device_check
+from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.validate import (
     _dim,
@@ -60,6 +61,14 @@ REVALIDATE_SEED = 7000  # fresh inputs for the check after the timed loop: job.s
 REVALIDATE_SETS = 1  # the buffers of the first set; more cost time on every save
 COLD_L2_FLUSH_BYTES = 256 << 20  # written between launches for cold-L2 timing (> any L2 today)
 _clock = TRUSTED.perf_counter  # the clock saved before any workspace code ran
+
+# Called after the timed loop, before the check writes into the timed buffers, with (job, kernel,
+# device alias, the rotated launch sets, launches timed): each set's output arrays still hold
+# what the kernel's last timed launch on that set wrote (for its inputs, seed + 5000 + set
+# index, as _launch_sets made them). For a comparison of the timed loop's own outputs against
+# references (daemon/verdict.py); a hook that raises fails the benchmark of that kernel.
+TimedBuffersHook = Callable[[Job, KernelInfo, str, list[list[Any]], int], None]
+TIMED_BUFFERS_HOOKS: list[TimedBuffersHook] = []
 
 
 def _profile_peaks(profile: str) -> tuple[float | None, float | None]:
@@ -242,8 +251,17 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
                 # CUDA: the gap re-validates the buffers just timed on fresh inputs (the next
                 # window then times that other data); at the end only when it does not fit
                 t_reval = _clock()
-                ok = revalidate(
-                    job, info, alias, device, size, sets, len(times), first=(w - 1) % len(sets), window=w
+                ok = recheck(
+                    job,
+                    info,
+                    alias,
+                    device,
+                    size,
+                    sets,
+                    len(times),
+                    first=(w - 1) % len(sets),
+                    window=w,
+                    timed=(dim, block_dim),
                 )
                 reval_failed = ok is False
                 windows_checked += ok is True
@@ -310,12 +328,14 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         out["clock_gaps"] = clock_gaps
     if windows > 1:
         out["revalidated_windows"] = windows_checked
+    for hook in TIMED_BUFFERS_HOOKS:
+        hook(job, info, alias, sets, len(times))
     # the timed buffers, checked after the timed loop (WHD061/WHD062)
     t_reval = _clock()
     out["revalidated"] = (
         False
         if reval_failed
-        else revalidate(
+        else recheck(
             job,
             info,
             alias,
@@ -325,6 +345,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             len(times),
             seed_check=True,
             replay=info.validated_case.get(alias),
+            timed=(dim, block_dim),
         )
     )
     job.timings["revalidate_ms"] = job.timings.get("revalidate_ms", 0.0) + (_clock() - t_reval) * 1e3
@@ -361,6 +382,119 @@ def _cold_l2_times(
         TRUSTED.synchronize_event(end_ev)
         out.append(float(TRUSTED.get_event_elapsed_time(start_ev, end_ev)) / 1e3)
     return out
+
+
+def _array_bytes(args: list[Any]) -> int:
+    return sum(n for a in args if isinstance(n := getattr(a, "capacity", None), int))
+
+
+def recheck(
+    job: Job,
+    info: KernelInfo,
+    alias: str,
+    device: Any,
+    size: int,
+    sets: list[list[Any]],
+    n_launches: int,
+    *,
+    first: int = 0,
+    window: int = 0,
+    seed_check: bool = False,
+    replay: Any = None,
+    timed: tuple[Any, int | None] = (None, None),
+) -> bool | None:
+    """The check of the timed buffers (``revalidate``). On CUDA, when the set's arrays are
+    larger than device_check.REVALIDATE_MAX_BYTES: every output element written at the full
+    size, counted on the device (``timed``: the timed loop's dim and block_dim), then the values
+    at a capped size in the first elements of the same buffers (steps/device_check.py)."""
+    args = sets[first] if first < len(sets) else []
+    total = _array_bytes(args)
+    if not getattr(device, "is_cuda", False) or total <= device_check.REVALIDATE_MAX_BYTES:
+        return revalidate(
+            job, info, alias, device, size, sets, n_launches, first=first, window=window,
+            seed_check=seed_check, replay=replay,
+        )  # fmt: skip
+    written = _all_written(job, info, alias, device, size, args, n_launches, timed)
+    if written is False:
+        return False
+    contract = info.contract
+    assert contract is not None
+    capped = max(1, size * device_check.REVALIDATE_MAX_BYTES // total)
+    seed = job.seed + REVALIDATE_SEED + 100 * window + first
+    params = [(a.label, a.type) for a in info.runnable.adj.args]
+    made = make_inputs(contract.inputs, capped, seed)
+    shapes = [
+        tuple(np.shape(made[n]))[: int(t.ndim)] if is_array(t) and n in made else None for n, t in params
+    ]
+    del made
+    views = device_check.prefix_views(list(args), shapes)
+    if views is None:  # another shape at another size: the full-size check is all there is
+        return written
+    view_sets = list(sets)
+    view_sets[first] = views
+    job.notes.setdefault("recheck_sizes", {})[f"{info.name}@{alias}"] = capped
+    values = revalidate(
+        job, info, alias, device, capped, view_sets, n_launches, first=first, window=window,
+        seed_check=seed_check,
+    )  # fmt: skip
+    if values is None:
+        return written
+    return values
+
+
+def _all_written(
+    job: Job,
+    info: KernelInfo,
+    alias: str,
+    device: Any,
+    size: int,
+    args: list[Any],
+    n_launches: int,
+    timed: tuple[Any, int | None],
+) -> bool | None:
+    """The timed set's outputs poisoned on the device, one launch on its own inputs, the
+    poison left counted on the device (WHD061 for any); None where no output can be counted."""
+    contract = info.contract
+    assert contract is not None
+    dim, block_dim = timed
+    params = [(a.label, a.type) for a in info.runnable.adj.args]
+    outs = [
+        (j, name, _numpy_dtype(t))
+        for j, (name, t) in enumerate(params)
+        if is_array(t) and name in contract.outputs and name not in contract.inplace
+    ]
+    outs = [(j, name, dt) for j, name, dt in outs if device_check.can_check(args[j], dt)]
+    if not outs or dim is None:
+        return None
+    for j, _, dt in outs:
+        device_check.poison(args[j], dt)
+    launch(contract, info.runnable, dim=dim, inputs=args, device=device, block_dim=block_dim)
+    TRUSTED.synchronize_device(device)
+    for j, name, dt in outs:
+        unwritten, total = device_check.unwritten_elements(args[j], dt)
+        if unwritten:
+            job.add(
+                F.make_record(
+                    Stage.NUMERIC,
+                    F.WRONG_AFTER_TIMING,
+                    Severity.ERROR,
+                    job.display_path,
+                    info.line,
+                    f"kernel `{info.name}` on {alias}: after {n_launches} timed launches, launched again "
+                    f"on the benchmark's own inputs (size {size}), {unwritten} of {total} elements of "
+                    f"`{name}` were never written (counted on the device). The validated sizes passed: "
+                    "the timed result is not the kernel's answer",
+                    col=info.col,
+                    end_col=info.end_col,
+                    kernel=info.name,
+                    expected=0,
+                    actual=unwritten,
+                    hint="compute every output on every launch, at every size (no guard that only covers "
+                    "the validated sizes)",
+                )
+            )
+            return False
+    return True
 
 
 def revalidate(
@@ -625,6 +759,9 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
             )
         )
         return
+    except Exception as exc:
+        end_if_context_lost(exc)  # a GPU fault while timing: the worker ends (steps/launching.py)
+        raise
     if m.get("clock_gaps"):
         _clock_disagreement(job, info, alias, m["clock_gaps"], len(m["window_medians_s"]))
     median = m["median_s"]

@@ -40,7 +40,7 @@ from warp_harness.daemon.integrity import TRUSTED, from_snapshot, snapshot_bytes
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.steps import Job, KernelInfo
-from warp_harness.daemon.steps.launching import block_dim_of, launch
+from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.record import Record, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
@@ -652,6 +652,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         job.add(memory_record(job, info, alias, "validation"))
         return
     except Exception as exc:
+        end_if_context_lost(exc)  # a GPU fault: the worker ends, as a crash does on the CPU
         info.validate[alias] = "error"
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         job.add(

@@ -64,8 +64,21 @@ def test_integer_sum_off_by_whole_units_is_a_race_not_precision() -> None:
     hint = choose_hint(ev)
     assert hint.kind == "race" and not hint.bounds_suspect
     text = _hint(outcome, grows=True)
-    assert "wp.atomic_add" in text and "whole units (got 2, expected 3)" in text
+    assert "wp.atomic_add" in text and "off by whole units" in text
     assert "precision" not in text and "float64" not in text
+
+
+def test_the_race_hint_quotes_no_figures_the_shrunk_message_contradicts() -> None:
+    # the H100 report (issue 36): the hint quoted the size-1000 case ("got 3, expected 2489")
+    # while the message showed the shrunk size-2 case; the evidence is the first case's
+    first = _outcome(np.array([3.0], np.float32), np.array([2489.0]), size=1000)
+    smallest = _outcome(np.array([1.0], np.float32), np.array([2.0]), size=2)
+    info = KernelInfo("k", 3, 4, 5, kernel=None)
+    evidence = V.failure_evidence(first, grows=True)
+    _, message, hint, expected, actual = V.describe_failure(info, smallest, True, evidence=evidence)
+    assert "size 2," in message and "got 1, expected 2" in message, message
+    assert "2489" not in hint and "got 3" not in hint and "whole units" in hint, hint
+    assert (expected, actual) == (2.0, 1.0)
 
 
 def test_results_that_change_between_runs_are_a_race() -> None:
