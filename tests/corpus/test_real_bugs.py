@@ -45,6 +45,11 @@ MISSED = {
     "extents_unbatched_qpos0": "extents",
     "index_space_ray_bvh_ngeom": "index-space",
     "index_space_flex_vert_double_offset": "index-space",
+    "tile_geometry_partial_tiles": "tile-geometry",
+    "extents_unbatched_gravity": "extents",
+    "extents_unbatched_actuator_gear": "extents",
+    "index_space_hfield_geom_vs_dataid": "index-space",
+    "index_space_lower_triangle_transpose": "index-space",
 }
 
 
