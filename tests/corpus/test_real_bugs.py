@@ -50,6 +50,8 @@ MISSED = {
     "extents_unbatched_actuator_gear": "extents",
     "index_space_hfield_geom_vs_dataid": "index-space",
     "index_space_lower_triangle_transpose": "index-space",
+    "nan_guard_coincident_particles": "nan-guard",
+    "extents_weight_sized_by_contacts": "extents",
 }
 
 
