@@ -52,6 +52,7 @@ MISSED = {
     "index_space_lower_triangle_transpose": "index-space",
     "nan_guard_coincident_particles": "nan-guard",
     "extents_weight_sized_by_contacts": "extents",
+    "race_shared_skip_flag_across_worlds": "race",
 }
 
 
