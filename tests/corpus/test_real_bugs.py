@@ -60,6 +60,8 @@ MISSED = {
     "tile_geometry_store_without_offset": "tile-geometry",
     "extents_launch_dim_from_other_count": "extents",
     "extents_off_by_one_active_count": "extents",
+    "index_space_edge_cursor_vs_vertex": "index-space",
+    "extents_thread_outside_object_range": "extents",
 }
 
 
