@@ -63,6 +63,7 @@ MISSED = {
     "index_space_edge_cursor_vs_vertex": "index-space",
     "extents_thread_outside_object_range": "extents",
     "by_value_svd3_outputs_into_array": "by-value",
+    "extents_unbatched_actrange_in_call": "extents",
 }
 
 
