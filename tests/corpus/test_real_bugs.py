@@ -64,6 +64,7 @@ MISSED = {
     "extents_thread_outside_object_range": "extents",
     "by_value_svd3_outputs_into_array": "by-value",
     "extents_unbatched_actrange_in_call": "extents",
+    "atomics_serial_accumulate_then_read": "atomics",
 }
 
 
