@@ -65,6 +65,7 @@ MISSED = {
     "by_value_svd3_outputs_into_array": "by-value",
     "extents_unbatched_actrange_in_call": "extents",
     "atomics_serial_accumulate_then_read": "atomics",
+    "wrong_field_friction_for_damping": "wrong-field",
 }
 
 
