@@ -66,6 +66,7 @@ MISSED = {
     "extents_unbatched_actrange_in_call": "extents",
     "atomics_serial_accumulate_then_read": "atomics",
     "wrong_field_friction_for_damping": "wrong-field",
+    "race_thread_zero_resets_shared_count": "race",
 }
 
 
