@@ -67,6 +67,7 @@ MISSED = {
     "atomics_serial_accumulate_then_read": "atomics",
     "wrong_field_friction_for_damping": "wrong-field",
     "race_thread_zero_resets_shared_count": "race",
+    "missing_write_cleared_for_done_worlds": "missing-write",
 }
 
 
