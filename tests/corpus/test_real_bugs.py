@@ -68,6 +68,7 @@ MISSED = {
     "wrong_field_friction_for_damping": "wrong-field",
     "race_thread_zero_resets_shared_count": "race",
     "missing_write_cleared_for_done_worlds": "missing-write",
+    "sentinel_index_null_element": "sentinel-index",
 }
 
 
