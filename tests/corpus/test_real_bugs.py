@@ -69,6 +69,7 @@ MISSED = {
     "race_thread_zero_resets_shared_count": "race",
     "missing_write_cleared_for_done_worlds": "missing-write",
     "sentinel_index_null_element": "sentinel-index",
+    "extents_dim_from_first_operand": "extents",
 }
 
 
