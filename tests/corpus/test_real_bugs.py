@@ -70,6 +70,7 @@ MISSED = {
     "missing_write_cleared_for_done_worlds": "missing-write",
     "sentinel_index_null_element": "sentinel-index",
     "extents_dim_from_first_operand": "extents",
+    "inverted_condition_has_stiffness": "inverted-condition",
 }
 
 
