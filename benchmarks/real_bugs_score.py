@@ -3,7 +3,8 @@
 Each case is a folder with ``bad.py`` (the code as the user wrote it, reduced) and ``good.py`` (their fix);
 the header of ``bad.py`` names its class, Warp's verdict and the public source. A case is *caught* when
 `check` reports an error or a warning on ``bad.py``; a *false alarm* is any error or warning on
-``good.py``. "before" is the rules that predate the mined corpus (ids below WH040), "after" all rules.
+``good.py``. "before" is the rules that predate the mined corpus (ids below WH040), "after" all rules;
+the last column counts Warp's verdicts on the CPU (see tests/corpus/test_real_bugs.py).
 
     python benchmarks/real_bugs_score.py [--json]
 """
@@ -77,11 +78,13 @@ def new_rules() -> tuple[str, ...]:
 def score() -> dict[str, dict[str, object]]:
     newer = new_rules()
     by_class: dict[str, dict[str, object]] = defaultdict(
-        lambda: {"cases": 0, "before": 0, "after": 0, "false_alarms": 0, "missed": []}
+        lambda: {"cases": 0, "before": 0, "after": 0, "false_alarms": 0, "verdicts": {}, "missed": []}
     )
     for case in cases():
         row = by_class[case.cls]
         row["cases"] = int(row["cases"]) + 1  # type: ignore[call-overload]
+        verdicts: dict[str, int] = row["verdicts"]  # type: ignore[assignment]
+        verdicts[case.warp] = verdicts.get(case.warp, 0) + 1
         if findings(case.bad, newer):
             row["before"] = int(row["before"]) + 1  # type: ignore[call-overload]
         if findings(case.bad):
@@ -93,6 +96,10 @@ def score() -> dict[str, dict[str, object]]:
     return dict(sorted(by_class.items()))
 
 
+def _verdicts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{verdict} {counts[verdict]}" for verdict in VERDICTS if verdict in counts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true")
@@ -102,13 +109,21 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(table, indent=2))
         return 0
     total = {"cases": 0, "before": 0, "after": 0, "false_alarms": 0}
-    print(f"{'class':<18}{'cases':>6}{'before':>8}{'after':>7}{'false alarms':>14}")
+    all_verdicts: dict[str, int] = {}
+    print(f"{'class':<18}{'cases':>6}{'before':>8}{'after':>7}{'false alarms':>14}  Warp's verdicts")
     for cls, row in table.items():
-        print(f"{cls:<18}{row['cases']:>6}{row['before']:>8}{row['after']:>7}{row['false_alarms']:>14}")
+        verdicts: dict[str, int] = row["verdicts"]  # type: ignore[assignment]
+        print(
+            f"{cls:<18}{row['cases']:>6}{row['before']:>8}{row['after']:>7}{row['false_alarms']:>14}"
+            f"  {_verdicts(verdicts)}"
+        )
         for key in total:
             total[key] += int(row[key])  # type: ignore[call-overload]
+        for verdict, count in verdicts.items():
+            all_verdicts[verdict] = all_verdicts.get(verdict, 0) + count
     print(
         f"{'total':<18}{total['cases']:>6}{total['before']:>8}{total['after']:>7}{total['false_alarms']:>14}"
+        f"  {_verdicts(all_verdicts)}"
     )
     missed = [name for row in table.values() for name in row["missed"]]  # type: ignore[attr-defined]
     if missed:
