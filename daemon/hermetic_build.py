@@ -104,9 +104,17 @@ def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
-    """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
-    in a fresh namespace from the statements it reaches; ``NotHermetic`` when it cannot be."""
+@dataclass
+class _Plan:
+    tree: ast.Module
+    aliases: set[str]
+    library_names: dict[str, Any]
+    definitions: dict[str, ast.stmt]
+    constants: set[str]
+    rebound: set[str]
+
+
+def _plan(source: str, filename: str) -> _Plan:
     tree = ast.parse(source, filename)
     aliases = {"wp"} | {
         a.asname or a.name
@@ -138,6 +146,12 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
             if value is not None and _is_constant_expr(value, aliases, constants):
                 definitions[names[0]] = node
                 constants.add(names[0])
+    return _Plan(tree, aliases, library_names, definitions, constants, rebound)
+
+
+def _reached(plan: _Plan, kernel_name: str) -> set[str]:
+    """The top-level names the kernel ``kernel_name`` needs (itself included)."""
+    definitions = plan.definitions
     if kernel_name not in definitions or not isinstance(definitions[kernel_name], ast.FunctionDef):
         raise NotHermetic(
             f"`{kernel_name}` is not a module-level `@wp.kernel` def of this file (a factory, a closure "
@@ -145,7 +159,7 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
         )
     kernel_def = definitions[kernel_name]
     assert isinstance(kernel_def, ast.FunctionDef)
-    if _decorator_kind(kernel_def.decorator_list[0], aliases) != "kernel":
+    if _decorator_kind(kernel_def.decorator_list[0], plan.aliases) != "kernel":
         raise NotHermetic(f"`{kernel_name}` is not decorated with `@wp.kernel`")
     needed: set[str] = set()
     todo = [kernel_name]
@@ -153,14 +167,14 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
         name = todo.pop()
         if name in needed:
             continue
-        if name in rebound:
+        if name in plan.rebound:
             raise NotHermetic(f"`{name}` is bound more than once at the top of the module")
         needed.add(name)
         node = definitions[name]
         for used in sorted(_loads(node)):
             if used in definitions:
                 todo.append(used)
-            elif used in library_names or used in aliases or hasattr(builtins, used):
+            elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used):
                 continue
             elif _is_local(node, used):
                 continue
@@ -169,13 +183,15 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
                     f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
                     "constant of its own text)"
                 )
-    body = [n for n in tree.body if any(b in needed for b in _bound_names(n))]
-    digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
-    module_name = f"_wh_hermetic_{kernel_name}_{digest}"
+    return needed
+
+
+def _execute(plan: _Plan, source: str, filename: str, needed: set[str], module_name: str) -> types.ModuleType:
+    body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
     namespace = types.ModuleType(module_name)
     namespace.__file__ = filename
-    namespace.__dict__.update(library_names)
-    for alias in aliases:
+    namespace.__dict__.update(plan.library_names)
+    for alias in plan.aliases:
         namespace.__dict__[alias] = _warp
     # Warp reads a kernel's source through inspect (linecache): the text parsed here, not the
     # file as it may be now
@@ -184,14 +200,55 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
     try:
         exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
     except Exception as exc:
-        raise NotHermetic(
-            f"building `{kernel_name}` from its source failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        del sys.modules[module_name]
+        raise NotHermetic(f"building from the source failed: {type(exc).__name__}: {exc}") from exc
+    return namespace
+
+
+def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
+    """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
+    in a fresh namespace from the statements it reaches; ``NotHermetic`` when it cannot be."""
+    plan = _plan(source, filename)
+    needed = _reached(plan, kernel_name)
+    body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
+    digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
+    module_name = f"_wh_hermetic_{kernel_name}_{digest}"
+    try:
+        namespace = _execute(plan, source, filename, needed, module_name)
+    except NotHermetic as exc:
+        raise NotHermetic(f"`{kernel_name}`: {exc}") from exc
     kernel = namespace.__dict__.get(kernel_name)
     if not isinstance(kernel, wp.Kernel):
         raise NotHermetic(f"`{kernel_name}` did not build into a Warp kernel")
     order = tuple(b for n in body for b in _bound_names(n) if b in needed)
     return HermeticKernel(kernel=kernel, module_name=module_name, statements=order)
+
+
+def build_module(source: str, filename: str, module_name: str) -> types.ModuleType:
+    """A module named ``module_name`` holding every kernel of the module text ``source``, the
+    ``@wp.func``s and ``@wp.struct``s they reach and the module's constants, built without
+    running anything else of it (what a sibling contract module imports in its place);
+    ``NotHermetic`` when a kernel of the text cannot be built so (a kernel made inside a
+    function or by a call, one reading a name bound at run time)."""
+    plan = _plan(source, filename)
+    for node in ast.walk(plan.tree):
+        if isinstance(node, ast.FunctionDef) and node not in plan.tree.body:
+            if any(_decorator_kind(d, plan.aliases) == "kernel" for d in node.decorator_list):
+                raise NotHermetic(f"kernel `{node.name}` is made inside a function, at run time (a factory)")
+        if isinstance(node, ast.Call) and _warp_attr(node.func, plan.aliases) in ("kernel", "Kernel"):
+            raise NotHermetic("a kernel is made by a call to `wp.kernel` at run time")
+    kernels = [
+        n.name
+        for n in plan.tree.body
+        if isinstance(n, ast.FunctionDef)
+        and any(_decorator_kind(d, plan.aliases) == "kernel" for d in n.decorator_list)
+    ]
+    if not kernels:
+        raise NotHermetic("the module's text defines no module-level `@wp.kernel`")
+    needed = set(plan.constants - plan.rebound)
+    for name in kernels:
+        needed |= _reached(plan, name)
+    return _execute(plan, source, filename, needed, module_name)
 
 
 def _is_local(node: ast.stmt, name: str) -> bool:

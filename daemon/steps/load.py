@@ -3,6 +3,7 @@ its kernels and contracts."""
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib
 import importlib.abc
@@ -238,12 +239,17 @@ def load(job: Job) -> bool:
     source = data.decode("utf-8", errors="replace")
     job.source_lines = source.splitlines()
     name, root = module_name_for(job.path)
-    _COMPILED_SHA.pop(str(job.path), None)
-    module = _import(job, name, root)
-    # the import read the file again: it must still be the same text
-    if _is_stale(job, _COMPILED_SHA.get(str(job.path))):
-        return False
-    job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
+    hermetic = _load_hermetic(job, source, name, root)
+    if isinstance(hermetic, ModuleType):
+        module: ModuleType | None = hermetic
+        job.source_sha256 = hashlib.sha256(data).hexdigest()
+    else:
+        _COMPILED_SHA.pop(str(job.path), None)
+        module = _import(job, name, root)
+        # the import read the file again: it must still be the same text
+        if _is_stale(job, _COMPILED_SHA.get(str(job.path))):
+            return False
+        job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
     if module is None:
         _collect_deps(job, library)
         return False
@@ -268,8 +274,102 @@ def load(job: Job) -> bool:
     job.contracts = contracts
     for c in contracts:
         _attach(job, c)
+    if not isinstance(hermetic, ModuleType):
+        _not_hermetic(job, hermetic)
     _collect_deps(job, library)
     return True
+
+
+def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType | str:
+    """The kernel module built from its text (``hermetic_build.build_module``) and put in
+    ``sys.modules`` under its name, its sibling contract modules imported against it; or why
+    it cannot be (the module is then imported: its top-level code runs).
+
+    A module's top-level code never runs in this process on this path: the sibling contract's
+    ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants.
+    A contract that reads anything else of the module fails to import, and the module is
+    imported the old way instead."""
+    from warp_harness.daemon import hermetic_build
+
+    siblings = contract_siblings(job.path)
+    if not siblings:
+        return (
+            "its contract is not in a sibling `<module>_contract.py`: a contract defined in the "
+            "module itself is made by the module's top-level code, which must run"
+        )
+    try:
+        tree = ast.parse(source, str(job.path))
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"its text does not parse ({type(exc).__name__})"
+    if _imports_harness(tree):
+        return (
+            "the module imports warp_harness itself (a contract or harness code in the module "
+            "needs its top-level code to run)"
+        )
+    try:
+        module = hermetic_build.build_module(source, str(job.path), name)
+    except hermetic_build.NotHermetic as exc:
+        return str(exc)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        return f"building it from its text failed: {type(exc).__name__}: {exc}"
+    sys.modules[name] = module
+    entry = str(root)
+    for sibling in siblings:
+        sib_name, sib_root = module_name_for(sibling)
+        if str(sib_root) not in sys.path:
+            sys.path.insert(0, str(sib_root))
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+        finder = _WorkspaceSourceFinder(job.workspace)
+        sys.meta_path.insert(0, finder)
+        try:
+            importlib.import_module(sib_name)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            for s in siblings:
+                sys.modules.pop(module_name_for(s)[0], None)
+            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+            return (
+                f"its contract module `{sibling.name}` did not import against the kernels built from "
+                f"the module's text ({text})"
+            )
+        finally:
+            sys.meta_path.remove(finder)
+    return module
+
+
+def _imports_harness(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "warp_harness" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "warp_harness":
+            return True
+    return False
+
+
+def _not_hermetic(job: Job, reason: str) -> None:
+    """WHD069 for every contracted kernel of a job whose module was imported (its top-level
+    code ran in this process): a warning, an error under ``--require-hermetic``."""
+    required = bool(getattr(job.options, "require_hermetic", False))
+    for info in job.kernels.values():
+        if info.contract is None:
+            continue
+        job.add(
+            F.make_record(
+                Stage.NUMERIC,
+                F.NOT_HERMETIC,
+                Severity.ERROR if required else Severity.WARNING,
+                job.display_path,
+                info.line,
+                f"the verdict on `{info.name}` is not hermetic: the worker that launched and timed it "
+                f"imported its module, whose top-level code ran there, because {reason}",
+                col=info.col,
+                end_col=info.end_col,
+                kernel=info.name,
+                hint="define the kernel at module level with `@wp.kernel` (funcs, structs and constants "
+                "of the module only) and its contract in a sibling `<module>_contract.py`",
+            )
+        )
 
 
 def _positions(job: Job, source: str) -> dict[str, tuple[int, int, int]]:
