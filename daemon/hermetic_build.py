@@ -24,21 +24,28 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import importlib
 import linecache
-import math
 import sys
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-import warp as _warp
-
-wp: Any = _warp
-
-# the modules a hermetic namespace holds, under the names a module may import them as
-_LIBRARIES = {"warp": _warp, "numpy": np, "math": math}
+# the modules a hermetic namespace holds, under the names a module may import them as (imported
+# only when a kernel is built: the supervisor, which never imports Warp, runs ``why_not``)
+_LIBRARIES = ("warp", "numpy", "math")
 _DECORATORS = {"kernel", "func", "struct", "func_native"}
+
+
+def module_name_for(path: Path) -> tuple[str, Path]:
+    """(dotted module name, folder to put on sys.path) for a file, honouring packages."""
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), folder
 
 
 class NotHermetic(Exception):
@@ -108,7 +115,7 @@ def _loads(node: ast.AST) -> set[str]:
 class _Plan:
     tree: ast.Module
     aliases: set[str]
-    library_names: dict[str, Any]
+    library_names: dict[str, str]  # alias -> library module name
     definitions: dict[str, ast.stmt]
     constants: set[str]
     rebound: set[str]
@@ -123,12 +130,12 @@ def _plan(source: str, filename: str) -> _Plan:
         for a in n.names
         if a.name == "warp"
     }
-    library_names: dict[str, Any] = {}
+    library_names: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name in _LIBRARIES:
-                    library_names[a.asname or a.name] = _LIBRARIES[a.name]
+                    library_names[a.asname or a.name] = a.name
     definitions: dict[str, ast.stmt] = {}
     constants: set[str] = set()
     rebound: set[str] = set()
@@ -190,9 +197,9 @@ def _execute(plan: _Plan, source: str, filename: str, needed: set[str], module_n
     body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
     namespace = types.ModuleType(module_name)
     namespace.__file__ = filename
-    namespace.__dict__.update(plan.library_names)
+    namespace.__dict__.update({k: importlib.import_module(v) for k, v in plan.library_names.items()})
     for alias in plan.aliases:
-        namespace.__dict__[alias] = _warp
+        namespace.__dict__[alias] = importlib.import_module("warp")
     # Warp reads a kernel's source through inspect (linecache): the text parsed here, not the
     # file as it may be now
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -218,7 +225,7 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
     except NotHermetic as exc:
         raise NotHermetic(f"`{kernel_name}`: {exc}") from exc
     kernel = namespace.__dict__.get(kernel_name)
-    if not isinstance(kernel, wp.Kernel):
+    if not isinstance(kernel, importlib.import_module("warp").Kernel):
         raise NotHermetic(f"`{kernel_name}` did not build into a Warp kernel")
     order = tuple(b for n in body for b in _bound_names(n) if b in needed)
     return HermeticKernel(kernel=kernel, module_name=module_name, statements=order)
@@ -231,24 +238,103 @@ def build_module(source: str, filename: str, module_name: str) -> types.ModuleTy
     ``NotHermetic`` when a kernel of the text cannot be built so (a kernel made inside a
     function or by a call, one reading a name bound at run time)."""
     plan = _plan(source, filename)
+    return _execute(plan, source, filename, _module_needs(plan), module_name)
+
+
+def _module_kernels(plan: _Plan) -> list[str]:
+    return [
+        n.name
+        for n in plan.tree.body
+        if isinstance(n, ast.FunctionDef)
+        and any(_decorator_kind(d, plan.aliases) == "kernel" for d in n.decorator_list)
+    ]
+
+
+def _module_needs(plan: _Plan) -> set[str]:
+    """The top-level names a hermetic build of the whole module executes; ``NotHermetic`` when
+    a kernel of the module cannot be built from its text."""
     for node in ast.walk(plan.tree):
         if isinstance(node, ast.FunctionDef) and node not in plan.tree.body:
             if any(_decorator_kind(d, plan.aliases) == "kernel" for d in node.decorator_list):
                 raise NotHermetic(f"kernel `{node.name}` is made inside a function, at run time (a factory)")
         if isinstance(node, ast.Call) and _warp_attr(node.func, plan.aliases) in ("kernel", "Kernel"):
             raise NotHermetic("a kernel is made by a call to `wp.kernel` at run time")
-    kernels = [
-        n.name
-        for n in plan.tree.body
-        if isinstance(n, ast.FunctionDef)
-        and any(_decorator_kind(d, plan.aliases) == "kernel" for d in n.decorator_list)
-    ]
+    kernels = _module_kernels(plan)
     if not kernels:
         raise NotHermetic("the module's text defines no module-level `@wp.kernel`")
     needed = set(plan.constants - plan.rebound)
     for name in kernels:
         needed |= _reached(plan, name)
-    return _execute(plan, source, filename, needed, module_name)
+    return needed
+
+
+def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[str, str]]) -> str | None:
+    """Why the module text ``source`` cannot be checked hermetically (None: it can), from text
+    alone: no Warp, nothing executed. ``contracts``: (file name, text) of its sibling contract
+    modules. The supervisor and the worker both decide with this, on the same text: the worker
+    builds the module (``build_module``) exactly when it returns None, and the supervisor, which
+    runs no workspace code, reports every other verdict as not hermetic (WHD069)."""
+    if not contracts:
+        return (
+            "its contract is not in a sibling `<module>_contract.py`: a contract defined in the "
+            "module itself is made by the module's top-level code, which must run"
+        )
+    try:
+        plan = _plan(source, filename)
+        if _imports_harness(plan.tree):
+            return (
+                "the module imports warp_harness itself (a contract or harness code in the module "
+                "needs its top-level code to run)"
+            )
+        needed = _module_needs(plan)
+    except NotHermetic as exc:
+        return str(exc)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"its text does not parse ({type(exc).__name__})"
+    short = module_name.rsplit(".", 1)[-1]
+    for sibling, text in contracts:
+        try:
+            tree = ast.parse(text, sibling)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return f"its contract module `{sibling}` does not parse ({type(exc).__name__})"
+        plain = {
+            a.asname or a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import)
+            for a in n.names
+            if a.name == module_name
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in plain
+                and node.attr not in needed
+            ):
+                return (
+                    f"its contract module `{sibling}` reads `{node.attr}` of the module, which is not a "
+                    "kernel, `@wp.func`, `@wp.struct` or constant a hermetic build makes"
+                )
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.module not in (module_name, short) and not (node.level and node.module == short):
+                continue
+            for alias in node.names:
+                if alias.name not in needed:
+                    return (
+                        f"its contract module `{sibling}` imports `{alias.name}`, which is not a kernel, "
+                        "`@wp.func`, `@wp.struct` or constant a hermetic build makes"
+                    )
+    return None
+
+
+def _imports_harness(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "warp_harness" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "warp_harness":
+            return True
+    return False
 
 
 def _is_local(node: ast.stmt, name: str) -> bool:

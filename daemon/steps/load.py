@@ -3,7 +3,6 @@ its kernels and contracts."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib
 import importlib.abc
@@ -20,7 +19,9 @@ import warp as _warp
 
 from warp_harness import contract as contract_api
 from warp_harness.daemon import findings as F
+from warp_harness.daemon import hermetic_build
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
+from warp_harness.daemon.hermetic_build import module_name_for
 from warp_harness.daemon.steps import Job, KernelInfo
 from warp_harness.record import Severity, Stage
 
@@ -114,16 +115,6 @@ def forget_kernels(module: Any) -> None:
     for attr in ("kernels", "functions", "structs"):
         if isinstance(getattr(module, attr, None), dict):
             setattr(module, attr, {})
-
-
-def module_name_for(path: Path) -> tuple[str, Path]:
-    """(dotted module name, folder to put on sys.path) for a file, honouring packages."""
-    parts = [path.stem]
-    folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return ".".join(parts), folder
 
 
 def _file_sha(path: Path) -> str:
@@ -240,7 +231,7 @@ def load(job: Job) -> bool:
     job.source_lines = source.splitlines()
     name, root = module_name_for(job.path)
     hermetic = _load_hermetic(job, source, name, root)
-    if isinstance(hermetic, ModuleType):
+    if not isinstance(hermetic, str):
         module: ModuleType | None = hermetic
         job.source_sha256 = hashlib.sha256(data).hexdigest()
     else:
@@ -274,102 +265,66 @@ def load(job: Job) -> bool:
     job.contracts = contracts
     for c in contracts:
         _attach(job, c)
-    if not isinstance(hermetic, ModuleType):
-        _not_hermetic(job, hermetic)
     _collect_deps(job, library)
     return True
 
 
-def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType | str:
+def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType | str | None:
     """The kernel module built from its text (``hermetic_build.build_module``) and put in
-    ``sys.modules`` under its name, its sibling contract modules imported against it; or why
-    it cannot be (the module is then imported: its top-level code runs).
+    ``sys.modules`` under its name, its sibling contract modules imported against it; a str:
+    why it cannot be (``hermetic_build.why_not``, which the supervisor runs on the same text to
+    report WHD069; the module is then imported, its top-level code runs); None: it can, but the
+    build or the contract's import failed (an error record; the module is not imported).
 
-    A module's top-level code never runs in this process on this path: the sibling contract's
-    ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants.
-    A contract that reads anything else of the module fails to import, and the module is
-    imported the old way instead."""
-    from warp_harness.daemon import hermetic_build
-
+    On this path the module's top-level code never runs in this process: the sibling contract's
+    ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants."""
     siblings = contract_siblings(job.path)
-    if not siblings:
-        return (
-            "its contract is not in a sibling `<module>_contract.py`: a contract defined in the "
-            "module itself is made by the module's top-level code, which must run"
-        )
-    try:
-        tree = ast.parse(source, str(job.path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return f"its text does not parse ({type(exc).__name__})"
-    if _imports_harness(tree):
-        return (
-            "the module imports warp_harness itself (a contract or harness code in the module "
-            "needs its top-level code to run)"
-        )
+    texts = [(s.name, s.read_text(encoding="utf-8", errors="replace")) for s in siblings]
+    reason = hermetic_build.why_not(source, str(job.path), name, texts)
+    if reason is not None:
+        return reason
     try:
         module = hermetic_build.build_module(source, str(job.path), name)
-    except hermetic_build.NotHermetic as exc:
-        return str(exc)
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        return f"building it from its text failed: {type(exc).__name__}: {exc}"
+    except (hermetic_build.NotHermetic, SyntaxError, ValueError, RecursionError) as exc:
+        _hermetic_failed(job, exc, "building the module's kernels from its text failed")
+        return None
     sys.modules[name] = module
-    entry = str(root)
     for sibling in siblings:
         sib_name, sib_root = module_name_for(sibling)
-        if str(sib_root) not in sys.path:
-            sys.path.insert(0, str(sib_root))
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
+        for entry in (str(sib_root), str(root)):
+            if entry not in sys.path:
+                sys.path.insert(0, entry)
         finder = _WorkspaceSourceFinder(job.workspace)
         sys.meta_path.insert(0, finder)
         try:
             importlib.import_module(sib_name)
         except Exception as exc:
             sys.modules.pop(name, None)
-            for s in siblings:
-                sys.modules.pop(module_name_for(s)[0], None)
-            text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            return (
-                f"its contract module `{sibling.name}` did not import against the kernels built from "
-                f"the module's text ({text})"
+            _hermetic_failed(
+                job, exc, f"importing its contract module `{sibling.name}` against the hermetic build failed"
             )
+            return None
         finally:
             sys.meta_path.remove(finder)
     return module
 
 
-def _imports_harness(tree: ast.Module) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "warp_harness" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "warp_harness":
-            return True
-    return False
-
-
-def _not_hermetic(job: Job, reason: str) -> None:
-    """WHD069 for every contracted kernel of a job whose module was imported (its top-level
-    code ran in this process): a warning, an error under ``--require-hermetic``."""
-    required = bool(getattr(job.options, "require_hermetic", False))
-    for info in job.kernels.values():
-        if info.contract is None:
-            continue
-        job.add(
-            F.make_record(
-                Stage.NUMERIC,
-                F.NOT_HERMETIC,
-                Severity.ERROR if required else Severity.WARNING,
-                job.display_path,
-                info.line,
-                f"the verdict on `{info.name}` is not hermetic: the worker that launched and timed it "
-                f"imported its module, whose top-level code ran there, because {reason}",
-                col=info.col,
-                end_col=info.end_col,
-                kernel=info.name,
-                hint="define the kernel at module level with `@wp.kernel` (funcs, structs and constants "
-                "of the module only) and its contract in a sibling `<module>_contract.py`",
-            )
+def _hermetic_failed(job: Job, exc: BaseException, what: str) -> None:
+    cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+    line, col = _error_line(cause, job.path)
+    text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+    job.add(
+        F.make_record(
+            Stage.COMPILE,
+            F.IMPORT_ERROR,
+            Severity.ERROR,
+            job.display_path,
+            line,
+            f"{what}: {text}",
+            col=col,
+            hint="fix the error above; Warp raises missing annotations at decoration time",
         )
+    )
 
 
 def _positions(job: Job, source: str) -> dict[str, tuple[int, int, int]]:
