@@ -13,10 +13,9 @@ definition or a constant (a call, an import from the workspace, a closure over r
 a decorator other than Warp's, a ``wp.static`` over something not a constant. Such a kernel is
 validated the old way, by importing its module.
 
-What is done: this builder and its tests. Not done yet: the worker building contracted kernels
-this way (it still imports the module), the contracts loaded only in the verdict worker, the
-record that says a verdict is not hermetic, ``--require-hermetic`` (docs/reliability.md,
-"Hermetic verdicts").
+``build_module`` builds every kernel of a module so, for the worker (``steps/load.py``), when
+``why_not`` (text only: no Warp, nothing executed; the supervisor runs it too, to report
+WHD069 on the others) finds nothing against it (docs/reliability.md, "Hermetic verdicts").
 """
 
 from __future__ import annotations
@@ -287,6 +286,7 @@ def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[
                 "needs its top-level code to run)"
             )
         needed = _module_needs(plan)
+        _no_module_settings(plan)
     except NotHermetic as exc:
         return str(exc)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -326,6 +326,25 @@ def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[
                         "`@wp.func`, `@wp.struct` or constant a hermetic build makes"
                     )
     return None
+
+
+def _no_module_settings(plan: _Plan) -> None:
+    """A top-level ``wp.set_module_options(...)`` or ``wp.config.X = ...`` changes how the kernels
+    build: a hermetic build runs no top-level call, so such a module is imported instead."""
+    for node in plan.tree.body:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":
+                raise NotHermetic(
+                    "its top level calls `wp.set_module_options`, which a hermetic build does not run"
+                )
+            if (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.ctx, ast.Store)
+                and _warp_attr(sub.value, plan.aliases) == "config"
+            ):
+                raise NotHermetic(
+                    f"its top level sets `wp.config.{sub.attr}`, which a hermetic build does not run"
+                )
 
 
 def _imports_harness(tree: ast.Module) -> bool:

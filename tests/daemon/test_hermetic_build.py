@@ -116,6 +116,8 @@ def test_a_module_level_kernel_with_a_sibling_contract_is_hermetic(module: tuple
         ("clean", SIBLING + "from kernels import UNUSED\n", "imports `UNUSED`"),
         ("clean", "import kernels\nk = kernels.apply\nh = kernels.make\n", "reads `make`"),
         ("runtime", SIBLING, "RUNTIME_VALUE"),
+        ("settings", SIBLING, "set_module_options"),
+        ("config", SIBLING, "wp.config.mode"),
     ],
 )
 def test_why_a_module_is_not_hermetic(
@@ -127,6 +129,8 @@ def test_why_a_module_is_not_hermetic(
         "clean": _clean(text),
         "harness": "import warp_harness\n" + _clean(text),
         "runtime": _clean(text) + RUNTIME_KERNEL,
+        "settings": _clean(text) + "\nwp.set_module_options({'fast_math': True})\n",
+        "config": _clean(text) + "\nwp.config.mode = 'debug'\n",
     }[case]
     contracts = [("kernels_contract.py", contract)] if contract is not None else []
     got = why_not(text, str(path), "kernels", contracts)
