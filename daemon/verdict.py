@@ -399,11 +399,11 @@ def not_hermetic(
     reason = hermetic_build.why_not(text, str(path), hermetic_build.module_name_for(path)[0], texts)
     if reason is None:
         return []
-    contracted = [
+    contracted: list[str | None] = [
         k for k, s in claims.items() if isinstance(s, Mapping) and (s.get("contract") or s.get("validate"))
     ]
     severity = Severity.ERROR if required else Severity.WARNING
-    out = []
+    out: list[Record] = []
     for kernel in contracted or [None]:
         line, col, end_col = positions.get(kernel, (1, 0, 0)) if kernel else (1, 0, 0)
         what = f"the verdict on `{kernel}`" if kernel else "the verdict on this module's contracts"
