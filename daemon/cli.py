@@ -32,7 +32,11 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["timeout_s"] = args.timeout
     if getattr(args, "launch_timeout", None) is not None:
         out["launch_timeout_s"] = args.launch_timeout
-    for defence in ("verdict_worker", "isolate_modules"):  # hermetic (#37): defences, command line only
+    for defence in (
+        "verdict_worker",
+        "isolate_modules",
+        "require_hermetic",
+    ):  # hermetic (#37): command line only
         if getattr(args, defence, None) is not None:
             out[defence] = getattr(args, defence)
     return out
@@ -64,6 +68,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="a fresh worker for each module, so nothing one module changed reaches another's job "
         "(default: on; a workspace's pyproject.toml cannot turn it off)",
+    )
+    p.add_argument(  # hermetic (#37 item 1)
+        "--require-hermetic",
+        action="store_true",
+        default=None,
+        help="a verdict that is not hermetic (WHD069: the kernel was validated by importing its "
+        "module) is an error (command line only)",
     )
 
 

@@ -42,6 +42,7 @@ VERDICT_DISAGREES = "WHD065"
 CONTRACT_TAMPERED = "WHD066"
 VERDICT_UNCONFIRMED = "WHD067"  # issue #37: the supervisor judges, failing closed
 VACUOUS_CHECK = "WHD068"
+NOT_HERMETIC = "WHD069"  # issue #37 item 1: the launching worker imported the kernel module
 INFRASTRUCTURE = "WHD070"
 INTERNAL = "WHD000"
 
@@ -420,6 +421,23 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "examples/exploits/inplace_noop.py; examples/contracts/too_fast.py.",
         "Draw inputs whose answer differs from the outputs' starting values (random values from "
         "`rng`), or tighten the tolerance below the change the kernel makes.",
+    ),
+    DynamicRule(
+        NOT_HERMETIC,
+        "not-hermetic",
+        Stage.NUMERIC,
+        _W,
+        "the verdict is not hermetic: the kernel could not be built from its source alone, so the "
+        "worker that launched and timed it imported its module (its top-level code ran there)",
+        "A hermetic build takes from the module's text only the kernel, the `@wp.func`s and "
+        "`@wp.struct`s it reaches and the constants they read, and loads the contract from a sibling "
+        "`<module>_contract.py` that imports the module's kernels, not its top-level code. A kernel "
+        "made by a factory, closing over run-time state, or whose contract is defined in the same "
+        "module cannot be built that way; it is validated by importing the module, and code at the "
+        "module's top level (a patch of numpy, of the harness) ran in the process that measured it. "
+        "The message says why. `warp-harness ci --require-hermetic` makes this an error.",
+        "Define the kernel at module level with `@wp.kernel`, reading only `@wp.func`s, `@wp.struct`s "
+        "and constants of the module, and move its contract to a sibling `<module>_contract.py`.",
     ),
     DynamicRule(
         REPLAY_BOUNDS,

@@ -13,10 +13,9 @@ definition or a constant (a call, an import from the workspace, a closure over r
 a decorator other than Warp's, a ``wp.static`` over something not a constant. Such a kernel is
 validated the old way, by importing its module.
 
-What is done: this builder and its tests. Not done yet: the worker building contracted kernels
-this way (it still imports the module), the contracts loaded only in the verdict worker, the
-record that says a verdict is not hermetic, ``--require-hermetic`` (docs/reliability.md,
-"Hermetic verdicts").
+``build_module`` builds every kernel of a module so, for the worker (``steps/load.py``), when
+``why_not`` (text only: no Warp, nothing executed; the supervisor runs it too, to report
+WHD069 on the others) finds nothing against it (docs/reliability.md, "Hermetic verdicts").
 """
 
 from __future__ import annotations
@@ -24,21 +23,28 @@ from __future__ import annotations
 import ast
 import builtins
 import hashlib
+import importlib
 import linecache
-import math
 import sys
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import numpy as np
-import warp as _warp
-
-wp: Any = _warp
-
-# the modules a hermetic namespace holds, under the names a module may import them as
-_LIBRARIES = {"warp": _warp, "numpy": np, "math": math}
+# the modules a hermetic namespace holds, under the names a module may import them as (imported
+# only when a kernel is built: the supervisor, which never imports Warp, runs ``why_not``)
+_LIBRARIES = ("warp", "numpy", "math")
 _DECORATORS = {"kernel", "func", "struct", "func_native"}
+
+
+def module_name_for(path: Path) -> tuple[str, Path]:
+    """(dotted module name, folder to put on sys.path) for a file, honouring packages."""
+    parts = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts), folder
 
 
 class NotHermetic(Exception):
@@ -104,9 +110,17 @@ def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
-    """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
-    in a fresh namespace from the statements it reaches; ``NotHermetic`` when it cannot be."""
+@dataclass
+class _Plan:
+    tree: ast.Module
+    aliases: set[str]
+    library_names: dict[str, str]  # alias -> library module name
+    definitions: dict[str, ast.stmt]
+    constants: set[str]
+    rebound: set[str]
+
+
+def _plan(source: str, filename: str) -> _Plan:
     tree = ast.parse(source, filename)
     aliases = {"wp"} | {
         a.asname or a.name
@@ -115,12 +129,12 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
         for a in n.names
         if a.name == "warp"
     }
-    library_names: dict[str, Any] = {}
+    library_names: dict[str, str] = {}
     for node in tree.body:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name in _LIBRARIES:
-                    library_names[a.asname or a.name] = _LIBRARIES[a.name]
+                    library_names[a.asname or a.name] = a.name
     definitions: dict[str, ast.stmt] = {}
     constants: set[str] = set()
     rebound: set[str] = set()
@@ -138,6 +152,12 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
             if value is not None and _is_constant_expr(value, aliases, constants):
                 definitions[names[0]] = node
                 constants.add(names[0])
+    return _Plan(tree, aliases, library_names, definitions, constants, rebound)
+
+
+def _reached(plan: _Plan, kernel_name: str) -> set[str]:
+    """The top-level names the kernel ``kernel_name`` needs (itself included)."""
+    definitions = plan.definitions
     if kernel_name not in definitions or not isinstance(definitions[kernel_name], ast.FunctionDef):
         raise NotHermetic(
             f"`{kernel_name}` is not a module-level `@wp.kernel` def of this file (a factory, a closure "
@@ -145,7 +165,7 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
         )
     kernel_def = definitions[kernel_name]
     assert isinstance(kernel_def, ast.FunctionDef)
-    if _decorator_kind(kernel_def.decorator_list[0], aliases) != "kernel":
+    if _decorator_kind(kernel_def.decorator_list[0], plan.aliases) != "kernel":
         raise NotHermetic(f"`{kernel_name}` is not decorated with `@wp.kernel`")
     needed: set[str] = set()
     todo = [kernel_name]
@@ -153,14 +173,14 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
         name = todo.pop()
         if name in needed:
             continue
-        if name in rebound:
+        if name in plan.rebound:
             raise NotHermetic(f"`{name}` is bound more than once at the top of the module")
         needed.add(name)
         node = definitions[name]
         for used in sorted(_loads(node)):
             if used in definitions:
                 todo.append(used)
-            elif used in library_names or used in aliases or hasattr(builtins, used):
+            elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used):
                 continue
             elif _is_local(node, used):
                 continue
@@ -169,14 +189,16 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
                     f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
                     "constant of its own text)"
                 )
-    body = [n for n in tree.body if any(b in needed for b in _bound_names(n))]
-    digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
-    module_name = f"_wh_hermetic_{kernel_name}_{digest}"
+    return needed
+
+
+def _execute(plan: _Plan, source: str, filename: str, needed: set[str], module_name: str) -> types.ModuleType:
+    body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
     namespace = types.ModuleType(module_name)
     namespace.__file__ = filename
-    namespace.__dict__.update(library_names)
-    for alias in aliases:
-        namespace.__dict__[alias] = _warp
+    namespace.__dict__.update({k: importlib.import_module(v) for k, v in plan.library_names.items()})
+    for alias in plan.aliases:
+        namespace.__dict__[alias] = importlib.import_module("warp")
     # Warp reads a kernel's source through inspect (linecache): the text parsed here, not the
     # file as it may be now
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -184,14 +206,154 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
     try:
         exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
     except Exception as exc:
-        raise NotHermetic(
-            f"building `{kernel_name}` from its source failed: {type(exc).__name__}: {exc}"
-        ) from exc
+        del sys.modules[module_name]
+        raise NotHermetic(f"building from the source failed: {type(exc).__name__}: {exc}") from exc
+    return namespace
+
+
+def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
+    """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
+    in a fresh namespace from the statements it reaches; ``NotHermetic`` when it cannot be."""
+    plan = _plan(source, filename)
+    needed = _reached(plan, kernel_name)
+    body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
+    digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
+    module_name = f"_wh_hermetic_{kernel_name}_{digest}"
+    try:
+        namespace = _execute(plan, source, filename, needed, module_name)
+    except NotHermetic as exc:
+        raise NotHermetic(f"`{kernel_name}`: {exc}") from exc
     kernel = namespace.__dict__.get(kernel_name)
-    if not isinstance(kernel, wp.Kernel):
+    if not isinstance(kernel, importlib.import_module("warp").Kernel):
         raise NotHermetic(f"`{kernel_name}` did not build into a Warp kernel")
     order = tuple(b for n in body for b in _bound_names(n) if b in needed)
     return HermeticKernel(kernel=kernel, module_name=module_name, statements=order)
+
+
+def build_module(source: str, filename: str, module_name: str) -> types.ModuleType:
+    """A module named ``module_name`` holding every kernel of the module text ``source``, the
+    ``@wp.func``s and ``@wp.struct``s they reach and the module's constants, built without
+    running anything else of it (what a sibling contract module imports in its place);
+    ``NotHermetic`` when a kernel of the text cannot be built so (a kernel made inside a
+    function or by a call, one reading a name bound at run time)."""
+    plan = _plan(source, filename)
+    return _execute(plan, source, filename, _module_needs(plan), module_name)
+
+
+def _module_kernels(plan: _Plan) -> list[str]:
+    return [
+        n.name
+        for n in plan.tree.body
+        if isinstance(n, ast.FunctionDef)
+        and any(_decorator_kind(d, plan.aliases) == "kernel" for d in n.decorator_list)
+    ]
+
+
+def _module_needs(plan: _Plan) -> set[str]:
+    """The top-level names a hermetic build of the whole module executes; ``NotHermetic`` when
+    a kernel of the module cannot be built from its text."""
+    for node in ast.walk(plan.tree):
+        if isinstance(node, ast.FunctionDef) and node not in plan.tree.body:
+            if any(_decorator_kind(d, plan.aliases) == "kernel" for d in node.decorator_list):
+                raise NotHermetic(f"kernel `{node.name}` is made inside a function, at run time (a factory)")
+        if isinstance(node, ast.Call) and _warp_attr(node.func, plan.aliases) in ("kernel", "Kernel"):
+            raise NotHermetic("a kernel is made by a call to `wp.kernel` at run time")
+    kernels = _module_kernels(plan)
+    if not kernels:
+        raise NotHermetic("the module's text defines no module-level `@wp.kernel`")
+    needed = set(plan.constants - plan.rebound)
+    for name in kernels:
+        needed |= _reached(plan, name)
+    return needed
+
+
+def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[str, str]]) -> str | None:
+    """Why the module text ``source`` cannot be checked hermetically (None: it can), from text
+    alone: no Warp, nothing executed. ``contracts``: (file name, text) of its sibling contract
+    modules. The supervisor and the worker both decide with this, on the same text: the worker
+    builds the module (``build_module``) exactly when it returns None, and the supervisor, which
+    runs no workspace code, reports every other verdict as not hermetic (WHD069)."""
+    if not contracts:
+        return (
+            "its contract is not in a sibling `<module>_contract.py`: a contract defined in the "
+            "module itself is made by the module's top-level code, which must run"
+        )
+    try:
+        plan = _plan(source, filename)
+        if _imports_harness(plan.tree):
+            return (
+                "the module imports warp_harness itself (a contract or harness code in the module "
+                "needs its top-level code to run)"
+            )
+        needed = _module_needs(plan)
+        _no_module_settings(plan)
+    except NotHermetic as exc:
+        return str(exc)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"its text does not parse ({type(exc).__name__})"
+    short = module_name.rsplit(".", 1)[-1]
+    for sibling, text in contracts:
+        try:
+            tree = ast.parse(text, sibling)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            return f"its contract module `{sibling}` does not parse ({type(exc).__name__})"
+        plain = {
+            a.asname or a.name
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import)
+            for a in n.names
+            if a.name == module_name
+        }
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in plain
+                and node.attr not in needed
+            ):
+                return (
+                    f"its contract module `{sibling}` reads `{node.attr}` of the module, which is not a "
+                    "kernel, `@wp.func`, `@wp.struct` or constant a hermetic build makes"
+                )
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.module not in (module_name, short) and not (node.level and node.module == short):
+                continue
+            for alias in node.names:
+                if alias.name not in needed:
+                    return (
+                        f"its contract module `{sibling}` imports `{alias.name}`, which is not a kernel, "
+                        "`@wp.func`, `@wp.struct` or constant a hermetic build makes"
+                    )
+    return None
+
+
+def _no_module_settings(plan: _Plan) -> None:
+    """A top-level ``wp.set_module_options(...)`` or ``wp.config.X = ...`` changes how the kernels
+    build: a hermetic build runs no top-level call, so such a module is imported instead."""
+    for node in plan.tree.body:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":
+                raise NotHermetic(
+                    "its top level calls `wp.set_module_options`, which a hermetic build does not run"
+                )
+            if (
+                isinstance(sub, ast.Attribute)
+                and isinstance(sub.ctx, ast.Store)
+                and _warp_attr(sub.value, plan.aliases) == "config"
+            ):
+                raise NotHermetic(
+                    f"its top level sets `wp.config.{sub.attr}`, which a hermetic build does not run"
+                )
+
+
+def _imports_harness(tree: ast.Module) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "warp_harness" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "warp_harness":
+            return True
+    return False
 
 
 def _is_local(node: ast.stmt, name: str) -> bool:

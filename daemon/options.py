@@ -26,6 +26,8 @@
                                 # only `--no-verdict-worker` turns it off, never a workspace's file
     isolate_modules = true      # a fresh worker for each module's job (saves of one module keep
                                 # theirs): command line only (`--no-isolate-modules`), as above
+    require_hermetic = false    # a verdict that is not hermetic (WHD069) is an error: command line
+                                # only (`--require-hermetic`), as above
     seed = 1234                 # absent: a fresh seed per run (always recorded)
     shrink = true
     localize = true             # re-run bounds suspects in debug mode
@@ -89,6 +91,7 @@ class RuntimeOptions:
     bench_cold_l2: bool = False
     verdict_worker: bool = True
     isolate_modules: bool = True  # a fresh worker for each module (a defence, like verdict_worker)
+    require_hermetic: bool = False  # WHD069 (not hermetic) an error; command line only
     seed: int | None = None
     shrink: bool = True
     localize: bool = True
@@ -127,6 +130,7 @@ _BOOL = (
     "bench_cold_l2",
     "verdict_worker",
     "isolate_modules",
+    "require_hermetic",
 )
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
 _POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
@@ -218,6 +222,8 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 # code under test, so its pyproject.toml cannot set them (as the language server never takes
 # `trust` from it); the command line (the user) can.
 DEFENCES = ("verdict_worker", "isolate_modules")
+# Options the command line alone sets, either way (a workspace's value is ignored, one line on stderr)
+COMMAND_LINE_ONLY = ("require_hermetic",)
 
 
 def _without_defences(table: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -225,6 +231,14 @@ def _without_defences(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     would weaken the evaluator)."""
     out = dict(table)
     for raw_key in list(out):
+        if raw_key.replace("-", "_") in COMMAND_LINE_ONLY:
+            value = out.pop(raw_key)
+            print(
+                f"warp-harness: {where}: `{raw_key} = {_toml(value)}` ignored: only the command line "
+                f"sets it (--{raw_key.replace('_', '-')})",
+                file=sys.stderr,
+            )
+            continue
         if raw_key.replace("-", "_") not in DEFENCES:
             continue
         value = out.pop(raw_key)

@@ -424,6 +424,12 @@ class Supervisor:
             shipped = result.extra.pop("verdict_cases", None) or []
             if verdict_job is not None:
                 self._judge(result, verdict_job, shipped, first_launch, display, positions)
+            if result.status not in ("import-error", "stale"):  # hermetic (#37 item 1): WHD069
+                extra.extend(
+                    verdict.not_hermetic(
+                        path, text, result.kernels, display, positions, opts.require_hermetic
+                    )
+                )
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
             result.failures = [*failures, *result.failures]
             for name, why in skip.items():

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from warp_harness.contract import Tolerance
@@ -367,3 +368,60 @@ def _disagrees(
         expected=report.expected,
         actual=report.got,
     )
+
+
+def not_hermetic(
+    path: Path,
+    text: str,
+    claims: Mapping[str, Any],
+    display: str,
+    positions: Mapping[str, tuple[int, int, int]],
+    required: bool,
+) -> list[Record]:
+    """WHD069 for every contracted kernel of a module the worker had to import (its top-level
+    code ran in the process that launched and timed it): decided here, in the supervisor, from
+    the module's text and its sibling contracts' (``hermetic_build.why_not``, the test the worker
+    makes on the same text before building or importing), never from what the worker reports
+    about itself. ``claims``: the worker's kernel summaries (which kernels have a contract).
+    A warning; an error under ``--require-hermetic``."""
+    from warp_harness.daemon import hermetic_build
+    from warp_harness.daemon.discovery import contract_siblings, has_contracts
+
+    siblings = contract_siblings(path)
+    if not siblings and not has_contracts(text):
+        return []  # no contract: no verdict to be hermetic or not
+    texts = []
+    for s in siblings:
+        try:
+            texts.append((s.name, s.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            texts.append((s.name, ""))
+    reason = hermetic_build.why_not(text, str(path), hermetic_build.module_name_for(path)[0], texts)
+    if reason is None:
+        return []
+    contracted: list[str | None] = [
+        k for k, s in claims.items() if isinstance(s, Mapping) and (s.get("contract") or s.get("validate"))
+    ]
+    severity = Severity.ERROR if required else Severity.WARNING
+    out: list[Record] = []
+    for kernel in contracted or [None]:
+        line, col, end_col = positions.get(kernel, (1, 0, 0)) if kernel else (1, 0, 0)
+        what = f"the verdict on `{kernel}`" if kernel else "the verdict on this module's contracts"
+        out.append(
+            F.make_record(
+                Stage.NUMERIC,
+                F.NOT_HERMETIC,
+                severity,
+                display,
+                line,
+                f"{what} is not hermetic: the worker that launched and timed it imported the module, "
+                f"whose top-level code ran there, because {reason}",
+                col=col,
+                end_col=end_col or None,
+                kernel=kernel,
+                hint="define the kernel at module level with `@wp.kernel` (reading only `@wp.func`s, "
+                "`@wp.struct`s and constants of the module) and its contract in a sibling "
+                "`<module>_contract.py` that imports only those",
+            )
+        )
+    return out

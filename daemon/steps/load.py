@@ -19,7 +19,9 @@ import warp as _warp
 
 from warp_harness import contract as contract_api
 from warp_harness.daemon import findings as F
+from warp_harness.daemon import hermetic_build
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
+from warp_harness.daemon.hermetic_build import module_name_for
 from warp_harness.daemon.steps import Job, KernelInfo
 from warp_harness.record import Severity, Stage
 
@@ -113,16 +115,6 @@ def forget_kernels(module: Any) -> None:
     for attr in ("kernels", "functions", "structs"):
         if isinstance(getattr(module, attr, None), dict):
             setattr(module, attr, {})
-
-
-def module_name_for(path: Path) -> tuple[str, Path]:
-    """(dotted module name, folder to put on sys.path) for a file, honouring packages."""
-    parts = [path.stem]
-    folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return ".".join(parts), folder
 
 
 def _file_sha(path: Path) -> str:
@@ -238,12 +230,17 @@ def load(job: Job) -> bool:
     source = data.decode("utf-8", errors="replace")
     job.source_lines = source.splitlines()
     name, root = module_name_for(job.path)
-    _COMPILED_SHA.pop(str(job.path), None)
-    module = _import(job, name, root)
-    # the import read the file again: it must still be the same text
-    if _is_stale(job, _COMPILED_SHA.get(str(job.path))):
-        return False
-    job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
+    hermetic = _load_hermetic(job, source, name, root)
+    if not isinstance(hermetic, str):
+        module: ModuleType | None = hermetic
+        job.source_sha256 = hashlib.sha256(data).hexdigest()
+    else:
+        _COMPILED_SHA.pop(str(job.path), None)
+        module = _import(job, name, root)
+        # the import read the file again: it must still be the same text
+        if _is_stale(job, _COMPILED_SHA.get(str(job.path))):
+            return False
+        job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
     if module is None:
         _collect_deps(job, library)
         return False
@@ -270,6 +267,64 @@ def load(job: Job) -> bool:
         _attach(job, c)
     _collect_deps(job, library)
     return True
+
+
+def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType | str | None:
+    """The kernel module built from its text (``hermetic_build.build_module``) and put in
+    ``sys.modules`` under its name, its sibling contract modules imported against it; a str:
+    why it cannot be (``hermetic_build.why_not``, which the supervisor runs on the same text to
+    report WHD069; the module is then imported, its top-level code runs); None: it can, but the
+    build or the contract's import failed (an error record; the module is not imported).
+
+    On this path the module's top-level code never runs in this process: the sibling contract's
+    ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants."""
+    siblings = contract_siblings(job.path)
+    texts = [(s.name, s.read_text(encoding="utf-8", errors="replace")) for s in siblings]
+    reason = hermetic_build.why_not(source, str(job.path), name, texts)
+    if reason is not None:
+        return reason
+    try:
+        module = hermetic_build.build_module(source, str(job.path), name)
+    except (hermetic_build.NotHermetic, SyntaxError, ValueError, RecursionError) as exc:
+        _hermetic_failed(job, exc, "building the module's kernels from its text failed")
+        return None
+    sys.modules[name] = module
+    for sibling in siblings:
+        sib_name, sib_root = module_name_for(sibling)
+        for entry in (str(sib_root), str(root)):
+            if entry not in sys.path:
+                sys.path.insert(0, entry)
+        finder = _WorkspaceSourceFinder(job.workspace)
+        sys.meta_path.insert(0, finder)
+        try:
+            importlib.import_module(sib_name)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            _hermetic_failed(
+                job, exc, f"importing its contract module `{sibling.name}` against the hermetic build failed"
+            )
+            return None
+        finally:
+            sys.meta_path.remove(finder)
+    return module
+
+
+def _hermetic_failed(job: Job, exc: BaseException, what: str) -> None:
+    cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+    line, col = _error_line(cause, job.path)
+    text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+    job.add(
+        F.make_record(
+            Stage.COMPILE,
+            F.IMPORT_ERROR,
+            Severity.ERROR,
+            job.display_path,
+            line,
+            f"{what}: {text}",
+            col=col,
+            hint="fix the error above; Warp raises missing annotations at decoration time",
+        )
+    )
 
 
 def _positions(job: Job, source: str) -> dict[str, tuple[int, int, int]]:

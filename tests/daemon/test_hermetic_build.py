@@ -6,12 +6,14 @@ top-level code (a marker file, a patch of numpy) never runs.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from warp_harness.daemon.hermetic_build import NotHermetic, build
+from warp_harness.daemon.hermetic_build import NotHermetic, build, why_not
 
 MODULE = """
 import numpy as np
@@ -87,3 +89,65 @@ def test_kernels_made_at_run_time_are_not_hermetic(module: tuple[str, Path, Path
     with pytest.raises(NotHermetic, match="RUNTIME_VALUE"):
         build(text, str(path), "reads_runtime")
     assert not marker.exists()
+
+
+# ---------------------------------------------------------------- why_not: the decision, text only
+
+SIBLING = "import numpy as np\nfrom kernels import apply\n"
+RUNTIME_KERNEL = MODULE[MODULE.index("@wp.kernel\ndef reads_runtime") :]
+
+
+def _clean(text: str) -> str:
+    """The module less its factory and its kernel reading a run-time value."""
+    return text.split("def make(k):")[0]
+
+
+def test_a_module_level_kernel_with_a_sibling_contract_is_hermetic(module: tuple[str, Path, Path]) -> None:
+    text, path, _ = module
+    assert why_not(_clean(text), str(path), "kernels", [("kernels_contract.py", SIBLING)]) is None
+
+
+@pytest.mark.parametrize(
+    ("case", "contract", "reason"),
+    [
+        ("clean", None, "not in a sibling"),
+        ("whole", SIBLING, "factory"),
+        ("harness", SIBLING, "imports warp_harness"),
+        ("clean", SIBLING + "from kernels import UNUSED\n", "imports `UNUSED`"),
+        ("clean", "import kernels\nk = kernels.apply\nh = kernels.make\n", "reads `make`"),
+        ("runtime", SIBLING, "RUNTIME_VALUE"),
+        ("settings", SIBLING, "set_module_options"),
+        ("config", SIBLING, "wp.config.mode"),
+    ],
+)
+def test_why_a_module_is_not_hermetic(
+    module: tuple[str, Path, Path], case: str, contract: str | None, reason: str
+) -> None:
+    text, path, marker = module
+    text = {
+        "whole": text,
+        "clean": _clean(text),
+        "harness": "import warp_harness\n" + _clean(text),
+        "runtime": _clean(text) + RUNTIME_KERNEL,
+        "settings": _clean(text) + "\nwp.set_module_options({'fast_math': True})\n",
+        "config": _clean(text) + "\nwp.config.mode = 'debug'\n",
+    }[case]
+    contracts = [("kernels_contract.py", contract)] if contract is not None else []
+    got = why_not(text, str(path), "kernels", contracts)
+    assert got is not None and reason in got, got
+    assert not marker.exists()
+
+
+def test_the_decision_imports_no_warp() -> None:
+    """The supervisor runs ``why_not`` (docs/reliability.md): it never imports Warp."""
+    code = (
+        "import sys\nfrom pathlib import Path\n"
+        "from warp_harness.daemon import verdict\n"
+        f"t = {MODULE!r}\n"
+        "r = verdict.not_hermetic(Path('/nonexistent/kernels.py'), t.replace('MARKER', \"'m'\") "
+        "+ '\\nfrom warp_harness import contract\\ncontract.define(apply)\\n', {'apply': {'contract': 'c'}}, "
+        "'kernels.py', {}, False)\n"
+        "assert [x.rule for x in r] == ['WHD069'], r\n"
+        "assert 'warp' not in sys.modules, 'warp imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
