@@ -60,7 +60,8 @@ def test_a_cuda_calibration_makes_a_complete_profile(tmp_path: Path) -> None:
 def test_an_unknown_arch_takes_the_nearest_profile() -> None:
     assert C._template_name(None) == "cpu"
     assert C._template_name(89) == "sm_89"
-    assert C._template_name(100) == "sm_90"
+    assert C._template_name(100) == "sm_100"  # Blackwell datacenter, bundled
+    assert C._template_name(103) == "sm_100" and C._template_name(93) == "sm_90"
 
 
 @pytest.mark.slow

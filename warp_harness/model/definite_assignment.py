@@ -58,6 +58,8 @@ class UnboundRead:
 
 @dataclass(frozen=True)
 class _State:
+    """What is bound at a point of a function: on every path there (``definite``) and on some (``maybe``)."""
+
     definite: frozenset[str] | None  # None: unreachable (after a return, break or continue)
     maybe: frozenset[str] = frozenset()
 
@@ -96,6 +98,8 @@ def _stored_names(target: ast.expr) -> list[str]:
 
 @dataclass
 class _Walk:
+    """One walk of a function in Warp's compile order: the locals it follows and the static branches."""
+
     locals: AbstractSet[str]
     static: Mapping[int, bool | None]
     # the lines holding a read of one of ``locals``, sorted (None: every line may)
