@@ -77,6 +77,16 @@ def _module_names(body: list[ast.stmt]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _comprehension_reads(node: ast.FunctionDef) -> set[int]:
+    """The ids of the names read inside a comprehension that binds them (its own loop variables)."""
+    found: set[int] = set()
+    for comp in full_body_index(node).of_any(ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp):
+        assert isinstance(comp, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp)
+        targets = {t.id for g in comp.generators for t in ast.walk(g.target) if isinstance(t, ast.Name)}
+        found.update(id(n) for n in ast.walk(comp) if isinstance(n, ast.Name) and n.id in targets)
+    return found
+
+
 def _stored(node: ast.FunctionDef) -> set[str]:
     return {n.id for n in body_index(node).of(ast.Name) if isinstance(n.ctx, ast.Store)}
 
@@ -126,6 +136,9 @@ class MaybeUnassigned(Rule):
             if id(branch) not in static and _reads_only(branch.test, outer - bound):
                 static[id(branch)] = None  # decided by module constants (`if not FLAG:`): not a runtime path
         names = full_body_index(kernel.node).of(ast.Name)
+        # a comprehension binds its own targets (WH002 already reports the comprehension itself)
+        in_comprehension = _comprehension_reads(kernel.node)
+        names = [n for n in names if id(n) not in in_comprehension]
         for read in unbound_reads(kernel.node, (p.name for p in kernel.params), static, outer, names):
             if read.never_bound or read.one_sided:
                 yield self._record(ctx, kernel, read)

@@ -98,3 +98,12 @@ def test_the_analysis_reports_each_name_once_with_its_bindings() -> None:
     (read,) = unbound_reads(func, ["a"], {})
     assert read.name == "b" and read.node.lineno == 4 and not read.never_bound and read.one_sided
     assert [type(stmt).__name__ for stmt, _ in read.bindings] == ["Assign"]
+
+
+def test_a_comprehensions_own_loop_variable_is_not_unbound(analyse: Analyse) -> None:
+    # WH002 reports the comprehension; its loop variable is bound by the comprehension itself
+    source = (
+        "import warp as wp\n\n@wp.kernel\ndef saxpy(a: float, y: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    q = [k for k in range(3)]\n    y[i] = a\n"
+    )
+    assert [r.rule for r in analyse(source)] == ["WH002"]
