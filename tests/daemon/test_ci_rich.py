@@ -96,7 +96,7 @@ def test_ci_takes_checks_rule_options(tmp_path: Path) -> None:
 def test_ci_json_says_why_the_dynamic_tier_did_not_run_per_file(tmp_path: Path) -> None:
     (tmp_path / "k.py").write_text(KERNEL, encoding="utf-8")
     untrusted = json.loads(_cli("ci", "k.py", "--format", "json", "--no-trust", cwd=tmp_path).stdout)
-    assert untrusted["files"] == [{"path": "k.py", "errors": 1, "warnings": 1, "status": "untrusted"}]
+    assert untrusted["files"] == [{"path": "k.py", "errors": 1, "warnings": 2, "status": "untrusted"}]
     assert untrusted["summary"]["trusted"] is False
     static = json.loads(_cli("ci", "k.py", "--format", "json", "--static-only", cwd=tmp_path).stdout)
     assert static["files"][0]["status"] == "static-only" and static["summary"]["static_only"] is True
