@@ -110,7 +110,7 @@ def oob() -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
-        names = ["oob_crash.py", "saxpy.py", "scale.py", "race_sum.py", "too_fast.py"]
+        names = ["oob_crash.py", "saxpy.py", "scale.py", "scale_contract.py", "race_sum.py", "too_fast.py"]
         for n in names:
             shutil.copy(EXAMPLES / n, ws / n)
         with _supervisor(ws, bench_max_time_s=0.5, bench_min_time_s=0.2, bench_windows=3) as sup:
