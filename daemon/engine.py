@@ -55,7 +55,7 @@ def static_records(
     try:
         with discovery.AST_LOCK:  # never two parses at once (see discovery.AST_LOCK)
             cache = shared_cache(warn=_warn) if cached else None
-            return list(check_alone(path, overrides, display, cache).records)
+            return list(check_alone(path, overrides, display, cache, keep_lines=False).records)
     except Exception as exc:  # the static tier must never take the daemon down
         return [
             F.make_record(

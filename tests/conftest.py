@@ -52,4 +52,3 @@ def analyse() -> Analyse:
         return analyse_source(source, path, overrides=overrides or None).records
 
     return run
-
