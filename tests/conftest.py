@@ -35,6 +35,19 @@ _CACHE_HOME = tempfile.mkdtemp(prefix="wh-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
 atexit.register(shutil.rmtree, _CACHE_HOME, True)
 
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path factory reads the option
+def pytest_configure(config: pytest.Config) -> None:
+    """A pytest-xdist worker's tmp_path under a short folder of its own: under pytest's default
+    (/tmp/pytest-of-USER/pytest-N/popen-gwN/) a test's daemon socket path passed the 108 bytes a Unix
+    socket's name may have (tests/reliability/test_launchers.py, its runtime folder in tmp_path)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and getattr(config.option, "basetemp", None):
+        short = tempfile.mkdtemp(prefix=f"wh-{worker}-")
+        config.option.basetemp = short
+        atexit.register(shutil.rmtree, short, True)
+
+
 # CI explores the same examples every run (seeded from each test's name), so a red CI means a
 # change broke something, not that this run drew a new input; local runs keep exploring.
 settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
