@@ -42,21 +42,32 @@ def untrusted_record(path: str) -> Record:
     )
 
 
-def static_records(path: Path, display: str, overrides: Mapping[str, Any] | None) -> list[Record]:
-    """The static tier on one file (no code execution); [] when the engine is unavailable."""
+def static_records(
+    path: Path, display: str, overrides: Mapping[str, Any] | None, *, cached: bool = True
+) -> list[Record]:
+    """The static tier on one file (no code execution), through `check`'s result cache (an unchanged
+    file is not analysed again: the daemon's first pass over a workspace `ci` or the last daemon saw);
+    [] when the engine is unavailable."""
     try:
-        from warp_harness.engine import check_file
+        from warp_harness.check_cache import check_alone, shared_cache
     except ImportError:
         return []
     try:
         with discovery.AST_LOCK:  # never two parses at once (see discovery.AST_LOCK)
-            return list(check_file(path, overrides, display_path=display).records)
+            cache = shared_cache(warn=_warn) if cached else None
+            return list(check_alone(path, overrides, display, cache, keep_lines=False).records)
     except Exception as exc:  # the static tier must never take the daemon down
         return [
             F.make_record(
                 Stage.INTERNAL, F.INTERNAL, Severity.WARNING, display, 1, f"static tier failed: {exc!r}"
             )
         ]
+
+
+def _warn(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stderr)
 
 
 def _timed_static(
@@ -78,7 +89,7 @@ def warm_static_tier() -> None:
             "    x[wp.tid()] = wp.sin(x[wp.tid()])\n",
             encoding="utf-8",
         )
-        static_records(probe, "probe.py", None)
+        static_records(probe, "probe.py", None, cached=False)  # analysed: the tables loaded
 
 
 @dataclass

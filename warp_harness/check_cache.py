@@ -13,6 +13,10 @@ files, so rules and builtin profiles count) and the builtin table's identity. Wh
 depend on, the other modules its launches resolved against (the workspace model), is stored in the
 entry: a digest per module consulted ("" for one that did not exist), compared with the modules' current
 digests before the entry is used.
+
+`check` analyses a file inside its workspace model (launches resolved across modules); `ci` and the
+daemon's static tier analyse each file alone (`check_alone`). Their records can differ, so the two
+are keyed apart (``scope``) in the one cache: a `ci` re-run reads what the last `ci` wrote.
 """
 
 from __future__ import annotations
@@ -23,13 +27,18 @@ import sys
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
 from warp_harness.config import Settings
 from warp_harness.digests import blake2b
 from warp_harness.record import Fix, Location, Record, Related, Severity, Stage, TextEdit
+
+if TYPE_CHECKING:
+    from warp_harness.builtins import BuiltinTable
+    from warp_harness.engine import KeepLines
+    from warp_harness.output.model import FileResult
 
 # bump when the entry layout changes
 ENTRY_FORMAT = 2
@@ -265,10 +274,14 @@ class CheckCache:
                 self._profiles[target] = f"error: {exc}"
         return self._profiles[target]
 
-    def key(self, data: bytes, path: str, settings: Settings) -> str:
+    def key(self, data: bytes, path: str, settings: Settings, scope: str = "") -> str:
+        """``scope``: how the records were computed ("": in the workspace model, as `check` does;
+        `ALONE`: the file alone); entries of one scope are never read for another."""
         digest = blake2b(self._base, digest_size=32)
         # every field: one added later (per-file ignores, ...) keys the cache without a change here
-        fields = (path, repr(settings), self._profile(settings.target))
+        fields: tuple[str, ...] = (path, repr(settings), self._profile(settings.target))
+        if scope:  # `check`'s keys stay as they were
+            fields = (*fields, scope)
         digest.update(repr(fields).encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
         digest.update(data)
@@ -362,13 +375,80 @@ def open_cache(table_identity: str, warn: Callable[[str], None] | None = None) -
         return None
 
 
+# the scope of records computed for a file alone, without the workspace model (`ci`, the daemon)
+ALONE = "alone"
+
+
+def check_alone(
+    path: Path,
+    overrides: Mapping[str, Any] | None,
+    display_path: str,
+    cache: CheckCache | None,
+    settings: Settings | None = None,
+    keep_lines: KeepLines = True,
+) -> FileResult:
+    """`engine.check_file(path, overrides, display_path)` (the file analysed alone), its records read
+    from ``cache`` when it holds them for these bytes, path and settings, and stored there otherwise.
+    The same FileResult either way: the source lines are cut from the bytes as the analysis cuts them
+    (``keep_lines``: all of them, only those the records point at, or none: `engine.check_bytes`)."""
+    from warp_harness.engine import INTERNAL_RULE, check_bytes, check_file, kept_lines
+    from warp_harness.output.model import FileResult
+
+    if cache is None:
+
+        def fresh(data: bytes, shown: str, settings: Settings, table: BuiltinTable | None) -> FileResult:
+            return check_bytes(data, shown, settings, table, keep_lines=keep_lines)
+
+        return check_file(path, overrides, display_path=display_path, analyse=fresh, settings=settings)
+
+    def analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | None) -> FileResult:
+        key = cache.key(data, shown, settings, ALONE)
+        records = cache.get(key)
+        if records is not None:
+            from warp_harness.model.source import decode_source
+
+            lines = None
+            if keep_lines:
+                text, _ = decode_source(data)
+                if text is not None and not records and keep_lines == "records":
+                    lines = ("",) * len(text.splitlines())  # what kept_lines gives, not cut line by line
+                elif text is not None:
+                    lines = kept_lines(text.splitlines(keepends=True), records, keep_lines)
+            return FileResult(shown, records, lines)
+        handed = [data]  # not held here while it is analysed (`engine.check_bytes`)
+        del data
+        result = check_bytes(handed.pop(), shown, settings, table, keep_lines=keep_lines)
+        # a rule that crashed (out of memory, say) is not a verdict on the text: checked again next time
+        if not any(r.rule == INTERNAL_RULE for r in result.records):
+            cache.put(key, result.records)
+        return result
+
+    return check_file(path, overrides, display_path=display_path, analyse=analyse, settings=settings)
+
+
+_shared: list[CheckCache | None] = []
+
+
+def shared_cache(warn: Callable[[str], None] | None = None) -> CheckCache | None:
+    """This process's `open_cache` (opened on first use; None when its folder cannot be trusted), for
+    callers that check one file at a time (the daemon's static tier)."""
+    if not _shared:
+        from warp_harness.batch import table_identity
+
+        _shared.append(open_cache(table_identity(), warn))
+    return _shared[0]
+
+
 __all__ = [
+    "ALONE",
     "MAX_ENTRY_BYTES",
     "CacheUnusable",
     "CheckCache",
+    "check_alone",
     "decode_entry",
     "decode_records",
     "default_cache_dir",
     "encode_records",
     "open_cache",
+    "shared_cache",
 ]
