@@ -145,19 +145,25 @@ def test_watch_checks_again_on_save(ws: Path) -> None:
         start_new_session=True,
     )
     try:
+        # what each stream printed so far, and how much of it a wait has already matched: a chunk can
+        # hold two of the lines waited for in turn
+        printed: dict[int, str] = {}
+        matched: dict[int, int] = {}
 
-        def read_until(stream: object, needle: str, timeout: float = 60) -> str:
-            seen = ""
-            deadline = time.monotonic() + timeout
+        def read_until(stream: object, needle: str, timeout: float = 120) -> str:
             fd = stream.fileno()  # type: ignore[attr-defined]
-            while needle not in seen:
-                assert time.monotonic() < deadline, seen
+            start = matched.get(fd, 0)
+            deadline = time.monotonic() + timeout
+            while needle not in printed.get(fd, "")[start:]:
+                assert time.monotonic() < deadline, printed.get(fd, "")[start:]
                 ready, _, _ = select.select([fd], [], [], 0.5)
                 if ready:
                     chunk = os.read(fd, 65536).decode()
-                    assert chunk, seen
-                    seen += chunk
-            return seen
+                    assert chunk, printed.get(fd, "")[start:]
+                    printed[fd] = printed.get(fd, "") + chunk
+            end = printed[fd].index(needle, start) + len(needle)
+            matched[fd] = end
+            return printed[fd][start:end]
 
         assert proc.stdout is not None and proc.stderr is not None
         first = read_until(proc.stdout, "WH004")
@@ -170,7 +176,7 @@ def test_watch_checks_again_on_save(ws: Path) -> None:
         after = read_until(proc.stdout, "good.py:7:12: WH003")
         assert "bad.py" not in after
         os.killpg(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=90) == 0
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

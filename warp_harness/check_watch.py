@@ -42,7 +42,8 @@ def watch_check(paths: Sequence[Path], run_once: Callable[[], int], *, debounce_
         sys.stdout.flush()
         while True:
             print("Watching for file changes.", file=sys.stderr, flush=True)
-            changed.wait()
+            while not changed.wait(0.5):  # a timed wait: Ctrl-C is seen at once, whatever the platform
+                pass
             changed.clear()
             print(f"\n[{time.strftime('%H:%M:%S')}] File change detected...", file=sys.stderr, flush=True)
             run_once()
