@@ -22,7 +22,7 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon.executor import ExecutorChoice
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
 from warp_harness.daemon.results import CheckReport
-from warp_harness.record import Severity
+from warp_harness.record import Severity, Stage
 
 
 class NotTrusted(RuntimeError):
@@ -74,6 +74,9 @@ class BenchOutcome:
     problems: list[dict[str, Any]]  # error records of the dynamic tier (compile errors, crashes ...)
     options: RuntimeOptions
     notes: list[str] = field(default_factory=list)  # e.g. a configured device that is not present
+    # performance warnings of the dynamic tier (an implausible measurement, a missed target): `ci` and the
+    # MCP `bench` tool report them, and so must the table
+    warnings: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -153,6 +156,7 @@ def run_bench(
     rows: list[BenchRow] = []
     files: list[str] = []
     problems: list[dict[str, Any]] = []
+    warnings: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
         reports = check_many(engines.make, targets, engines.parallel, on_start=starting)
@@ -166,10 +170,17 @@ def run_bench(
             for r in report.records
             if r.tier == "dynamic" and r.record.severity is Severity.ERROR and r.record.rule not in _PERF
         )
+        warnings.extend(
+            r.to_dict()
+            for r in report.records
+            if r.tier == "dynamic"
+            and r.record.severity is Severity.WARNING
+            and r.record.stage is Stage.PERFORMANCE
+        )
         for r in report.dynamic():
             if r.rule == F.DEVICE_SKIPPED and r.message not in notes:
                 notes.append(r.message)
-    return BenchOutcome(rows, files, problems, options, notes)
+    return BenchOutcome(rows, files, problems, options, notes, warnings)
 
 
 def _shown(root: Path, target: Path) -> str:
@@ -240,7 +251,8 @@ def table(outcome: BenchOutcome) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     for note in outcome.notes:
         lines.append(f"note: {note}")
-    for p in outcome.problems:
-        loc = p.get("location") or {}
-        lines.append(f"error {p.get('rule')} {loc.get('path')}:{loc.get('line')}: {p.get('message')}")
+    for kind, found in (("warning", outcome.warnings), ("error", outcome.problems)):
+        for p in found:
+            loc = p.get("location") or {}
+            lines.append(f"{kind} {p.get('rule')} {loc.get('path')}:{loc.get('line')}: {p.get('message')}")
     return "\n".join(lines) + "\n"

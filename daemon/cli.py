@@ -677,6 +677,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 "rows": [r.to_dict() for r in outcome.rows],
                 "files": outcome.files,
                 "problems": outcome.problems,
+                "warnings": outcome.warnings,
             },
             indent=2,
         )

@@ -319,3 +319,14 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     assert len(device.stream.recorded) == 2 * m["repeats"]  # start and end of each timed launch
     assert len(fills) == m["repeats"]  # the stream kept busy ahead of every timed launch
     assert len({id(args[0]) for args, _ in timed}) == 5  # rotating between the allocations
+
+
+@pytest.mark.slow
+def test_bench_shows_performance_warnings_as_ci_does(tmp_path: Path) -> None:
+    # too_fast.py's timing is beyond the hardware's peak: `ci` and the MCP `bench` tool said so (WHD032),
+    # the table hid it
+    shutil.copy(EXAMPLES / "too_fast.py", tmp_path / "too_fast.py")
+    p = _run("too_fast.py", "--trust", *FAST_ARGS, cwd=tmp_path)
+    assert any(line.startswith("warning WHD032 too_fast.py:") for line in p.stdout.splitlines()), p.stdout
+    as_json = json.loads(_run("too_fast.py", "--trust", "--format", "json", *FAST_ARGS, cwd=tmp_path).stdout)
+    assert "WHD032" in [w["rule"] for w in as_json["warnings"]]
