@@ -378,7 +378,29 @@ def connect(address: str | None) -> None:
             namespace="warp-harness",
         )
     except (ConnectionError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
-        raise RayUnavailable(f"cannot reach the Ray cluster at {address or 'auto'}: {exc}") from None
+        raise RayUnavailable(
+            f"cannot reach the Ray cluster at {address or 'auto'}: {exc}{_token_hint(str(exc))}"
+        ) from None
+
+
+def _token_hint(error: str) -> str:
+    """What to say of Ray's token authentication when a connection fails: a cluster started with it
+    refuses a driver without the token, after many warnings that never name it."""
+    auth = any(word in error.lower() for word in ("auth", "token", "unauthenticated", "permission"))
+    lead = (
+        "the cluster refused this process's credentials"
+        if auth
+        else "if the cluster uses token authentication"
+    )
+    have = "RAY_AUTH_TOKEN" in os.environ or "RAY_AUTH_TOKEN_PATH" in os.environ
+    where = (
+        "RAY_AUTH_TOKEN / RAY_AUTH_TOKEN_PATH are set: check they hold the cluster's token"
+        if have
+        else (
+            "give this process the cluster's token: ~/.ray/auth_token, RAY_AUTH_TOKEN or RAY_AUTH_TOKEN_PATH"
+        )
+    )
+    return f" ({lead}: {where})"
 
 
 class _RunnerPool:

@@ -156,3 +156,29 @@ def test_an_unpacked_snapshot_is_checked_before_each_use(tmp_path: Path) -> None
     folder.chmod(0o700)
     root.chmod(0o777)
     assert "open to other users" in str(snapshot_intact(folder, unpacked, manifest))
+
+
+def test_a_refused_ray_connection_names_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    # #35: without its token, Ray printed 20 s of authentication warnings, then "cannot reach"
+    import sys
+    import types
+
+    from warp_harness.daemon import ray_executor
+
+    class RayError(Exception):
+        pass
+
+    def init(**_: object) -> None:
+        raise ConnectionError("Unauthenticated: invalid or missing auth token")
+
+    fake = types.SimpleNamespace(
+        is_initialized=lambda: False, init=init, exceptions=types.SimpleNamespace(RayError=RayError)
+    )
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.delenv("RAY_AUTH_TOKEN", raising=False)
+    monkeypatch.delenv("RAY_AUTH_TOKEN_PATH", raising=False)
+    with pytest.raises(ray_executor.RayUnavailable) as refused:
+        ray_executor.connect("auto")
+    message = str(refused.value)
+    assert "refused this process's credentials" in message and "RAY_AUTH_TOKEN" in message
+    assert "~/.ray/auth_token" in message
