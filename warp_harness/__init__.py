@@ -1,4 +1,4 @@
-"""warp-harness: a harness around writing NVIDIA Warp kernels (see README.md and DESIGN.md)."""
+"""warp-harness: a harness around writing NVIDIA Warp kernels (see README.md and docs/)."""
 
 from pathlib import Path as _Path
 

@@ -1,4 +1,4 @@
-"""The one diagnostic record every tier produces (see DESIGN.md, "The record").
+"""The one diagnostic record every tier produces (docs/architecture.md, "The one record").
 
 Positions: ``line``/``end_line`` are 1-based, ``col``/``end_col`` are 0-based character
 offsets, as in Python's ``ast``. Renderers convert (LSP uses 0-based lines).
