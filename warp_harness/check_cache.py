@@ -1,7 +1,7 @@
 """A persistent cache of `check` results: an unchanged file under unchanged settings is not analysed again.
 
 Entries live in a private per-user folder ($XDG_CACHE_HOME/warp-harness, else ~/.cache/warp-harness),
-never inside the workspace: a workspace is untrusted (docs/reliability.md, threat model) and must not be able to
+never inside the workspace: a workspace is untrusted (docs/reliability.md) and must not be able to
 plant a cached "clean" result. The folder is created 0700 and used only while it is owned by us and
 nobody else can write it; an entry is read only when it is a regular file we own, under a size cap,
 through msgpack with container limits; anything that does not decode to records is discarded.
