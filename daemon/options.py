@@ -53,6 +53,7 @@ daemon's own table is ``runtime``. Nothing here imports Warp.
 
 from __future__ import annotations
 
+import difflib
 import math
 import sys
 from collections.abc import Mapping
@@ -60,7 +61,14 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from warp_harness.config import MAX_DEBOUNCE_MS, ConfigError, find_pyproject, pyproject_data, show_value
+from warp_harness.config import (
+    MAX_DEBOUNCE_MS,
+    ConfigError,
+    _warn_once,
+    find_pyproject,
+    pyproject_data,
+    show_value,
+)
 from warp_harness.daemon.pipeline import OPTIONAL
 
 # options that change the binary Warp builds (part of every cache key)
@@ -142,6 +150,11 @@ MAX_INT = 2**62
 MAX_SECONDS = 1e7
 
 
+# keys of [tool.warp-harness.runtime] other readers take: `warp-harness capture` (capture/cli.py), the
+# executor choice (executor.py)
+_READ_ELSEWHERE = frozenset({"capture", "executor", "address"})
+
+
 def _number_ok(value: Any, key: str) -> bool:
     if not isinstance(value, int | float) or isinstance(value, bool):
         return False
@@ -156,7 +169,13 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
         if key not in known:
-            continue  # newer keys keep working with older versions
+            # still ignored (a newer config keeps working with an older version), but said once; `capture`
+            # is read by `warp-harness capture` (warp_harness/capture/cli.py)
+            if key not in _READ_ELSEWHERE and where != "overrides":
+                close = difflib.get_close_matches(key, sorted(known), n=1)
+                maybe = f" (did you mean `{close[0].replace('_', '-')}`?)" if close else ""
+                _warn_once(f"{where}: unknown key `{raw_key}`{maybe}; ignored")
+            continue
         if key == "devices":
             if isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]

@@ -65,3 +65,22 @@ def test_an_unknown_code_on_the_command_line_is_refused(tmp_path: Path) -> None:
     done = _check("k.py", "--select", "WH777", cwd=tmp_path)
     assert done.returncode == 2
     assert "invalid rule code or prefix for --select: WH777" in done.stderr
+
+
+def test_an_unknown_runtime_key_is_said_once(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.warp-harness.runtime]\nmemory_mbb = 2048\ncapture = ["python k.py"]\nexecutor = "local"\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "k.py").write_text(KERNEL, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-I", "-m", "warp_harness", "ci", "."],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if "unknown key" in line]
+    assert len(warned) == 1 and "`memory_mbb` (did you mean `memory-mb`?)" in warned[0], done.stderr
