@@ -187,7 +187,7 @@ def run_ci(
     # the static tier through `check`'s result cache (each file alone: the same records as before)
     cache = None
     if files and cache_static:
-        from warp_harness.batch import table_identity
+        from warp_harness.check_cache import table_identity
 
         cache = open_cache(table_identity(), warn=lambda line: print(line, file=sys.stderr))
     settings_of = _FolderSettings(overrides)

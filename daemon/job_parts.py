@@ -213,12 +213,13 @@ def merge_parts(parts: Sequence[JobPart], results: Sequence[WorkerResult], displ
             for device, state in built.items():
                 if state == "compiled":
                     built[device] = "cached"
-    # as in one job: a kernel that crashed is not run on the options' other devices either
+    # as in one job: a kernel that crashed is not run on the other devices the jobs ran on either (as
+    # resolved, cuda:0; a device no job ran on, absent or skipped, gets no verdict)
     option_devices = list(dict.fromkeys(p.device for p in parts if p.device is not None))
     for name, why in crashed.items():
         crashed_summary = kernels.get(name)
         if crashed_summary is not None:
-            for device in option_devices:
+            for device in devices or option_devices:
                 crashed_summary.setdefault("validate", {}).setdefault(device, why)
     if lost:
         notes["transient"] = True

@@ -432,10 +432,13 @@ class Supervisor:
                 )
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
             result.failures = [*failures, *result.failures]
+            # the devices the job ran on, as resolved (cuda:0, not cuda); a job that ran to its end on
+            # none (every device skipped) gives none: only a job that died says nothing of them
+            ran_on = result.devices if result.devices or result.status == "ok" else list(opts.devices)
             for name, why in skip.items():
                 summary = result.kernels.get(name)
                 if isinstance(summary, dict):
-                    for device in result.devices or opts.devices:  # as resolved: cuda:0, not cuda
+                    for device in ran_on:
                         summary.setdefault("validate", {})[device] = why
             result.crashed_kernels = skip
             # a verdict that says more about the machine than about the code is not cached

@@ -37,6 +37,12 @@ SKIPPED = {
     "warp-harness tune examples/contracts/tile_gemm_tune.py --trust --target sm_90": (
         "2-3 minutes of compiling tile GEMMs on 2 cores; tests/daemon/test_tune.py tunes tile kernels"
     ),
+    "warp-harness capture -- python -m pytest tests/test_cloth.py": (
+        "a project's own test file (tests/capture/test_capture_command.py captures a real pytest run)"
+    ),
+    "warp-harness accept sim/cloth.py::integrate --trust": (
+        "the example project's capture (tests/daemon/test_captured_replay.py accepts a real one)"
+    ),
     "warp-harness serve --tcp --port 2087": "a server that runs until stopped (tests/server/test_transport*)",
     "warp-harness serve --log-file /tmp/wh.log --log-level debug": "a stdio server (tests/server)",
     "warp-harness serve --no-start-up-process": "a stdio server (tests/server/test_start_up_process.py)",

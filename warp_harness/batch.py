@@ -382,19 +382,6 @@ def _size(path: Path) -> int:
         return 0
 
 
-def table_identity(table: BuiltinTable | None = None) -> str:
-    """What the result cache keys on for the builtin table: ``table``'s identity, or (None) that of the
-    table `load_table` would give, known without loading it when its cache file is vouched for."""
-    from warp_harness.builtins.cache_files import cached_identity
-
-    identity = cached_identity() if table is None else table.identity
-    if identity is None:
-        from warp_harness.builtins.loader import load_table
-
-        identity = load_table().identity
-    return identity
-
-
 def _pool_context() -> Any:
     # fork: workers inherit the imported rules and the loaded builtin table instead of loading them again
     import multiprocessing
@@ -422,7 +409,7 @@ def check_files(
         return []
     store: CheckCache | None = None
     if cache is True:
-        from warp_harness.check_cache import open_cache
+        from warp_harness.check_cache import open_cache, table_identity
 
         store = open_cache(table_identity(), warn=lambda line: print(line, file=sys.stderr))
     elif cache is not False:
@@ -490,5 +477,4 @@ __all__ = [
     "folder_groups",
     "launch_targets",
     "lines_for_format",
-    "table_identity",
 ]

@@ -426,6 +426,19 @@ def check_alone(
     return check_file(path, overrides, display_path=display_path, analyse=analyse, settings=settings)
 
 
+def table_identity(table: BuiltinTable | None = None) -> str:
+    """What the result cache keys on for the builtin table: ``table``'s identity, or (None) that of the
+    table `load_table` would give, known without loading it when its cache file is vouched for."""
+    from warp_harness.builtins.cache_files import cached_identity
+
+    identity = cached_identity() if table is None else table.identity
+    if identity is None:
+        from warp_harness.builtins.loader import load_table
+
+        identity = load_table().identity
+    return identity
+
+
 _shared: list[CheckCache | None] = []
 
 
@@ -433,8 +446,6 @@ def shared_cache(warn: Callable[[str], None] | None = None) -> CheckCache | None
     """This process's `open_cache` (opened on first use; None when its folder cannot be trusted), for
     callers that check one file at a time (the daemon's static tier)."""
     if not _shared:
-        from warp_harness.batch import table_identity
-
         _shared.append(open_cache(table_identity(), warn))
     return _shared[0]
 
@@ -451,4 +462,5 @@ __all__ = [
     "encode_records",
     "open_cache",
     "shared_cache",
+    "table_identity",
 ]

@@ -251,7 +251,8 @@ def test_a_check_answered_from_its_result_cache_never_loads_the_table(
 ) -> None:
     """The result cache is keyed on the table's identity, known from the cache file's vouched-for digest
     without decoding it; the table is loaded only for a file that must be analysed, and both runs agree."""
-    from warp_harness.batch import check_files, table_identity
+    from warp_harness.batch import check_files
+    from warp_harness.check_cache import table_identity
 
     version = installed_warp_version()
     assert version is not None

@@ -11,6 +11,7 @@ import pytest
 from daemon_helpers import EXAMPLES, FAST, access_span, by_rule, def_line, rules_of, write
 
 from warp_harness.daemon import findings as F
+from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.supervisor import Supervisor
 
 pytestmark = pytest.mark.slow
@@ -267,7 +268,7 @@ def test_changing_fast_math_or_mode_really_recompiles(supervisor: Supervisor, wo
     assert len({keys["default"], keys["fast_math"], keys["debug"]}) == 3
     assert results["fast_math"][0] == "compiled" and results["debug"][0] == "compiled"
     assert results["default again"] == ("cached", keys["default"])
-    folder = workspace / ".warp-harness" / "kernels"
+    folder = kernel_cache.cache_root(workspace)  # the user's private cache, never the workspace's (#30)
     for key in keys.values():
         assert any(p.suffix == ".o" for p in (folder / key).rglob("*"))
 
@@ -415,7 +416,7 @@ def test_rebuilds_do_not_accumulate_old_kernel_versions(supervisor: Supervisor, 
     for value in ("2.0", "3.0", "4.0"):
         write(workspace, "versions.py", src.format(value=value))
         key = supervisor.check(path).to_dict()["build_keys"]["k@cpu"]
-    folder = workspace / ".warp-harness" / "kernels" / key
+    folder = kernel_cache.cache_root(workspace) / key
     (cpp,) = folder.rglob("*.cpp")
     assert cpp.read_text().count("_cpu_kernel_forward(") == 1  # only the current `k`
     write(workspace, "versions.py", src.format(value="1.0"))
