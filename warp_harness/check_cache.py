@@ -59,13 +59,18 @@ def default_cache_dir() -> Path:
 
 def _private_dir(path: Path) -> None:
     """Create ``path`` (0700) if missing; raise CacheUnusable unless it is a folder we own that
-    no one else can write (a link is not followed): `user_state.private_dir`'s check."""
-    from warp_harness.user_state import StateUnusable, private_dir
-
+    no one else can write (a link is not followed: lstat)."""
     try:
-        private_dir(path)
-    except StateUnusable as exc:
-        raise CacheUnusable(f"cache {exc}") from None
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise CacheUnusable(f"cache folder {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheUnusable(f"cache folder {path} is not a folder")
+    if st.st_uid != os.getuid():
+        raise CacheUnusable(f"cache folder {path} belongs to another user")
+    if st.st_mode & 0o022:
+        raise CacheUnusable(f"cache folder {path} is writable by other users")
 
 
 def _code_fingerprint() -> str:
