@@ -28,6 +28,8 @@ def _runtime_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out["bench"] = False
     if getattr(args, "seed", None) is not None:
         out["seed"] = args.seed
+    if getattr(args, "replay_tolerances", None):  # captured launches' behaviour diff (#31)
+        out["replay_tolerances"] = list(args.replay_tolerances)
     if getattr(args, "timeout", None) is not None:
         out["timeout_s"] = args.timeout
     if getattr(args, "launch_timeout", None) is not None:
@@ -55,6 +57,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="fixed seed for generated inputs (default: fresh, recorded)")
     p.add_argument("--timeout", type=float, metavar="S", help="time limit of one job")
     p.add_argument("--launch-timeout", type=float, metavar="S", help="time limit of one kernel launch")
+    p.add_argument(  # captured launches (#31; docs/capture.md)
+        "--replay-tolerances",
+        action="append",
+        metavar="[KERNEL.]DTYPE=RTOL,ATOL",
+        help="the behaviour diff's tolerance of a float dtype (of one kernel); repeatable",
+    )
     p.add_argument(  # hermetic (#37)
         "--verdict-worker",
         action=argparse.BooleanOptionalAction,

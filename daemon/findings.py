@@ -55,6 +55,7 @@ REPLAY_NONFINITE = "WHD083"
 CAPTURE_REFUSED = "WHD084"
 REPLAY_FAILED = "WHD085"
 REPLAYED = "WHD086"
+REPLAY_RACE = "WHD087"  # the CUDA oracles: CPU vs CUDA, CUDA twice
 
 
 @dataclass(frozen=True)
@@ -505,6 +506,24 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "The saved kernel no longer takes the captured arguments, or its module cannot be built, or the "
         "replay crashed for a reason other than a bounds check.",
         "Read the message; capture again if the kernel's signature changed on purpose.",
+    ),
+    DynamicRule(
+        REPLAY_RACE,
+        "replay-likely-race",
+        Stage.NUMERIC,
+        _W,
+        "a captured launch gives different results on the CPU and on CUDA, or in two runs on CUDA",
+        "Warp runs a CPU launch's threads one after another, so a non-atomic read-modify-write "
+        "(`s[0] = s[0] + x[i]`, `a[j] += v` with threads sharing `j`) or a compare-then-store "
+        "(`if d < best[k]: best[k] = d`) gives the right answer there and loses updates on a GPU, where the "
+        "threads race. When a CUDA device is present (and the workspace's devices allow it, or the launch "
+        "was captured on CUDA), the replay runs the captured launch once on the CPU and twice on CUDA; "
+        "elements that differ beyond the dtype's accumulation-order tolerance (a sum in another order) are "
+        "reported with their count, the first of them and the launch. On a machine without CUDA it does "
+        "not run; the replay's summary (WHD086) says so.",
+        "Make the update atomic (`wp.atomic_add`, `wp.atomic_min`, ...) or give each thread its own output "
+        "element; a difference between CPU and CUDA builds with two agreeing CUDA runs may also be a "
+        "backend difference (fast math, a builtin's precision).",
     ),
     DynamicRule(
         REPLAYED,

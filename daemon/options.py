@@ -110,12 +110,16 @@ class RuntimeOptions:
     debounce_ms: int = 30
     kernel_cache_keep: int = 200
     kernel_cache_max_mb: int = 2048
+    # the user's (command line) tolerances of the captured launches' behaviour diff; the workspace's
+    # are read by daemon/captured/tolerances.py, which says when they are looser than the default
+    replay_tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["devices"] = list(self.devices)
         data["peak_bandwidth_gbs"] = dict(self.peak_bandwidth_gbs)
         data["peak_gflops"] = dict(self.peak_gflops)
+        data["replay_tolerances"] = {k: list(v) for k, v in self.replay_tolerances.items()}
         return data
 
     @classmethod
@@ -152,7 +156,7 @@ MAX_SECONDS = 1e7
 
 # keys of [tool.warp-harness.runtime] other readers take: `warp-harness capture` (capture/cli.py), the
 # executor choice (executor.py)
-_READ_ELSEWHERE = frozenset({"capture", "executor", "address"})
+_READ_ELSEWHERE = frozenset({"capture", "executor", "address", "tolerances"})
 
 
 def _number_ok(value: Any, key: str) -> bool:
@@ -234,6 +238,11 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             ):
                 raise ConfigError(f"{where}: `{key}` must be a table of device = positive number")
             out[key] = {str(k): float(v) for k, v in value.items()}
+        elif key == "replay_tolerances":  # daemon/captured/tolerances.py
+            from warp_harness.daemon.captured.tolerances import parse_flags, parse_table
+
+            is_flags = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            out[key] = parse_flags(value) if is_flags else parse_table(value, where)
     return out
 
 
@@ -242,7 +251,7 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
 # `trust` from it); the command line (the user) can.
 DEFENCES = ("verdict_worker", "isolate_modules")
 # Options the command line alone sets, either way (a workspace's value is ignored, one line on stderr)
-COMMAND_LINE_ONLY = ("require_hermetic",)
+COMMAND_LINE_ONLY = ("require_hermetic", "replay_tolerances")  # a workspace's: its `tolerances` table
 
 
 def _without_defences(table: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -127,6 +127,26 @@ async def cmd_results(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> 
     return protocol.message("results", results=[found.to_dict()] if found else [])
 
 
+async def cmd_accept(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
+    """`warp-harness accept FILE[::KERNEL]` from the editor (docs/capture.md): the replayed outputs of
+    the file's captured launches (of ``kernel``; all of the file's when null) become their baseline.
+    Trusted workspaces only: it runs the workspace's kernels. The file is checked again afterwards."""
+    path = daemon.path_field(msg)
+    kernel = msg.get("kernel")
+    if kernel is not None and (not isinstance(kernel, str) or not kernel.isidentifier()):
+        raise protocol.ProtocolError(protocol.E_BAD_REQUEST, "`kernel` must be a kernel's name or null")
+    if not daemon.trusted:
+        raise protocol.ProtocolError(
+            protocol.E_BAD_REQUEST,
+            "the workspace is not trusted: accept replays its kernels (start the daemon with --trust)",
+        )
+    from warp_harness.daemon.captured.accept_request import accept_in_daemon
+
+    reply = await asyncio.to_thread(accept_in_daemon, daemon.engine, path, kernel)
+    daemon.enqueue(path, force=True)  # the editor's diagnostics follow the new baseline
+    return protocol.message("accepted", **reply)
+
+
 async def cmd_shutdown(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
     return protocol.message("ok")  # the daemon stops once this reply is sent
 
@@ -138,6 +158,7 @@ HANDLERS: dict[str, Handler] = {
     "status": cmd_status,
     "check": cmd_check,
     "results": cmd_results,
+    "accept": cmd_accept,
     "shutdown": cmd_shutdown,
 }
 

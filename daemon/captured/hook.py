@@ -45,6 +45,8 @@ def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Re
         engine.options,
         supervisor_call(engine.supervisor),
         only_changed=mode == "changed",
+        shrink_failures=engine.options.shrink,
+        cache=mode == "changed",  # a save: an unchanged replay's result comes from the user's cache
     )
     records: list[Record] = outcome.records
     stored: list[str] = []
@@ -66,6 +68,10 @@ def replay_case(executor: Any, case: dict[str, Any]) -> tuple[str, list[Record]]
         return "error", []
     lid = str(case.get("edge_case") or "").rsplit(" ", 1)[-1]  # "captured launch <id>"
     path = executor.workspace / str(case["path"])
+    size, original = case.get("size"), case.get("original_size")
+    dims = None
+    if isinstance(size, int) and isinstance(original, int) and 0 < size < original:
+        dims = {lid: [size, *_other_dims(executor.workspace, str(case["path"]), str(case["kernel"]), lid)]}
     outcome = replay_module(
         executor.workspace,
         path,
@@ -75,8 +81,21 @@ def replay_case(executor: Any, case: dict[str, Any]) -> tuple[str, list[Record]]
         only_changed=False,
         kernels={str(case["kernel"])},
         launches={lid},
+        dims=dims,
     )
     if not outcome.launches:
         return "error", outcome.records
     failing = [r for r in outcome.records if r.severity.value != "info"]
     return ("fail" if failing else "pass"), outcome.records
+
+
+def _other_dims(workspace: Path, rel: str, kernel: str, lid: str) -> list[int]:
+    """The captured launch's dims after the first (a shrunk case keeps them)."""
+    from warp_harness.capture.store import CaptureStore, KernelIndex
+
+    for entry in CaptureStore(workspace).for_module(rel):
+        if isinstance(entry, KernelIndex) and entry.name == kernel:
+            for launch in entry.launches:
+                if launch["id"] == lid:
+                    return [int(x) for x in launch["dim"][1:]]
+    return []

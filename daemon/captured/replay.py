@@ -15,7 +15,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from warp_harness.capture.identity import KernelSource, kernel_sources
 from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace, Refusal
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
-from warp_harness.daemon.captured import oracles
+from warp_harness.daemon.captured import cuda_oracle, oracles, replay_cache, shrink
+from warp_harness.daemon.captured import tolerances as tol
 from warp_harness.daemon.codegen_errors import parse_native_assertion
 from warp_harness.daemon.crash_records import BOUNDS_HINT, BOUNDS_SIGNALS, python_access
 from warp_harness.daemon.options import RuntimeOptions
@@ -35,6 +36,9 @@ from warp_harness.record import Location, Record, Related, Severity, Stage
 
 Call = Callable[[dict[str, Any]], CallOutcome]
 _OUT_FILE = re.compile(r"out-[0-9a-f]{1,32}-\d{1,4}\.npy")
+_CROSS_FILE = re.compile(r"x[c12]-[0-9a-f]{1,32}-\d{1,4}\.npy")
+# the failures a shrunk re-run can reproduce (a race needs the CUDA runs, which a trial does not make)
+_SHRINKABLE = frozenset({F.REPLAY_BOUNDS, F.REPLAY_UNWRITTEN, F.BEHAVIOUR_CHANGED, F.REPLAY_NONFINITE})
 
 
 @dataclass
@@ -47,6 +51,8 @@ class ReplayOutcome:
     # (kernel, launch id) -> {array: what the replay left in it, poison put back where no run wrote}
     outputs: dict[tuple[str, str], dict[str, np.ndarray]] = field(default_factory=dict)
     clean: set[tuple[str, str]] = field(default_factory=set)
+    cached: int = 0  # kernels whose result came from the user's replay cache
+    accepted: list[dict[str, Any]] = field(default_factory=list)  # accept_module: the launches accepted
 
 
 def _flat_arrays(args: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -85,7 +91,13 @@ def _shapes(launch: dict[str, Any]) -> str:
 
 class _Replay:
     def __init__(
-        self, workspace: Path, path: Path, display: str, options: RuntimeOptions, call: Call
+        self,
+        workspace: Path,
+        path: Path,
+        display: str,
+        options: RuntimeOptions,
+        call: Call,
+        tolerances: tol.Tolerances | None = None,
     ) -> None:
         self.workspace = workspace
         self.path = path
@@ -95,6 +107,16 @@ class _Replay:
         self.store = CaptureStore(workspace)
         self.out = ReplayOutcome()
         self.only_launches: set[str] | None = None
+        self.tolerances = tolerances or tol.load(workspace, options.replay_tolerances)
+        self.text = ""  # the saved module's text (the shrinker reads its indexing)
+        # a shrunk launch: its dim, and the arrays judged on their first dim[0] rows only
+        self.dims: dict[str, list[int]] = {}
+        self.prefix: dict[str, tuple[int, frozenset[str]]] = {}
+        self.cross = True  # run the CUDA oracles (where a device and the devices allow)
+        self.shrink = False  # shrink each kernel's failing cases (`shrink` option)
+        self.touch = True
+        self.cuda_status: dict[str, Any] | None = None
+        self.notes: list[str] = []  # the kernel's summary notes (looser workspace tolerances)
 
     def record(
         self,
@@ -140,6 +162,9 @@ class _Replay:
 
     # ------------------------------------------------------------------ one kernel
     def kernel(self, index: KernelIndex, src: KernelSource, folder: Path) -> None:
+        first_failure = len(self.out.failures)
+        self.cuda_status = None
+        self.notes = []
         prepared: list[dict[str, Any]] = []
         originals: dict[str, dict[str, Any]] = {}
         skipped: list[str] = []
@@ -174,7 +199,14 @@ class _Replay:
             workspace=str(self.workspace),
             options=self.options.to_dict(),
             folder=str(folder),
-            kernels=[{"name": src.name, "bounds": True, "launches": prepared}],
+            kernels=[
+                {
+                    "name": src.name,
+                    "bounds": True,
+                    "launches": prepared,
+                    "cross_devices": list(self.options.devices) if self.cross else None,
+                }
+            ],
         )
         outcome = self.call(msg)
         self.out.kernels.append(src.name)
@@ -210,23 +242,123 @@ class _Replay:
                     hint="the saved kernel no longer takes the captured arguments? capture again",
                 )
                 continue
-            if self._judge(src, launch, got.get("outputs") or {}, folder):
+            judged = self._judge(src, launch, got.get("outputs") or {}, folder)
+            if self._cross(src, launch, got.get("cross"), folder) and judged:
                 clean += 1
                 self.out.clean.add((src.name, lid))
-        try:
-            self.store.touch(index, set(originals))
-        except (OSError, OutsideWorkspace):
-            pass
+        if self.touch:
+            try:
+                self.store.touch(index, set(originals))
+            except (OSError, OutsideWorkspace):
+                pass
         if clean:
             note = f"; not replayed: {', '.join(skipped)}" if skipped else ""
+            note += "".join(f"; {n}" for n in dict.fromkeys(self.notes))
             self.record(
                 F.REPLAYED,
                 Severity.INFO,
                 src,
                 f"{clean} captured launch(es) of `{src.name}` replayed with bounds checks: outputs match "
-                f"the baseline ({index.launches[0].get('baseline_from', 'capture')}){note}",
+                f"the baseline ({index.launches[0].get('baseline_from', 'capture')})"
+                f"{cuda_oracle.summary_note(self.cuda_status)}{note}",
                 stage=Stage.NUMERIC,
             )
+        if self.shrink:
+            self._minimise(index, src, originals, first_failure)
+
+    # ------------------------------------------------------------------ CUDA oracles
+    def _cross(self, src: KernelSource, launch: dict[str, Any], cross: Any, folder: Path) -> bool:
+        """Judge the CUDA oracles' runs of one launch (True: nothing found, or they did not run)."""
+        if not isinstance(cross, dict):
+            return True
+        if cross.get("skipped"):
+            self.cuda_status = {"skipped": str(cross["skipped"])}
+            return True
+        device = str(cross.get("device") or "cuda")
+        if cross.get("error"):
+            self.record(
+                F.REPLAY_FAILED,
+                Severity.WARNING,
+                src,
+                f"{_provenance(launch)} of `{src.name}` raised in the CUDA oracles' runs on {device}: "
+                f"{str(cross['error'])[:400]}",
+                stage=Stage.CRASH,
+                launch=launch,
+            )
+            return False
+
+        def arrays(files: Any) -> dict[str, np.ndarray]:
+            out: dict[str, np.ndarray] = {}
+            for name, file in files.items() if isinstance(files, dict) else ():
+                if isinstance(file, str) and _CROSS_FILE.fullmatch(file):
+                    try:
+                        out[str(name)] = np.load(folder / file, allow_pickle=False)
+                    except (OSError, ValueError):
+                        pass
+            return out
+
+        runs: list[Any] = cross["cuda"] if isinstance(cross.get("cuda"), list) else []
+        found = cuda_oracle.compare_runs(arrays(cross.get("cpu")), [arrays(r) for r in runs], device)
+        self.cuda_status = {"device": device}
+        for f in found:
+            self.record(
+                F.REPLAY_RACE,
+                Severity.WARNING,
+                src,
+                cuda_oracle.message(src.name, f, _provenance(launch)),
+                stage=Stage.NUMERIC,
+                launch=launch,
+                expected=f.differences[0].first[0][1] if f.differences[0].first else None,
+                actual=f.differences[0].first[0][2] if f.differences[0].first else None,
+                hint="make the update atomic (`wp.atomic_add`, `wp.atomic_min`, ...) or give each thread "
+                "its own output element",
+            )
+        return not found
+
+    # ------------------------------------------------------------------ shrinking
+    def _minimise(
+        self, index: KernelIndex, src: KernelSource, originals: dict[str, dict[str, Any]], first: int
+    ) -> None:
+        """Keep one failing case per rule (the smallest failing launch: launches run smallest first)
+        and shrink its dim where the kernel's indexing allows (``shrink``)."""
+        kept: dict[str, FailingCase] = {}
+        for case in self.out.failures[first:]:
+            kept.setdefault(str(case.rule), case)
+        self.out.failures[first:] = list(kept.values())
+        arrays = shrink.prefix_arrays(self.text, src.name)
+        if arrays is None:
+            return
+        for case in kept.values():
+            launch = originals.get(str(case.extra.get("launch")))
+            if launch is None or case.rule not in _SHRINKABLE:
+                continue
+            dim = [int(x) for x in launch["dim"]]
+            if not dim or dim[0] <= 1:
+                continue
+            rule = str(case.rule)
+
+            def fails(
+                k: int, launch: dict[str, Any] = launch, dim: list[int] = dim, rule: str = rule
+            ) -> bool:
+                trial = _Replay(
+                    self.workspace, self.path, self.display, self.options, self.call, self.tolerances
+                )
+                trial.text = self.text
+                trial.only_launches = {str(launch["id"])}
+                trial.dims = {str(launch["id"]): [k, *dim[1:]]}
+                trial.prefix = {str(launch["id"]): (k, arrays)}
+                trial.cross = trial.touch = False
+                folder = Path(tempfile.mkdtemp(prefix="wh-shrink-"))
+                try:
+                    trial.kernel(index, src, folder)
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)
+                return any(r.rule == rule for r in trial.out.records)
+
+            k = shrink.smallest_failing(dim[0], fails)
+            if k < dim[0]:
+                case.size, case.original_size = k, dim[0]
+                case.message = f"{case.message} [minimal case: dim {[k, *dim[1:]]} of {dim}]"
 
     def _prepare(self, launch: dict[str, Any], src: KernelSource, folder: Path) -> dict[str, Any]:
         lid = str(launch["id"])
@@ -252,7 +384,7 @@ class _Replay:
         return {
             "id": lid,
             "device": str(launch["device"]),
-            "dim": [int(x) for x in launch["dim"]],
+            "dim": self.dims.get(lid) or [int(x) for x in launch["dim"]],
             "block_dim": launch.get("block_dim"),
             "args": [arg(d) for d in launch["args"]],
         }
@@ -282,9 +414,23 @@ class _Replay:
             before = befores[name]
             base_sha = (launch.get("baseline") or {}).get(name)
             baseline = self.store.blob(str(base_sha)) if base_sha else before
+            prefix = self.prefix.get(str(launch["id"]))
+            if prefix is not None and name in prefix[1] and baseline.ndim and replay.ndim:
+                k = prefix[0]  # a shrunk launch: only the first k rows were run
+                before, baseline, replay = before[:k], baseline[:k], replay[:k]
             was_poisoned = name in poisoned and oracles.poison(before) is not None
+            tolerance = self.tolerances.get(src.name, str(baseline.dtype))
+            note = tolerance.note(str(baseline.dtype)) if baseline.dtype.kind == "f" else ""
+            if note:
+                self.notes.append(note)
             findings = oracles.judge_array(
-                name, before, baseline, replay, was_poisoned=was_poisoned, inputs_finite=inputs_finite
+                name,
+                before,
+                baseline,
+                replay,
+                was_poisoned=was_poisoned,
+                inputs_finite=inputs_finite,
+                tolerance=tolerance.pair if baseline.dtype.kind == "f" else None,
             )
             if was_poisoned:
                 untouched = oracles.poisoned_mask(replay) & ~oracles.differs(before, baseline)
@@ -293,12 +439,12 @@ class _Replay:
                 kept[name] = replay
             for f in findings:
                 clean = False
-                self._report(src, launch, f, d)
+                self._report(src, launch, f, d, note)
         self.out.outputs[(src.name, launch["id"])] = kept
         return clean
 
     def _report(
-        self, src: KernelSource, launch: dict[str, Any], f: oracles.Finding, d: dict[str, Any]
+        self, src: KernelSource, launch: dict[str, Any], f: oracles.Finding, d: dict[str, Any], note: str = ""
     ) -> None:
         where = _provenance(launch)
         at = f"[{', '.join(map(str, f.first_index))}]"
@@ -348,7 +494,7 @@ class _Replay:
                 f"`{src.name}` changed behaviour: {f.count} of {f.total} elements of `{f.array}` "
                 f"differ from the "
                 f"accepted baseline (max absolute error {f.max_abs:.3g}{rel}; first at {at}: baseline "
-                f"{f.expected}, now {f.actual}; {where})",
+                f"{f.expected}, now {f.actual}; {where})" + (f"; {note}" if note else ""),
                 stage=Stage.NUMERIC,
                 launch=launch,
                 expected=f.expected,
@@ -427,9 +573,15 @@ def replay_module(
     only_changed: bool,
     kernels: set[str] | None = None,
     launches: set[str] | None = None,
+    dims: dict[str, list[int]] | None = None,
+    shrink_failures: bool = False,
+    cache: bool = False,
 ) -> ReplayOutcome:
     """Replay the captured launches of ``path``'s kernels (``only_changed``: of those whose source
-    differs from the capture's; ``kernels``: only these; ``launches``: only these ids) and judge them."""
+    differs from the capture's; ``kernels``: only these; ``launches``: only these ids; ``dims``: a
+    shrunk launch's dim) and judge them. ``shrink_failures``: keep one failing case per kernel and
+    rule, shrunk (``shrink``); ``cache``: take a kernel's result from the user's replay cache when
+    nothing it depends on changed, and store it there (``replay_cache``)."""
     workspace = workspace.resolve()
     store = CaptureStore(workspace)
     try:
@@ -440,6 +592,7 @@ def replay_module(
         return ReplayOutcome()
     replay = _Replay(workspace, path.resolve(), display, options, call)
     replay.only_launches = launches
+    replay.shrink = shrink_failures
     try:
         entries = store.for_module(rel)
     except OutsideWorkspace as exc:
@@ -459,20 +612,93 @@ def replay_module(
             continue
         if sources is None:
             try:
-                sources = kernel_sources(path.read_text(encoding="utf-8"))
+                replay.text = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 return replay.out
+            sources = kernel_sources(replay.text)
         src = sources.get(entry.name)
         if src is None or (kernels is not None and entry.name not in kernels):
             continue
         if only_changed and src.digest == entry.digest:
             continue
+        replay.dims, replay.prefix = {}, {}
+        if dims:
+            arrays = shrink.prefix_arrays(replay.text, src.name)
+            for lid, dim in dims.items():
+                if arrays is not None:  # the kernel's indexing still allows fewer threads
+                    replay.dims[lid] = [int(x) for x in dim]
+                    replay.prefix[lid] = (int(dim[0]), arrays)
+        cache_key = _cache_key(replay, entry, src) if cache else None
+        if cache_key is not None and _from_cache(replay, cache_key):
+            continue
+        first_record, first_failure = len(replay.out.records), len(replay.out.failures)
+        launches_before = replay.out.launches
         folder = Path(tempfile.mkdtemp(prefix="wh-replay-"))
         try:
             replay.kernel(entry, src, folder)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+        if cache_key is not None and not _infrastructure(replay.out.records[first_record:]):
+            replay_cache.save(
+                workspace,
+                cache_key,
+                {
+                    "kernel": src.name,
+                    "launches": replay.out.launches - launches_before,
+                    "records": [r.to_dict() for r in replay.out.records[first_record:]],
+                    "failures": [c.to_dict() for c in replay.out.failures[first_failure:]],
+                },
+            )
     return replay.out
+
+
+def _harness_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("warp-harness")
+    except Exception:
+        return "0.0.0"
+
+
+def _cache_key(replay: _Replay, entry: KernelIndex, src: KernelSource) -> str:
+    from warp_harness.daemon.cache import warp_version
+
+    return replay_cache.key(
+        entry,
+        src.digest,
+        replay_cache.module_context(replay.text),
+        replay.options,
+        replay.tolerances.identity(),
+        _harness_version(),
+        warp_version(),
+    )
+
+
+def _from_cache(replay: _Replay, cache_key: str) -> bool:
+    """Add a cached kernel result to the outcome (False: none, or not readable as one)."""
+    data = replay_cache.load(replay.workspace, cache_key)
+    if data is None:
+        return False
+    try:
+        records = [Record.from_dict(r) for r in data["records"]]
+        failures = [FailingCase.from_dict(c) for c in data["failures"]]
+        launches = int(data["launches"])
+        kernel = str(data["kernel"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    replay.out.records += [replace(r, location=replace(r.location, path=replay.display)) for r in records]
+    replay.out.failures += failures
+    replay.out.launches += launches
+    replay.out.kernels.append(kernel)
+    replay.out.cached += 1
+    return True
+
+
+def _infrastructure(records: list[Record]) -> bool:
+    """A result not worth keeping: the worker died another way, timed out, or the module did not build
+    (WHD085); the next save tries again."""
+    return any(r.rule == F.REPLAY_FAILED for r in records)
 
 
 def _claims(workspace: Path, rel_file: str) -> str | None:
@@ -522,6 +748,9 @@ def accept_module(
             launch["baseline_from"] = "accept"
             launch["digest"] = sources[entry.name].digest
             accepted += 1
+            outcome.accepted.append(
+                {"kernel": entry.name, "id": launch["id"], "dim": launch["dim"], "device": launch["device"]}
+            )
             changed = True
         if changed:
             entry.data["kernel"]["digest"] = sources[entry.name].digest

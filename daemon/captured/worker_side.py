@@ -122,6 +122,56 @@ def _arrays(args: list[dict[str, Any]], values: list[Any]) -> list[tuple[str, An
     return out
 
 
+def _launch_saved(
+    wp: Any, kernel: Any, launch: dict[str, Any], folder: Path, device: str, prefix: str
+) -> dict[str, str]:
+    """One plain (not the bounds probe) launch on fresh copies of the inputs; its arrays as files."""
+    params = list(kernel.adj.args)
+    values = [_value(wp, p.type, d, folder, device) for p, d in zip(params, launch["args"], strict=True)]
+    wp.launch(
+        kernel, dim=tuple(launch["dim"]), inputs=values, device=device, block_dim=launch.get("block_dim")
+    )
+    wp.synchronize_device(device)
+    files: dict[str, str] = {}
+    for i, (arg, arr) in enumerate(_arrays(launch["args"], values)):
+        file = f"{prefix}-{launch['id']}-{i}.npy"
+        np.save(folder / file, arr.numpy(), allow_pickle=False)
+        files[arg] = file
+    return files
+
+
+def _cross(
+    wp: Any, kernel: Any, launch: dict[str, Any], entry: dict[str, Any], folder: Path, progress: Any, job: Any
+) -> dict[str, Any]:
+    """The CUDA oracles' runs (``cuda_oracle``): the launch once on the CPU and twice on CUDA, or why
+    they did not run."""
+    from warp_harness.daemon.captured.cuda_oracle import plan
+
+    device, why = plan(
+        [str(d) for d in entry.get("cross_devices") or []],
+        str(launch.get("device") or "cpu"),
+        int(wp.get_cuda_device_count()),
+    )
+    if device is None:
+        return {"skipped": why}
+    progress(
+        stage="validate",
+        kernel=kernel.key,
+        launch=launch["id"],
+        device=device,
+        oracle="cuda",
+        budget_s=job.options.launch_timeout_s,
+    )
+    try:
+        return {
+            "device": device,
+            "cpu": _launch_saved(wp, kernel, launch, folder, "cpu", "xc"),
+            "cuda": [_launch_saved(wp, kernel, launch, folder, device, f"x{n}") for n in (1, 2)],
+        }
+    except Exception as exc:
+        return {"device": device, "error": f"{type(exc).__name__}: {exc}"[:400]}
+
+
 def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> dict[str, Any]:
     """The replay of ``msg``'s captured launches; ``job``: the worker's job for it (Warp configured),
     ``guard``: the worker's integrity guard, restored at the end (handed in: the worker imports this
@@ -196,6 +246,8 @@ def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> 
                     np.save(folder / file, arr.numpy(), allow_pickle=False)
                     outputs[arg] = file
                 launches[lid] = {"kernel": name, "outputs": outputs, "device": device}
+                if entry.get("cross_devices") is not None:
+                    launches[lid]["cross"] = _cross(wp, kernel, launch, entry, folder, progress, job)
         return {"status": "ok", "launches": launches, "notes": notes}
     finally:
         guard().restore()
