@@ -73,7 +73,10 @@ def _provenance(launch: dict[str, Any]) -> str:
         if p.get("test")
         else (f", command `{p['command']}`" if p.get("command") else "")
     )
-    return f"captured launch {launch['id'][:8]} (dim {launch['dim']}, {launch['device']}) from {where}{test}"
+    dim = f"dim {launch['dim']}" + (
+        f" shrunk from {launch['shrunk_from']}" if launch.get("shrunk_from") else ""
+    )
+    return f"captured launch {launch['id'][:8]} ({dim}, {launch['device']}) from {where}{test}"
 
 
 def _related(launch: dict[str, Any]) -> tuple[Related, ...]:
@@ -165,8 +168,15 @@ class _Replay:
         first_failure = len(self.out.failures)
         self.cuda_status = None
         self.notes = []
-        prepared: list[dict[str, Any]] = []
         originals: dict[str, dict[str, Any]] = {}
+        self._run(index, src, folder, originals)
+        if self.shrink:
+            self._minimise(index, src, originals, first_failure)
+
+    def _run(
+        self, index: KernelIndex, src: KernelSource, folder: Path, originals: dict[str, dict[str, Any]]
+    ) -> None:
+        prepared: list[dict[str, Any]] = []
         skipped: list[str] = []
         for launch in sorted(
             index.launches, key=lambda x: sum(int(d.get("bytes") or 0) for d in _flat_arrays(x["args"]))
@@ -188,7 +198,10 @@ class _Replay:
                     launch=launch,
                 )
                 continue
-            originals[launch["id"]] = launch
+            shrunk = self.dims.get(str(launch["id"]))
+            originals[launch["id"]] = (
+                dict(launch, dim=shrunk, shrunk_from=launch["dim"]) if shrunk else launch
+            )
         if not prepared:
             return
         msg = protocol.message(
@@ -263,8 +276,6 @@ class _Replay:
                 f"{cuda_oracle.summary_note(self.cuda_status)}{note}",
                 stage=Stage.NUMERIC,
             )
-        if self.shrink:
-            self._minimise(index, src, originals, first_failure)
 
     # ------------------------------------------------------------------ CUDA oracles
     def _cross(self, src: KernelSource, launch: dict[str, Any], cross: Any, folder: Path) -> bool:
