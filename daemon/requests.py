@@ -24,6 +24,7 @@ SERVER_NAME = "warp-harness-daemon"
 CAPABILITIES = (
     "check",
     "results",
+    "accept",
     "status",
     "subscribe",
     "push:result",
