@@ -1,7 +1,7 @@
 """The CUDA oracles of a replay: the same captured launch on the CPU and on CUDA, and twice on CUDA.
 
 Warp runs a CPU launch's threads one after another, so a non-atomic read-modify-write
-(``s[0] = s[0] + x[i]``, ``a[j] += v`` where several threads share ``j``) or a compare-then-store
+(``s[0] = s[0] + x[i]``, ``h[b] = h[b] + 1``; ``a[j] += v`` is an atomic add in Warp) or a compare-then-store
 (``if d < best[k]: best[k] = d``) computes the right answer there. On a GPU the threads race: updates
 are lost, and two runs of the same launch may disagree. A difference between the CPU run and a CUDA
 run, or between two CUDA runs, beyond what a different accumulation order explains, is a likely race.
@@ -9,24 +9,34 @@ run, or between two CUDA runs, beyond what a different accumulation order explai
 Which device runs it (`plan`) is decided where Warp is (the worker), from the workspace's
 ``devices`` and the launch's own device; the comparison (`compare_runs`) runs where no workspace
 code runs (numpy only).
+
+Tolerances: an array each thread writes with a plain store (``y[i] = ...``, and the racy
+``s[0] = s[0] + v``) gets the same value on every backend up to a few ulps, so it is compared
+element by element (``ELEMENT_TOLERANCES``). An array the kernel accumulates into with atomics
+(``wp.atomic_add``, or ``a[j] += v``, which Warp makes atomic: `accumulated_arrays`) is a float
+sum whose order the GPU picks, so it also gets ``max(rtol, 4 * eps * sqrt(threads))`` of the
+array's largest magnitude (rounding grows with the square root of the number of terms): a lost
+update differs by a whole term, an order change by a few ulps of the total.
 """
 
 from __future__ import annotations
 
+import ast
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-# per dtype (rtol, atol): a sum in another order differs by a few ulps of the largest term; a lost
-# update differs by a whole term. The relative part is taken of the array's largest magnitude as well
-# as of the element, so cancellation to a small result does not read as a race.
-ACCUMULATION_TOLERANCES: dict[str, tuple[float, float]] = {
+# per dtype (rtol, atol) of one element computed by one thread on two backends
+ELEMENT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-3),
     "float32": (1e-5, 1e-6),
     "float64": (1e-12, 1e-14),
 }
+_EPS = {"float16": 2.0**-10, "float32": 2.0**-23, "float64": 2.0**-52}
+_ATOMICS = frozenset({"atomic_add", "atomic_sub"})
 FIRST_SHOWN = 5  # elements listed in a record
 
 NOT_RUN_NO_CUDA = "no CUDA device on this machine"
@@ -86,29 +96,58 @@ class RaceFinding:
         return max(d.count for d in self.differences)
 
 
-def _differs(a: np.ndarray, b: np.ndarray, tolerance: tuple[float, float] | None) -> np.ndarray:
+def accumulated_arrays(text: str, kernel: str) -> frozenset[str]:
+    """The parameters of ``kernel`` (in a module's text) it accumulates into with atomics:
+    ``wp.atomic_add(a, ...)``, ``wp.atomic_sub(a, ...)``, ``a[...] += v`` / ``-=``."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == kernel), None)
+    if fn is None:
+        return frozenset()
+    params = {a.arg for a in fn.args.args}
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub):
+            target = node.target
+            while isinstance(target, ast.Subscript | ast.Attribute):
+                target = target.value
+            if isinstance(target, ast.Name) and target.id in params and target is not node.target:
+                out.add(target.id)
+        elif isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+            if name in _ATOMICS and node.args and isinstance(node.args[0], ast.Name):
+                out.add(node.args[0].id)
+    return frozenset(out & params)
+
+
+def _differs(a: np.ndarray, b: np.ndarray, threads: int | None) -> np.ndarray:
+    """``threads``: the array is an atomic accumulation over that many threads (None: plain stores)."""
     if a.dtype.kind != "f":
         return np.asarray(a != b)
-    rtol, atol = tolerance or ACCUMULATION_TOLERANCES.get(str(a.dtype), (1e-5, 1e-6))
+    rtol, atol = ELEMENT_TOLERANCES.get(str(a.dtype), (1e-5, 1e-6))
     x = a.astype(np.float64)
     y = b.astype(np.float64)
     both_nan = np.isnan(x) & np.isnan(y)
     finite = np.isfinite(x) & np.isfinite(y)
-    scale = float(np.abs(y[finite]).max()) if finite.any() else 0.0
+    allowed = atol + rtol * np.abs(y)
+    if threads is not None and finite.any():
+        spread = max(rtol, 4.0 * _EPS.get(str(a.dtype), 2.0**-23) * math.sqrt(max(threads, 1)))
+        allowed = allowed + spread * float(np.abs(y[finite]).max())
     with np.errstate(invalid="ignore", over="ignore"):
-        err = np.abs(x - y)
-        bad = ~(err <= atol + rtol * (np.abs(y) + scale))
+        bad = ~(np.abs(x - y) <= allowed)
     return np.asarray(bad & ~both_nan & ~((x == y) & ~finite))
 
 
 def compare(
-    name: str, between: str, a: np.ndarray, b: np.ndarray, tolerance: tuple[float, float] | None = None
+    name: str, between: str, a: np.ndarray, b: np.ndarray, threads: int | None = None
 ) -> Difference | None:
     """The elements of ``a`` and ``b`` (one array after two runs of a launch) that differ beyond the
-    dtype's accumulation-order tolerance; None when none do."""
+    dtype's tolerance (``threads``: an atomic accumulation over that many threads); None when none do."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return Difference(name, between, int(b.size), int(b.size), float("nan"))
-    bad = _differs(a, b, tolerance)
+    bad = _differs(a, b, threads)
     if not bad.any():
         return None
     with np.errstate(invalid="ignore", over="ignore"):
@@ -132,9 +171,11 @@ def compare_runs(
     cpu: dict[str, np.ndarray],
     cuda: Sequence[dict[str, np.ndarray]],
     device: str,
-    tolerance: dict[str, tuple[float, float]] | None = None,
+    accumulated: frozenset[str] = frozenset(),
+    threads: int = 1,
 ) -> list[RaceFinding]:
-    """Per array, where the CPU run and the first CUDA run disagree, and where the two CUDA runs do."""
+    """Per array, where the CPU run and the first CUDA run disagree, and where the two CUDA runs do
+    (``accumulated``: the arrays summed into with atomics by ``threads`` threads)."""
     out: list[RaceFinding] = []
     if not cuda:
         return out
@@ -145,8 +186,8 @@ def compare_runs(
             pairs.append((f"two runs on {device}", cuda[0], cuda[1]))
         for between, one, other in pairs:
             if name in one and name in other:
-                tol = (tolerance or {}).get(str(one[name].dtype))
-                d = compare(name, between, one[name], other[name], tol)
+                n = threads if name in accumulated else None
+                d = compare(name, between, one[name], other[name], n)
                 if d is not None:
                     found.append(d)
         if found:
@@ -159,7 +200,7 @@ def message(kernel: str, f: RaceFinding, provenance: str) -> str:
     return (
         f"`{kernel}`: likely race (non-atomic read-modify-write, compare-then-store) in `{f.array}`: "
         + "; ".join(d.text() for d in f.differences)
-        + f" (beyond the accumulation-order tolerance; {provenance})"
+        + f" (beyond what the order of floating-point sums explains; {provenance})"
     )
 
 

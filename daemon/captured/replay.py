@@ -309,7 +309,13 @@ class _Replay:
             return out
 
         runs: list[Any] = cross["cuda"] if isinstance(cross.get("cuda"), list) else []
-        found = cuda_oracle.compare_runs(arrays(cross.get("cpu")), [arrays(r) for r in runs], device)
+        found = cuda_oracle.compare_runs(
+            arrays(cross.get("cpu")),
+            [arrays(r) for r in runs],
+            device,
+            cuda_oracle.accumulated_arrays(self.text, src.name),
+            int(np.prod([int(x) for x in launch["dim"]])),
+        )
         self.cuda_status = {"device": device}
         for f in found:
             self.record(

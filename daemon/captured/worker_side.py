@@ -154,15 +154,20 @@ def _cross(
     )
     if device is None:
         return {"skipped": why}
-    progress(
-        stage="validate",
-        kernel=kernel.key,
-        launch=launch["id"],
-        device=device,
-        oracle="cuda",
-        budget_s=job.options.launch_timeout_s,
-    )
     try:
+        resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
+        for name in ("cpu", device):  # the builds have the job's budget, the launches their own
+            progress(stage="compile", kernel=kernel.key, device=name, budget_s=job.options.timeout_s)
+            dev = wp.get_device(name)
+            kernel.module.load(dev, resolve(dev, launch.get("block_dim")))
+        progress(
+            stage="validate",
+            kernel=kernel.key,
+            launch=launch["id"],
+            device=device,
+            oracle="cuda",
+            budget_s=job.options.launch_timeout_s,
+        )
         return {
             "device": device,
             "cpu": _launch_saved(wp, kernel, launch, folder, "cpu", "xc"),

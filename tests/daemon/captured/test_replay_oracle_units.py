@@ -56,10 +56,31 @@ def test_a_lost_update_is_flagged_and_accumulation_order_is_not() -> None:
     for t in terms[::-1]:
         backward[0] += t
     assert forward[0] != backward[0]  # the order shows in the bits
-    assert cuda_oracle.compare("s", "x", forward, backward) is None
+    assert cuda_oracle.compare("s", "x", forward, backward, threads=terms.size) is None
     lost = forward - terms[17]
-    found = cuda_oracle.compare("s", "the CPU and cuda:0", forward, lost)
+    found = cuda_oracle.compare("s", "the CPU and cuda:0", forward, lost, threads=terms.size)
     assert found is not None and found.count == 1 and found.first[0][0] == (0,)
+
+
+def test_plain_stores_are_compared_element_by_element() -> None:
+    """A compare-then-store maximum that lost the race to a value 1e-3 below the true one: within
+    what a sum's order explains of the array's scale, far beyond one thread's rounding."""
+    best = np.array([1000.0, 2.0], np.float32)
+    raced = np.array([999.0, 2.0], np.float32)
+    found = cuda_oracle.compare("best", "x", best, raced)
+    assert found is not None and found.count == 1
+    ulps = best * np.float32(1 + 2e-7)
+    assert cuda_oracle.compare("best", "x", best, ulps) is None
+
+
+def test_which_arrays_a_kernel_sums_into_with_atomics() -> None:
+    text = (
+        "@wp.kernel\ndef k(x: wp.array(dtype=float), s: wp.array(dtype=float), f: wp.array(dtype=wp.vec3),"
+        " h: wp.array(dtype=int), m: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    wp.atomic_add(s, 0, x[i])\n    f[i // 2] += wp.vec3(1.0)\n"
+        "    h[0] = h[0] + 1\n    wp.atomic_max(m, 0, x[i])\n"
+    )
+    assert cuda_oracle.accumulated_arrays(text, "k") == frozenset({"s", "f"})
 
 
 def test_integers_are_exact_and_the_first_elements_are_listed() -> None:
@@ -82,7 +103,7 @@ def test_compare_runs_reports_both_oracles_of_an_array() -> None:
         {"s": np.array([37.0], np.float32), "x": np.ones(4, np.float32)},
         {"s": np.array([41.0], np.float32), "x": np.ones(4, np.float32)},
     ]
-    (found,) = cuda_oracle.compare_runs(cpu, cuda, "cuda:0")
+    (found,) = cuda_oracle.compare_runs(cpu, cuda, "cuda:0", frozenset({"s"}), 4)
     assert found.array == "s" and [d.between for d in found.differences] == [
         "the CPU and cuda:0",
         "two runs on cuda:0",
@@ -203,3 +224,33 @@ def test_bisection_finds_the_smallest_failing_prefix() -> None:
     assert shrink.smallest_failing(8, fails) == 7 and len(tried) == 3
     assert shrink.smallest_failing(1 << 20, lambda k: k > 1000, max_trials=30) == 1001
     assert shrink.smallest_failing(1 << 20, lambda k: k > 1000, max_trials=4) == 1 << 16  # best found
+
+
+@pytest.mark.slow
+def test_real_warp_sums_in_another_order_pass_and_a_lost_update_does_not() -> None:
+    """Warp on the CPU sums `wp.atomic_add(s, 0, x[i])` in thread order: the same terms in reverse
+    order differ in the last bits (not a race); a launch that lost one thread's term (what a
+    non-atomic update does on a GPU) differs by the term."""
+    import warp as wp
+
+    @wp.kernel
+    def total(x: wp.array(dtype=float), s: wp.array(dtype=float)):  # type: ignore[no-untyped-def]
+        i = wp.tid()
+        wp.atomic_add(s, 0, x[i])
+
+    n = 1 << 14
+    terms = np.random.default_rng(5).uniform(0.0, 1.0, n).astype(np.float32)
+
+    def run(values: np.ndarray, dim: int) -> np.ndarray:
+        s = wp.zeros(1, dtype=float, device="cpu")
+        wp.launch(total, dim=dim, inputs=[wp.array(values, device="cpu"), s], device="cpu")
+        return np.asarray(s.numpy())
+
+    forward, backward, lost = run(terms, n), run(terms[::-1].copy(), n), run(terms, n - 1)
+    assert forward[0] != backward[0]
+    sums = frozenset({"s"})
+    assert (
+        cuda_oracle.compare_runs({"s": forward}, [{"s": backward}, {"s": forward}], "cuda:0", sums, n) == []
+    )
+    (found,) = cuda_oracle.compare_runs({"s": forward}, [{"s": lost}, {"s": forward}], "cuda:0", sums, n)
+    assert [d.between for d in found.differences] == ["the CPU and cuda:0", "two runs on cuda:0"]
