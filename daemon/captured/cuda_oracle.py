@@ -110,7 +110,7 @@ def accumulated_arrays(text: str, kernel: str) -> frozenset[str]:
     out: set[str] = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add | ast.Sub):
-            target = node.target
+            target: ast.expr = node.target
             while isinstance(target, ast.Subscript | ast.Attribute):
                 target = target.value
             if isinstance(target, ast.Name) and target.id in params and target is not node.target:
