@@ -155,7 +155,10 @@ def main(argv: list[str]) -> int:
                     continue
                 summary = " ".join(r.message for r in outcome.records if r.rule == F.REPLAYED)
                 race = " ".join(r.message for r in outcome.records if r.rule == F.REPLAY_RACE)
-                found = {m.group(3).split(" ")[0]: int(m.group(1)) for m in _DIFF.finditer(race)}
+                found: dict[str, int] = {}
+                for m in _DIFF.finditer(race):  # summed over the kernel's arrays
+                    key = m.group(3).split(" ")[0]
+                    found[key] = found.get(key, 0) + int(m.group(1))
                 not_run = re.search(r"CUDA race oracle not run: ([^;]*)", summary)
                 for oracle, key in (("CPU vs CUDA", "the"), ("CUDA twice", "two")):
                     rows.append(

@@ -10,6 +10,7 @@ the out-of-bounds access on its line (WHD080).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -669,6 +670,7 @@ def replay_module(
     return replay.out
 
 
+@functools.cache
 def _harness_version() -> str:
     try:
         from importlib.metadata import version

@@ -16,6 +16,7 @@ import ast
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -88,11 +89,15 @@ def load(workspace: Path, cache_key: str) -> dict[str, Any] | None:
     """The stored result for ``cache_key``: only one this user signed, for this key; else None."""
     try:
         path = _folder(workspace) / f"{cache_key}.json"
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
     except (OSError, user_state.StateUnusable):
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
         raw = os.read(fd, MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
     finally:
         os.close(fd)
     try:

@@ -238,3 +238,34 @@ def test_a_save_whose_replay_inputs_did_not_change_is_not_replayed_again(
     _, call = _replay(captured, sup, only_changed=True, cache=True)
     assert call.calls == 1
     shutil.rmtree(shipped)
+
+
+def test_the_daemon_saves_use_the_cache(
+    captured: Path, sup: Supervisor, edit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the engine (a save): the second check of the same text sends the worker no replay
+    job, and still reports the replay's records and its stored case."""
+    from warp_harness.config import Settings
+    from warp_harness.daemon.engine import Engine
+
+    kinds: list[str] = []
+    real = sup._call
+
+    def counting(msg: dict[str, Any], progress: Any) -> CallOutcome:
+        kinds.append(str(msg.get("kind")))
+        return real(msg, progress)
+
+    monkeypatch.setattr(sup, "_call", counting)
+    engine = Engine(captured, Settings(), FAST, True, supervisor=sup, warmup=False, record_history=False)
+    edit("y[i] = x[i] * 2.0", "y[i] = x[i] * 2.5")
+    first = engine.check(captured / "kernels.py")
+    assert kinds.count("replay") >= 1  # the replay, then the shrinker's bisection
+    kinds.clear()
+    second = engine.check(captured / "kernels.py")
+    assert kinds.count("replay") == 0, kinds
+    rules = [r.record.rule for r in second.records if r.record.rule.startswith("WHD08")]
+    assert rules == [r.record.rule for r in first.records if r.record.rule.startswith("WHD08")]
+    assert rules == [F.BEHAVIOUR_CHANGED, F.BEHAVIOUR_CHANGED]
+    assert second.repros == first.repros and len(first.repros) == 1  # one minimal case
+    for case in first.repros:
+        (captured / case).unlink()
