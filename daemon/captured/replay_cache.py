@@ -27,6 +27,7 @@ from warp_harness.daemon.options import RuntimeOptions
 PURPOSE = "wh-replay"
 KIND = "replay"
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
+KEEP = 512  # entries per workspace (one per kernel and text a save replayed)
 # a launch's fields that change what its replay sees (not when it was recorded or last used)
 _LAUNCH_KEYS = ("id", "device", "dim", "block_dim", "args", "written", "baseline", "incomplete")
 _OPTION_KEYS = ("devices", "mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "shrink")
@@ -122,5 +123,16 @@ def save(workspace: Path, cache_key: str, result: dict[str, Any]) -> None:
         with open(tmp, "wb") as fh:
             fh.write(data)
         os.replace(tmp, folder / f"{cache_key}.json")
+        _prune(folder)
     except (OSError, user_state.StateUnusable, TypeError, ValueError):
         return
+
+
+def _prune(folder: Path, keep: int = KEEP) -> None:
+    """At most ``keep`` entries per workspace, the least recently written go first."""
+    entries = list(folder.glob("*.json"))
+    if len(entries) <= keep:
+        return
+    entries.sort(key=lambda f: f.stat().st_mtime)
+    for old in entries[: len(entries) - keep]:
+        old.unlink(missing_ok=True)

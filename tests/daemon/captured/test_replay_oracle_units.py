@@ -9,13 +9,14 @@ accumulations read back in the same launch (https://github.com/newton-physics/ne
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from warp_harness.config import ConfigError
-from warp_harness.daemon.captured import cuda_oracle, shrink
+from warp_harness.daemon.captured import cuda_oracle, replay_cache, shrink
 from warp_harness.daemon.captured import tolerances as tol
 from warp_harness.daemon.options import RuntimeOptions, load_runtime_options
 
@@ -254,3 +255,11 @@ def test_real_warp_sums_in_another_order_pass_and_a_lost_update_does_not() -> No
     )
     (found,) = cuda_oracle.compare_runs({"s": forward}, [{"s": lost}, {"s": forward}], "cuda:0", sums, n)
     assert [d.between for d in found.differences] == ["the CPU and cuda:0", "two runs on cuda:0"]
+
+
+def test_the_replay_cache_keeps_its_newest_entries(tmp_path: Path) -> None:
+    for n in range(6):
+        (tmp_path / f"{n}.json").write_text("{}")
+        os.utime(tmp_path / f"{n}.json", (n, n))
+    replay_cache._prune(tmp_path, keep=4)
+    assert sorted(f.name for f in tmp_path.glob("*.json")) == ["2.json", "3.json", "4.json", "5.json"]
