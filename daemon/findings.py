@@ -514,11 +514,13 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         _W,
         "a captured launch gives different results on the CPU and on CUDA, or in two runs on CUDA",
         "Warp runs a CPU launch's threads one after another, so a non-atomic read-modify-write "
-        "(`s[0] = s[0] + x[i]`, a histogram's `h[b] = h[b] + 1`; Warp compiles `a[j] += v` as an atomic add) or a compare-then-store "
+        "(`s[0] = s[0] + x[i]`, a histogram's `h[b] = h[b] + 1`; Warp compiles `a[j] += v` as an atomic "
+        "add) or a compare-then-store "
         "(`if d < best[k]: best[k] = d`) gives the right answer there and loses updates on a GPU, where the "
         "threads race. When a CUDA device is present (and the workspace's devices allow it, or the launch "
         "was captured on CUDA), the replay runs the captured launch once on the CPU and twice on CUDA; "
-        "elements that differ beyond a few ulps (for arrays summed into with atomics, beyond what the order of the sum explains) are "
+        "elements that differ beyond a few ulps (for arrays summed into with atomics, beyond what the "
+        "order of the sum explains) are "
         "reported with their count, the first of them and the launch. On a machine without CUDA it does "
         "not run; the replay's summary (WHD086) says so.",
         "Make the update atomic (`wp.atomic_add`, `wp.atomic_min`, ...) or give each thread its own output "
