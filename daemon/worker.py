@@ -33,6 +33,7 @@ from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import PIPELINE, Step, steps_from_wire
 from warp_harness.daemon.results import WorkerResult
 from warp_harness.record import Severity, Stage
+from warp_harness.wire.statuses import Status
 
 _WARM_SOURCE = """import warp as wp
 
@@ -175,7 +176,7 @@ def _failure_result(
 ) -> dict[str, Any]:
     display = str(msg.get("display_path") or msg.get("path") or "?")
     record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
-    return WorkerResult(status="error", path=display, records=[record]).to_dict()
+    return WorkerResult(status=Status.ERROR, path=display, records=[record]).to_dict()
 
 
 def _make_job(msg: dict[str, Any], progress: Any) -> Any:
@@ -240,7 +241,7 @@ def _result(job: Any, status: str) -> dict[str, Any]:
     if job.verdict_cases:  # taken out by the supervisor (daemon/verdict.py), never cached
         extra["verdict_cases"] = job.verdict_cases
     return WorkerResult(
-        status=status,
+        status=Status(status),
         path=job.display_path,
         records=sorted(job.records, key=lambda r: r.sort_key()),
         kernels={name: info.summary() for name, info in job.kernels.items()},
