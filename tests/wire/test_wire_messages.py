@@ -226,3 +226,6 @@ def test_neither_side_owns_the_schema() -> None:
     for name in ("daemon_link.py", "app.py"):
         imported = _imports(REPO / "server" / name)
         assert not {m for m in imported if m.startswith("warp_harness.daemon")}, name
+    protocol = ("warp_harness.daemon.protocol", "warp_harness.daemon.pipeline", "warp_harness.daemon.results")
+    for path in sorted((REPO / "server").glob("*.py")):
+        assert not {m for m in _imports(path) if m.startswith(protocol)}, path
