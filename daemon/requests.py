@@ -62,6 +62,7 @@ def path_field(workspace: Path, msg: dict[str, Any]) -> Path:
 
 
 async def cmd_hello(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
+    # `subscribe` has always been read as any truthy value; absent, the connection's stays
     hello = Hello.from_wire({**msg, "subscribe": bool(msg.get("subscribe", conn.subscribed))})
     conn.client = hello.client
     conn.subscribed = hello.subscribe
