@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from warp_harness.daemon import protocol
+from warp_harness.wire.statuses import RecordSet
 
 # messages waiting for one connection's socket before it is dropped: a client that stops reading
 # (replies and pushes pile up) is disconnected instead of growing the daemon's memory without bound
@@ -19,6 +20,7 @@ class Connection:
         self.writer = writer
         self.max_frame = max_frame
         self.subscribed = True
+        self.records = RecordSet.ALL  # which records its `result` messages carry (`hello.records`)
         self.lock = asyncio.Lock()
         self.client: str | None = None
         self.waiting = 0  # sends queued behind the lock (the socket is not being read)

@@ -28,6 +28,7 @@ from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.daemon.results import CheckReport, WorkerResult, file_status
 from warp_harness.daemon.supervisor import Supervisor
 from warp_harness.record import Record, Severity, Stage
+from warp_harness.wire.statuses import Status, Tier
 
 
 def untrusted_record(path: str) -> Record:
@@ -177,7 +178,7 @@ class Engine:
         if not self.trusted:
             static, timings["static_ms"] = _timed_static(path, display, self.overrides)
             dynamic.append(untrusted_record(display))
-            report.status = "untrusted"
+            report.status = Status.UNTRUSTED
         else:
             key = result_cache.result_key(self.options.to_dict(), steps)
             result, static = self._one_text(path, display, key, force, steps, timings, report)
@@ -189,7 +190,7 @@ class Engine:
             report.devices = result.devices
             if report.cached:
                 report.repros = result.repros
-            if result.status != "stale":  # capture: replay captured launches (daemon/captured/), never cached
+            if result.status != Status.STALE:  # replay captured launches (daemon/captured/), never cached
                 from warp_harness.daemon.captured.hook import replay_for_engine
 
                 t_replay = time.perf_counter()
@@ -205,8 +206,8 @@ class Engine:
         t = time.perf_counter()
         streaks = self.history.update(display, everything) if self.record_history else {}
         report.timings["history_ms"] = (time.perf_counter() - t) * 1e3
-        tiers = {id(r): "static" for r in ordered_static} | {id(r): "dynamic" for r in ordered_dynamic}
-        report.records = [feedback.reported(r, streaks, tiers.get(id(r), "dynamic")) for r in everything]
+        tiers = {id(r): Tier.STATIC for r in ordered_static} | {id(r): Tier.DYNAMIC for r in ordered_dynamic}
+        report.records = [feedback.reported(r, streaks, tiers.get(id(r), Tier.DYNAMIC)) for r in everything]
         report.elapsed_ms = (time.perf_counter() - t0) * 1e3
         return report
 
@@ -230,7 +231,7 @@ class Engine:
             sha = self.source_sha256(path)
             report.cached = False
             result, static = self._both_tiers(path, display, key, sha, force, steps, timings, report)
-            if result.status != "stale" and self.source_sha256(path) == sha:
+            if result.status != Status.STALE and self.source_sha256(path) == sha:
                 report.source_sha256 = sha
                 return result, static
         report.source_sha256 = None
@@ -243,7 +244,7 @@ class Engine:
             f"the file changed while it was being checked ({self.STALE_ATTEMPTS} times): "
             "the dynamic tier's result was dropped; save again to check it",
         )
-        return WorkerResult(status="stale", path=display, records=[record]), static
+        return WorkerResult(status=Status.STALE, path=display, records=[record]), static
 
     def _both_tiers(
         self,
@@ -276,7 +277,7 @@ class Engine:
         )
         timings["check_ms"] = (time.perf_counter() - t) * 1e3
         t = time.perf_counter()
-        result.repros = self._store_repros(path, result) if result.status != "stale" else []
+        result.repros = self._store_repros(path, result) if result.status != Status.STALE else []
         report.repros = result.repros
         if self.cacheable(result):
             try:
@@ -331,7 +332,7 @@ class Engine:
         notes = result.notes
         if not result.cacheable or not isinstance(notes, Mapping):
             return False
-        if result.status == "stale":  # describes no text the file still holds
+        if result.status == Status.STALE:  # describes no text the file still holds
             return False
         if notes.get("transient") or notes.get("rebuilt"):
             return False

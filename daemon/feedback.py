@@ -18,6 +18,7 @@ from warp_harness.daemon.cache import OutsideWorkspaceError, atomic_write_bytes,
 from warp_harness.daemon.results import ReportedRecord
 from warp_harness.daemon.write_behind import LatestWrites
 from warp_harness.record import Record, Severity
+from warp_harness.wire.statuses import Tier
 
 HISTORY_SCHEMA = 1
 _COUNTED = (Severity.ERROR, Severity.WARNING)
@@ -103,7 +104,7 @@ class History:
             self.save_error = None
 
 
-def reported(record: Record, streaks: dict[str, int], tier: str = "dynamic") -> ReportedRecord:
+def reported(record: Record, streaks: dict[str, int], tier: Tier = Tier.DYNAMIC) -> ReportedRecord:
     """``record`` with its tier and ``streak`` (saves in a row it fired)."""
     return ReportedRecord(record, tier, streaks.get(_streak_key(record), 0))
 

@@ -22,8 +22,9 @@ from typing import Any
 from warp_harness.daemon.discovery import AST_LOCK, read_text
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.results import FailingCase, WorkerResult
+from warp_harness.daemon.results import FailingCase, KernelSummary, WorkerResult
 from warp_harness.record import Record
+from warp_harness.wire.statuses import Build, Status
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,7 @@ def merge_parts(parts: Sequence[JobPart], results: Sequence[WorkerResult], displ
     if len(results) == 1:
         return results[0]
     for result in results:
-        if result.status == "stale":
+        if result.status == Status.STALE:
             return result
     owned = {p.kernel for p in parts if p.owns_one and p.kernel is not None}
 
@@ -148,8 +149,8 @@ def merge_parts(parts: Sequence[JobPart], results: Sequence[WorkerResult], displ
     def part_owner(part: JobPart) -> str:
         return part.kernel if part.owns_one and part.kernel is not None else _REST
 
-    ran = [(p, r) for p, r in zip(parts, results, strict=True) if r.status != "infrastructure"]
-    lost = [(p, r) for p, r in zip(parts, results, strict=True) if r.status == "infrastructure"]
+    ran = [(p, r) for p, r in zip(parts, results, strict=True) if r.status != Status.INFRASTRUCTURE]
+    lost = [(p, r) for p, r in zip(parts, results, strict=True) if r.status == Status.INFRASTRUCTURE]
     groups: dict[str, list[list[Record]]] = {}
     for part, result in ran:
         groups.setdefault(part_owner(part), []).append(
@@ -169,20 +170,20 @@ def merge_parts(parts: Sequence[JobPart], results: Sequence[WorkerResult], displ
     records += list({_record_key(r): r for _, result in lost for r in result.records}.values())
 
     first = next((r for p, r in ran if part_owner(p) == _REST), ran[0][1] if ran else results[0])
-    kernels: dict[str, dict[str, Any]] = copy.deepcopy(first.kernels)
+    kernels: dict[str, KernelSummary] = copy.deepcopy(first.kernels)
     for part, result in ran:
         for name, summary in result.kernels.items():
             target = kernels.setdefault(name, copy.deepcopy(summary))
             built = target.setdefault("compile", {})
             for device, state in (summary.get("compile") or {}).items():
-                if state == "compiled" or device not in built:
+                if state == Build.COMPILED or device not in built:
                     built[device] = state
             mine = name in owned if part.owns_one else name not in owned
             if mine and (not part.owns_one or name == part.kernel):
-                for field_name in ("validate", "bench"):
-                    target.setdefault(field_name, {}).update(summary.get(field_name) or {})
+                target.setdefault("validate", {}).update(summary.get("validate") or {})
+                target.setdefault("bench", {}).update(summary.get("bench") or {})
     statuses = [r.status for _, r in ran]
-    status = "infrastructure" if lost else next((s for s in statuses if s != "ok"), "ok")
+    status = Status.INFRASTRUCTURE if lost else next((s for s in statuses if s != Status.OK), Status.OK)
     notes: dict[str, Any] = {}
     timings: dict[str, float] = {}
     failures: list[FailingCase] = []
@@ -211,8 +212,8 @@ def merge_parts(parts: Sequence[JobPart], results: Sequence[WorkerResult], displ
         for summary in kernels.values():
             built = summary.get("compile") or {}
             for device, state in built.items():
-                if state == "compiled":
-                    built[device] = "cached"
+                if state == Build.COMPILED:
+                    built[device] = Build.CACHED
     # as in one job: a kernel that crashed is not run on the other devices the jobs ran on either (as
     # resolved, cuda:0; a device no job ran on, absent or skipped, gets no verdict)
     option_devices = list(dict.fromkeys(p.device for p in parts if p.device is not None))

@@ -3,7 +3,8 @@
 One table, used by the worker (what to run, in which order), the supervisor (what a crash in
 a step means), the result cache (which requested steps make up a verdict's key), the options
 (the switch that turns a step off), the daemon (the steps a save runs) and the language server
-(the job state a ``progress`` push shows). To add a step: add a member here, a module under
+(through ``wire.statuses.STEP_ACTIVITY``: what a ``progress`` push shows). To add a step: add a
+member here and its entry in ``STEP_ACTIVITY``, a module under
 ``daemon/steps/`` with a ``run(job)`` function, its entry in ``worker._runners()``, and (when it
 can be turned off) a boolean option of the same name in ``daemon/options.py``.
 
@@ -17,34 +18,32 @@ from __future__ import annotations
 
 from enum import Enum
 
+from warp_harness.wire.statuses import STEP_ACTIVITY, Activity
+
 
 class Step(str, Enum):
     """A pipeline step; the value is its name on the wire (``progress``'s ``stage`` field)."""
 
-    # value, job state, top-level (the worker runs it; else a part of another step that only
+    # value, top-level (the worker runs it; else a part of another step that only
     # shows in progress), optional (a request may leave it out; an option of the same name turns
     # it off), builds (a crash in it fails the whole module and may be the machine's fault),
     # runs cases (a crash in it names one kernel, size and seed: a failing case to store)
-    IMPORT = ("import", "compiling", True, False, True, False)
-    CODEGEN = ("codegen", "compiling", True, False, False, False)
-    COMPILE = ("compile", "compiling", True, False, True, False)
-    VALIDATE = ("validate", "validating", True, True, False, True)
-    SHRINK = ("shrink", "validating", False, False, False, False)
-    DEBUG = ("debug", "validating", False, False, False, False)
-    BENCH = ("bench", "benchmarking", True, True, False, True)
+    IMPORT = ("import", True, False, True, False)
+    CODEGEN = ("codegen", True, False, False, False)
+    COMPILE = ("compile", True, False, True, False)
+    VALIDATE = ("validate", True, True, False, True)
+    SHRINK = ("shrink", False, False, False, False)
+    DEBUG = ("debug", False, False, False, False)
+    BENCH = ("bench", True, True, False, True)
 
-    job_state: str
     top_level: bool
     optional: bool
     builds: bool
     runs_cases: bool
 
-    def __new__(
-        cls, value: str, job_state: str, top_level: bool, optional: bool, builds: bool, runs_cases: bool
-    ) -> Step:
+    def __new__(cls, value: str, top_level: bool, optional: bool, builds: bool, runs_cases: bool) -> Step:
         member = str.__new__(cls, value)
         member._value_ = value
-        member.job_state = job_state
         member.top_level = top_level
         member.optional = optional
         member.builds = builds
@@ -56,6 +55,11 @@ class Step(str, Enum):
 
     def __format__(self, spec: str) -> str:
         return format(str(self.value), spec)
+
+    @property
+    def job_state(self) -> Activity:
+        """What the editor shows while this step runs (``wire.statuses.STEP_ACTIVITY``)."""
+        return STEP_ACTIVITY[self.value]
 
     @property
     def done(self) -> str:
@@ -84,7 +88,6 @@ def steps_from_wire(values: object) -> tuple[Step, ...]:
     return tuple(s for s in parsed if s is not None and s.optional)
 
 
-def job_state(value: object) -> str | None:
+def job_state(value: object) -> Activity | None:
     """The job state a ``progress`` push's ``stage`` shows; None: keep the current one."""
-    step = Step.parse(value)
-    return step.job_state if step is not None else None
+    return STEP_ACTIVITY.get(value) if isinstance(value, str) else None

@@ -58,6 +58,7 @@ from warp_harness.daemon.private_temp import FolderUnusable, check_private, priv
 from warp_harness.daemon.results import WorkerResult
 from warp_harness.daemon.snapshot_files import Selection, select_files
 from warp_harness.record import Record, Severity, Stage
+from warp_harness.wire.statuses import Status
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 PACKAGES_KEPT = 4  # snapshots the driver keeps in the object store (tune makes a few)
@@ -600,7 +601,7 @@ class RayExecutor:
             if "result" in out:
                 return WorkerResult.from_dict(out["result"])
             return WorkerResult(
-                status="infrastructure",
+                status=Status.INFRASTRUCTURE,
                 path=display,
                 records=[self._infrastructure_record(display, out, part if len(parts) > 1 else None)],
                 notes={"transient": True},

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from warp_harness.daemon import protocol
 from warp_harness.daemon.connection import Connection
+from warp_harness.wire.messages import Check, Hello, Queued, ResultsRequest, Subscribe, Welcome
 
 if TYPE_CHECKING:
     from warp_harness.daemon.server import Daemon
@@ -31,6 +32,7 @@ CAPABILITIES = (
     "push:progress",
     "push:state",
     "push:removed",
+    "records:dynamic",  # `hello.records`: "dynamic" leaves the static tier's records out of results
 )
 
 Reply = dict[str, Any]
@@ -61,12 +63,12 @@ def path_field(workspace: Path, msg: dict[str, Any]) -> Path:
 
 
 async def cmd_hello(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
-    client = msg.get("client")
-    conn.client = str(client) if client is not None else None
-    if "subscribe" in msg:
-        conn.subscribed = bool(msg["subscribe"])
-    return protocol.message(
-        "welcome",
+    # `subscribe` has always been read as any truthy value; absent, the connection's stays
+    hello = Hello.from_wire({**msg, "subscribe": bool(msg.get("subscribe", conn.subscribed))})
+    conn.client = hello.client
+    conn.subscribed = hello.subscribe
+    conn.records = hello.records
+    return Welcome(
         server=SERVER_NAME,
         version=harness_version(),
         protocol=protocol.PROTOCOL_VERSION,
@@ -75,7 +77,7 @@ async def cmd_hello(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Re
         trusted=daemon.trusted,
         max_frame=daemon.max_frame,
         capabilities=list(CAPABILITIES),
-    )
+    ).to_wire()
 
 
 async def cmd_ping(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
@@ -83,10 +85,7 @@ async def cmd_ping(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Rep
 
 
 async def cmd_subscribe(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
-    enabled = msg.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise protocol.ProtocolError(protocol.E_BAD_REQUEST, "`enabled` must be true or false")
-    conn.subscribed = enabled
+    conn.subscribed = Subscribe.from_wire(msg).enabled
     return protocol.message("ok")
 
 
@@ -111,21 +110,22 @@ async def cmd_status(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> R
 
 
 async def cmd_check(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
+    check = Check.from_wire(msg)
     path = daemon.path_field(msg)
-    force = bool(msg.get("force", False))
-    fut = daemon.enqueue(path, force=force)
-    if msg.get("wait", True) is False:
-        return protocol.message("queued", path=daemon.engine.display(path))
+    fut = daemon.enqueue(path, force=check.force)
+    if not check.wait:
+        return Queued(daemon.engine.display(path)).to_wire()
     report = await asyncio.shield(fut)
-    return protocol.message("result", **report.to_dict())
+    return protocol.message("result", **daemon.result_fields(report, conn.records))
 
 
 async def cmd_results(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:
-    if msg.get("path") is None:
-        return protocol.message("results", results=[r.to_dict() for r in daemon.results.values()])
-    display = daemon.engine.display(daemon.path_field(msg))
-    found = daemon.results.get(display)
-    return protocol.message("results", results=[found.to_dict()] if found else [])
+    if ResultsRequest.from_wire(msg).path is None:
+        reports = list(daemon.results.values())
+    else:
+        found = daemon.results.get(daemon.engine.display(daemon.path_field(msg)))
+        reports = [found] if found else []
+    return protocol.message("results", results=[daemon.result_fields(r, conn.records) for r in reports])
 
 
 async def cmd_accept(daemon: Daemon, conn: Connection, msg: dict[str, Any]) -> Reply | None:

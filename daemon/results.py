@@ -5,7 +5,8 @@
 - `WorkerResult`: the worker's verdict on one module. It crosses the worker's pipe and the result
   cache on disk as a dict (``to_dict`` / ``from_dict``) and is typed everywhere else.
 - `CheckReport`: the engine's answer for one file (static and dynamic records, each with its tier
-  and streak), what the socket sends as a ``result`` message (``to_dict``).
+  and streak), what the socket sends as a ``result`` message: ``wire.messages.Report``, the schema
+  the daemon and its clients share.
 
 A record stays a `Record` from where it is made to the socket; ``from_dict`` keeps every key it does
 not know in ``extra`` so a dict read back is written out unchanged.
@@ -18,6 +19,12 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from warp_harness.record import Record, Severity, Stage
+from warp_harness.wire.messages import KernelSummary, Report, ReportedRecord
+from warp_harness.wire.statuses import Status
+
+__all__ = ["CheckReport", "FailingCase", "KernelSummary", "ReportedRecord", "WorkerResult", "file_status"]
+
+CheckReport = Report  # the engine's name for the report a `result` message carries
 
 
 def _known(cls: type) -> frozenset[str]:
@@ -58,10 +65,10 @@ class FailingCase:
 
 @dataclass
 class WorkerResult:
-    status: str
+    status: Status
     path: str
     records: list[Record] = field(default_factory=list)
-    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    kernels: dict[str, KernelSummary] = field(default_factory=dict)
     failures: list[FailingCase] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     seed: int | None = None
@@ -79,11 +86,14 @@ class WorkerResult:
     repros: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.status = Status(self.status)  # a caller's plain string, typed
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkerResult:
         known = _known(cls)
         values: dict[str, Any] = {k: v for k, v in data.items() if k in known and v is not None}
-        values["status"] = str(data.get("status") or "error")
+        values["status"] = Status.parse(data.get("status")) or Status.ERROR
         values["path"] = str(data.get("path") or "?")
         values["records"] = [Record.from_dict(r) for r in data.get("records") or []]
         values["failures"] = [FailingCase.from_dict(f) for f in data.get("failures") or []]
@@ -98,75 +108,22 @@ class WorkerResult:
         return {**out, **self.extra}
 
 
-@dataclass
-class ReportedRecord:
-    """A record as the daemon reports it: which tier found it, and how many saves in a row it fired."""
-
-    record: Record
-    tier: str  # static | dynamic
-    streak: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.record.to_dict(), "streak": self.streak, "tier": self.tier}
-
-
-@dataclass
-class CheckReport:
-    path: str
-    trusted: bool
-    status: str | None = None
-    cached: bool = False
-    records: list[ReportedRecord] = field(default_factory=list)
-    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)
-    repros: list[str] = field(default_factory=list)
-    timings: dict[str, float | None] = field(default_factory=dict)
-    seed: int | None = None
-    module_hash: str | None = None
-    devices: list[str] = field(default_factory=list)
-    source_sha256: str | None = None
-    elapsed_ms: float | None = None
-
-    def dynamic(self) -> list[Record]:
-        return [r.record for r in self.records if r.tier == "dynamic"]
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "path": self.path,
-            "trusted": self.trusted,
-            "cached": self.cached,
-            "repros": list(self.repros),
-            "status": self.status,
-            "kernels": self.kernels,
-            "timings": self.timings,
-            "records": [r.to_dict() for r in self.records],
-            "elapsed_ms": self.elapsed_ms,
-        }
-        if self.trusted:  # what only the dynamic tier knows
-            out.update(
-                seed=self.seed,
-                module_hash=self.module_hash,
-                devices=list(self.devices),
-                source_sha256=self.source_sha256,
-            )
-        return out
-
-
 # the file status a failing kernel gives, worst first: a job that ran to its end is `ok` only when none
 # of its kernels crashed, hung or failed validation
-_FAILED_STATUS: tuple[tuple[Stage, str], ...] = (
-    (Stage.CRASH, "crash"),
-    (Stage.TIMEOUT, "timeout"),
-    (Stage.COMPILE, "error"),
-    (Stage.INTERNAL, "error"),
-    (Stage.NUMERIC, "fail"),
+_FAILED_STATUS: tuple[tuple[Stage, Status], ...] = (
+    (Stage.CRASH, Status.CRASH),
+    (Stage.TIMEOUT, Status.TIMEOUT),
+    (Stage.COMPILE, Status.ERROR),
+    (Stage.INTERNAL, Status.ERROR),
+    (Stage.NUMERIC, Status.FAIL),
 )
 
 
-def file_status(job_status: str, records: list[Record]) -> str:
+def file_status(job_status: Status, records: list[Record]) -> Status:
     """What a file's dynamic-tier status says to a reader: the worker's ``ok`` means the job ran to
     its end, not that its kernels passed, so an error of a kernel (crash, timeout, compile error,
     failed validation) replaces it; any other status (``import-error``, ``stale``...) stays."""
-    if job_status != "ok":
+    if job_status != Status.OK:
         return job_status
     stages = {r.stage for r in records if r.severity is Severity.ERROR}
-    return next((status for stage, status in _FAILED_STATUS if stage in stages), "ok")
+    return next((status for stage, status in _FAILED_STATUS if stage in stages), Status.OK)

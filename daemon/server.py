@@ -40,6 +40,8 @@ from warp_harness.daemon.options import load_runtime_options
 from warp_harness.daemon.requests import SERVER_NAME, harness_version
 from warp_harness.daemon.results import CheckReport, ReportedRecord
 from warp_harness.record import Severity, Stage
+from warp_harness.wire.messages import Progress, Removed, Result, StateChange
+from warp_harness.wire.statuses import JobState, RecordSet, Status, Tier
 
 __all__ = [  # re-exported: they lived here before the split
     "MAX_QUEUED_SENDS",
@@ -130,6 +132,9 @@ class Daemon:
         self.engine.cache.write_behind = True
         self.engine.history.write_behind = True
         self.results: dict[str, CheckReport] = {}
+        # each file's last result as the maps a `result` message carries, made once per result
+        # (the push, `results` and `check` replies send them; `RecordSet`: all records or the dynamic ones)
+        self._result_maps: dict[int, tuple[CheckReport, dict[RecordSet, dict[str, Any]]]] = {}
         self.clients: set[Connection] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.ready = threading.Event()
@@ -346,7 +351,7 @@ class Daemon:
                 if key != display and (self.workspace / key).is_file():
                     continue  # the folder is back (renamed back): these files are still there
                 if self.results.pop(key, None) is not None:
-                    self._broadcast(protocol.message("removed", push=True, path=key))
+                    self._broadcast(Removed(key).to_wire())
             return
         for t in targets:
             self.enqueue(t, event_at=event_at, saved=True)
@@ -366,7 +371,7 @@ class Daemon:
             return pending
         fut: asyncio.Future[CheckReport] = self.loop.create_future()
         self._pending[path] = fut
-        self._broadcast(protocol.message("state", push=True, path=self.engine.display(path), state="queued"))
+        self._broadcast(StateChange(self.engine.display(path), JobState.QUEUED).to_wire())
         self.loop.create_task(self._run_job(path, fut, force, event_at or time.perf_counter()))
         return fut
 
@@ -382,7 +387,7 @@ class Daemon:
     ) -> None:
         assert self.loop is not None
         display = self.engine.display(path)
-        self._broadcast(protocol.message("state", push=True, path=display, state="running"))
+        self._broadcast(StateChange(display, JobState.RUNNING).to_wire())
         try:
             report = await self.loop.run_in_executor(self._executor, self._check_job, path, force, queued_at)
         except Exception as exc:  # keep serving whatever happened
@@ -393,8 +398,8 @@ class Daemon:
             report = CheckReport(
                 path=display,
                 trusted=self.trusted,
-                status="error",
-                records=[ReportedRecord(record, "dynamic")],
+                status=Status.ERROR,
+                records=[ReportedRecord(record, Tier.DYNAMIC)],
             )
         self.jobs_done += 1
         # renamed or deleted while it was checked: its "deleted" event came before this result,
@@ -403,7 +408,7 @@ class Daemon:
         if not gone:
             self.results[display] = report
         elif self.results.pop(display, None) is not None:
-            self._broadcast(protocol.message("removed", push=True, path=display))
+            self._broadcast(Removed(display).to_wire())
         if self.verbose:
             self.log(job_line(report))
         if self._pending.get(path) is fut:
@@ -412,8 +417,8 @@ class Daemon:
         if not fut.done():
             fut.set_result(report)
         if not gone:
-            self._broadcast(protocol.message("result", push=True, **report.to_dict()))
-        self._broadcast(protocol.message("state", push=True, path=display, state="done"))
+            self._broadcast_result(report)
+        self._broadcast(StateChange(display, JobState.DONE).to_wire())
         if path in self._rerun and (self._stop_event is None or not self._stop_event.is_set()):
             self._rerun.discard(path)
             if path.is_file():
@@ -422,18 +427,37 @@ class Daemon:
     def _progress_from_thread(self, msg: dict[str, Any]) -> None:
         if self.loop is None or self.loop.is_closed():
             return
-        fields = {
-            k: msg.get(k) for k in ("stage", "kernel", "device", "size", "seed", "edge_case") if k in msg
-        }
-        push = protocol.message("progress", push=True, **fields)
+        push = Progress.from_wire(msg).to_wire()
         self.loop.call_soon_threadsafe(self._broadcast, push)
+
+    def result_fields(self, report: CheckReport, records: RecordSet = RecordSet.ALL) -> dict[str, Any]:
+        """``report`` as a `result` message's fields, converted once per report and record set
+        (a report is final once its job ended: the push and every later request send these)."""
+        held = self._result_maps.get(id(report))
+        if held is None or held[0] is not report:
+            live = {id(r) for r in self.results.values()}
+            self._result_maps = {k: v for k, v in self._result_maps.items() if k in live}
+            held = self._result_maps[id(report)] = (report, {})
+        maps = held[1]
+        if records not in maps:
+            maps[records] = report.to_dict(records)
+        return maps[records]
+
+    def _broadcast_result(self, report: CheckReport) -> None:
+        for conn in list(self.clients):
+            if conn.subscribed and not conn.dropped:
+                fields = self.result_fields(report, conn.records)
+                self._send(conn, protocol.message(Result.TYPE, push=True, **fields))
 
     def _broadcast(self, msg: dict[str, Any]) -> None:
         for conn in list(self.clients):
             if conn.subscribed and not conn.dropped:
-                task = asyncio.ensure_future(conn.send(msg))
-                self._sends.add(task)
-                task.add_done_callback(self._sends.discard)
+                self._send(conn, msg)
+
+    def _send(self, conn: Connection, msg: dict[str, Any]) -> None:
+        task = asyncio.ensure_future(conn.send(msg))
+        self._sends.add(task)
+        task.add_done_callback(self._sends.discard)
 
     # ----------------------------------------------------------------- clients
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

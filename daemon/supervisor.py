@@ -60,6 +60,7 @@ from warp_harness.daemon.worker_process import (
     signal_name,
 )
 from warp_harness.record import Record, Severity
+from warp_harness.wire.statuses import Status
 
 __all__ = [  # re-exported: they lived here before the split
     "BOUNDS_HINT",
@@ -411,11 +412,11 @@ class Supervisor:
                         extra.append(loc)
                 extra.append(record)
                 if not kernel or kernel in skip or crashed_building(outcome):
-                    result = WorkerResult(status=outcome.kind, path=display)
+                    result = WorkerResult(status=Status(outcome.kind), path=display)
                     break
                 skip[str(kernel)] = outcome.kind
             else:  # pragma: no cover - every kernel crashed in turn
-                result = WorkerResult(status="crash", path=display)
+                result = WorkerResult(status=Status.CRASH, path=display)
             for failure in result.failures:
                 if opts.localize and failure.bounds_suspect and opts.mode != "debug":
                     loc = self._localize(path, display, failure, None, opts, positions)

@@ -33,6 +33,7 @@ from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import PIPELINE, Step, steps_from_wire
 from warp_harness.daemon.results import WorkerResult
 from warp_harness.record import Severity, Stage
+from warp_harness.wire.statuses import Status
 
 _WARM_SOURCE = """import warp as wp
 
@@ -175,31 +176,35 @@ def _failure_result(
 ) -> dict[str, Any]:
     display = str(msg.get("display_path") or msg.get("path") or "?")
     record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
-    return WorkerResult(status="error", path=display, records=[record]).to_dict()
+    return WorkerResult(status=Status.ERROR, path=display, records=[record]).to_dict()
 
 
-def _make_job(msg: dict[str, Any], progress: Any) -> Any:
-    from warp_harness.daemon.steps import Job
+def _make_job(msg: dict[str, Any], progress: Any, devices: list[str] | None = None) -> Any:
+    from warp_harness.daemon.steps import Job, JobSpec
 
     options = RuntimeOptions.from_dict(msg.get("options") or {})
     if msg.get("mode"):
         options = options.merged({"mode": msg["mode"]})
+    if devices is not None:
+        options = options.merged({"devices": devices})
     path = Path(str(msg["path"])).resolve()
     seed = options.seed if options.seed is not None else int(msg.get("seed") or secrets.randbelow(2**31))
-    job = Job(
+    expected = msg.get("source_sha256")
+    known_positions, known_positions_sha256 = _known_positions(msg.get("positions"))
+    spec = JobSpec(
         id=int(msg.get("id") or 0),
         path=path,
         display_path=str(msg.get("display_path") or path),
         workspace=Path(str(msg.get("workspace") or path.parent)).resolve(),
         options=options,
-        progress=progress,
-        skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()},
         seed=seed,
+        expected_sha256=expected if isinstance(expected, str) and expected else None,
+        known_positions=known_positions,
+        known_positions_sha256=known_positions_sha256,
+        verdict=bool(msg.get("verdict")),
+        sample_seed=_sample_seed(msg),
     )
-    expected = msg.get("source_sha256")
-    job.source_sha256 = expected if isinstance(expected, str) and expected else None
-    job.known_positions, job.known_positions_sha256 = _known_positions(msg.get("positions"))
-    return job
+    return Job(spec, progress, skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()})
 
 
 def _known_positions(value: object) -> tuple[dict[str, tuple[int, int, int]] | None, str | None]:
@@ -240,7 +245,7 @@ def _result(job: Any, status: str) -> dict[str, Any]:
     if job.verdict_cases:  # taken out by the supervisor (daemon/verdict.py), never cached
         extra["verdict_cases"] = job.verdict_cases
     return WorkerResult(
-        status=status,
+        status=Status(status),
         path=job.display_path,
         records=sorted(job.records, key=lambda r: r.sort_key()),
         kernels={name: info.summary() for name, info in job.kernels.items()},
@@ -273,8 +278,6 @@ def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
 
     guard()
     job = _make_job(msg, progress)
-    job.verdict = bool(msg.get("verdict"))
-    job.sample_seed = _sample_seed(msg)
     _configure_warp(job.options)
     t0 = time.perf_counter()
     progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
@@ -337,7 +340,6 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
 
     guard()
     job = _make_job(msg, progress)
-    job.sample_seed = _sample_seed(msg)
     try:
         progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
         if not load.load(job):
@@ -357,9 +359,8 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
 def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
     """Re-run one stored case (replay, or a debug-mode re-run to localise a bounds failure)."""
     guard()
-    job = _make_job(msg, progress)
     device_name = str(msg.get("device") or "cpu")
-    job.options = job.options.merged({"devices": [device_name]})
+    job = _make_job(msg, progress, devices=[device_name])
     _configure_warp(job.options)
     try:
         return _run_case(job, msg, device_name)

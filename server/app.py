@@ -29,7 +29,6 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from warp_harness.config import ConfigError
-from warp_harness.daemon.pipeline import job_state
 from warp_harness.record import Record
 from warp_harness.safe_read import read_regular_text
 from warp_harness.server import actions, hover, notebooks, pull, transport
@@ -44,8 +43,9 @@ from warp_harness.server.worker import AnalysisWorker, Job, settled_within
 
 if TYPE_CHECKING:
     from warp_harness.engine import Analysis
-    from warp_harness.server.daemon_link import DaemonLink
+    from warp_harness.server.daemon_link import DaemonLink, LinkEvent
     from warp_harness.server.start_up_process import StartUpProcess
+    from warp_harness.wire.messages import DaemonMessage, Report, StateChange
 
 log = logging.getLogger("warp_harness.server")
 
@@ -544,47 +544,49 @@ class WarpHarnessServer(LanguageServer):
             self.links[root] = DaemonLink(root, self._from_daemon_thread)
         return self.links[root]
 
-    def _from_daemon_thread(self, message: dict[str, Any]) -> None:
+    def _from_daemon_thread(self, message: LinkEvent | DaemonMessage) -> None:
         if self.loop is not None and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._on_daemon_message, message)
 
-    def _on_daemon_message(self, message: dict[str, Any]) -> None:
+    def _on_daemon_message(self, message: LinkEvent | DaemonMessage) -> None:
         try:
             self.on_daemon_message(message)
         except Exception:
-            log.exception("daemon message %r failed", message.get("type"))
+            log.exception("daemon message %s failed", type(message).__name__)
 
-    def on_daemon_message(self, message: dict[str, Any]) -> None:
-        kind = message.get("type")
-        if kind == "link":
+    def on_daemon_message(self, message: LinkEvent | DaemonMessage) -> None:
+        """The link's news and the daemon's typed messages (wire/messages.py)."""
+        from warp_harness.server.daemon_link import LinkEvent
+        from warp_harness.wire.messages import Progress, Removed, Result, StateChange
+
+        if isinstance(message, LinkEvent):
             self._on_link(message)
-        elif kind == "result":
-            self._on_result(message)
-        elif kind == "state":
+        elif isinstance(message, Result):
+            self._on_result(message.report)
+        elif isinstance(message, StateChange):
             self._on_job_state(message)
-        elif kind == "progress":
-            stage = str(message.get("stage") or "")  # the pipeline step (daemon/pipeline.py)
-            state = job_state(stage) or (self.daemon_state if self.daemon_state != "idle" else "compiling")
-            detail = " ".join(str(message[k]) for k in ("kernel", "device") if message.get(k))
-            self.set_daemon_state(state, f"{stage} {detail}".strip(), message.get("path"))
+        elif isinstance(message, Progress):
+            state = message.activity or (self.daemon_state if self.daemon_state != "idle" else "compiling")
+            detail = " ".join(v for v in (message.kernel, message.device) if v)
+            self.set_daemon_state(state, f"{message.stage} {detail}".strip(), None)
             for token in self.job_progress.values():
                 self.work_done_progress.report(
-                    token, types.WorkDoneProgressReport(message=f"{stage} {detail}")
+                    token, types.WorkDoneProgressReport(message=f"{message.stage} {detail}")
                 )
-        elif kind == "removed":
-            path = self._absolute(message.get("path"))
+        elif isinstance(message, Removed):
+            path = self._absolute(message.path)
             if path is not None and self.dynamics.pop(path, None) is not None:
                 self.publish(from_fs_path(path) or path)
 
-    def _on_link(self, message: dict[str, Any]) -> None:
-        state = message.get("state")
+    def _on_link(self, event: LinkEvent) -> None:
+        state = event.state
         if state == "connected":
-            welcome = message.get("welcome") or {}
-            self.set_daemon_state("idle" if welcome.get("trusted") else "untrusted", None)
+            trusted = event.welcome is not None and event.welcome.trusted
+            self.set_daemon_state("idle" if trusted else "untrusted", None)
         elif state == "disconnected":
-            self.set_daemon_state("failed", f"lost the daemon: {message.get('message')}")
+            self.set_daemon_state("failed", f"lost the daemon: {event.message}")
             self.show_warning(
-                f"warp-harness: lost the connection to the daemon ({message.get('message')}); "
+                f"warp-harness: lost the connection to the daemon ({event.message}); "
                 "showing the static tier only"
             )
         elif state == "stopped":
@@ -605,22 +607,13 @@ class WarpHarnessServer(LanguageServer):
                 candidate = (self.roots[0] / candidate) if self.roots else candidate
         return str(candidate.resolve())
 
-    def _on_result(self, message: dict[str, Any]) -> None:
-        path = self._absolute(message.get("path"))
+    def _on_result(self, report: Report) -> None:
+        path = self._absolute(report.path)
         if path is None:
             return
-        records = []
-        for data in message.get("records") or []:
-            if isinstance(data, dict) and data.get("tier") == "dynamic":
-                try:
-                    record = Record.from_dict(data)
-                except (KeyError, ValueError, TypeError):
-                    continue
-                records.append(record)
-        status = str(message.get("status") or "ok")
-        kernels = message.get("kernels") if isinstance(message.get("kernels"), dict) else {}
-        self.dynamics[path] = DynamicState(records, kernels or {}, status, time.time())
-        self._end_progress(str(message.get("path")))
+        status = str(report.status or "ok")
+        self.dynamics[path] = DynamicState(report.dynamic(), dict(report.kernels), status, time.time())
+        self._end_progress(report.path)
         uri = from_fs_path(path) or path
         self.publish(uri)
         if status == "error":
@@ -628,9 +621,8 @@ class WarpHarnessServer(LanguageServer):
         if self.daemon_state not in ("untrusted",):
             self.set_daemon_state("failed" if status == "error" else "idle", None, path)
 
-    def _on_job_state(self, message: dict[str, Any]) -> None:
-        path = str(message.get("path"))
-        state = message.get("state")
+    def _on_job_state(self, message: StateChange) -> None:
+        path, state = message.path, message.state
         capabilities = self.client_capabilities.window
         supports_progress = bool(capabilities and capabilities.work_done_progress)
         if state == "running":

@@ -1,36 +1,60 @@
 """The language server's side of the daemon socket (docs/protocol.md).
 
 A background thread connects to the workspace's daemon, says hello, fetches the last results,
-then hands every pushed message to ``deliver`` (on the server's event loop). When the daemon
-goes away it reports that and keeps trying to reconnect, so a daemon started later is picked up.
+then hands every pushed message to ``deliver`` (on the server's event loop), typed
+(``wire.messages``: a message that does not follow the schema is logged and dropped). The link
+asks for the dynamic tier's records only: the server computes the static ones itself. When the
+daemon goes away it reports that (a ``LinkEvent``) and keeps trying to reconnect, so a daemon
+started later is picked up.
 The link itself never executes workspace code: starting a daemon runs `warp-harness daemon`,
 which executes code only in a trusted workspace, in its own sandboxed worker.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon.protocol import (
-    Client,
-    ConnectionClosed,
-    ProtocolError,
-    ensure_private_dir,
-    runtime_dir,
-    workspace_key,
+from warp_harness.wire.framing import Client, ConnectionClosed, ProtocolError
+from warp_harness.wire.location import daemon_socket as protocol_daemon_socket
+from warp_harness.wire.location import ensure_private_dir, runtime_dir, workspace_key
+from warp_harness.wire.messages import (
+    DaemonMessage,
+    Error,
+    Hello,
+    MalformedMessage,
+    Result,
+    Results,
+    Welcome,
+    parse_daemon_message,
 )
-from warp_harness.daemon.protocol import daemon_socket as protocol_daemon_socket
+from warp_harness.wire.statuses import RecordSet
+
+log = logging.getLogger(__name__)
 
 CLIENT_NAME = "warp-harness-lsp"
 RETRY_S = 1.0
 
-Deliver = Callable[[dict[str, Any]], None]
+
+@dataclass(frozen=True)
+class LinkEvent:
+    """The link's own news: ``state`` is ``connected`` (with the daemon's ``welcome``),
+    ``disconnected``, ``stopped`` (the daemon went away after we asked it to) or ``unavailable``
+    (no daemon answers); ``message`` says why."""
+
+    state: str
+    message: str | None = None
+    welcome: Welcome | None = None
+
+
+Deliver = Callable[[LinkEvent | DaemonMessage], None]
 
 
 def daemon_socket(workspace: Path) -> Path:
@@ -41,11 +65,8 @@ def daemon_socket(workspace: Path) -> Path:
 
 
 class DaemonLink:
-    """One workspace's connection to its daemon. ``deliver`` gets link events and daemon messages.
-
-    Link events are messages of type ``link``: ``{"type": "link", "state": "connected" |
-    "disconnected" | "unavailable", "message": ..., "welcome": ...}``.
-    """
+    """One workspace's connection to its daemon. ``deliver`` gets ``LinkEvent``s and the daemon's
+    typed messages."""
 
     def __init__(self, workspace: Path, deliver: Deliver) -> None:
         self.workspace = workspace
@@ -108,7 +129,7 @@ class DaemonLink:
         self._stopping = True
         try:
             with Client(daemon_socket(self.workspace), timeout=timeout) as client:
-                welcome = client.request("hello", client=CLIENT_NAME, subscribe=False)
+                welcome = client.request(Hello.TYPE, client=CLIENT_NAME, subscribe=False)
                 if welcome.get("workspace") != str(self.workspace.resolve()):
                     return self._reap(timeout)  # not this workspace's daemon: leave it alone
                 client.request("shutdown")
@@ -140,7 +161,7 @@ class DaemonLink:
                 client = Client(daemon_socket(self.workspace), timeout=10.0)
             except OSError as exc:
                 if not announced_unavailable:
-                    self._deliver({"type": "link", "state": "unavailable", "message": str(exc)})
+                    self._deliver(LinkEvent("unavailable", str(exc)))
                     announced_unavailable = True
                 self._stop.wait(RETRY_S)
                 continue
@@ -151,7 +172,7 @@ class DaemonLink:
             except (OSError, ConnectionClosed, ProtocolError, TimeoutError, ValueError) as exc:
                 if not self._stop.is_set():
                     state = "stopped" if self._stopping else "disconnected"
-                    self._deliver({"type": "link", "state": state, "message": str(exc) or type(exc).__name__})
+                    self._deliver(LinkEvent(state, str(exc) or type(exc).__name__))
             finally:
                 self.connected = False
                 self._client = None
@@ -159,21 +180,35 @@ class DaemonLink:
             self._stop.wait(RETRY_S)
 
     def _serve(self, client: Client) -> None:
-        welcome = client.request("hello", client=CLIENT_NAME, subscribe=True)
-        if welcome.get("type") == "error":
-            raise ProtocolError(str(welcome.get("code")), str(welcome.get("message")))
+        hello = Hello(client=CLIENT_NAME, subscribe=True, records=RecordSet.DYNAMIC).to_wire()
+        welcome = parse_daemon_message(client.ask(hello))
+        if isinstance(welcome, Error):
+            raise ProtocolError(welcome.code, welcome.message)
+        if not isinstance(welcome, Welcome):
+            raise ProtocolError("malformed", f"the daemon answered `hello` with {type(welcome).__name__}")
         self.connected = True
         self._stopping = False
-        self._deliver({"type": "link", "state": "connected", "welcome": welcome})
-        for result in client.request("results").get("results") or []:
-            if isinstance(result, dict):
-                self._deliver(result)
+        self._deliver(LinkEvent("connected", welcome=welcome))
+        results = parse_daemon_message(client.request(Results.TYPE))
+        if isinstance(results, Results):
+            for report in results.reports:
+                self._deliver(Result(report))
         for pushed in client.pushes:
-            self._deliver(pushed)
+            self._pass_on(pushed)
         client.pushes.clear()
         while not self._stop.is_set():
             try:
                 message = client.recv(timeout=0.5)
             except TimeoutError:
                 continue
-            self._deliver(message)
+            self._pass_on(message)
+
+    def _pass_on(self, data: Mapping[str, Any]) -> None:
+        """One message from the daemon, typed, to ``deliver``; one that breaks the schema is
+        logged and dropped (the link and the server go on)."""
+        try:
+            message = parse_daemon_message(data)
+        except MalformedMessage as exc:
+            log.warning("dropped a message from the daemon of %s: %s", self.workspace, exc.message)
+            return
+        self._deliver(message)

@@ -248,7 +248,7 @@ def start_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | N
 
 
 def default_token_file(port: int) -> Path:
-    from warp_harness.daemon.protocol import ensure_private_dir, runtime_dir
+    from warp_harness.wire.location import ensure_private_dir, runtime_dir
 
     return ensure_private_dir(runtime_dir()) / f"lsp-{port}.token"
 

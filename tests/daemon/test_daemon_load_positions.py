@@ -14,7 +14,7 @@ import pytest
 
 from warp_harness.daemon.discovery import kernel_positions
 from warp_harness.daemon.options import RuntimeOptions
-from warp_harness.daemon.steps import Job
+from warp_harness.daemon.steps import Job, JobSpec
 from warp_harness.daemon.steps.load import load
 from warp_harness.daemon.worker import _known_positions
 
@@ -35,16 +35,17 @@ MODULE = textwrap.dedent(
 
 
 def _job(path: Path, positions: object = None) -> Job:
-    job = Job(
+    known, known_sha256 = _known_positions(positions)
+    spec = JobSpec(
         id=1,
         path=path.resolve(),
         display_path=path.name,
         workspace=path.parent.resolve(),
         options=RuntimeOptions(),
-        progress=lambda **_: None,
+        known_positions=known,
+        known_positions_sha256=known_sha256,
     )
-    job.known_positions, job.known_positions_sha256 = _known_positions(positions)
-    return job
+    return Job(spec, progress=lambda **_: None)
 
 
 def _sha(text: str) -> str:
