@@ -288,6 +288,8 @@ class Supervisor:
                 self._verdict_spare = None
         msg = self._base(path, display, opts)
         msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed, timed=timed)
+        if timed and self._benches_cuda(opts):  # the inputs the gaps between CUDA windows time
+            msg["timed_windows"] = max(1, opts.bench_windows)
         if selection:
             msg["kernels"] = selection
         outcome = worker.call(msg, None)
@@ -296,6 +298,15 @@ class Supervisor:
             self.verdict = None
             raise VerdictUnavailable(f"the verdict worker ended with `{outcome.kind}`")
         return outcome.result
+
+    def _benches_cuda(self, opts: RuntimeOptions) -> bool:
+        """Whether the kernel worker benchmarks on a CUDA device (its ready message's devices and
+        the job's): only then are its timed windows more than one (steps/bench.py)."""
+        worker = self.worker
+        ready = worker.ready if worker is not None else {}
+        present = [str(d) for d in ready.get("devices") or []]
+        wanted = [d for d in opts.devices if d == "cuda" or d.startswith("cuda:")]
+        return any(d.startswith("cuda") for d in present) and bool(wanted)
 
     # ----------------------------------------------------------------- jobs
     def _base(self, path: Path, display_path: str | None, options: RuntimeOptions) -> dict[str, Any]:

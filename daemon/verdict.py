@@ -174,6 +174,7 @@ def judge(
                 display,
                 positions,
                 why_no_references,
+                shipped,
             )
             if problem is None:
                 out.confirmed.add((str(kernel), str(device)))
@@ -205,6 +206,7 @@ def _judge_kernel(
     display: str,
     positions: Mapping[str, tuple[int, int, int]],
     why_no_references: str,
+    shipped: Sequence[Mapping[str, Any]] = (),
 ) -> Record | None:
     def unconfirmed(reason: str) -> Record:
         return _record(
@@ -273,7 +275,9 @@ def _judge_kernel(
             "(random values from `rng`, not zeros), or tighten the tolerance below the change the "
             "kernel makes",
         )
-    return _judge_timed(kernel, device, summary, refs_list, by_key, got_by, display, positions, unconfirmed)
+    return _judge_timed(
+        kernel, device, summary, refs_list, by_key, shipped, display, positions, unconfirmed, notes
+    )
 
 
 def _judge_timed(
@@ -282,24 +286,36 @@ def _judge_timed(
     summary: Mapping[str, Any],
     refs_list: list[Mapping[str, Any]],
     by_key: Mapping[str, Mapping[str, Any]],
-    got_by: Mapping[tuple[str, str], Mapping[str, Any]],
+    shipped: Sequence[Mapping[str, Any]],
     display: str,
     positions: Mapping[str, tuple[int, int, int]],
     unconfirmed: Callable[[str], Record],
+    notes: dict[str, Any],
 ) -> Record | None:
-    """The benchmark's own buffers after the timed loop (CPU: one window, the buffers hold the
-    inputs they were made with; CUDA's windows re-fill them in the gaps and are checked there)."""
+    """The benchmark's own buffers after its timed launches. CPU: one window, after the timed loop
+    (its three sets). CUDA timed in several windows: at the end of every window, the set the next
+    gap re-fills (with fresh inputs of a seed of its own, whose references the verdict worker
+    computes too); the first window's is required (its buffers hold the inputs they were made
+    with whatever their size), every one sent is judged."""
     timed = [r for r in refs_list if r.get("kernel") == kernel and r.get("timed")]
-    benched = isinstance((summary.get("bench") or {}).get(device), Mapping)
-    if not benched or not timed or not device.startswith("cpu"):
+    bench = (summary.get("bench") or {}).get(device)
+    if not isinstance(bench, Mapping) or not timed:
         return None
     sent = [
-        (key, c)
-        for (key, dev), c in got_by.items()
-        if dev == device and c.get("timed") and key.startswith(f"{kernel}|")
+        (str(c.get("key")), c)
+        for c in shipped
+        if str(c.get("device") or "cpu") == device
+        and c.get("timed")
+        and str(c.get("key")).startswith(f"{kernel}|")
     ]
     if not sent:
         return unconfirmed("it sent none of the outputs its timed launches left in the benchmark's buffers")
+    windows = bench.get("windows")
+    if not device.startswith("cpu") and isinstance(windows, int) and windows > 1:
+        judged = sorted({int(c["window"]) for _, c in sent if isinstance(c.get("window"), int)})
+        notes.setdefault("timed_windows", {})[f"{kernel}@{device}"] = judged
+        if 0 not in judged:
+            return unconfirmed("it sent no outputs of the first timed window")
     for key, case in sent:
         ref = by_key.get(key)
         if ref is None:
@@ -324,7 +340,9 @@ def _judge_timed(
             display,
             positions,
             f"kernel `{kernel}` on {device}: the outputs its timed launches left in the benchmark's "
-            f"buffers (size {ref.get('size')}, seed {ref.get('seed')}) are wrong: {report.n_bad} of "
+            f"buffers (size {ref.get('size')}, seed {ref.get('seed')}"
+            + (f", timed window {case['window']}" if isinstance(case.get("window"), int) else "")
+            + f") are wrong: {report.n_bad} of "
             f"{report.n_total} elements of `{name}` compared differ from the reference (first bad index "
             f"{where}: got {report.got}, expected {report.expected}); the checked launches passed, the "
             "timed ones did not compute the answer",
