@@ -162,8 +162,10 @@ def free_names(node: ast.AST, bound: frozenset[str] = frozenset()) -> set[str]:
         elif isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
             gens = node.generators
             out |= free_names(gens[0].iter, bound)  # the first iterable is read outside
-            inside = [g.target for g in gens] + [g.iter for g in gens[1:]] + [c for g in gens for c in g.ifs]
-            inside += [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            inside.extend(g.target for g in gens)
+            inside.extend(g.iter for g in gens[1:])
+            inside.extend(c for g in gens for c in g.ifs)
+            inside.extend([node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt])
         for sub in inside:
             out |= free_names(sub, inner)
         return out

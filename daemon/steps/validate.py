@@ -997,11 +997,11 @@ def _fits_host_check(contract: Contract, params: list[tuple[str, Any]], size: in
     except Exception:
         return False
     total = sum(
-        np.asarray(inputs[n]).size * np.dtype(_numpy_dtype(t)).itemsize
+        int(np.asarray(inputs[n]).size) * int(np.dtype(_numpy_dtype(t)).itemsize)
         for n, t in params
         if is_array(t) and n in inputs
     )
-    return total <= REVALIDATE_MAX_BYTES
+    return bool(total <= REVALIDATE_MAX_BYTES)
 
 
 def run(job: Job) -> None:
