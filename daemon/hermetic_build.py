@@ -284,12 +284,31 @@ def build_module(source: str, filename: str, module_name: str) -> types.ModuleTy
     of it (what a sibling contract module imports in its place); ``NotHermetic`` when a kernel
     or a contract of the text cannot be built so (a kernel made inside a function or by a call,
     one reading a name bound at run time, a contract reaching code that runs at import)."""
+    plan, needed, own = _analysed(source, filename)
+    return _execute(plan, source, filename, needed, module_name, own)
+
+
+# the last texts analysed (``why_not`` and ``build_module`` of one job read the same text: the
+# worker decides, then builds); nothing here is changed by a build (``compile`` leaves the tree)
+_ANALYSED: dict[tuple[str, str], tuple[_Plan, set[str], Any]] = {}
+
+
+def _analysed(source: str, filename: str) -> tuple[_Plan, set[str], Any]:
+    """(plan, the top-level names the build executes, the module's own contracts' plan or None);
+    ``NotHermetic`` (not cached) when the module cannot be built from its text."""
+    key = (filename, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+    found = _ANALYSED.get(key)
+    if found is not None:
+        return found[0], set(found[1]), found[2]
     plan = _plan(source, filename)
     needed = _module_needs(plan)
     own = _own_contracts(plan)
     if own is not None:
         needed |= _reach(plan, sorted(own.kernel_names))
-    return _execute(plan, source, filename, needed, module_name, own)
+    if len(_ANALYSED) >= 4:
+        _ANALYSED.clear()
+    _ANALYSED[key] = (plan, set(needed), own)
+    return plan, needed, own
 
 
 def _own_contracts(plan: _Plan) -> Any:
@@ -335,12 +354,8 @@ def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[
     builds the module (``build_module``) exactly when it returns None, and the supervisor, which
     runs no workspace code, reports every other verdict as not hermetic (WHD069)."""
     try:
-        plan = _plan(source, filename)
-        needed = _module_needs(plan)
+        plan, needed, own = _analysed(source, filename)
         _no_module_settings(plan)
-        own = _own_contracts(plan)
-        if own is not None:
-            needed |= _reach(plan, sorted(own.kernel_names))
     except NotHermetic as exc:
         return str(exc)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

@@ -219,13 +219,17 @@ class _Resolver:
             for name in _bindings(node):
                 self.bound_at.setdefault(name, []).append(i)
         self.rebound = rebound
+        # the names a function rebinds through `global` (one walk: each node with the function it is in)
         self.globals_declared: dict[str, str] = {}
-        for sub in ast.walk(tree):
-            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
-                for inner in ast.walk(sub):
-                    if isinstance(inner, ast.Global):
-                        for name in inner.names:
-                            self.globals_declared.setdefault(name, sub.name)
+        todo: list[tuple[ast.AST, str | None]] = [(tree, None)]
+        while todo:
+            node, function = todo.pop()
+            if isinstance(node, ast.Global) and function is not None:
+                for name in node.names:
+                    self.globals_declared.setdefault(name, function)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                function = node.name
+            todo.extend((child, function) for child in ast.iter_child_nodes(node))
 
     def dotted(self, node: ast.expr) -> str | None:
         path = self.imports.dotted(node)
