@@ -223,13 +223,13 @@ class _Resolver:
         self.globals_declared: dict[str, str] = {}
         todo: list[tuple[ast.AST, str | None]] = [(tree, None)]
         while todo:
-            node, function = todo.pop()
-            if isinstance(node, ast.Global) and function is not None:
-                for name in node.names:
+            sub, function = todo.pop()
+            if isinstance(sub, ast.Global) and function is not None:
+                for name in sub.names:
                     self.globals_declared.setdefault(name, function)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                function = node.name
-            todo.extend((child, function) for child in ast.iter_child_nodes(node))
+            if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef):
+                function = sub.name
+            todo.extend((child, function) for child in ast.iter_child_nodes(sub))
 
     def dotted(self, node: ast.expr) -> str | None:
         path = self.imports.dotted(node)

@@ -346,6 +346,9 @@ class Supervisor:
             extra: list[Record] = []
             failures: list[FailingCase] = []
             text = read_text(path) or ""
+            # whether the module can be built from its text (WHD069), decided from the text while
+            # the worker runs: off the save's critical path
+            hermetic = _Background(lambda: verdict.why_not_hermetic(path, text))
             positions = kernel_positions(text)
             # sent with the job: the worker need not parse the same text again
             known_positions = {
@@ -438,7 +441,13 @@ class Supervisor:
             if result.status not in ("import-error", "stale"):  # hermetic (#37 item 1): WHD069
                 extra.extend(
                     verdict.not_hermetic(
-                        path, text, result.kernels, display, positions, opts.require_hermetic
+                        path,
+                        text,
+                        result.kernels,
+                        display,
+                        positions,
+                        opts.require_hermetic,
+                        reason=hermetic.result(),
                     )
                 )
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
@@ -560,6 +569,27 @@ def _validated_device(record: Record) -> str:
     """The device of a "matches its reference on DEVICE: ..." record (steps/validate.py)."""
     found = re.search(r" matches its reference on (\S+?):", record.message)
     return found.group(1) if found else ""
+
+
+class _Background:
+    """``compute()`` in a thread of its own, started now; ``result()`` waits for it (None when it
+    raised: the caller computes it again, and sees the error)."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._value: Any = None
+
+        def run() -> None:
+            try:
+                self._value = compute()
+            except Exception:
+                self._value = None
+
+        self._thread = threading.Thread(target=run, name="warp-harness-hermetic", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        return self._value
 
 
 class _VerdictJob:

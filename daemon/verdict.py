@@ -395,27 +395,17 @@ def not_hermetic(
     display: str,
     positions: Mapping[str, tuple[int, int, int]],
     required: bool,
+    reason: object = None,
 ) -> list[Record]:
     """WHD069 for every contracted kernel of a module the worker had to import (its top-level
     code ran in the process that launched and timed it): decided here, in the supervisor, from
     the module's text and its sibling contracts' (``hermetic_build.why_not``, the test the worker
     makes on the same text before building or importing), never from what the worker reports
     about itself. ``claims``: the worker's kernel summaries (which kernels have a contract).
-    A warning; an error under ``--require-hermetic``."""
-    from warp_harness.daemon import hermetic_build
-    from warp_harness.daemon.discovery import contract_siblings, has_contracts
-
-    siblings = contract_siblings(path)
-    if not siblings and not has_contracts(text):
-        return []  # no contract: no verdict to be hermetic or not
-    texts = []
-    for s in siblings:
-        try:
-            texts.append((s.name, s.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            texts.append((s.name, ""))
-    reason = hermetic_build.why_not(text, str(path), hermetic_build.module_name_for(path)[0], texts)
-    if reason is None:
+    A warning; an error under ``--require-hermetic``. ``reason``: ``why_not_hermetic(path, text)``
+    when the caller computed it already (the supervisor does, while the worker runs)."""
+    why = why_not_hermetic(path, text) if reason is None else reason
+    if not isinstance(why, str) or why == HERMETIC:
         return []
     contracted: list[str | None] = [
         k for k, s in claims.items() if isinstance(s, Mapping) and (s.get("contract") or s.get("validate"))
@@ -433,7 +423,7 @@ def not_hermetic(
                 display,
                 line,
                 f"{what} is not hermetic: the worker that launched and timed it imported the module, "
-                f"whose top-level code ran there, because {reason}",
+                f"whose top-level code ran there, because {why}",
                 col=col,
                 end_col=end_col or None,
                 kernel=kernel,
@@ -443,3 +433,26 @@ def not_hermetic(
             )
         )
     return out
+
+
+HERMETIC = ""  # ``why_not_hermetic``'s answer for a module built from its text (or with no contract)
+
+
+def why_not_hermetic(path: Path, text: str) -> str:
+    """Why the module ``path`` (its text ``text``) is not checked hermetically, from text alone
+    (``hermetic_build.why_not`` on it and its sibling contracts); ``HERMETIC`` when it is, or when
+    it has no contract (no verdict to be hermetic or not)."""
+    from warp_harness.daemon import hermetic_build
+    from warp_harness.daemon.discovery import contract_siblings, has_contracts
+
+    siblings = contract_siblings(path)
+    if not siblings and not has_contracts(text):
+        return HERMETIC
+    texts = []
+    for s in siblings:
+        try:
+            texts.append((s.name, s.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            texts.append((s.name, ""))
+    reason = hermetic_build.why_not(text, str(path), hermetic_build.module_name_for(path)[0], texts)
+    return HERMETIC if reason is None else reason

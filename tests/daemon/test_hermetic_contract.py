@@ -230,3 +230,18 @@ def test_the_examples_are_hermetic_but_the_device_sized_one() -> None:
     assert len(reasons) == 11
     assert {k for k, v in reasons.items() if v is not None} == {"stream_large"}
     assert "get_cuda_device_count" in str(reasons["stream_large"])
+
+
+def test_the_supervisors_decision_imports_no_warp(tmp_path: Path) -> None:
+    """The supervisor decides WHD069 with the same analysis, and never imports Warp for it."""
+    import subprocess
+    import sys
+
+    path = EXAMPLES / "saxpy.py"
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom warp_harness.daemon import verdict\n"
+        f"p = Path({str(path)!r})\n"
+        "print(repr(verdict.why_not_hermetic(p, p.read_text())), 'warp' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "'' False"
