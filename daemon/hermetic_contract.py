@@ -211,7 +211,9 @@ class _Resolver:
     def __init__(self, tree: ast.Module, kernel_defs: set[str], rebound: set[str]) -> None:
         self.tree = tree
         self.kernel_defs = kernel_defs  # names the kernel build knows (kernels, funcs, structs, constants)
-        self.imports = ImportMap.from_tree(tree)
+        # the module's own top-level imports (one inside a function binds no module-level name)
+        imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        self.imports = ImportMap.from_tree(ast.Module(body=imports, type_ignores=[]))
         self.bound_at: dict[str, list[int]] = {}
         for i, node in enumerate(tree.body):
             if _is_main_guard(node):
@@ -329,8 +331,8 @@ def _no_other_makers(resolver: _Resolver, roots: set[int]) -> None:
     """A contract made anywhere else than a top-level contract statement (inside a function: a
     factory; through an alias of ``Contract``) is one the extraction would miss."""
     for i, node in enumerate(resolver.tree.body):
-        if _is_main_guard(node):
-            continue
+        if _is_main_guard(node) or _is_kernel_build(resolver, node):
+            continue  # a kernel's or func's body is Warp code: no contract is made there
         for sub in ast.walk(node):
             if not isinstance(sub, ast.Name | ast.Attribute) or not isinstance(sub.ctx, ast.Load):
                 continue
@@ -342,6 +344,16 @@ def _no_other_makers(resolver: _Resolver, roots: set[int]) -> None:
                 f"a contract is made or named on line {sub.lineno} outside a top-level `Contract(...)` or "
                 "`@define` statement (inside a function, a factory, or through another name)"
             )
+
+
+def _is_kernel_build(resolver: _Resolver, node: ast.stmt) -> bool:
+    """Whether ``node`` is a statement the kernel build makes (a kernel, func, struct or constant)."""
+    bound = set(_bindings(node))
+    return (
+        bool(bound)
+        and bound <= resolver.kernel_defs
+        and isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Assign)
+    )
 
 
 def _inside_function(root: ast.stmt, target: ast.AST) -> bool:
@@ -451,12 +463,7 @@ def _left_out_code(resolver: _Resolver, plan: ContractPlan, reached: set[str]) -
             continue
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # a docstring
-        bound = set(_bindings(node))
-        if (
-            bound
-            and bound <= resolver.kernel_defs
-            and isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Assign)
-        ):
+        if _is_kernel_build(resolver, node):
             continue  # a kernel, func or constant the kernel build makes
         for part in import_time_nodes(node):
             for sub in _walk_import_time(part):
