@@ -428,8 +428,9 @@ def not_hermetic(
                 end_col=end_col or None,
                 kernel=kernel,
                 hint="define the kernel at module level with `@wp.kernel` (reading only `@wp.func`s, "
-                "`@wp.struct`s and constants of the module) and its contract in a sibling "
-                "`<module>_contract.py` that imports only those",
+                "`@wp.struct`s and constants of the module) and its contract at the module's top level "
+                "(or in a sibling `<module>_contract.py`), reaching only functions, literals and "
+                "library imports",
             )
         )
     return out
