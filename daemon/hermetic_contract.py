@@ -212,7 +212,7 @@ class _Resolver:
         self.tree = tree
         self.kernel_defs = kernel_defs  # names the kernel build knows (kernels, funcs, structs, constants)
         # the module's own top-level imports (one inside a function binds no module-level name)
-        imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+        imports: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
         self.imports = ImportMap.from_tree(ast.Module(body=imports, type_ignores=[]))
         self.bound_at: dict[str, list[int]] = {}
         for i, node in enumerate(tree.body):
