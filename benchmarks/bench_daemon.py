@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -375,6 +376,8 @@ def run(tmp: Path) -> int:
     ap.add_argument("--debounce-ms", type=int, default=None, help="default: the daemon's own default")
     args = ap.parse_args()
     n = args.repeats
+    # the machine may be shared: the load before and after says how far to trust the figures
+    load_before = os.getloadavg()
     defaults = RuntimeOptions()
     script = tmp / "bare.py"
     script.write_text(
@@ -408,6 +411,11 @@ def run(tmp: Path) -> int:
         out[label]["cold_ms"] = med(cold) * 1e3
 
     first = next(iter(out.values()))
+    load_after = os.getloadavg()
+    print(
+        f"\nload average (1, 5, 15 min) before {', '.join(f'{x:.2f}' for x in load_before)}, "
+        f"after {', '.join(f'{x:.2f}' for x in load_after)}; {os.cpu_count()} CPUs"
+    )
     print(
         f"\nsave-to-results on a cache miss, CPU, {n} saves per variant (daemon saves and bare-loop "
         f"iterations interleaved), debounce {first['debounce_ms']:.0f} ms; medians in ms "

@@ -431,14 +431,18 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "the verdict is not hermetic: the kernel could not be built from its source alone, so the "
         "worker that launched and timed it imported its module (its top-level code ran there)",
         "A hermetic build takes from the module's text only the kernel, the `@wp.func`s and "
-        "`@wp.struct`s it reaches and the constants they read, and loads the contract from a sibling "
-        "`<module>_contract.py` that imports the module's kernels, not its top-level code. A kernel "
-        "made by a factory, closing over run-time state, or whose contract is defined in the same "
-        "module cannot be built that way; it is validated by importing the module, and code at the "
-        "module's top level (a patch of numpy, of the harness) ran in the process that measured it. "
-        "The message says why. `warp-harness ci --require-hermetic` makes this an error.",
+        "`@wp.struct`s it reaches and the constants they read, and the contract: from a sibling "
+        "`<module>_contract.py` that imports the module's kernels, or from the module's own top-level "
+        "`Contract(...)` or `@define` statements with only what they reach (functions, literals, "
+        "lambdas, library imports), never the rest of its top-level code. A kernel made by a factory "
+        "or closing over run-time state, or a contract that reaches code run at import (a call of the "
+        "module's own function, a class, a name rebound at run time), cannot be built that way; it is "
+        "validated by importing the module, and code at the module's top level (a patch of numpy, of "
+        "the harness) ran in the process that measured it. The message says why. `warp-harness ci "
+        "--require-hermetic` makes this an error.",
         "Define the kernel at module level with `@wp.kernel`, reading only `@wp.func`s, `@wp.struct`s "
-        "and constants of the module, and move its contract to a sibling `<module>_contract.py`.",
+        "and constants of the module, and its contract at the module's top level (or in a sibling "
+        "`<module>_contract.py`), reaching only functions, literals and library imports.",
     ),
     DynamicRule(
         REPLAY_BOUNDS,

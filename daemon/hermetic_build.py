@@ -13,7 +13,8 @@ definition or a constant (a call, an import from the workspace, a closure over r
 a decorator other than Warp's, a ``wp.static`` over something not a constant. Such a kernel is
 validated the old way, by importing its module.
 
-``build_module`` builds every kernel of a module so, for the worker (``steps/load.py``), when
+``build_module`` builds every kernel of a module so, and the contracts the module defines itself
+with what they reach (``hermetic_contract``), for the worker (``steps/load.py``), when
 ``why_not`` (text only: no Warp, nothing executed; the supervisor runs it too, to report
 WHD069 on the others) finds nothing against it (docs/reliability.md, "Hermetic verdicts").
 """
@@ -25,6 +26,7 @@ import builtins
 import hashlib
 import importlib
 import linecache
+import os
 import sys
 import types
 from dataclasses import dataclass
@@ -167,8 +169,14 @@ def _reached(plan: _Plan, kernel_name: str) -> set[str]:
     assert isinstance(kernel_def, ast.FunctionDef)
     if _decorator_kind(kernel_def.decorator_list[0], plan.aliases) != "kernel":
         raise NotHermetic(f"`{kernel_name}` is not decorated with `@wp.kernel`")
+    return _reach(plan, [kernel_name])
+
+
+def _reach(plan: _Plan, roots: list[str]) -> set[str]:
+    """The top-level definitions and constants ``roots`` need (themselves included)."""
+    definitions = plan.definitions
     needed: set[str] = set()
-    todo = [kernel_name]
+    todo = list(roots)
     while todo:
         name = todo.pop()
         if name in needed:
@@ -192,8 +200,16 @@ def _reached(plan: _Plan, kernel_name: str) -> set[str]:
     return needed
 
 
-def _execute(plan: _Plan, source: str, filename: str, needed: set[str], module_name: str) -> types.ModuleType:
-    body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
+def _execute(
+    plan: _Plan, source: str, filename: str, needed: set[str], module_name: str, own: Any = None
+) -> types.ModuleType:
+    picked = {i for i, n in enumerate(plan.tree.body) if any(b in needed for b in _bound_names(n))}
+    if own is not None:
+        picked |= own.statements
+    first = list(own.future) if own is not None else []
+    body = [plan.tree.body[i] for i in first] + [
+        n for i, n in enumerate(plan.tree.body) if i in picked and i not in first
+    ]
     namespace = types.ModuleType(module_name)
     namespace.__file__ = filename
     namespace.__dict__.update({k: importlib.import_module(v) for k, v in plan.library_names.items()})
@@ -204,11 +220,42 @@ def _execute(plan: _Plan, source: str, filename: str, needed: set[str], module_n
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules[module_name] = namespace  # Warp's module registry keys on the Python module
     try:
+        if own is not None:
+            for local, (module, attr) in own.imports.items():
+                namespace.__dict__[local] = _library_value(module, attr)
         exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
     except Exception as exc:
         del sys.modules[module_name]
         raise NotHermetic(f"building from the source failed: {type(exc).__name__}: {exc}") from exc
     return namespace
+
+
+def _library_value(module: str, attr: str | None) -> Any:
+    """``module`` (or its ``attr``), imported from the interpreter's own folders only: a file of
+    the workspace named like a standard module (``fractions.py`` next to the kernel) is not it."""
+    loaded = _library_module(module)
+    if attr is None:
+        return loaded
+    if hasattr(loaded, attr):
+        return getattr(loaded, attr)
+    return _library_module(f"{module}.{attr}")
+
+
+def _library_module(name: str) -> types.ModuleType:
+    found = sys.modules.get(name)
+    if found is not None:
+        return found
+    roots = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    saved = list(sys.path)
+    sys.path[:] = [
+        p
+        for p in saved
+        if p and (os.path.realpath(p).startswith(roots) or "site-packages" in p or "dist-packages" in p)
+    ]
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path[:] = saved
 
 
 def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
@@ -232,12 +279,45 @@ def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
 
 def build_module(source: str, filename: str, module_name: str) -> types.ModuleType:
     """A module named ``module_name`` holding every kernel of the module text ``source``, the
-    ``@wp.func``s and ``@wp.struct``s they reach and the module's constants, built without
-    running anything else of it (what a sibling contract module imports in its place);
-    ``NotHermetic`` when a kernel of the text cannot be built so (a kernel made inside a
-    function or by a call, one reading a name bound at run time)."""
+    ``@wp.func``s and ``@wp.struct``s they reach and the module's constants, and the module's own
+    contracts with what they reach (``hermetic_contract``), built without running anything else
+    of it (what a sibling contract module imports in its place); ``NotHermetic`` when a kernel
+    or a contract of the text cannot be built so (a kernel made inside a function or by a call,
+    one reading a name bound at run time, a contract reaching code that runs at import)."""
+    plan, needed, own = _analysed(source, filename)
+    return _execute(plan, source, filename, needed, module_name, own)
+
+
+# the last texts analysed (``why_not`` and ``build_module`` of one job read the same text: the
+# worker decides, then builds); nothing here is changed by a build (``compile`` leaves the tree)
+_ANALYSED: dict[tuple[str, str], tuple[_Plan, set[str], Any]] = {}
+
+
+def _analysed(source: str, filename: str) -> tuple[_Plan, set[str], Any]:
+    """(plan, the top-level names the build executes, the module's own contracts' plan or None);
+    ``NotHermetic`` (not cached) when the module cannot be built from its text."""
+    key = (filename, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+    found = _ANALYSED.get(key)
+    if found is not None:
+        return found[0], set(found[1]), found[2]
     plan = _plan(source, filename)
-    return _execute(plan, source, filename, _module_needs(plan), module_name)
+    needed = _module_needs(plan)
+    own = _own_contracts(plan)
+    if own is not None:
+        needed |= _reach(plan, sorted(own.kernel_names))
+    if len(_ANALYSED) >= 4:
+        _ANALYSED.clear()
+    _ANALYSED[key] = (plan, set(needed), own)
+    return plan, needed, own
+
+
+def _own_contracts(plan: _Plan) -> Any:
+    """The module's own contract statements and what they reach (``hermetic_contract.ContractPlan``),
+    None when it defines none at its top level."""
+    from warp_harness.daemon import hermetic_contract
+
+    kernel_defs = set(plan.definitions) - plan.rebound
+    return hermetic_contract.plan_contracts(plan.tree, kernel_defs, plan.rebound)
 
 
 def _module_kernels(plan: _Plan) -> list[str]:
@@ -273,24 +353,18 @@ def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[
     modules. The supervisor and the worker both decide with this, on the same text: the worker
     builds the module (``build_module``) exactly when it returns None, and the supervisor, which
     runs no workspace code, reports every other verdict as not hermetic (WHD069)."""
-    if not contracts:
-        return (
-            "its contract is not in a sibling `<module>_contract.py`: a contract defined in the "
-            "module itself is made by the module's top-level code, which must run"
-        )
     try:
-        plan = _plan(source, filename)
-        if _imports_harness(plan.tree):
-            return (
-                "the module imports warp_harness itself (a contract or harness code in the module "
-                "needs its top-level code to run)"
-            )
-        needed = _module_needs(plan)
+        plan, needed, own = _analysed(source, filename)
         _no_module_settings(plan)
     except NotHermetic as exc:
         return str(exc)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return f"its text does not parse ({type(exc).__name__})"
+    if not contracts and own is None:
+        return (
+            "its contracts are not in a sibling `<module>_contract.py`, nor top-level `Contract(...)` or "
+            "`@define` statements of its text: they are made when its top-level code runs"
+        )
     short = module_name.rsplit(".", 1)[-1]
     for sibling, text in contracts:
         try:
@@ -345,15 +419,6 @@ def _no_module_settings(plan: _Plan) -> None:
                 raise NotHermetic(
                     f"its top level sets `wp.config.{sub.attr}`, which a hermetic build does not run"
                 )
-
-
-def _imports_harness(tree: ast.Module) -> bool:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "warp_harness" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "warp_harness":
-            return True
-    return False
 
 
 def _is_local(node: ast.stmt, name: str) -> bool:

@@ -289,6 +289,8 @@ class Supervisor:
                 self._verdict_spare = None
         msg = self._base(path, display, opts)
         msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed, timed=timed)
+        if timed and self._benches_cuda(opts):  # the inputs the gaps between CUDA windows time
+            msg["timed_windows"] = max(1, opts.bench_windows)
         if selection:
             msg["kernels"] = selection
         outcome = worker.call(msg, None)
@@ -297,6 +299,15 @@ class Supervisor:
             self.verdict = None
             raise VerdictUnavailable(f"the verdict worker ended with `{outcome.kind}`")
         return outcome.result
+
+    def _benches_cuda(self, opts: RuntimeOptions) -> bool:
+        """Whether the kernel worker benchmarks on a CUDA device (its ready message's devices and
+        the job's): only then are its timed windows more than one (steps/bench.py)."""
+        worker = self.worker
+        ready = worker.ready if worker is not None else {}
+        present = [str(d) for d in ready.get("devices") or []]
+        wanted = [d for d in opts.devices if d == "cuda" or d.startswith("cuda:")]
+        return any(d.startswith("cuda") for d in present) and bool(wanted)
 
     # ----------------------------------------------------------------- jobs
     def _base(self, path: Path, display_path: str | None, options: RuntimeOptions) -> dict[str, Any]:
@@ -336,6 +347,9 @@ class Supervisor:
             extra: list[Record] = []
             failures: list[FailingCase] = []
             text = read_text(path) or ""
+            # whether the module can be built from its text (WHD069), decided from the text while
+            # the worker runs: off the save's critical path
+            hermetic = _Background(lambda: verdict.why_not_hermetic(path, text))
             positions = kernel_positions(text)
             # sent with the job: the worker need not parse the same text again
             known_positions = {
@@ -428,7 +442,13 @@ class Supervisor:
             if result.status not in ("import-error", "stale"):  # hermetic (#37 item 1): WHD069
                 extra.extend(
                     verdict.not_hermetic(
-                        path, text, result.kernels, display, positions, opts.require_hermetic
+                        path,
+                        text,
+                        result.kernels,
+                        display,
+                        positions,
+                        opts.require_hermetic,
+                        reason=hermetic.result(),
                     )
                 )
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
@@ -550,6 +570,27 @@ def _validated_device(record: Record) -> str:
     """The device of a "matches its reference on DEVICE: ..." record (steps/validate.py)."""
     found = re.search(r" matches its reference on (\S+?):", record.message)
     return found.group(1) if found else ""
+
+
+class _Background:
+    """``compute()`` in a thread of its own, started now; ``result()`` waits for it (None when it
+    raised: the caller computes it again, and sees the error)."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._value: Any = None
+
+        def run() -> None:
+            try:
+                self._value = compute()
+            except Exception:
+                self._value = None
+
+        self._thread = threading.Thread(target=run, name="warp-harness-hermetic", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        return self._value
 
 
 class _VerdictJob:

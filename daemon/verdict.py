@@ -174,6 +174,7 @@ def judge(
                 display,
                 positions,
                 why_no_references,
+                shipped,
             )
             if problem is None:
                 out.confirmed.add((str(kernel), str(device)))
@@ -205,6 +206,7 @@ def _judge_kernel(
     display: str,
     positions: Mapping[str, tuple[int, int, int]],
     why_no_references: str,
+    shipped: Sequence[Mapping[str, Any]] = (),
 ) -> Record | None:
     def unconfirmed(reason: str) -> Record:
         return _record(
@@ -273,7 +275,9 @@ def _judge_kernel(
             "(random values from `rng`, not zeros), or tighten the tolerance below the change the "
             "kernel makes",
         )
-    return _judge_timed(kernel, device, summary, refs_list, by_key, got_by, display, positions, unconfirmed)
+    return _judge_timed(
+        kernel, device, summary, refs_list, by_key, shipped, display, positions, unconfirmed, notes
+    )
 
 
 def _judge_timed(
@@ -282,24 +286,36 @@ def _judge_timed(
     summary: Mapping[str, Any],
     refs_list: list[Mapping[str, Any]],
     by_key: Mapping[str, Mapping[str, Any]],
-    got_by: Mapping[tuple[str, str], Mapping[str, Any]],
+    shipped: Sequence[Mapping[str, Any]],
     display: str,
     positions: Mapping[str, tuple[int, int, int]],
     unconfirmed: Callable[[str], Record],
+    notes: dict[str, Any],
 ) -> Record | None:
-    """The benchmark's own buffers after the timed loop (CPU: one window, the buffers hold the
-    inputs they were made with; CUDA's windows re-fill them in the gaps and are checked there)."""
+    """The benchmark's own buffers after its timed launches. CPU: one window, after the timed loop
+    (its three sets). CUDA timed in several windows: at the end of every window, the set the next
+    gap re-fills (with fresh inputs of a seed of its own, whose references the verdict worker
+    computes too); the first window's is required (its buffers hold the inputs they were made
+    with whatever their size), every one sent is judged."""
     timed = [r for r in refs_list if r.get("kernel") == kernel and r.get("timed")]
-    benched = isinstance((summary.get("bench") or {}).get(device), Mapping)
-    if not benched or not timed or not device.startswith("cpu"):
+    bench = (summary.get("bench") or {}).get(device)
+    if not isinstance(bench, Mapping) or not timed:
         return None
     sent = [
-        (key, c)
-        for (key, dev), c in got_by.items()
-        if dev == device and c.get("timed") and key.startswith(f"{kernel}|")
+        (str(c.get("key")), c)
+        for c in shipped
+        if str(c.get("device") or "cpu") == device
+        and c.get("timed")
+        and str(c.get("key")).startswith(f"{kernel}|")
     ]
     if not sent:
         return unconfirmed("it sent none of the outputs its timed launches left in the benchmark's buffers")
+    windows = bench.get("windows")
+    if not device.startswith("cpu") and isinstance(windows, int) and windows > 1:
+        judged = sorted({int(c["window"]) for _, c in sent if isinstance(c.get("window"), int)})
+        notes.setdefault("timed_windows", {})[f"{kernel}@{device}"] = judged
+        if 0 not in judged:
+            return unconfirmed("it sent no outputs of the first timed window")
     for key, case in sent:
         ref = by_key.get(key)
         if ref is None:
@@ -324,7 +340,9 @@ def _judge_timed(
             display,
             positions,
             f"kernel `{kernel}` on {device}: the outputs its timed launches left in the benchmark's "
-            f"buffers (size {ref.get('size')}, seed {ref.get('seed')}) are wrong: {report.n_bad} of "
+            f"buffers (size {ref.get('size')}, seed {ref.get('seed')}"
+            + (f", timed window {case['window']}" if isinstance(case.get("window"), int) else "")
+            + f") are wrong: {report.n_bad} of "
             f"{report.n_total} elements of `{name}` compared differ from the reference (first bad index "
             f"{where}: got {report.got}, expected {report.expected}); the checked launches passed, the "
             "timed ones did not compute the answer",
@@ -377,27 +395,17 @@ def not_hermetic(
     display: str,
     positions: Mapping[str, tuple[int, int, int]],
     required: bool,
+    reason: object = None,
 ) -> list[Record]:
     """WHD069 for every contracted kernel of a module the worker had to import (its top-level
     code ran in the process that launched and timed it): decided here, in the supervisor, from
     the module's text and its sibling contracts' (``hermetic_build.why_not``, the test the worker
     makes on the same text before building or importing), never from what the worker reports
     about itself. ``claims``: the worker's kernel summaries (which kernels have a contract).
-    A warning; an error under ``--require-hermetic``."""
-    from warp_harness.daemon import hermetic_build
-    from warp_harness.daemon.discovery import contract_siblings, has_contracts
-
-    siblings = contract_siblings(path)
-    if not siblings and not has_contracts(text):
-        return []  # no contract: no verdict to be hermetic or not
-    texts = []
-    for s in siblings:
-        try:
-            texts.append((s.name, s.read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            texts.append((s.name, ""))
-    reason = hermetic_build.why_not(text, str(path), hermetic_build.module_name_for(path)[0], texts)
-    if reason is None:
+    A warning; an error under ``--require-hermetic``. ``reason``: ``why_not_hermetic(path, text)``
+    when the caller computed it already (the supervisor does, while the worker runs)."""
+    why = why_not_hermetic(path, text) if reason is None else reason
+    if not isinstance(why, str) or why == HERMETIC:
         return []
     contracted: list[str | None] = [
         k for k, s in claims.items() if isinstance(s, Mapping) and (s.get("contract") or s.get("validate"))
@@ -415,13 +423,37 @@ def not_hermetic(
                 display,
                 line,
                 f"{what} is not hermetic: the worker that launched and timed it imported the module, "
-                f"whose top-level code ran there, because {reason}",
+                f"whose top-level code ran there, because {why}",
                 col=col,
                 end_col=end_col or None,
                 kernel=kernel,
                 hint="define the kernel at module level with `@wp.kernel` (reading only `@wp.func`s, "
-                "`@wp.struct`s and constants of the module) and its contract in a sibling "
-                "`<module>_contract.py` that imports only those",
+                "`@wp.struct`s and constants of the module) and its contract at the module's top level "
+                "(or in a sibling `<module>_contract.py`), reaching only functions, literals and "
+                "library imports",
             )
         )
     return out
+
+
+HERMETIC = ""  # ``why_not_hermetic``'s answer for a module built from its text (or with no contract)
+
+
+def why_not_hermetic(path: Path, text: str) -> str:
+    """Why the module ``path`` (its text ``text``) is not checked hermetically, from text alone
+    (``hermetic_build.why_not`` on it and its sibling contracts); ``HERMETIC`` when it is, or when
+    it has no contract (no verdict to be hermetic or not)."""
+    from warp_harness.daemon import hermetic_build
+    from warp_harness.daemon.discovery import contract_siblings, has_contracts
+
+    siblings = contract_siblings(path)
+    if not siblings and not has_contracts(text):
+        return HERMETIC
+    texts = []
+    for s in siblings:
+        try:
+            texts.append((s.name, s.read_text(encoding="utf-8", errors="replace")))
+        except OSError:
+            texts.append((s.name, ""))
+    reason = hermetic_build.why_not(text, str(path), hermetic_build.module_name_for(path)[0], texts)
+    return HERMETIC if reason is None else reason

@@ -347,7 +347,10 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         check_integrity(job, Step.IMPORT)
         check_contracts(job, Step.IMPORT)
         select_kernels(job, msg.get("kernels"))
-        found = validate.reference_cases(job, timed=bool(msg.get("timed")))
+        windows = msg.get("timed_windows")
+        windows = windows if isinstance(windows, int) and not isinstance(windows, bool) else 1
+        windows = max(1, min(windows, 1000))
+        found = validate.reference_cases(job, timed=bool(msg.get("timed")), windows=windows)
         check_integrity(job, Step.VALIDATE)
         check_contracts(job, Step.VALIDATE)
         patched = [r.message for r in job.records if r.rule in (F.EVALUATOR_PATCHED, F.CONTRACT_TAMPERED)]

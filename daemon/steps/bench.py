@@ -35,6 +35,7 @@ from warp_harness.daemon.steps import Job, KernelInfo, device_check
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.validate import (
+    TIMED_SEED,
     _dim,
     _numpy_dtype,
     contract_at,
@@ -244,6 +245,7 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
     check_gaps = True  # re-validate in the gaps between windows while it fits and passes
     windows_checked = 0  # gaps whose re-validation ran and passed
     reval_failed = False
+    seeds = _set_seeds(job, sets)  # what each set's buffers hold (None: no seed describes them)
     for w in range(windows):
         if w:
             gap_until = _clock() + opts.bench_window_gap_s
@@ -265,6 +267,10 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
                 )
                 reval_failed = ok is False
                 windows_checked += ok is True
+                refilled = (w - 1) % len(sets)
+                small = _array_bytes(sets[refilled]) <= device_check.REVALIDATE_MAX_BYTES
+                fresh = job.seed + REVALIDATE_SEED + 100 * w + refilled
+                seeds[refilled] = fresh if ok is not None and small else None
                 check_gaps = not reval_failed and _clock() - t_reval <= opts.bench_window_gap_s
             time.sleep(max(gap_until - _clock(), 0.0))
             warm_up(opts.bench_warmup, min(WINDOW_WARMUP_S, opts.bench_warmup_s))
@@ -291,6 +297,8 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
             if clock_disagrees(host_s, window):
                 clock_gaps.append((host_s / len(window), statistics.median(window)))
         timed_s += _clock() - started
+        if windows > 1:  # this window's outputs, judged by the supervisor (validate.py)
+            _ship_window(job, info, alias, sets, seeds, size, w)
         times += window
         window_medians.append(statistics.median(window))
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
@@ -354,6 +362,27 @@ def measure(job: Job, info: KernelInfo, alias: str, device: Any, size: int) -> d
         if resources:
             out["resources"] = resources
     return out
+
+
+def _set_seeds(job: Job, sets: list[list[Any]]) -> list[int | None]:
+    """The seed of each benchmark set's inputs as ``_launch_sets`` made them: job.seed + 5000 + k
+    for the sets made on the host, the last of those for the device's copies of it."""
+    made = 1 if _array_bytes(sets[0]) * 3 > ROTATE_MAX_BYTES else min(3, len(sets))
+    return [job.seed + TIMED_SEED + min(k, made - 1) for k in range(len(sets))]
+
+
+def _ship_window(
+    job: Job, info: KernelInfo, alias: str, sets: list[list[Any]], seeds: list[int | None], size: int, w: int
+) -> None:
+    """At the end of window ``w`` (synchronised): the outputs of the set the next gap re-fills,
+    while a seed still describes its inputs, to the supervisor. Above the host check's size only
+    the first window (reading such buffers back is 1-2 s a window; the gaps check them on the
+    device)."""
+    k = w % len(sets)
+    seed = seeds[k]
+    if seed is None or (w and _array_bytes(sets[k]) > device_check.REVALIDATE_MAX_BYTES):
+        return
+    ship_timed_outputs(job, info, alias, [sets[k]], size, seeds=[seed], window=w)
 
 
 def _cold_l2_times(

@@ -277,7 +277,9 @@ def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType |
     build or the contract's import failed (an error record; the module is not imported).
 
     On this path the module's top-level code never runs in this process: the sibling contract's
-    ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants."""
+    ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants,
+    and a contract the module defines itself is taken from its text with only what it reaches
+    (``hermetic_contract``), into the same fresh module."""
     siblings = contract_siblings(job.path)
     texts = [(s.name, s.read_text(encoding="utf-8", errors="replace")) for s in siblings]
     reason = hermetic_build.why_not(source, str(job.path), name, texts)

@@ -854,39 +854,67 @@ def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutc
         _ship(job, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in snaps))
 
 
-def ship_timed_outputs(job: Job, info: KernelInfo, alias: str, sets: list[list[Any]], size: int) -> None:
-    """Called by steps/bench.py right after the timed loop: what the benchmark's own buffers
-    hold (the inputs it timed on, job.seed + TIMED_SEED + k, and the outputs its last timed
-    launch left), sent to the supervisor to be judged like a validation case. A kernel that is
-    right only when checked is wrong here. Kernels with in-place outputs are left out (their
+def ship_timed_outputs(
+    job: Job,
+    info: KernelInfo,
+    alias: str,
+    sets: list[list[Any]],
+    size: int,
+    seeds: list[int] | None = None,
+    window: int | None = None,
+) -> None:
+    """Called by steps/bench.py after the timed loop (and, on CUDA timed in several windows, at the
+    end of every window): what the benchmark's own buffers hold (the inputs it timed on: the seed
+    ``seeds[k]`` of ``sets[k]``, by default job.seed + TIMED_SEED + k, and the outputs its last
+    timed launch left), sent to the supervisor to be judged like a validation case. A kernel that
+    is right only when checked is wrong here. Kernels with in-place outputs are left out (their
     buffers hold many launches' worth of updates, no reference describes that)."""
     contract = info.contract
     if not job.verdict or contract is None or contract.inplace:
         return
     params = _params(info.runnable)
-    for k, args in enumerate(sets[:TIMED_SETS]):
+    chosen = sets[:TIMED_SETS] if seeds is None else sets
+    for k, args in enumerate(chosen):
+        seed = job.seed + TIMED_SEED + k if seeds is None else seeds[k]
         arrays = {n: to_numpy(args[j]) for j, (n, t) in enumerate(params) if is_array(t)}
         originals = {n: a for n, a in arrays.items() if n not in contract.outputs}
         scalars = {n: args[j] for j, (n, t) in enumerate(params) if not is_array(t)}
         outputs = {n: snapshot_bytes(args[names_index(params, n)]) for n in contract.outputs}
         case = {
-            "key": _case_key(info.name, size, job.seed + TIMED_SEED + k, TIMED_CASE),
+            "key": _case_key(info.name, size, seed, TIMED_CASE),
             "device": alias,
             "digest": input_digest(params, originals, scalars),
             "outputs": _encoded(outputs, job.sample_seed),
             "timed": True,
         }
+        if window is not None:
+            case["window"] = window
         _ship(job, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in outputs.values()))
+
+
+def refill_seeds(seed: int, windows: int) -> list[int]:
+    """The seeds of the inputs a CUDA benchmark timed in ``windows`` windows puts into its buffers
+    in the gaps between windows (steps/bench.py: gap ``w`` re-validates set ``(w - 1) % 3`` of the
+    three on fresh inputs of job.seed + REVALIDATE_SEED + 100 w + that set), which the next
+    windows time: the verdict worker computes their references too."""
+    from warp_harness.daemon.steps.bench import REVALIDATE_SEED
+
+    return [seed + REVALIDATE_SEED + 100 * w + (w - 1) % TIMED_SETS for w in range(1, windows)]
 
 
 def names_index(params: list[tuple[str, Any]], name: str) -> int:
     return next(j for j, (n, _) in enumerate(params) if n == name)
 
 
-def reference_cases(job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = False) -> dict[str, Any]:
+def reference_cases(
+    job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = False, windows: int = 1
+) -> dict[str, Any]:
     """In the verdict worker (never launches a kernel): the references of every validation case
     (``planned_cases``: the contract's sizes, the drawn sizes, its edge cases) and, with
-    ``timed``, of the benchmark's input sets, from inputs regenerated from the seed, while their
+    ``timed``, of the benchmark's input sets (and with ``windows`` > 1, a CUDA benchmark timed in
+    that many windows, of the inputs its gaps put into the buffers: ``refill_seeds``, when a set
+    fits the benchmark's check on the host, steps/device_check.REVALIDATE_MAX_BYTES), from inputs
+    regenerated from the seed, while their
     outputs fit in ``max_bytes``; ``initial``: each output as the launch finds it (the
     generator's values, or the untouched input of an in-place output), for the vacuity check.
     ``missing``: the kernels some declared case of which has no reference (it raised here)."""
@@ -898,13 +926,18 @@ def reference_cases(job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = 
         if contract is None or info.name in job.skip:
             continue
         cases = planned_cases(contract, job.seed)
+        params = _params(info.kernel)
         if timed and not contract.inplace:
             size = contract.benchmark_size
             cases += [
                 PlannedCase(size, job.seed + TIMED_SEED + k, TIMED_CASE, contract.inputs, drawn=True)
                 for k in range(TIMED_SETS)
             ]
-        params = _params(info.kernel)
+            if windows > 1 and _fits_host_check(contract, params, size, job.seed + TIMED_SEED):
+                cases += [
+                    PlannedCase(size, s, TIMED_CASE, contract.inputs, drawn=True)
+                    for s in refill_seeds(job.seed, windows)
+                ]
         names = [n for n, _ in params]
         tols = {a: contract.tolerance_for(a) for a in {*job.options.devices, "cpu", "cuda"}}
         for case in cases:
@@ -952,6 +985,23 @@ def reference_cases(job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = 
                 }
             )
     return {"cases": out, "missing": sorted(set(missing))}
+
+
+def _fits_host_check(contract: Contract, params: list[tuple[str, Any]], size: int, seed: int) -> bool:
+    """Whether one input set at ``size`` is small enough for the check the benchmark's gaps make on
+    the host (above it the gaps check a prefix on the device: no seed describes the buffers)."""
+    from warp_harness.daemon.steps.device_check import REVALIDATE_MAX_BYTES
+
+    try:
+        inputs = make_inputs(contract.inputs, size, seed)
+    except Exception:
+        return False
+    total = sum(
+        int(np.asarray(inputs[n]).size) * int(np.dtype(_numpy_dtype(t)).itemsize)
+        for n, t in params
+        if is_array(t) and n in inputs
+    )
+    return bool(total <= REVALIDATE_MAX_BYTES)
 
 
 def run(job: Job) -> None:
