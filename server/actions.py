@@ -19,7 +19,8 @@ from warp_harness.fixes import compatible_fix_edits
 from warp_harness.record import Record, TextEdit
 from warp_harness.server import analyses, notebooks, replay_actions
 from warp_harness.server.convert import PositionMapper
-from warp_harness.server.documents import NotebookState, Published
+from warp_harness.server.documents import Published
+from warp_harness.server.notebooks import NotebookState
 from warp_harness.server.text_document import lsp_lines
 
 if TYPE_CHECKING:
@@ -145,7 +146,7 @@ def notebook_fix_all(ls: WarpHarnessServer, state: NotebookState) -> types.CodeA
 KINDS = [types.CodeActionKind.QuickFix, FIX_ALL_KIND]
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Target:
     """What a document's actions are made from: its analysed text's lines, the version the edits are
     for, the diagnostics published for it, and its fix-all."""

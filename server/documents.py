@@ -23,7 +23,7 @@ from warp_harness.server.convert import DiagnosticCache
 
 if TYPE_CHECKING:
     from warp_harness.engine import Analysis
-    from warp_harness.notebooks import Joined
+    from warp_harness.server.notebooks import NotebookState
 
 
 @dataclass(eq=False, repr=False)
@@ -49,27 +49,6 @@ class DynamicState:
 
 # a published diagnostic: its record, the diagnostic, and whether the record is the static tier's
 Published = tuple[Record, types.Diagnostic, bool]
-
-
-@dataclass(eq=False, repr=False)
-class CellResult:
-    """A notebook cell's last records and the diagnostics published for them."""
-
-    uri: str
-    version: int | None
-    text: str
-    records: list[Record]
-    published: list[Published]
-
-
-@dataclass(eq=False, repr=False)
-class NotebookState:
-    """A notebook's last analysis: the joined code cells and each cell's result (by unquoted cell URI)."""
-
-    version: int
-    joined: Joined
-    cells: dict[str, CellResult] = field(default_factory=dict)
-    texts: tuple[str, ...] = ()
 
 
 @dataclass(eq=False, repr=False)
@@ -192,11 +171,9 @@ class Documents:
 
 
 __all__ = [
-    "CellResult",
     "Document",
     "Documents",
     "DynamicState",
-    "NotebookState",
     "Published",
     "StaticState",
     "canonical_uri",

@@ -12,15 +12,17 @@ for a client that pulls (``server/pull.py``).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
 
+from warp_harness.record import Record
 from warp_harness.server import publishing, pull
 from warp_harness.server.convert import PositionMapper, to_diagnostic
-from warp_harness.server.documents import CellResult, Document, NotebookState, notebook_path
+from warp_harness.server.documents import Document, Published, notebook_path
 from warp_harness.server.text_document import lsp_lines
 from warp_harness.server.worker import Snapshot
 
@@ -61,6 +63,27 @@ def _too_large(cells: list[tuple[int, str]], path: str) -> Analysis | None:
 
     record = cells_too_large(cells, path)
     return None if record is None else Analysis([record], None, None)
+
+
+@dataclass(eq=False, repr=False)
+class CellResult:
+    """A notebook cell's last records and the diagnostics published for them."""
+
+    uri: str
+    version: int | None
+    text: str
+    records: list[Record]
+    published: list[Published]
+
+
+@dataclass(eq=False, repr=False)
+class NotebookState:
+    """A notebook's last analysis: the joined code cells and each cell's result (by unquoted cell URI)."""
+
+    version: int
+    joined: Joined
+    cells: dict[str, CellResult] = field(default_factory=dict)
+    texts: tuple[str, ...] = ()
 
 
 def notebook_of(ls: WarpHarnessServer, uri: str) -> types.NotebookDocument | None:

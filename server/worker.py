@@ -44,7 +44,7 @@ class Job:
         self.future = future
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Snapshot:
     """One document as it is now, ready for the analysis thread: what it is made of (``stamp``: a job of
     the same stamp is the same analysis), whether the last analysis is of it already, the work, how its
