@@ -26,6 +26,7 @@ from warp_harness.server.documents import Document, StaticState
 from warp_harness.server.worker import REQUEST_BUDGET_S, Job, Snapshot, settled_within
 
 if TYPE_CHECKING:
+    from warp_harness.config import Settings
     from warp_harness.engine import Analysis
     from warp_harness.server.app import WarpHarnessServer
 
@@ -38,11 +39,12 @@ LEADING_EDGE_S = 0.001
 
 @dataclass
 class Analysed:
-    """What the analysis thread hands back: the analysis, and the open documents' paths whose launches
-    resolved against the analysed module (re-analysed when its text is new)."""
+    """What the analysis thread hands back: the analysis, the open documents' paths whose launches
+    resolved against the analysed module (re-analysed when its text is new), and the settings it used."""
 
     analysis: Analysis
     dependents: list[str]
+    settings: Settings | None = None
 
 
 # no text of fewer characters (4 UTF-8 bytes at most each) is over the size cap, 8 MiB
@@ -135,6 +137,7 @@ def _text_analysed(
     # (an Enter in an 8,000-kernel file: ~18 ms for the records below it, all moved)
     garbage: list[Any] = [document.static]
     document.static = StaticState(version, text, analysed.analysis)
+    document.settings = analysed.settings
     # the start-up process's diagnostics of this text, when they were the same, are not sent again
     same_text = preliminary is not None and preliminary.version == version and preliminary.text == text
     publishing.publish(ls, uri, garbage, resend=not same_text)
@@ -173,8 +176,12 @@ def schedule(ls: WarpHarnessServer, uri: str, delay: float, leading_edge: float 
 def schedule_text(ls: WarpHarnessServer, uri: str) -> None:
     """``didChange``: the document's analysis after its debounce delay (its settings')."""
     text_document = ls.workspace.text_documents.get(uri)
-    if text_document is not None and text_document.path is not None:
-        schedule(ls, uri, ls.tier.debounce_s(text_document.path))
+    if text_document is None or text_document.path is None:
+        return
+    # the settings of its last analysis (reading a pyproject at every keystroke costs ~0.2 ms)
+    settings = ls.documents.for_uri(uri).settings
+    delay = settings.debounce_ms / 1000 if settings is not None else ls.tier.debounce_s(text_document.path)
+    schedule(ls, uri, delay)
 
 
 def schedule_notebook(ls: WarpHarnessServer, uri: str) -> None:
@@ -232,7 +239,7 @@ def reanalyse_paths(ls: WarpHarnessServer, dependents: Sequence[str], changed_ur
             continue
         if notebooks.notebook_of(ls, uri) is not None:
             continue  # a cell: not analysed on its own
-        ls.documents.for_uri(uri).static = None
+        ls.documents.for_uri(uri).forget_analysis()
         ls.worker.cancel(uri)  # its last analysis resolved against the module's old text
         ls.in_worker(partial(ls.tier.forget, text_document.path))
         schedule_text(ls, uri)
@@ -243,7 +250,7 @@ def reanalyse_all(ls: WarpHarnessServer) -> None:
     for uri in list(ls.workspace.text_documents):
         if notebooks.notebook_of(ls, uri) is not None:
             continue  # a cell: its notebook follows
-        ls.documents.for_uri(uri).static = None
+        ls.documents.for_uri(uri).forget_analysis()
         text_document = ls.workspace.text_documents[uri]
         if text_document.path is not None:
             ls.in_worker(partial(ls.tier.forget, text_document.path))

@@ -228,7 +228,8 @@ class WarpHarnessServer(LanguageServer):
     def analyse_in_worker(
         self, text: str, path: str, answer: threading.Event | None = None
     ) -> analyses.Analysed:
-        """On the analysis thread: the analysis, and the documents to re-analyse if the text is new.
+        """On the analysis thread: the analysis, the settings it used, and the documents to re-analyse if
+        the text is new.
         After the start-up process's ``answer`` when it was asked: its diagnostics go out first, not
         slowed by this analysis holding the GIL (or by the two analyses sharing a loaded machine)."""
         if answer is not None:
@@ -237,7 +238,8 @@ class WarpHarnessServer(LanguageServer):
         analysis = self.tier.analyse(text, path)
         project = self.tier.project
         module = project.module_of(path) if project is not None else None
-        return analyses.Analysed(analysis, self.tier.dependents(module) if module is not None else [])
+        dependents = self.tier.dependents(module) if module is not None else []
+        return analyses.Analysed(analysis, dependents, self.tier.last_settings.get(path))
 
     def in_worker(self, work: Callable[[], Any]) -> None:
         """``work()`` on the analysis thread (it owns the analyser and the workspace model), in order."""

@@ -10,6 +10,7 @@ a ``Document`` holds what the server made of it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from warp_harness.record import Record
 from warp_harness.server.convert import DiagnosticCache
 
 if TYPE_CHECKING:
+    from warp_harness.config import Settings
     from warp_harness.engine import Analysis
     from warp_harness.server.notebooks import NotebookState
 
@@ -60,6 +62,7 @@ class Document:
     notebook: bool = False
     is_open: bool = False
     static: StaticState | None = None  # the last analysis published (text documents)
+    settings: Settings | None = None  # the settings that analysis used
     from_start_up: StaticState | None = None  # set while the published one is the start-up process's
     cells: NotebookState | None = None  # the last analysis published (notebooks)
     daemon: DynamicState | None = None  # the daemon's last result, on the file's canonical URI
@@ -77,11 +80,16 @@ class Document:
         handle.cancel()
         return True
 
+    def forget_analysis(self) -> None:
+        """The next analysis starts afresh (the settings, or a module it depends on, changed)."""
+        self.static = None
+        self.settings = None
+
     def close(self) -> None:
         """What an editor's ``didClose`` ends: everything but the daemon's result."""
         self.cancel_pending()
         self.is_open = False
-        self.static = self.from_start_up = self.cells = None
+        self.static = self.from_start_up = self.cells = self.settings = None
         self.published = None
         self.converted = DiagnosticCache()
         self.last_change = float("-inf")
@@ -111,7 +119,7 @@ class Documents:
     def __init__(self) -> None:
         self._by_uri: dict[str, Document] = {}
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Document]:
         return iter(list(self._by_uri.values()))
 
     def get(self, uri: str) -> Document | None:
