@@ -86,6 +86,8 @@ def case_files(root: Path, listed: Any) -> list[str]:
     if not isinstance(listed, list):
         return []
     library = (root / ".warp-harness" / "repros").resolve()
+    if not library.is_relative_to(root.resolve()):
+        return []  # a `.warp-harness` leading out of the workspace
     found = []
     for entry in listed:
         if not isinstance(entry, str) or not entry or "\x00" in entry:
