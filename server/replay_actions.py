@@ -190,8 +190,12 @@ async def accept(ls: WarpHarnessServer, args: tuple[Any, ...]) -> dict[str, Any]
         )
     count = _count(reply)
     if not count:
+        kept = [
+            r.get("message") for r in reply.get("records") or [] if isinstance(r, dict) and r.get("message")
+        ]
+        why = f": {kept[0]}" if kept else ""
         return _tell(
-            ls, types.MessageType.Warning, f"warp-harness: no captured launch of {kernel} was accepted"
+            ls, types.MessageType.Warning, f"warp-harness: no captured launch of {kernel} was accepted{why}"
         )
     return _tell(
         ls,
@@ -214,7 +218,8 @@ def _ask_daemon(root: Path, path: str, kernel: str) -> dict[str, Any]:
 
 
 def _count(reply: dict[str, Any]) -> int:
-    """How many launches a reply says were accepted (a count, or the list of them)."""
+    """How many launches an ``accepted`` reply says were accepted (docs/protocol.md: ``accepted``, a
+    count; ``launches``, the list of them)."""
     for key in ("accepted", "launches"):
         value = reply.get(key)
         if isinstance(value, bool):

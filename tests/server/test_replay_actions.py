@@ -84,8 +84,16 @@ class DaemonPeer:
                 elif kind == "results":
                     reply = message("results", id=request_id, results=[])
                 elif kind == "accept":
+                    # the reply of the daemon's `accept` (docs/protocol.md)
+                    launches = [{"kernel": "scale", "id": lid, "dim": [4], "device": "cpu"} for lid in "ab"]
                     reply = message(
-                        "accepted", id=request_id, path=msg.get("path"), kernel=msg.get("kernel"), launches=2
+                        "accepted",
+                        id=request_id,
+                        path="k.py",
+                        kernel=msg.get("kernel"),
+                        accepted=len(launches),
+                        launches=launches,
+                        records=[],
                     )
                 else:
                     reply = error_message("unknown-type", f"unknown message type {kind!r}", request_id)
