@@ -1,6 +1,6 @@
 """When the server's cyclic garbage collector runs: after an analysis's diagnostics are out, not before.
 
-An analysis runs with the collector off (`app.py`'s ``_analyse_in_worker``). Turned on again as it
+An analysis runs with the collector off (`app.py`'s ``analyse_in_worker``). Turned on again as it
 returns, the collector would run at the next allocation, over all the analysis made, before the
 diagnostics went out: a keystroke in a 200,000-line file paid ~20 ms for it every few keystrokes, and
 the first keystrokes after opening the file seconds (the file's whole model, traversed by a young and

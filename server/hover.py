@@ -5,9 +5,47 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from lsprotocol import types
+
+from warp_harness.server import analyses, notebooks
+from warp_harness.server.convert import PositionMapper
+from warp_harness.server.text_document import lsp_lines
+
 if TYPE_CHECKING:
     from warp_harness.model.kernel import KernelDef
     from warp_harness.model.module import ModuleModel
+    from warp_harness.server.app import WarpHarnessServer
+
+
+async def hover(ls: WarpHarnessServer, params: types.HoverParams) -> types.Hover | None:
+    """``textDocument/hover``: on a kernel's or func's name, from the last analysis (after waiting a while
+    for the one of the text as it is now) and the daemon's last result for the file."""
+    uri = params.text_document.uri
+    if notebooks.notebook_of(ls, uri) is not None:
+        return None  # a notebook cell: no model of its own
+    document = await analyses.settled(ls, uri)
+    state = document.static if document is not None else None
+    if document is None or state is None or state.analysis.model is None:
+        return None
+    model = state.analysis.model
+    text_document = ls.workspace.text_documents.get(uri)
+    # the document's own lines when it is the text analysed (cutting 200,000 lines again: ~30 ms)
+    lines = text_document.lines if text_document is not None and text_document.source is state.text else None
+    mapper = PositionMapper(
+        lines if lines is not None else lsp_lines(state.text), ls.workspace.position_encoding
+    )
+    line = params.position.line + 1
+    col = mapper.server_column(params.position.line, params.position.character)
+    kernel = kernel_at(model, line, col)
+    if kernel is None:
+        return None
+    dynamic = ls.documents.daemon_state(uri)
+    info = dynamic.kernels.get(kernel.name) if dynamic is not None else None
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown, value=hover_markdown(model, kernel, info)
+        )
+    )
 
 
 def kernel_at(model: ModuleModel, line: int, col: int) -> KernelDef | None:

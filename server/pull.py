@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
+
+from warp_harness.server.documents import notebook_path
+from warp_harness.server.result_ids import result_id
 
 if TYPE_CHECKING:
     from warp_harness.server.app import WarpHarnessServer
@@ -56,6 +59,8 @@ class PullState:
     refresh_after_scan: bool = False  # a workspace pull answered before its scan finished
     # documents whose last report was answered while their analysis still ran (from the one before)
     answered_early: set[str] = field(default_factory=set)
+    # the server's one analysis request (server/analyses.py `request`), handed over at `register`
+    request: Callable[[WarpHarnessServer, str], asyncio.Future[Any] | None] | None = None
 
 
 def state(ls: WarpHarnessServer) -> PullState:
@@ -85,13 +90,6 @@ def _refresh_supported(ls: WarpHarnessServer) -> bool:
     workspace = ls.client_capabilities.workspace
     diagnostics = workspace.diagnostics if workspace else None
     return bool(diagnostics and diagnostics.refresh_support)
-
-
-def result_id(diagnostics: list[types.Diagnostic], version: int | None) -> str:
-    """A digest of the diagnostics (lsprotocol's attrs classes have a stable, complete repr)."""
-    from warp_harness.digests import sha256  # a client that pulls only: start-up skips it
-
-    return sha256(f"{version}\0{diagnostics!r}".encode()).hexdigest()[:20]
 
 
 def deliver(
@@ -159,25 +157,20 @@ def _report(
     return types.RelatedFullDocumentDiagnosticReport(items=list(kept.diagnostics), result_id=kept.result_id)
 
 
-def _request_analysis(ls: WarpHarnessServer, uri: str) -> asyncio.Future[Any] | None:
-    """The analysis of the document's text as it is now (an edit may wait for its debounce)."""
-    if ls.notebooks.owns_cell(uri):
-        return ls.notebooks.request_for_cell(uri)
-    return ls.request_analysis(uri)
-
-
 async def _settle(ls: WarpHarnessServer, uris: Sequence[str]) -> None:
     """Wait up to the server's request budget for the analyses of the documents' texts as they are now
     (one superseded meanwhile, by a newer text or new settings, is followed by the newer one); those not
     done by then are answered from their last analysis and marked, so that their result, when it
     differs, sends a refresh. A client that cannot be sent a refresh (Neovim 0.11 pulls without) waits
     for the analyses: it would not ask again until the next edit. Other requests are answered meanwhile."""
-    from warp_harness.server.app import REQUEST_BUDGET_S
-    from warp_harness.server.worker import settled_within
+    from warp_harness.server.worker import REQUEST_BUDGET_S, settled_within
 
+    request = state(ls).request
+    if request is None:
+        return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + REQUEST_BUDGET_S if _refresh_supported(ls) else None
-    while running := {uri: f for uri in uris if (f := _request_analysis(ls, uri)) is not None}:
+    while running := {uri: f for uri in uris if (f := request(ls, uri)) is not None}:
         everything = asyncio.gather(*running.values(), return_exceptions=True)
         if deadline is None:
             await everything
@@ -198,8 +191,6 @@ async def document_report(
 def _open_paths(ls: WarpHarnessServer) -> set[str]:
     """The files open in the editor (documents and notebooks), as opened and resolved: the scan
     reports a link into the workspace under the file it names, a link out of it under its own path."""
-    from warp_harness.server.notebooks import notebook_path
-
     paths = {d.path for d in list(ls.workspace.text_documents.values()) if d.path is not None}
     paths.update(p for uri in list(ls.workspace.notebook_documents) if (p := notebook_path(uri)))
     return {str(Path(p).resolve()) for p in paths} | {str(Path(p).absolute()) for p in paths}
@@ -304,7 +295,12 @@ async def workspace_report(
     return types.WorkspaceDiagnosticReport(items=items)
 
 
-def register(server: WarpHarnessServer) -> None:
+def register(
+    server: WarpHarnessServer, request: Callable[[WarpHarnessServer, str], asyncio.Future[Any] | None]
+) -> None:
+    """The pull handlers; ``request``: the analysis of a document (or cell) as it is now."""
+    state(server).request = request
+
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
         types.DiagnosticOptions(

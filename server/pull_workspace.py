@@ -114,7 +114,7 @@ def _analyse(
     follows no link that leaves the workspace (one record instead), so a link to /etc/passwd or to
     another project's code never has that file read and quoted."""
     from warp_harness.engine import check_file
-    from warp_harness.server.pull import result_id
+    from warp_harness.server.result_ids import result_id
 
     uri = from_fs_path(path)
     if key is None or uri is None:

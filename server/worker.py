@@ -17,11 +17,16 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 log = logging.getLogger("warp_harness.server.worker")
 
 T = TypeVar("T")
+
+# how long a request (hover, code actions, pull diagnostics) waits for the analysis of the text as it is
+# now before answering from the last completed one
+REQUEST_BUDGET_S = 1.0
 
 
 class Superseded(Exception):
@@ -37,6 +42,19 @@ class Job:
         self.stamp = stamp
         self.generation = generation
         self.future = future
+
+
+@dataclass(eq=False, repr=False)
+class Snapshot:
+    """One document as it is now, ready for the analysis thread: what it is made of (``stamp``: a job of
+    the same stamp is the same analysis), whether the last analysis is of it already, the work, how its
+    result is applied on the event loop, and what a new job starts besides (``started``)."""
+
+    stamp: Any
+    analysed: bool
+    work: Callable[[], Any]
+    apply: Callable[[Any], None]
+    started: Callable[[Job], None] | None = None
 
 
 _Item = tuple[Callable[[], Any], "concurrent.futures.Future[Any]"]
@@ -140,4 +158,4 @@ async def settled_within(future: asyncio.Future[Any] | None, budget_s: float) ->
     return True
 
 
-__all__ = ["AnalysisWorker", "Job", "Superseded", "settled_within"]
+__all__ = ["REQUEST_BUDGET_S", "AnalysisWorker", "Job", "Snapshot", "Superseded", "settled_within"]

@@ -41,17 +41,6 @@ _KNOWN_CYCLES: dict[frozenset[str], str] = {
         "`captured.hook`, which stores failing ones with `repros`, and `repros.replay` hands stored "
         "captured cases back to the hook). Function-local imports; to go with typed steps (#33 item 5)"
     ),
-    frozenset(
-        {
-            "warp_harness.server.app",
-            "warp_harness.server.notebooks",
-            "warp_harness.server.pull",
-            "warp_harness.server.pull_workspace",
-        }
-    ): (
-        "the notebook and pull handlers reach back into the server object of app.py (function-local "
-        "imports; to go with the per-document object of issue #33 item 4)"
-    ),
 }
 
 
