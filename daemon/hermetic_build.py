@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from warp_harness.daemon import hermetic_contract
+from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
+
 # the modules a hermetic namespace holds, under the names a module may import them as (imported
 # only when a kernel is built: the supervisor, which never imports Warp, runs ``why_not``)
 _LIBRARIES = ("warp", "numpy", "math")
@@ -47,10 +50,6 @@ def module_name_for(path: Path) -> tuple[str, Path]:
         parts.insert(0, folder.name)
         folder = folder.parent
     return ".".join(parts), folder
-
-
-class NotHermetic(Exception):
-    """The kernel cannot be built from its source alone (the message says why)."""
 
 
 @dataclass(frozen=True)
@@ -314,8 +313,6 @@ def _analysed(source: str, filename: str) -> tuple[_Plan, set[str], Any]:
 def _own_contracts(plan: _Plan) -> Any:
     """The module's own contract statements and what they reach (``hermetic_contract.ContractPlan``),
     None when it defines none at its top level."""
-    from warp_harness.daemon import hermetic_contract
-
     kernel_defs = set(plan.definitions) - plan.rebound
     return hermetic_contract.plan_contracts(plan.tree, kernel_defs, plan.rebound)
 

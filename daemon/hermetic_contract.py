@@ -32,8 +32,12 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from warp_harness.daemon.hermetic_build import NotHermetic
 from warp_harness.model.imports import ImportMap
+
+
+class NotHermetic(Exception):
+    """The kernel (or its contract) cannot be built from its source alone (the message says why)."""
+
 
 _HARNESS = "warp_harness.contract"
 _HARNESS_CALLS = {f"{_HARNESS}.{n}" for n in ("Contract", "Tolerance", "EdgeCase", "define")}

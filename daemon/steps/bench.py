@@ -35,6 +35,7 @@ from warp_harness.daemon.steps import Job, KernelInfo, device_check
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.validate import (
+    REVALIDATE_SEED,
     TIMED_SEED,
     _dim,
     _numpy_dtype,
@@ -58,7 +59,6 @@ PROGRESS_EVERY_S = 0.1
 WARMUP_MAX_LAUNCHES = 100_000
 MIN_TIME_MAX_LAUNCHES = 100_000
 WINDOW_WARMUP_S = 0.02  # warm-up before each window after the first (the clock is still up)
-REVALIDATE_SEED = 7000  # fresh inputs for the check after the timed loop: job.seed + this + set
 REVALIDATE_SETS = 1  # the buffers of the first set; more cost time on every save
 COLD_L2_FLUSH_BYTES = 256 << 20  # written between launches for cold-L2 timing (> any L2 today)
 _clock = TRUSTED.perf_counter  # the clock saved before any workspace code ran

@@ -545,6 +545,7 @@ def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
 DRAWN_SEED = 2000  # the drawn sizes' inputs: job.seed + this + k
 EDGE_SEED = 1000  # the edge cases' inputs: job.seed + this + j
 TIMED_SEED = 5000  # the benchmark's input sets: job.seed + this + k (steps/bench.py)
+REVALIDATE_SEED = 7000  # fresh inputs for the check after the timed loop: job.seed + this + set
 
 
 def drawn_sizes(sizes: tuple[int, ...] | list[int], seed: int) -> list[int]:
@@ -897,8 +898,6 @@ def refill_seeds(seed: int, windows: int) -> list[int]:
     in the gaps between windows (steps/bench.py: gap ``w`` re-validates set ``(w - 1) % 3`` of the
     three on fresh inputs of job.seed + REVALIDATE_SEED + 100 w + that set), which the next
     windows time: the verdict worker computes their references too."""
-    from warp_harness.daemon.steps.bench import REVALIDATE_SEED
-
     return [seed + REVALIDATE_SEED + 100 * w + (w - 1) % TIMED_SETS for w in range(1, windows)]
 
 
