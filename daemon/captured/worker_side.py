@@ -58,6 +58,19 @@ def definitions_only(tree: ast.Module) -> ast.Module:
     return ast.Module(body=kept, type_ignores=[])
 
 
+def _package_of(path: Path) -> str:
+    """capb (#31): the dotted package of a module inside packages (folders with ``__init__.py``);
+    the folder above the top package goes on ``sys.path``, so its relative imports resolve."""
+    parts: list[str] = []
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.name.isidentifier():
+        parts.append(folder.name)
+        folder = folder.parent
+    if parts and str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    return ".".join(reversed(parts))
+
+
 def build_module(path: Path) -> types.ModuleType:
     source = path.read_text(encoding="utf-8")
     tree = definitions_only(ast.parse(source, filename=str(path)))
@@ -66,6 +79,7 @@ def build_module(path: Path) -> types.ModuleType:
         return sys.modules[name]
     module = types.ModuleType(name)
     module.__file__ = str(path)
+    module.__package__ = _package_of(path)  # capb (#31): a package's module (newton's) imports relatively
     sys.modules[name] = module
     folder = str(path.parent)
     if folder not in sys.path:

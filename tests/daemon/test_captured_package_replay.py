@@ -1,0 +1,78 @@
+"""A kernel in a package module that imports its package relatively (as newton's modules do:
+`from ..geometry import ...`) is replayed, not reported as a module that cannot be built (WHD085).
+The replay builds the saved module under a name of its own; without its package that import raised
+`ImportError: attempted relative import with no known parent package`, so no newton kernel could be
+replayed (benchmarks/bench_capture.py replays newton 1.8.0's)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from daemon_helpers import FAST
+
+from warp_harness.daemon import findings as F
+from warp_harness.daemon.captured.hook import supervisor_call
+from warp_harness.daemon.captured.replay import replay_module
+from warp_harness.daemon.supervisor import Supervisor
+
+pytestmark = pytest.mark.slow
+
+HELPERS = """import warp as wp
+
+
+@wp.func
+def twice(v: float):
+    return v * 2.0
+"""
+
+KERNELS = """import warp as wp
+
+from .helpers import twice
+
+
+@wp.kernel
+def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = twice(x[i])
+"""
+
+SCRIPT = """import numpy as np
+import warp as wp
+
+from sim.core.kernels import double
+
+x = wp.array(np.arange(8, dtype=np.float32))
+wp.launch(double, dim=8, inputs=[x, wp.zeros(8, dtype=float)])
+"""
+
+
+def test_a_package_module_with_relative_imports_replays(tmp_path: Path) -> None:
+    core = tmp_path / "sim" / "core"
+    core.mkdir(parents=True)
+    (tmp_path / "sim" / "__init__.py").write_text("", encoding="utf-8")
+    (core / "__init__.py").write_text("", encoding="utf-8")
+    (core / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    (core / "kernels.py").write_text(KERNELS, encoding="utf-8")
+    (tmp_path / "run.py").write_text(SCRIPT, encoding="utf-8")
+    p = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "run.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0 and "captured 1 launch(es) of 1 kernel(s)" in p.stdout, p.stdout + p.stderr
+    path = core / "kernels.py"
+    with Supervisor(tmp_path, FAST, warmup=False) as sup:
+        out = replay_module(
+            tmp_path, path, "sim/core/kernels.py", FAST, supervisor_call(sup), only_changed=False
+        )
+        assert [r.rule for r in out.records] == [F.REPLAYED], [r.message for r in out.records]
+        path.write_text(KERNELS.replace("twice(x[i])", "twice(x[i]) + 1.0"), encoding="utf-8")
+        out = replay_module(
+            tmp_path, path, "sim/core/kernels.py", FAST, supervisor_call(sup), only_changed=True
+        )
+        assert [r.rule for r in out.records] == [F.BEHAVIOUR_CHANGED]
