@@ -359,7 +359,10 @@ class JobRunner:
         workspace = self._workspace
         supervisor = self._supervisor(workspace, job["options"])
         if job["kind"] == "replay":  # capb (#31): a captured launch's replay or timing job
-            return _relocate(_run_replay(supervisor, workspace, job), str(workspace), job["workspace"])
+            replayed: dict[str, Any] = _relocate(
+                _run_replay(supervisor, workspace, job), str(workspace), job["workspace"]
+            )
+            return replayed
         if job["kind"] == "check":
             result = supervisor.check(
                 workspace / job["path"],

@@ -35,10 +35,11 @@ def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Re
 
     mode = getattr(engine, "replay_captures", "changed")
     # capb (#31): the Ray executor ships replay jobs too (daemon/ray_executor.py, `replay_call`)
-    remote = getattr(engine.supervisor, "replay_call", None)
-    if not engine.trusted or mode == "off" or not (isinstance(engine.supervisor, Supervisor) or remote):
+    call: Call | None = getattr(engine.supervisor, "replay_call", None)
+    if isinstance(engine.supervisor, Supervisor):
+        call = supervisor_call(engine.supervisor)
+    if not engine.trusted or mode == "off" or call is None:
         return [], []
-    call: Call = supervisor_call(engine.supervisor) if isinstance(engine.supervisor, Supervisor) else remote
     if not (engine.workspace / ".warp-harness" / "captures" / "kernels").is_dir():
         return [], []  # the cached-save path pays one stat
     outcome = replay_module(
