@@ -59,16 +59,20 @@ def definitions_only(tree: ast.Module) -> ast.Module:
 
 
 def _package_of(path: Path) -> str:
-    """capb (#31): the dotted package of a module inside packages (folders with ``__init__.py``);
-    the folder above the top package goes on ``sys.path``, so its relative imports resolve."""
-    parts: list[str] = []
-    folder = path.parent
-    while (folder / "__init__.py").is_file() and folder.name.isidentifier():
-        parts.append(folder.name)
-        folder = folder.parent
-    if parts and str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    return ".".join(reversed(parts))
+    """capb (#31): the dotted package of a module below the worker's folder (the workspace), as
+    ``python -m`` run there sees it (regular or namespace packages: newton's ``_src`` has no
+    ``__init__.py``); the workspace goes at the end of ``sys.path``, so the package's imports of
+    itself (relative, or ``import newton``) resolve."""
+    root = Path.cwd().resolve()
+    try:
+        parts = path.parent.resolve().relative_to(root).parts
+    except ValueError:
+        return ""
+    if not parts or not all(p.isidentifier() for p in parts):
+        return ""
+    if str(root) not in sys.path:
+        sys.path.append(str(root))
+    return ".".join(parts)
 
 
 def build_module(path: Path) -> types.ModuleType:
