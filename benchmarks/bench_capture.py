@@ -97,6 +97,7 @@ PROJECTS: dict[str, Callable[[int, int], Project]] = {
     "warp-fluid": lambda f, _: _example("fluid", f, "--headless"),
     "warp-test_lvalue": lambda f, _: _warp_test("test_lvalue"),
     "warp-test_operators": lambda f, _: _warp_test("test_operators"),
+    "warp-test_adam": lambda f, _: _warp_test("test_adam"),  # losses summed with wp.atomic_add
     # its `--test` checks fail on the CPU at 10 and 30 frames (a link not yet where it expects), hold at 100
     "newton-pendulum": lambda _, n: _newton("basic_pendulum", n),
 }

@@ -29,7 +29,8 @@ import numpy as np
 
 _CONSTANT_CALLS = re.compile(
     r"(constant|vec\w*|mat\w*|quat\w*|transform\w*|spatial\w*|float\w*|u?int\w*|bool|"
-    r"set_module_options|struct|func|kernel|overload|static|types)$"
+    r"set_module_options|struct|func|kernel|overload|static|types|"
+    r"finfo|iinfo)$"  # capb (#31): newton's `_FLOAT32_EPS = wp.constant(float(np.finfo(np.float32).eps))`
 )
 
 
