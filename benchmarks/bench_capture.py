@@ -264,6 +264,7 @@ class Row:
     launches: int = 0
     bytes: int = 0
     not_recorded: int = 0
+    not_recorded_why: list[str] = field(default_factory=list)
     plain_s: float = 0.0
     capture_s: float = 0.0
     exit_code: int = 0
@@ -300,6 +301,7 @@ def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions)
             best = min(best, time.perf_counter() - t0)
         row.capture_s = best
         row.not_recorded = len(run.report.skipped)
+        row.not_recorded_why = list(run.report.skipped)
         store = CaptureStore(ws)
         indexes = [e for e in store.indexes() if isinstance(e, KernelIndex)]
         row.kernels = len(indexes)
@@ -413,6 +415,8 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
         for line in r.false_alarms:
             print(f"false alarm: {r.project.label}: {line}")
         if args.verbose:
+            for line in r.not_recorded_why:
+                print(f"not recorded: {r.project.label}: {line}")
             for line in r.mutant_log:
                 print(f"mutant: {r.project.label}: {line}")
 
