@@ -149,6 +149,11 @@ def run_bench(
     targets = list(discovery.walk(paths))
     engines = Engines(root, settings, options, executor or ExecutorChoice(), None, warmup, on_progress)
 
+    def make() -> Any:  # capb (#31 item 4): every captured launch replayed and timed, as in ci
+        engine = engines.make()
+        engine.replay_captures = "all"
+        return engine
+
     def starting(target: Path) -> None:
         if on_progress is not None:
             on_progress({"kind": "file", "path": _shown(root, target)})
@@ -159,7 +164,7 @@ def run_bench(
     warnings: list[dict[str, Any]] = []
     notes: list[str] = []
     try:
-        reports = check_many(engines.make, targets, engines.parallel, on_start=starting)
+        reports = check_many(make, targets, engines.parallel, on_start=starting)
     finally:
         engines.close()
     for report in reports:

@@ -56,6 +56,9 @@ CAPTURE_REFUSED = "WHD084"
 REPLAY_FAILED = "WHD085"
 REPLAYED = "WHD086"
 REPLAY_RACE = "WHD087"  # the CUDA oracles: CPU vs CUDA, CUDA twice
+# captured launches timed against their baseline (daemon/captured/benchmark.py)
+CAPTURED_SLOWER = "WHD090"
+CAPTURED_FASTER = "WHD091"
 
 
 @dataclass(frozen=True)
@@ -539,6 +542,30 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "captured launches of the kernel were replayed and matched their baseline",
         "Says which captured launches judged the kernel (with no contract, they are its only oracle).",
         "Nothing.",
+    ),
+    DynamicRule(  # capb (#31 item 4)
+        CAPTURED_SLOWER,
+        "captured-launch-slower",
+        Stage.PERFORMANCE,
+        _W,
+        "a changed kernel's captured launches run slower than the accepted source's, beyond the spread "
+        "measured on this machine",
+        "A captured launch is timed at its real size by the benchmark step's own loop and compared with "
+        "the timing of the accepted source kept in your private cache: the ratio of medians with a 99% "
+        "bootstrap interval, against the ratios that unchanged code shows between runs on this machine "
+        "(no fixed percentage). The whole interval lies beyond that spread: the edit made it slower.",
+        "Intended (more work for a better result)? `warp-harness accept FILE::KERNEL --trust` makes the "
+        "source the baseline. Otherwise profile the edit: an inner loop, a lost early exit, atomics.",
+    ),
+    DynamicRule(  # capb (#31 item 4)
+        CAPTURED_FASTER,
+        "captured-launch-faster",
+        Stage.PERFORMANCE,
+        _I,
+        "a changed kernel's captured launches run faster than the accepted source's, beyond the spread "
+        "measured on this machine",
+        "The same comparison as WHD090, the other way: an optimisation that shows on the real launches.",
+        "Nothing; `warp-harness accept FILE::KERNEL --trust` makes it the baseline.",
     ),
     DynamicRule(
         UNTRUSTED,

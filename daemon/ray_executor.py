@@ -35,6 +35,7 @@ import io
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -238,6 +239,66 @@ def _node_cache(root: Path) -> Path | None:
     return kernel_cache.private_folder(root / "kernels")
 
 
+# capb (#31): captured launches replayed (and timed) on the cluster. The driver prepared the launch's
+# inputs as .npy files in a folder of its own (daemon/captured/replay.py, benchmark.py): they travel with
+# the job, the runner's Supervisor runs the worker's `replay` job on them in a private folder, and the
+# arrays it leaves there travel back; the driver judges them (it runs no workspace code), so the
+# records are a local replay's.
+_REPLAY_IN = re.compile(r"in-[0-9a-f]{1,32}-\d{1,7}\.npy")
+_REPLAY_OUT = re.compile(r"out-[0-9a-f]{1,32}-\d{1,4}\.npy")
+MAX_REPLAY_BYTES = MAX_SNAPSHOT_BYTES
+
+
+def _folder_files(folder: Path, pattern: re.Pattern[str]) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    total = 0
+    for entry in sorted(folder.iterdir()):
+        if not pattern.fullmatch(entry.name) or entry.is_symlink() or not entry.is_file():
+            continue
+        data = entry.read_bytes()
+        total += len(data)
+        if total > MAX_REPLAY_BYTES:
+            raise SnapshotError(f"a replay job's arrays exceed {MAX_REPLAY_BYTES >> 20} MiB")
+        files[entry.name] = data
+    return files
+
+
+def _write_files(folder: Path, files: dict[str, bytes], pattern: re.Pattern[str]) -> None:
+    for name, data in files.items():
+        if not pattern.fullmatch(name):
+            raise SnapshotError(f"a replay file named {name!r}")
+        fd = os.open(
+            folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600
+        )
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+
+def _run_replay(supervisor: Any, workspace: Path, job: dict[str, Any]) -> dict[str, Any]:
+    """On the runner: the worker's replay job on the inputs that came with ``job``; the outcome of
+    the call and the arrays the worker left."""
+    folder = Path(tempfile.mkdtemp(prefix="replay-", dir=workspace.parent))
+    try:
+        _write_files(folder, job["files"], _REPLAY_IN)
+        msg = {**job["message"], "folder": str(folder), "path": str(workspace / job["path"])}
+        msg["workspace"] = str(workspace)
+        with supervisor._lock:
+            outcome = supervisor._call(msg, None)
+        return {
+            "replay": {
+                "kind": outcome.kind,
+                "result": outcome.result,
+                "returncode": outcome.returncode,
+                "progress": outcome.progress,
+                "output": outcome.output,
+                "elapsed_s": outcome.elapsed_s,
+            },
+            "files": _folder_files(folder, _REPLAY_OUT),
+        }
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 class JobRunner:
     """A Ray actor, one per slot (a CPU, or a GPU for CUDA jobs): the snapshot it last unpacked,
     in a private folder, and a ``Supervisor`` on it whose workers stay warm from job to job (Warp
@@ -298,6 +359,11 @@ class JobRunner:
             self._workspace, self._digest = workspace, digest
         workspace = self._workspace
         supervisor = self._supervisor(workspace, job["options"])
+        if job["kind"] == "replay":  # capb (#31): a captured launch's replay or timing job
+            replayed: dict[str, Any] = _relocate(
+                _run_replay(supervisor, workspace, job), str(workspace), job["workspace"]
+            )
+            return replayed
         if job["kind"] == "check":
             result = supervisor.check(
                 workspace / job["path"],
@@ -638,6 +704,44 @@ class RayExecutor:
         if "status" in out:
             return str(out["status"]), [Record.from_dict(r) for r in out["records"]]
         return "infrastructure", [self._infrastructure_record(str(case.get("path")), out)]
+
+    def replay_call(self, msg: dict[str, Any]) -> Any:
+        """capb (#31): one replay job (daemon/captured/replay.Call) on the cluster: the inputs in
+        ``msg["folder"]`` travel with it, the arrays the worker left come back into that folder."""
+        from warp_harness.daemon.worker_process import CallOutcome
+
+        folder = Path(str(msg["folder"]))
+        path = Path(str(msg["path"]))
+        launches = [x for k in msg.get("kernels") or [] for x in k.get("launches") or []]
+        devices = sorted({str(x.get("device") or "cpu") for x in launches}) or ["cpu"]
+        # a CUDA launch asks for a GPU where the cluster has one; elsewhere the worker replays it on the CPU
+        if not (any(d.startswith("cuda") for d in devices) and self._total("GPU") >= 1):
+            devices = ["cpu"]
+        opts = RuntimeOptions.from_dict(msg.get("options") or {}).merged({"devices": devices})
+        try:
+            files = _folder_files(folder, _REPLAY_IN)
+        except (OSError, SnapshotError) as exc:
+            return CallOutcome(kind="infrastructure", output=f"the replay's inputs did not travel: {exc}")
+        message = {k: v for k, v in msg.items() if k not in ("folder", "path", "workspace")}
+        job = {"kind": "replay", "message": message, "files": files, "options": opts.to_dict()}
+        kernel = str((msg.get("kernels") or [{}])[0].get("name") or "")
+        part = JobPart(kernel, None, devices[0])
+        out = self._submit(path, job, (Step.VALIDATE,), opts, None, part)
+        if "replay" not in out:
+            return CallOutcome(kind="infrastructure", output=str(out.get("infrastructure")))
+        try:
+            _write_files(folder, out.get("files") or {}, _REPLAY_OUT)
+        except (OSError, SnapshotError) as exc:
+            return CallOutcome(kind="infrastructure", output=f"the replay's outputs did not come back: {exc}")
+        r = out["replay"]
+        return CallOutcome(
+            kind=str(r["kind"]),
+            result=r.get("result"),
+            returncode=r.get("returncode"),
+            progress=dict(r.get("progress") or {}),
+            output=str(r.get("output") or ""),
+            elapsed_s=float(r.get("elapsed_s") or 0.0),
+        )
 
     def _submit(
         self,

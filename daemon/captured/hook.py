@@ -34,7 +34,11 @@ def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Re
     from warp_harness.daemon.supervisor import Supervisor
 
     mode = getattr(engine, "replay_captures", "changed")
-    if not engine.trusted or mode == "off" or not isinstance(engine.supervisor, Supervisor):
+    # capb (#31): the Ray executor ships replay jobs too (daemon/ray_executor.py, `replay_call`)
+    call: Call | None = getattr(engine.supervisor, "replay_call", None)
+    if isinstance(engine.supervisor, Supervisor):
+        call = supervisor_call(engine.supervisor)
+    if not engine.trusted or mode == "off" or call is None:
         return [], []
     if not (engine.workspace / ".warp-harness" / "captures" / "kernels").is_dir():
         return [], []  # the cached-save path pays one stat
@@ -43,12 +47,20 @@ def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Re
         path,
         display,
         engine.options,
-        supervisor_call(engine.supervisor),
+        call,
         only_changed=mode == "changed",
         shrink_failures=engine.options.shrink,
         cache=mode == "changed",  # a save: an unchanged replay's result comes from the user's cache
     )
     records: list[Record] = outcome.records
+    # capb (#31 item 4): the captured launches timed against their baselines (daemon/captured/benchmark.py)
+    if engine.options.bench and getattr(engine, "benchmark_captures", True):
+        from warp_harness.daemon.captured.benchmark import benchmark_module
+
+        timed = benchmark_module(
+            engine.workspace, path, display, engine.options, call, replayed=outcome, every=mode == "all",
+        )  # fmt: skip
+        records = [*records, *timed.records]
     stored: list[str] = []
     for failure in outcome.failures:
         try:

@@ -234,6 +234,9 @@ class Recorder:
         if isinstance(value, wp.array):
             if type(value) is not wp.array:
                 return {"name": name, "kind": "unrecorded", "why": f"{type(value).__name__} is not recorded"}
+            # capb (#31): the store holds plain numeric arrays only (an array of structs was refused, WHD084)
+            if type(value.dtype).__name__ == "Struct":
+                return {"name": name, "kind": "unrecorded", "why": "an array of structs is not recorded"}
             return {
                 "name": name,
                 "kind": "array",

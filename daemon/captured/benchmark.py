@@ -1,0 +1,320 @@
+"""Captured launches benchmarked at their real sizes (the supervisor's side), after their replay.
+
+This process runs no workspace code. It reads the capture store (signed indexes, verified blobs),
+writes each launch's captured inputs as ``.npy`` files into a private folder and asks the worker to
+time them (job kind ``replay`` with ``benchmark``: ``benchmark_worker``, the benchmark step's own
+loop on the release build). The launch times are compared with the baseline kept for that launch
+in the user's private cache (``benchmark_baselines``), never with anything the workspace ships:
+
+- a kernel whose source is the captured (accepted) one and has no timing on this machine yet is
+  timed twice: the second run is its baseline, the pair one measure of the machine's spread;
+- a kernel whose source is the captured one and has a timing (``ci``, ``bench``: every launch) is
+  timed again: its timing is replaced and the pair is another measure of the machine's spread;
+- a kernel whose source changed (the daemon: on a save, after its replay passed) is timed and
+  judged against the accepted source's baseline (``benchmark_stats.judge``): WHD090 when it is
+  slower beyond the spread measured on this machine, WHD091 when it is faster; a rerun of the same
+  changed source measures the spread too.
+
+Only launches the replay judged clean are timed when the kernel changed (a replay that reads out
+of bounds is not run again without its bounds checks).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from warp_harness.capture.identity import KernelSource, kernel_sources
+from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace, Refusal
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import protocol
+from warp_harness.daemon.captured import benchmark_stats
+from warp_harness.daemon.captured.benchmark_baselines import TimingStore, device_tag
+from warp_harness.daemon.captured.replay import Call, ReplayOutcome, _flat_arrays, _provenance, _related
+from warp_harness.daemon.options import RuntimeOptions
+from warp_harness.record import Record, Severity, Stage
+from warp_harness.user_state import StateUnusable
+
+BASELINE_RUNS = 2  # a new baseline: two runs, the second kept, the pair a measure of the spread
+
+
+@dataclass
+class Timed:
+    """One captured launch timed: what the comparison found (``verdict`` None: nothing compared)."""
+
+    kernel: str
+    launch: str
+    device: str
+    median_s: float
+    baseline_median_s: float | None
+    verdict: benchmark_stats.Verdict | None
+    role: str  # baseline | rerun | changed
+
+
+@dataclass
+class BenchmarkOutcome:
+    records: list[Record] = field(default_factory=list)
+    timed: list[Timed] = field(default_factory=list)
+    noise_added: int = 0
+
+
+def _prepare(store: CaptureStore, launch: dict[str, Any], folder: Path) -> dict[str, Any]:
+    lid = str(launch["id"])
+    if not re.fullmatch(r"[0-9a-f]{1,32}", lid):
+        raise CaptureRefused(f"bad launch id {lid!r}")
+    counter = iter(range(1 << 20))
+
+    def arg(d: dict[str, Any]) -> dict[str, Any]:
+        d = dict(d)
+        if d.get("kind") == "array":
+            d["file"] = f"in-{lid}-{next(counter)}.npy"
+            np.save(folder / d["file"], store.blob(str(d.get("blob"))), allow_pickle=False)
+        elif d.get("kind") == "struct":
+            d["fields"] = [arg(f) for f in d.get("fields") or []]
+        return d
+
+    return {
+        "id": lid,
+        "device": str(launch["device"]),
+        "dim": [int(x) for x in launch["dim"]],
+        "block_dim": launch.get("block_dim"),
+        "args": [arg(d) for d in launch["args"]],
+    }
+
+
+class _Benchmark:
+    def __init__(
+        self, workspace: Path, path: Path, rel: str, display: str, options: RuntimeOptions, call: Call
+    ) -> None:
+        self.workspace = workspace
+        self.path = path
+        self.rel = rel
+        self.display = display
+        self.options = options
+        self.call = call
+        self.store = CaptureStore(workspace)
+        self.timings = TimingStore(workspace)
+        self._hosts: dict[str, TimingStore] = {}
+        self.out = BenchmarkOutcome()
+
+    def kernel(
+        self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int
+    ) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="wh-capbench-"))
+        try:
+            prepared: list[dict[str, Any]] = []
+            by_id: dict[str, dict[str, Any]] = {}
+            for launch in launches:
+                try:
+                    prepared.append(_prepare(self.store, launch, folder))
+                except (CaptureRefused, OSError, ValueError):
+                    continue  # the replay reports a refused capture (WHD084)
+                by_id[str(launch["id"])] = launch
+            if not prepared:
+                return
+            msg = protocol.message(
+                "job",
+                kind="replay",
+                benchmark=True,
+                path=str(self.path),
+                display_path=self.display,
+                workspace=str(self.workspace),
+                options=self.options.to_dict(),
+                folder=str(folder),
+                kernels=[{"name": src.name, "launches": prepared, "runs": runs}],
+            )
+            outcome = self.call(msg)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        result = outcome.result or {}
+        if outcome.kind != "done" or result.get("status") != "ok":
+            why = result.get("error") if outcome.kind == "done" else outcome.kind
+            self.out.records.append(
+                F.make_record(
+                    Stage.PERFORMANCE,
+                    F.REPLAY_FAILED,
+                    Severity.WARNING,
+                    self.display,
+                    src.line,
+                    f"captured launches of `{src.name}` not timed: {why}",
+                    col=src.col,
+                    end_col=src.end_col,
+                    kernel=src.name,
+                )
+            )
+            return
+        self._judge(entry, src, by_id, result.get("launches") or {})
+
+    def _judge(
+        self,
+        entry: KernelIndex,
+        src: KernelSource,
+        by_id: dict[str, dict[str, Any]],
+        done: dict[str, Any],
+    ) -> None:
+        key = TimingStore.kernel_key(self.rel, src.name)
+        accepted = entry.digest
+        slower: list[tuple[Timed, dict[str, Any]]] = []
+        faster: list[tuple[Timed, dict[str, Any]]] = []
+        for lid, launch in by_id.items():
+            got = done.get(lid)
+            if not isinstance(got, dict) or not got.get("runs"):
+                continue
+            measured = [[float(t) for t in run if t > 0] for run in got["runs"]]
+            measured = [run for run in measured if run]
+            if not measured:
+                continue
+            device = str(got.get("device") or "cpu")
+            tag = device_tag(device, str(got.get("device_name") or ""))
+            try:
+                timings = self._store(str(got.get("host") or ""))
+            except (ValueError, StateUnusable):
+                continue
+            for earlier, later in itertools.pairwise(measured):  # a baseline's two runs
+                self._noise(timings, tag, earlier, later)
+            times = measured[-1]
+            previous = timings.timing(key, lid, src.digest, tag)  # this very source, timed before
+            if previous is not None and len(measured) == 1:
+                self._noise(timings, tag, previous, times)
+            verdict: benchmark_stats.Verdict | None = None
+            base: list[float] | None = None
+            role = "baseline" if previous is None and src.digest == accepted else "rerun"
+            if src.digest != accepted:
+                role = "changed"
+                base = timings.timing(key, lid, accepted, tag)
+                if base is not None:
+                    verdict = benchmark_stats.judge(times, base, timings.noise(tag), seed=len(times))
+            timings.save(key, lid, src.digest, tag, times, keep={accepted})
+            timed = Timed(
+                src.name,
+                lid,
+                device,
+                float(np.median(times)),
+                float(np.median(base)) if base else None,
+                verdict,
+                role,
+            )
+            self.out.timed.append(timed)
+            if verdict is not None and verdict.kind == "slower":
+                slower.append((timed, launch))
+            elif verdict is not None and verdict.kind == "faster":
+                faster.append((timed, launch))
+        self._report(src, slower, len(by_id), F.CAPTURED_SLOWER)
+        self._report(src, faster, len(by_id), F.CAPTURED_FASTER)
+
+    def _store(self, host: str) -> TimingStore:
+        """The timings of the host that measured (this one's unless a Ray node's)."""
+        if not host or host == self.timings.host:
+            return self.timings
+        if host not in self._hosts:
+            self._hosts[host] = TimingStore(self.workspace, host)
+        return self._hosts[host]
+
+    def _noise(self, timings: TimingStore, device: str, earlier: list[float], later: list[float]) -> None:
+        a, b = float(np.median(earlier)), float(np.median(later))
+        if a > 0 and b > 0:
+            timings.add_noise(device, math.log(b / a))
+            self.out.noise_added += 1
+
+    def _report(
+        self, src: KernelSource, found: list[tuple[Timed, dict[str, Any]]], total: int, rule: str
+    ) -> None:
+        if not found:
+            return
+        slower = rule == F.CAPTURED_SLOWER
+        timed, launch = (
+            max(found, key=lambda f: f[0].verdict.low if f[0].verdict else 0.0)
+            if slower
+            else min(found, key=lambda f: f[0].verdict.high if f[0].verdict else math.inf)
+        )
+        assert timed.verdict is not None and timed.baseline_median_s is not None
+        self.out.records.append(
+            F.make_record(
+                Stage.PERFORMANCE,
+                rule,
+                Severity.WARNING if slower else Severity.INFO,
+                self.display,
+                src.line,
+                f"`{src.name}` is {'slower' if slower else 'faster'} than its accepted source on "
+                f"{len(found)} of {total} captured launch(es): median {timed.median_s * 1e6:.1f} µs against "
+                f"{timed.baseline_median_s * 1e6:.1f} µs, {timed.verdict.describe()}; "
+                f"{_provenance(launch)} on {timed.device}",
+                col=src.col,
+                end_col=src.end_col,
+                kernel=src.name,
+                expected=timed.baseline_median_s,
+                actual=timed.median_s,
+                related=_related(launch),
+                hint=(
+                    "intended? `warp-harness accept "
+                    f"{self.display}::{src.name} --trust` makes this source the baseline"
+                    if slower
+                    else None
+                ),
+            )
+        )
+
+
+def _complete(launch: dict[str, Any]) -> bool:
+    return not launch.get("incomplete") and all(d.get("blob") for d in _flat_arrays(launch["args"]))
+
+
+def benchmark_module(
+    workspace: Path,
+    path: Path,
+    display: str,
+    options: RuntimeOptions,
+    call: Call,
+    *,
+    replayed: ReplayOutcome | None,
+    every: bool,
+) -> BenchmarkOutcome:
+    """Time the captured launches of ``path``'s kernels (see the module's docstring for which).
+    ``replayed``: the replay of this check (its clean launches of changed kernels are timed);
+    ``every``: time every captured launch of unchanged kernels too (``ci``, ``bench``)."""
+    workspace = workspace.resolve()
+    store = CaptureStore(workspace)
+    try:
+        if not store.exists():
+            return BenchmarkOutcome()
+        rel = path.resolve().relative_to(workspace).as_posix()
+        entries = store.for_module(rel)
+    except (ValueError, OSError, OutsideWorkspace):
+        return BenchmarkOutcome()
+    try:
+        sources = kernel_sources(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError):
+        return BenchmarkOutcome()
+    try:
+        bench = _Benchmark(workspace, path.resolve(), rel, display, options, call)
+    except StateUnusable:
+        return BenchmarkOutcome()  # no private cache: nothing to compare with, nothing timed
+    clean = replayed.clean if replayed is not None else set()
+    for entry in entries:
+        if isinstance(entry, Refusal):
+            continue
+        src = sources.get(entry.name)
+        if src is None:
+            continue
+        launches = [x for x in entry.launches if _complete(x)]
+        if src.digest != entry.digest:
+            todo = [x for x in launches if (src.name, x["id"]) in clean]
+            if todo:
+                bench.kernel(entry, src, todo, 1)
+            continue
+        key = TimingStore.kernel_key(rel, src.name)
+        fresh = [x for x in launches if not bench.timings.has(key, str(x["id"]), src.digest)]
+        if fresh:
+            bench.kernel(entry, src, fresh, BASELINE_RUNS)
+        rest = [x for x in launches if x not in fresh] if every else []
+        if rest:
+            bench.kernel(entry, src, rest, 1)
+    return bench.out
