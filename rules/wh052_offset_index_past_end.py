@@ -1,0 +1,143 @@
+"""## WH052 offset-index-past-end
+
+A kernel reads or writes an array at the thread index plus a constant (`b[i + 2]`, `x[i + 1]`), with no
+guard, and the launch's dim plus that offset is provably larger than the array's extent along the
+axis: `dim=n` against an array of `n` elements read at `i + 1`, `dim=3` against 4 elements read at
+`i + 2` (NVIDIA/warp#667). The spellings of dims and extents are those of WH011
+(`warp_harness.model.shapes`): literal and folded numbers, `a.shape[k]`, `len(a)`, allocations in the
+launching function or the class. A launch of `n - 1` threads over `x[i + 1]` (the usual
+forward-difference shape) is in bounds and stays quiet, and so does any access behind a condition that
+looks at the index, a value computed from it, or the array.
+
+An error when the excess is certain, a warning when the dim is rounded up to whole blocks.
+
+### Why it matters
+The last threads read or write past the end of the array. Warp does not check bounds in release
+builds: the read returns whatever lies behind the array (in NVIDIA/warp#667, `a[i] += b[i + 2]` over
+three threads added garbage to the last element without a word), a write corrupts the next
+allocation. Debug mode stops it: `Assertion failed: 'i >= -arr.shape[0] && i < arr.shape[0]'`.
+
+### Bad
+```python
+@wp.kernel
+def add(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] += b[i + 2]
+
+a = wp.zeros(3, dtype=float)
+b = wp.zeros(4, dtype=float)
+wp.launch(add, dim=3, inputs=[a, b])
+```
+
+### Good
+```python
+@wp.kernel
+def add(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] += b[i + 1]
+
+a = wp.zeros(3, dtype=float)
+b = wp.zeros(4, dtype=float)
+wp.launch(add, dim=3, inputs=[a, b])
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from warp_harness.model.constants import Linear
+from warp_harness.model.inference import thread_indices
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.shapes import Comparison, Cover, Extent, compare, extent_text
+from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, condition_names, launch_shapes
+from warp_harness.model.thread_accesses import thread_accesses as kernel_accesses
+from warp_harness.record import Record, Related, Severity
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
+from warp_harness.rules.queries import deferred_launch, derived_names, launch_kernel, launches_of
+
+
+class OffsetIndexPastEnd(Rule):
+    id = "WH052"
+    name = "offset-index-past-end"
+    summary = "`a[i + c]` with the launch dim plus `c` past the array's extent and no guard"
+    severity = Severity.ERROR
+    priority = 60
+
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.LAUNCHES, Fact.SCOPES, Fact.KERNELS})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if not kernel.is_kernel or not kernel.has_python_body:
+            return
+        tids = thread_indices(kernel, ctx.imports)
+        accesses = [a for a in kernel_accesses(kernel, tids) if a.offset > 0]
+        if not accesses:
+            return
+        launches = []
+        for site in launches_of(ctx, kernel):
+            if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
+                continue
+            shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
+            if shapes is not None:
+                launches.append(shapes)
+        if not launches:
+            return
+        guards = condition_names(kernel, ctx.imports)
+        for access in accesses:
+            if access.array in guards or not guards.isdisjoint(derived_names(kernel, access.tid)):
+                continue
+            for shapes in launches:
+                record = self._check(ctx, kernel, access, shapes)
+                if record is not None:
+                    yield record
+                    break
+
+    def _check(
+        self, ctx: RuleContext, kernel: KernelDef, access: ThreadAccess, shapes: LaunchShapes
+    ) -> Record | None:
+        if access.tid_axis >= shapes.rank:
+            return None
+        env = shapes.env
+        dim = env.dim_value(access.tid_axis)
+        if dim is None:
+            return None
+        reach = dim + Extent(Linear(float(access.offset)))
+        arg = shapes.argument(kernel, access.array)
+        verdict: tuple[Comparison, Extent] | None = None
+        for extent in env.extents(arg, access.position):
+            comparison = compare(reach, extent)
+            if comparison.cover in (Cover.EXACT, Cover.WITHIN):
+                return None
+            if comparison.cover in (Cover.MORE, Cover.MAYBE_MORE) and verdict is None:
+                verdict = (comparison, extent)
+        if verdict is None:
+            return None
+        comparison, extent = verdict
+        certain = comparison.cover is Cover.MORE
+        element = ctx.source_of(access.node)
+        verb = "writes" if access.write else "reads"
+        index = f"{access.tid} + {access.offset}"
+        dim_text = extent_text(dim)
+        past = (
+            f"the last {comparison.low} value(s) of `{access.tid}` {verb[:-1]} past its end"
+            if certain and comparison.low == comparison.high
+            else "the last threads go past its end unless the rounded dim happens to fit"
+        )
+        return self.report(
+            ctx,
+            access.node,
+            f"`{element}` {verb} `{access.array}` at `{index}` for every `{access.tid}` below `{dim_text}` "
+            f"(the launch dim), up to index `{extent_text(reach)} - 1`, but `{access.array}` has "
+            f"`{extent_text(extent)}` element(s) along axis {access.position} and no guard looks at "
+            f"`{access.tid}`: {past}",
+            kernel=kernel.name,
+            expected=f"{index} < {access.array}.shape[{access.position}] ({extent_text(extent)})",
+            actual=f"{index} < {extent_text(reach)}",
+            hint=f"return early when `{index} >= {access.array}.shape[{access.position}]`, or launch "
+            f"`{access.offset}` fewer threads",
+            related=[
+                Related(ctx.location(shapes.site.node, kernel.name), f"launched here with dim `{dim_text}`")
+            ],
+            severity=None if certain else Severity.WARNING,
+        )
