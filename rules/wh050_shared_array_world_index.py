@@ -48,6 +48,7 @@ from collections.abc import Iterator
 
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
+from warp_harness.model.shapes import Cover, compare
 from warp_harness.model.thread_accesses import (
     LaunchShapes,
     ThreadAccess,
@@ -117,15 +118,23 @@ class SharedArrayWorldIndex(Rule):
         for shapes in launches:
             if access.tid_axis >= shapes.rank:
                 continue
+            env = shapes.env
             arg = shapes.argument(kernel, access.array)
-            if shapes.env.known_extent(arg, access.position) != 1:
+            if env.known_extent(arg, access.position) != 1:
                 continue
-            dim = shapes.env.dim_value(access.tid_axis)
-            count: int | None = None
-            if dim is not None and dim.low.is_constant and not dim.slack:
-                count = int(dim.low.const)
-                if count <= 1:
-                    continue  # one world: in bounds
+            # every spelling of the dim: as written, and the extents of the array it is read off
+            dims = [d for d in [env.dim_value(access.tid_axis)] if d is not None]
+            source = env.dim_source(access.tid_axis)
+            if source is not None:
+                dims += env.extents(*source)
+            extents = env.extents(arg, access.position)
+            if any(compare(d, e).cover in (Cover.EXACT, Cover.WITHIN) for d in dims for e in extents):
+                continue  # the dim is the array's own extent (`dim=a.shape`) or no larger
+            count = next(
+                (int(d.low.const) for d in dims if d.low.is_constant and not d.slack and d.low.const > 1),
+                None,
+            )
+            if count is not None:
                 return shapes, count
             if best is None:
                 best = (shapes, None)
@@ -148,12 +157,12 @@ class SharedArrayWorldIndex(Rule):
         if shown is not None:
             shapes, count = shown
             arg_text = ctx.source_of(shapes.argument(kernel, array))
-            dim_text = str(count) if count is not None else "the launch dim"
+            passed = f"`{arg_text}`" if arg_text == array else f"`{arg_text}`, passed for `{array}`,"
+            runs = f"{count} values of `{tid}`" if count is not None else f"as many `{tid}` as its dim says"
             related.append(
                 Related(
                     ctx.location(shapes.site.node, kernel.name),
-                    f"`{arg_text}`, passed for `{array}`, holds one entry along axis {axis}; the launch runs "
-                    f"{dim_text} values of `{tid}`",
+                    f"{passed} holds one entry along axis {axis}; the launch runs {runs}",
                 )
             )
             why = (

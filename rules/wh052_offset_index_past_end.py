@@ -103,6 +103,7 @@ class OffsetIndexPastEnd(Rule):
         if dim is None:
             return None
         reach = dim + Extent(Linear(float(access.offset)))
+        one = Extent(Linear(1.0))
         arg = shapes.argument(kernel, access.array)
         verdict: tuple[Comparison, Extent] | None = None
         for extent in env.extents(arg, access.position):
@@ -128,7 +129,7 @@ class OffsetIndexPastEnd(Rule):
             ctx,
             access.node,
             f"`{element}` {verb} `{access.array}` at `{index}` for every `{access.tid}` below `{dim_text}` "
-            f"(the launch dim), up to index `{extent_text(reach)} - 1`, but `{access.array}` has "
+            f"(the launch dim), up to index `{extent_text(reach - one)}`, but `{access.array}` has "
             f"`{extent_text(extent)}` element(s) along axis {access.position} and no guard looks at "
             f"`{access.tid}`: {past}",
             kernel=kernel.name,

@@ -419,6 +419,8 @@ class ShapeEnv:
         self._class_known: _ClassInfo | None = None
         # the envs of the class's other methods, made when first needed
         self._methods: dict[int, ShapeEnv] = {}
+        # the scope's names used other than whole by an array constructor (see `data_shape`)
+        self._touched: frozenset[str] | None = None
 
     @property
     def env(self) -> Mapping[str, Value]:
@@ -665,7 +667,7 @@ class ShapeEnv:
         if name == "arange" and len(node.args) == 1 and not node.keywords:
             return [node.args[0]]
         if name in _NUMPY_DATA and node.args:
-            literal = literal_shape(node.args[0])
+            literal = self.data_shape(node.args[0])
             if literal is not None:
                 return [_constant_node(n) for n in literal]
             data = self.resolve(node.args[0])
@@ -697,7 +699,7 @@ class ShapeEnv:
         if not _scalar_dtype(call):
             return None
         resolved = self.resolve(data)
-        literal = literal_shape(resolved)
+        literal = self.data_shape(data)
         if literal is not None:
             return [_constant_node(n) for n in literal]
         rank = self.array_rank(data, depth + 1)
@@ -705,6 +707,44 @@ class ShapeEnv:
             return None
         spelled = self.allocated_shape(resolved, depth + 1) if isinstance(resolved, ast.Call) else None
         return spelled if spelled is not None else [None] * rank
+
+    def data_shape(self, node: ast.expr) -> list[int] | None:
+        """The shape of a nested literal list given as array data, directly or through locals assigned it
+        once; None when a local on the way may be changed in place (``axes.extend(...)``, ``axes[0] = ...``,
+        or handed to a function that is not an array constructor or ``len``)."""
+        for _ in range(_MAX_DEPTH):
+            if not isinstance(node, ast.Name):
+                break
+            if node.id in self._touched_lists():
+                return None
+            alias = self._alias(node)
+            if alias is None:
+                return None
+            node = alias
+        return literal_shape(node)
+
+    def _touched_lists(self) -> frozenset[str]:
+        """Names of the scope used some way other than read whole by an array constructor or ``len``."""
+        if self._touched is None:
+            touched: set[str] = set()
+            for node in scope_nodes(self.scope):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                    touched.add(node.value.id)
+                elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                    if not isinstance(node.ctx, ast.Load):
+                        touched.add(node.value.id)
+                elif isinstance(node, ast.Call) and _call_name(node.func) not in (
+                    *_NUMPY_DATA,
+                    "array",
+                    "len",
+                ):
+                    touched.update(
+                        a.id
+                        for a in (*node.args, *(k.value for k in node.keywords))
+                        if isinstance(a, ast.Name)
+                    )
+            self._touched = frozenset(touched)
+        return self._touched
 
     # values ------------------------------------------------------------------------------------
     def shape_symbol(self, array: ast.expr, axis: int) -> str | None:
@@ -949,7 +989,7 @@ class ShapeEnv:
                         found.append(translated)
             return found
         if isinstance(resolved, ast.List | ast.Tuple):  # the data of `wp.array([[...]])` / `np.array(...)`
-            literal = literal_shape(resolved)
+            literal = self.data_shape(array)
             if literal is not None and axis < len(literal):
                 found.append(Extent(_const(literal[axis])))
             return found
