@@ -13,6 +13,10 @@ What the launch rules need to compare a launch's ``dim`` with the arrays the lau
   form over opaque symbols plus a bounded slack, which is what a dim rounded up to whole blocks is:
   ``((n + 255) // 256) * 256`` is ``n`` plus 0..255). An array passed to the launch always has the extent
   ``a.shape[k]`` *at the launch*; one allocated in the scope (or in the class) also has its allocation's;
+- per axis, what an argument holds at a launch (`ShapeEnv.known_extent`: ``wp.zeros((1, n))`` holds 1 along
+  axis 0, ``wp.zeros(shape=(nworld, 0))`` 0 along axis 1, ``wp.array(np.array([[0.0, 0.0, -9.81]]),
+  dtype=wp.vec3)`` 1 along axis 0: nested literal data is followed unless a local on the way is changed in
+  place) and which array a dim component is read off (`ShapeEnv.dim_source`: ``dim=a.shape``, ``len(a)``);
 - `compare`: whether a dim covers an extent exactly, more, possibly more (unless a divisibility holds), or
   never more.
 
