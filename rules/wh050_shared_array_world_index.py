@@ -54,14 +54,14 @@ from warp_harness.model.thread_accesses import (
     ThreadAccess,
     batched_indices,
     batched_names,
-    condition_names,
     launch_shapes,
     subscript_indices,
     thread_accesses,
+    unguarded,
 )
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, derived_names, launch_kernel, launches_of
+from warp_harness.rules.queries import deferred_launch, launch_kernel, launches_of
 
 
 class SharedArrayWorldIndex(Rule):
@@ -86,9 +86,8 @@ class SharedArrayWorldIndex(Rule):
         batched = batched_indices(kernel, tids)
         locals_of = batched_names(kernel, batched) if batched else {}
         launches: list[LaunchShapes] | None = None
-        guards = condition_names(kernel, ctx.imports)
         for access in accesses:
-            if access.array in guards or not guards.isdisjoint(derived_names(kernel, access.tid)):
+            if not unguarded(kernel, ctx.imports, access):
                 continue
             own = batched.get((access.tid, access.array, access.position))
             if launches is None:

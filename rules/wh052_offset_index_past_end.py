@@ -50,11 +50,11 @@ from warp_harness.model.constants import Linear
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.shapes import Comparison, Cover, Extent, compare, extent_text
-from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, condition_names, launch_shapes
+from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, launch_shapes, unguarded
 from warp_harness.model.thread_accesses import thread_accesses as kernel_accesses
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, derived_names, launch_kernel, launches_of
+from warp_harness.rules.queries import deferred_launch, launch_kernel, launches_of
 
 
 class OffsetIndexPastEnd(Rule):
@@ -83,9 +83,8 @@ class OffsetIndexPastEnd(Rule):
                 launches.append(shapes)
         if not launches:
             return
-        guards = condition_names(kernel, ctx.imports)
         for access in accesses:
-            if access.array in guards or not guards.isdisjoint(derived_names(kernel, access.tid)):
+            if not unguarded(kernel, ctx.imports, access):
                 continue
             for shapes in launches:
                 record = self._check(ctx, kernel, access, shapes)

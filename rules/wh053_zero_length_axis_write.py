@@ -56,6 +56,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.thread_accesses import LaunchShapes, launch_shapes, stored_once
@@ -101,14 +102,10 @@ def _stores(ctx: RuleContext, stmt: ast.stmt, arrays: set[str]) -> list[tuple[st
     return found
 
 
-def _straight_line(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, bool]]:
-    """The statements of the kernel's top-level block that every thread runs unless it left earlier,
-    each with whether some earlier statement may end the thread (or holds a branch that may)."""
-    exited = False
-    for stmt in body:
-        yield stmt, exited
-        if isinstance(stmt, _EXITS) or any(isinstance(n, _EXITS) for n in ast.walk(stmt)):
-            exited = True
+def _exit_lines(kernel: ast.FunctionDef) -> list[int]:
+    """The lines of the kernel's ``return``, ``break`` and ``continue`` statements (Warp compiles them)."""
+    index = body_index(kernel)
+    return sorted(node.lineno for kind in _EXITS for node in index.of(kind))
 
 
 class ZeroLengthAxisWrite(Rule):
@@ -127,57 +124,57 @@ class ZeroLengthAxisWrite(Rule):
         params = {p.name: p for p in kernel.params if isinstance(p.type, Array) and p.type.kind == "array"}
         if not params:
             return
-        arrays = stored_once(kernel.node, set(params))
-        stores = [
-            (stmt, array, node, exited)
-            for stmt, exited in _straight_line(kernel.node.body)
-            for array, node in _stores(ctx, stmt, arrays)
-        ]
-        if not stores:
-            return
         tids = thread_indices(kernel, ctx.imports)
-        launches: list[LaunchShapes] = []
+        # (launch, array, axis) for each array a launch that runs passes with a zero-length axis
+        empty: list[tuple[LaunchShapes, str, int]] = []
         for site in launches_of(ctx, kernel):
             if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
                 continue
             shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
-            if shapes is not None and self._runs(shapes):
-                launches.append(shapes)
-        reported: set[str] = set()
-        for _stmt, array, node, exited in stores:
-            if array in reported:
+            if shapes is None or not self._runs(shapes):
                 continue
-            param = params[array]
-            assert isinstance(param.type, Array)
-            for shapes in launches:
-                arg = shapes.argument(kernel, array)
-                axis = next(
-                    (k for k in range(param.type.ndim) if shapes.env.known_extent(arg, k) == 0),
-                    None,
-                )
-                if axis is None:
-                    continue
-                reported.add(array)
-                arg_text = ctx.source_of(arg)
-                yield self.report(
-                    ctx,
-                    node,
-                    f"`{ctx.source_of(node)}` stores into `{array}`, but the launch passes `{arg_text}` with "
-                    f"no element along axis {axis}: each thread reaching this store writes out of bounds",
-                    kernel=kernel.name,
-                    expected=f"no store into `{array}` when `{array}.shape[{axis}]` is 0",
-                    actual=f"an unconditional store into an array of shape[{axis}] == 0",
-                    hint=f"skip the store when the feature that sizes `{array}` is off (`if wp.static(...)`, "
-                    f"or `if {array}.shape[{axis}] > 0:`), or allocate it with its full extent",
-                    related=[
-                        Related(
-                            ctx.location(shapes.site.node, kernel.name),
-                            f"launched here with `{arg_text}` (shape[{axis}] == 0) for `{array}`",
-                        )
-                    ],
-                    severity=Severity.WARNING if exited else None,
-                )
-                break
+            for name, param in params.items():
+                assert isinstance(param.type, Array)
+                arg = shapes.argument(kernel, name)
+                axis = next((k for k in range(param.type.ndim) if shapes.env.known_extent(arg, k) == 0), None)
+                if axis is not None:
+                    empty.append((shapes, name, axis))
+        if not empty:
+            return
+        arrays = stored_once(kernel.node, {name for _, name, _ in empty})
+        exits = _exit_lines(kernel.node)
+        # the kernel's top-level statements every thread runs unless it left earlier
+        stores = [
+            (array, node, bool(exits) and exits[0] < stmt.lineno)
+            for stmt in kernel.node.body
+            for array, node in _stores(ctx, stmt, arrays)
+        ]
+        reported: set[str] = set()
+        for array, node, exited in stores:
+            found = next(((shapes, axis) for shapes, name, axis in empty if name == array), None)
+            if array in reported or found is None:
+                continue
+            reported.add(array)
+            shapes, axis = found
+            arg_text = ctx.source_of(shapes.argument(kernel, array))
+            yield self.report(
+                ctx,
+                node,
+                f"`{ctx.source_of(node)}` stores into `{array}`, but the launch passes `{arg_text}` with "
+                f"no element along axis {axis}: each thread reaching this store writes out of bounds",
+                kernel=kernel.name,
+                expected=f"no store into `{array}` when `{array}.shape[{axis}]` is 0",
+                actual=f"an unconditional store into an array of shape[{axis}] == 0",
+                hint=f"skip the store when the feature that sizes `{array}` is off (`if wp.static(...)`, "
+                f"or `if {array}.shape[{axis}] > 0:`), or allocate it with its full extent",
+                related=[
+                    Related(
+                        ctx.location(shapes.site.node, kernel.name),
+                        f"launched here with `{arg_text}` (shape[{axis}] == 0) for `{array}`",
+                    )
+                ],
+                severity=Severity.WARNING if exited else None,
+            )
 
     @staticmethod
     def _runs(shapes: LaunchShapes) -> bool:

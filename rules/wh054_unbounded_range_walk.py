@@ -69,59 +69,46 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _counters(loop: ast.While) -> set[str]:
-    """Names the loop body steps by a positive constant (``k += 1``, ``k = k + 1``)."""
-    found: set[str] = set()
-    for node in ast.walk(loop):
+def _step(node: ast.AST) -> str | None:
+    """The name ``node`` steps by a positive constant (``k += 1``, ``k = k + 1``), if it does."""
+    if isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name):
+        value = node.value
+        if isinstance(value, ast.Constant) and type(value.value) is int and value.value > 0:
+            return node.target.id
+    elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        name, value = node.targets[0].id, node.value
         if (
-            isinstance(node, ast.AugAssign)
-            and isinstance(node.op, ast.Add)
-            and isinstance(node.target, ast.Name)
+            isinstance(value, ast.BinOp)
+            and isinstance(value.op, ast.Add)
+            and isinstance(value.left, ast.Name)
+            and value.left.id == name
+            and isinstance(value.right, ast.Constant)
+            and type(value.right.value) is int
+            and value.right.value > 0
         ):
-            if (
-                isinstance(node.value, ast.Constant)
-                and type(node.value.value) is int
-                and node.value.value > 0
-            ):
-                found.add(node.target.id)
-        elif (
-            isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-        ):
-            value, name = node.value, node.targets[0].id
-            if (
-                isinstance(value, ast.BinOp)
-                and isinstance(value.op, ast.Add)
-                and isinstance(value.left, ast.Name)
-                and value.left.id == name
-                and isinstance(value.right, ast.Constant)
-                and type(value.right.value) is int
-                and value.right.value > 0
-            ):
-                found.add(name)
-    return found
+            return name
+    return None
 
 
-def _derived(loop: ast.While, seeds: set[str]) -> set[str]:
-    """``seeds`` and the names the loop assigns from them (directly or not)."""
-    assigns = [n for n in ast.walk(loop) if isinstance(n, ast.Assign)]
+def _derived(assigns: list[ast.Assign], seeds: set[str]) -> set[str]:
+    """``seeds`` and the names ``assigns`` compute from them (directly or not)."""
     found = set(seeds)
+    edges = [
+        (_names(a.value), {n.id for t in a.targets for n in ast.walk(t) if isinstance(n, ast.Name)})
+        for a in assigns
+    ]
     changed = True
     while changed:
         changed = False
-        for assign in assigns:
-            stored = {n.id for t in assign.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if not stored <= found and not _names(assign.value).isdisjoint(found):
+        for sources, stored in edges:
+            if not stored <= found and not sources.isdisjoint(found):
                 found |= stored
                 changed = True
     return found
 
 
-def _bounded(loop: ast.While, walking: set[str]) -> bool:
-    """Whether a comparison in the loop's condition or in an ``if`` inside it orders a walking name."""
-    tests: list[ast.expr] = [loop.test]
-    tests += [
-        n.test for n in ast.walk(loop) if isinstance(n, ast.If | ast.IfExp | ast.While) and n is not loop
-    ]
+def _bounded(tests: list[ast.expr], walking: set[str]) -> bool:
+    """Whether one of ``tests`` orders a walking name (``start + k >= n``, ``k < count``)."""
     for test in tests:
         for node in ast.walk(test):
             if isinstance(node, ast.Compare) and any(isinstance(op, _ORDERINGS) for op in node.ops):
@@ -174,14 +161,16 @@ class UnboundedRangeWalk(Rule):
     def _check_loop(
         self, ctx: RuleContext, kernel: KernelDef, loop: ast.While, arrays: set[str]
     ) -> Record | None:
-        counters = _counters(loop)
+        nodes = list(ast.walk(loop))
+        counters = {name for name in map(_step, nodes) if name is not None}
         if not counters:
             return None
-        walking = _derived(loop, counters)
+        assigns = [n for n in nodes if isinstance(n, ast.Assign)]
+        walking = _derived(assigns, counters)
         # reads of an array parameter at an index that walks
         reads = [
             sub
-            for sub in ast.walk(loop)
+            for sub in nodes
             if isinstance(sub, ast.Subscript)
             and isinstance(sub.ctx, ast.Load)
             and isinstance(sub.value, ast.Name)
@@ -195,8 +184,8 @@ class UnboundedRangeWalk(Rule):
         read_ids = {id(r) for r in reads}
         from_reads = {
             n.id
-            for assign in ast.walk(loop)
-            if isinstance(assign, ast.Assign) and any(id(s) in read_ids for s in ast.walk(assign.value))
+            for assign in assigns
+            if any(id(s) in read_ids for s in ast.walk(assign.value))
             for t in assign.targets
             for n in ast.walk(t)
             if isinstance(n, ast.Name)
@@ -204,7 +193,8 @@ class UnboundedRangeWalk(Rule):
         test_reads = any(id(s) in read_ids for s in ast.walk(loop.test))
         if not test_reads and _names(loop.test).isdisjoint(from_reads):
             return None
-        if _bounded(loop, walking):
+        tests = [loop.test, *(n.test for n in nodes if isinstance(n, ast.If | ast.IfExp | ast.While))]
+        if _bounded(tests, walking):
             return None
         first = min(reads, key=lambda r: (r.lineno, r.col_offset))
         assert isinstance(first.value, ast.Name)

@@ -10,12 +10,13 @@ with the dim's rank checked against the kernel's ``wp.tid()``.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from warp_harness.model.constants import Value
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import body_index
+from warp_harness.model.index import body_index, full_body_index
 from warp_harness.model.inference import ThreadIndices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launch_dims import dim_rank
@@ -64,36 +65,83 @@ def _offset_of(index: ast.expr, tids: Mapping[str, int]) -> tuple[str, int] | No
     return None
 
 
+class _KernelFacts:
+    """What the launch-extent rules read of one kernel, each computed once for all of them."""
+
+    __slots__ = ("accesses", "conditions", "counts", "derived", "edges")
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] | None = None
+        self.accesses: list[ThreadAccess] | None = None
+        # (the imports they were read with, the names)
+        self.conditions: tuple[ImportMap, frozenset[str]] | None = None
+        self.edges: list[tuple[frozenset[str], frozenset[str]]] | None = None
+        self.derived: dict[str, frozenset[str]] = {}
+
+
+# per kernel node: (the body index read, the facts) of the latest call (see `_facts`)
+_FACTS: weakref.WeakKeyDictionary[ast.AST, tuple[object, _KernelFacts]] = weakref.WeakKeyDictionary()
+
+
+def _facts(kernel: ast.FunctionDef) -> _KernelFacts:
+    """The kernel's facts, made again when `body_index` changes (a constant decides another branch)."""
+    index = body_index(kernel)
+    cached = _FACTS.get(kernel)
+    if cached is not None and cached[0] is index:
+        return cached[1]
+    facts = _KernelFacts()
+    _FACTS[kernel] = (index, facts)
+    return facts
+
+
+def _binding_counts(kernel: ast.FunctionDef) -> dict[str, int]:
+    facts = _facts(kernel)
+    if facts.counts is None:
+        counts: dict[str, int] = {}
+        for arg in kernel.args.args:
+            counts[arg.arg] = counts.get(arg.arg, 0) + 1
+        index = full_body_index(kernel)
+        for node in index.of(ast.Name):
+            if isinstance(node.ctx, ast.Store | ast.Del):
+                counts[node.id] = counts.get(node.id, 0) + 1
+        for arg in index.of(ast.arg):
+            counts[arg.arg] = counts.get(arg.arg, 0) + 1
+        facts.counts = counts
+    return facts.counts
+
+
 def stored_once(kernel: ast.FunctionDef, names: set[str]) -> set[str]:
     """Those of ``names`` bound exactly once in the kernel (a parameter, or one assignment)."""
-    counts: dict[str, int] = {}
-    for arg in kernel.args.args:
-        counts[arg.arg] = counts.get(arg.arg, 0) + 1
-    for node in walk(kernel):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
-            counts[node.id] = counts.get(node.id, 0) + 1
-        elif isinstance(node, ast.arg) and node not in kernel.args.args:
-            counts[node.arg] = counts.get(node.arg, 0) + 1
+    counts = _binding_counts(kernel)
     return {n for n in names if counts.get(n) == 1}
 
 
 def thread_accesses(kernel: KernelDef, tids: ThreadIndices) -> list[ThreadAccess]:
     """Every subscript of an array parameter in the body Warp compiles whose index along some axis is a
     thread index (bound once) plus a constant, in source order; the array must be bound once too."""
+    facts = _facts(kernel.node)
+    if facts.accesses is None:
+        facts.accesses = _thread_accesses(kernel, tids)
+    return facts.accesses
+
+
+def _thread_accesses(kernel: KernelDef, tids: ThreadIndices) -> list[ThreadAccess]:
     arrays = {p.name for p in kernel.params if isinstance(p.type, Array)}
     if not arrays or not tids.tid_vars:
         return []
-    steady = stored_once(kernel.node, arrays | set(tids.tid_vars))
     found: list[ThreadAccess] = []
+    steady: set[str] | None = None
     for sub in body_index(kernel.node).of(ast.Subscript):
         array = sub.value
-        if not isinstance(array, ast.Name) or array.id not in arrays or array.id not in steady:
-            continue
-        if isinstance(sub.ctx, ast.Del):
+        if not isinstance(array, ast.Name) or array.id not in arrays or isinstance(sub.ctx, ast.Del):
             continue
         for position, index in enumerate(subscript_indices(sub)):
             offset = _offset_of(index, tids.tid_vars)
-            if offset is None or offset[0] not in steady:
+            if offset is None:
+                continue
+            if steady is None:
+                steady = stored_once(kernel.node, arrays | set(tids.tid_vars))
+            if offset[0] not in steady or array.id not in steady:
                 continue
             found.append(
                 ThreadAccess(
@@ -108,6 +156,48 @@ def thread_accesses(kernel: KernelDef, tids: ThreadIndices) -> list[ThreadAccess
             )
     found.sort(key=lambda a: (a.node.lineno, a.node.col_offset, a.position))
     return found
+
+
+def unguarded(kernel: KernelDef, imports: ImportMap, access: ThreadAccess) -> bool:
+    """No condition of the kernel (`condition_names`) looks at the access's array, its thread index or a
+    value computed from the index."""
+    facts = _facts(kernel.node)
+    if facts.conditions is None or facts.conditions[0] is not imports:
+        facts.conditions = (imports, condition_names(kernel, imports))
+    conditions = facts.conditions[1]
+    if access.array in conditions:
+        return False
+    derived = facts.derived.get(access.tid)
+    if derived is None:
+        derived = facts.derived[access.tid] = _derived(kernel.node, facts, access.tid)
+    return conditions.isdisjoint(derived)
+
+
+def _derived(kernel: ast.FunctionDef, facts: _KernelFacts, seed: str) -> frozenset[str]:
+    """``seed`` and every local computed (directly or not) from it."""
+    if facts.edges is None:
+        index = body_index(kernel)
+        pairs: list[tuple[ast.AST, list[ast.expr]]] = [(n.value, n.targets) for n in index.of(ast.Assign)]
+        pairs += [(n.value, [n.target]) for n in index.of(ast.AugAssign)]
+        pairs += [(n.value, [n.target]) for n in index.of(ast.AnnAssign) if n.value is not None]
+        pairs += [(n.iter, [n.target]) for n in index.of(ast.For)]
+        pairs += [(n.value, [n.target]) for n in index.of(ast.NamedExpr)]
+        edges = []
+        for value, targets in pairs:
+            sources = frozenset(n.id for n in walk(value) if isinstance(n, ast.Name))
+            stored = frozenset(n.id for t in targets for n in walk(t) if isinstance(n, ast.Name))
+            if sources and stored:
+                edges.append((sources, stored))
+        facts.edges = edges
+    tainted = {seed}
+    changed = True
+    while changed:
+        changed = False
+        for sources, stored in facts.edges:
+            if not stored <= tainted and not sources.isdisjoint(tainted):
+                tainted |= stored
+                changed = True
+    return frozenset(tainted)
 
 
 def condition_names(kernel: KernelDef, imports: ImportMap) -> frozenset[str]:
