@@ -54,7 +54,6 @@ MISSED = {
     "sentinel_index_spring_minus_one": "sentinel-index",
     "missing_write_inactive_particle": "missing-write",
     "tile_geometry_store_without_offset": "tile-geometry",
-    "extents_off_by_one_active_count": "extents",
     "index_space_edge_cursor_vs_vertex": "index-space",
     "extents_thread_outside_object_range": "extents",
     "by_value_svd3_outputs_into_array": "by-value",
