@@ -143,10 +143,11 @@ class OffsetIndexPastEnd(Rule):
             counted = _count_array(bound)
             if counted is None:
                 continue
+            end = stmt.end_lineno or stmt.lineno
             later = [
                 a
                 for a in accesses
-                if a.tid == tid and a.offset == 0 and a.array != counted and a.node.lineno > stmt.end_lineno
+                if a.tid == tid and a.offset == 0 and a.array != counted and a.node.lineno > end
             ]
             if not later:
                 continue
