@@ -54,6 +54,11 @@ _RULE_MODULES = [
     "wh046_atomic_result_stored_back",
     "wh047_launch_tiled_without_tiles",
     "wh048_swapped_arguments",
+    "wh050_shared_array_world_index",
+    "wh051_dim_from_other_array",
+    "wh052_offset_index_past_end",
+    "wh053_zero_length_axis_write",
+    "wh054_unbounded_range_walk",
 ]
 
 

@@ -13,6 +13,10 @@ What the launch rules need to compare a launch's ``dim`` with the arrays the lau
   form over opaque symbols plus a bounded slack, which is what a dim rounded up to whole blocks is:
   ``((n + 255) // 256) * 256`` is ``n`` plus 0..255). An array passed to the launch always has the extent
   ``a.shape[k]`` *at the launch*; one allocated in the scope (or in the class) also has its allocation's;
+- per axis, what an argument holds at a launch (`ShapeEnv.known_extent`: ``wp.zeros((1, n))`` holds 1 along
+  axis 0, ``wp.zeros(shape=(nworld, 0))`` 0 along axis 1, ``wp.array(np.array([[0.0, 0.0, -9.81]]),
+  dtype=wp.vec3)`` 1 along axis 0: nested literal data is followed unless a local on the way is changed in
+  place) and which array a dim component is read off (`ShapeEnv.dim_source`: ``dim=a.shape``, ``len(a)``);
 - `compare`: whether a dim covers an extent exactly, more, possibly more (unless a divisibility holds), or
   never more.
 
@@ -42,6 +46,8 @@ _MAX_DEPTH = 24
 # numpy allocators: the shape is the first argument (or `shape=`)
 _NUMPY_SHAPED = {"zeros", "ones", "empty", "full"}
 _NUMPY_LIKE = {"zeros_like", "ones_like", "empty_like", "full_like", "copy", "ascontiguousarray"}
+# numpy constructors copying their data (a nested literal list, or another array)
+_NUMPY_DATA = {"array", "asarray"}
 # numpy random generators taking the extents as separate arguments
 _NUMPY_SPREAD = {"rand", "randn"}
 # a dtype keyword keeps the data's shape only when it is a scalar type (wp.vec3 eats the last axis)
@@ -102,6 +108,19 @@ class Extent:
     @property
     def symbols(self) -> tuple[str, ...]:
         return tuple(s for s, _ in self.low.terms)
+
+
+def extent_text(extent: Extent) -> str:
+    """``n``, ``a.shape[0] + 1``, ``64``: an extent's low end as a message writes it."""
+    parts: list[str] = []
+    for symbol, coeff in extent.low.terms:
+        k = int(coeff) if coeff == int(coeff) else coeff
+        parts.append(symbol if k == 1 else f"-{symbol}" if k == -1 else f"{k} * {symbol}")
+    const = extent.low.const
+    c = int(const) if const == int(const) else const
+    if c or not parts:
+        parts.append(str(c))
+    return " + ".join(parts).replace("+ -", "- ")
 
 
 class Cover(str, Enum):
@@ -184,6 +203,45 @@ def _shape_args(call: ast.Call) -> list[ast.expr]:
     if isinstance(shape, ast.Tuple | ast.List):
         return [e for e in shape.elts if not isinstance(e, ast.Starred)]
     return []
+
+
+def literal_shape(node: ast.expr) -> list[int] | None:
+    """The shape of a nested literal list or tuple of numbers (``[[0.0, 0.0, -9.81]]``: ``[1, 3]``); None
+    when it is ragged, empty below its first axis, or holds anything but literals and unary minus."""
+    if not isinstance(node, ast.List | ast.Tuple):
+        return None
+    if any(isinstance(e, ast.Starred) for e in node.elts):
+        return None
+    if not node.elts:
+        return [0]
+    inner = [literal_shape(e) for e in node.elts]
+    if all(s is None for s in inner):
+        scalar = all(
+            isinstance(e, ast.Constant)
+            or (isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant))
+            for e in node.elts
+        )
+        return [len(node.elts)] if scalar else None
+    first = inner[0]
+    if first is None or any(s != first for s in inner):
+        return None
+    return [len(node.elts), *first]
+
+
+def _constant_node(value: int) -> ast.expr:
+    return ast.Constant(value)
+
+
+def _scalar_dtype(call: ast.Call) -> bool:
+    """Whether ``wp.array(data, dtype=...)`` keeps the data's shape: no dtype, or a scalar one."""
+    dtype = next((kw.value for kw in call.keywords if kw.arg == "dtype"), None)
+    if dtype is None and len(call.args) > 1:
+        dtype = call.args[1]
+    return (
+        dtype is None
+        or _call_name(dtype) in _SCALAR_DTYPES
+        or (isinstance(dtype, ast.Name) and dtype.id in _SCALAR_DTYPES)
+    )
 
 
 def _call_name(func: ast.expr) -> str:
@@ -365,6 +423,8 @@ class ShapeEnv:
         self._class_known: _ClassInfo | None = None
         # the envs of the class's other methods, made when first needed
         self._methods: dict[int, ShapeEnv] = {}
+        # the scope's names used other than whole by an array constructor (see `data_shape`)
+        self._touched: frozenset[str] | None = None
 
     @property
     def env(self) -> Mapping[str, Value]:
@@ -610,6 +670,14 @@ class ShapeEnv:
             return self._spelled_shape(tuple(node.args), depth)
         if name == "arange" and len(node.args) == 1 and not node.keywords:
             return [node.args[0]]
+        if name in _NUMPY_DATA and node.args:
+            literal = self.data_shape(node.args[0])
+            if literal is not None:
+                return [_constant_node(n) for n in literal]
+            data = self.resolve(node.args[0])
+            if isinstance(data, ast.Call):
+                return self.allocated_shape(data, depth + 1)
+            return None
         if name in _NUMPY_LIKE and node.args:
             rank = self.array_rank(node.args[0], depth + 1)
             return [None] * rank if rank is not None else None
@@ -632,20 +700,55 @@ class ShapeEnv:
     def _wrapped_shape(self, call: ast.Call, data: ast.expr, depth: int) -> list[ast.expr | None] | None:
         """``wp.array(data)``: the data's shape; a vector or matrix dtype takes trailing axes away (only the
         first extent is known then, and not the rank)."""
-        dtype = next((kw.value for kw in call.keywords if kw.arg == "dtype"), None)
-        scalar = (
-            dtype is None
-            or _call_name(dtype) in _SCALAR_DTYPES
-            or (isinstance(dtype, ast.Name) and dtype.id in _SCALAR_DTYPES)
-        )
-        if not scalar:
+        if not _scalar_dtype(call):
             return None
+        resolved = self.resolve(data)
+        literal = self.data_shape(data)
+        if literal is not None:
+            return [_constant_node(n) for n in literal]
         rank = self.array_rank(data, depth + 1)
         if rank is None:
             return None
-        resolved = self.resolve(data)
         spelled = self.allocated_shape(resolved, depth + 1) if isinstance(resolved, ast.Call) else None
         return spelled if spelled is not None else [None] * rank
+
+    def data_shape(self, node: ast.expr) -> list[int] | None:
+        """The shape of a nested literal list given as array data, directly or through locals assigned it
+        once; None when a local on the way may be changed in place (``axes.extend(...)``, ``axes[0] = ...``,
+        or handed to a function that is not an array constructor or ``len``)."""
+        for _ in range(_MAX_DEPTH):
+            if not isinstance(node, ast.Name):
+                break
+            if node.id in self._touched_lists():
+                return None
+            alias = self._alias(node)
+            if alias is None:
+                return None
+            node = alias
+        return literal_shape(node)
+
+    def _touched_lists(self) -> frozenset[str]:
+        """Names of the scope used some way other than read whole by an array constructor or ``len``."""
+        if self._touched is None:
+            touched: set[str] = set()
+            for node in scope_nodes(self.scope):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                    touched.add(node.value.id)
+                elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                    if not isinstance(node.ctx, ast.Load):
+                        touched.add(node.value.id)
+                elif isinstance(node, ast.Call) and _call_name(node.func) not in (
+                    *_NUMPY_DATA,
+                    "array",
+                    "len",
+                ):
+                    touched.update(
+                        a.id
+                        for a in (*node.args, *(k.value for k in node.keywords))
+                        if isinstance(a, ast.Name)
+                    )
+            self._touched = frozenset(touched)
+        return self._touched
 
     # values ------------------------------------------------------------------------------------
     def shape_symbol(self, array: ast.expr, axis: int) -> str | None:
@@ -834,6 +937,40 @@ class ShapeEnv:
             return Extent(_symbol(symbol)) if symbol is not None else None
         return self.value(part)
 
+    def dim_source(self, axis: int) -> tuple[ast.expr, int] | None:
+        """(array, k) when the launch dim's component ``axis`` is read off another array: ``dim=a.shape``,
+        ``a.shape[:2]``, ``a.shape[k]``, ``len(a)`` (also through a local: ``n = a.shape[0]``)."""
+        parts = self.dim_components()
+        if parts is None or axis >= len(parts):
+            return None
+        part = parts[axis]
+        if isinstance(part, tuple):
+            return part
+        node = self.resolve(part)
+        if isinstance(node, ast.Name) and node.id in self.info.unpacked_shape:
+            return self.info.unpacked_shape[node.id]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len":
+            if len(node.args) == 1 and not node.keywords:
+                return (node.args[0], 0)
+        if (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "shape"
+        ):
+            index = fold(node.slice, self.env, self.imports)
+            if _is_int(index) and int(index) >= 0:  # type: ignore[arg-type]
+                return (node.value.value, int(index))  # type: ignore[arg-type]
+        return None
+
+    def known_extent(self, array: ast.expr, axis: int) -> int | None:
+        """The number of elements ``array`` holds along ``axis`` when some spelling of it is a constant
+        (``wp.zeros((1, n))``: 1 along axis 0; ``wp.array(np.array([[0.0, 0.0, -9.81]]), dtype=wp.vec3)``: 1;
+        ``wp.zeros(shape=(nworld, 0))``: 0 along axis 1)."""
+        for extent in self.extents(array, axis):
+            if extent.low.is_constant and not extent.slack and extent.low.const == int(extent.low.const):
+                return int(extent.low.const)
+        return None
+
     def extents(self, array: ast.expr, axis: int, depth: int = 0) -> list[Extent]:
         """What the array ``array`` is known to hold along ``axis`` (several spellings of one number):
         ``a.shape[axis]`` at the launch for an array spelled by name, and the allocation's extent for one
@@ -855,6 +992,11 @@ class ShapeEnv:
                     if translated is not None:
                         found.append(translated)
             return found
+        if isinstance(resolved, ast.List | ast.Tuple):  # the data of `wp.array([[...]])` / `np.array(...)`
+            literal = self.data_shape(array)
+            if literal is not None and axis < len(literal):
+                found.append(Extent(_const(literal[axis])))
+            return found
         if isinstance(resolved, ast.Call):
             which = self._allocator(resolved)
             if which is not None and which[0] == "numpy" and which[1] in _NUMPY_LIKE and resolved.args:
@@ -866,7 +1008,9 @@ class ShapeEnv:
                     found.extend(self.extents(host.like, axis, depth + 1))
                     return found
                 if host is not None and host.data is not None and host.shape is None and axis == 0:
-                    found.extend(self.extents(host.data, 0, depth + 1))
+                    # a vector or matrix dtype eats the data's trailing axes: a flat list is not one per row
+                    if _scalar_dtype(resolved) or self.array_rank(host.data, depth + 1) != 1:
+                        found.extend(self.extents(host.data, 0, depth + 1))
             shape = self.allocated_shape(resolved, depth)
             if shape is None and which is not None and which[0] == "warp" and axis == 0:
                 # `wp.zeros(n)` with `n` of unknown kind: its extent is `n` whenever `n` is an integer, which
