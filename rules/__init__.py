@@ -54,6 +54,10 @@ _RULE_MODULES = [
     "wh046_atomic_result_stored_back",
     "wh047_launch_tiled_without_tiles",
     "wh048_swapped_arguments",
+    "wh055_per_world_index_on_flat_array",
+    "wh056_unused_index_load",
+    "wh057_offset_added_twice",
+    "wh058_update_shared_across_axis",
 ]
 
 

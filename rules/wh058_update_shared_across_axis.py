@@ -1,0 +1,298 @@
+"""## WH058 update-shared-across-axis
+
+A kernel launched over several axes (`world, j = wp.tid()`) updates an element indexed by only some
+of its thread indices (`best[j]`), with a value that depends on another (`x[world, j]`): a running
+maximum or minimum done by compare-then-store (`if v > best[j]: best[j] = v`), or a plain
+read-modify-write (`acc[j] = acc[j] + x[world, j]`, `best[j] = wp.max(best[j], v)`). Every thread
+of the dropped axis updates the same element.
+
+WH010 judges elements no thread index reaches (`s[0]`, a loaded index); it takes an element with a
+thread index in it as the thread's own. This rule judges the other half: an element that leaves out one
+of the thread indices is shared by every thread along that axis.
+
+Not reported: updates under a condition that depends on the dropped axis (`if world == 0:`), operands
+that do not depend on it (every thread stores the same value), kernels with tile operations or locks,
+and kernels every launch of which in the file gives the dropped axis one thread (`dim=(1, n)`).
+
+### Why it matters
+On the CPU Warp runs a launch's threads one after another, and the result is right; on a GPU the
+threads of the dropped axis run at once, read the same old value and the last store wins: a maximum
+that is not the maximum, a sum that lost terms. The tests show the CPU result and, marked `gpu`, the
+lost updates on CUDA. Reported as a warning, with the atomic fix (`wp.atomic_max(best, j, v)`,
+`acc[j] += v`, which Warp makes atomic).
+
+### Bad
+```python
+@wp.kernel
+def column_max(x: wp.array2d(dtype=float), best: wp.array(dtype=float)):
+    i, j = wp.tid()
+    if x[i, j] > best[j]:
+        best[j] = x[i, j]
+```
+
+### Good
+```python
+@wp.kernel
+def column_max(x: wp.array2d(dtype=float), best: wp.array(dtype=float)):
+    i, j = wp.tid()
+    wp.atomic_max(best, j, x[i, j])
+```
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from warp_harness.model.kernel import KernelDef
+from warp_harness.model.shared_memory import calls_tile
+from warp_harness.model.types import Array, Scalar
+from warp_harness.model.walk import walk
+from warp_harness.record import Fix, Record, Severity
+from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
+from warp_harness.rules.queries import deferred_launch, uses_warp_builtin
+
+_LOCKS = {"atomic_cas", "atomic_exch"}
+# element types Warp has atomic add/sub for, and those it has atomic min/max for
+_ADD_TYPES = frozenset({"int32", "uint32", "int64", "uint64", "float16", "float32", "float64"})
+_MINMAX_TYPES = frozenset({"int32", "uint32", "int64", "uint64", "float32", "float64"})
+
+
+@dataclass(frozen=True)
+class _Update:
+    stmt: ast.stmt
+    target: ast.Subscript
+    operation: str  # "+", "-", "max", "min", or "update" (another function of the old value)
+    operand: ast.expr
+
+
+def _same(a: ast.AST, b: ast.AST) -> bool:
+    """The same expression, whether read or stored (``ast.dump`` tells the contexts apart)."""
+    if isinstance(a, ast.Subscript) and isinstance(b, ast.Subscript):
+        return ast.dump(a.value) == ast.dump(b.value) and ast.dump(a.slice) == ast.dump(b.slice)
+    return ast.dump(a) == ast.dump(b)
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
+
+
+class UpdateSharedAcrossAxis(Rule):
+    id = "WH058"
+    name = "update-shared-across-axis"
+    summary = "a read-modify-write of an element every thread along one launch axis updates (a GPU race)"
+    severity = Severity.WARNING
+    priority = 55
+    fixable = True
+
+    scope = Scope.KERNEL
+    reads = frozenset({Fact.IMPORTS, Fact.CONSTANTS, Fact.STRUCTS, Fact.FUNCS, Fact.LAUNCHES})
+
+    def check_kernel(self, ctx: RuleContext, kernel: KernelDef) -> Iterator[Record]:
+        if not kernel.is_kernel or not kernel.has_python_body:
+            return
+        types = ctx.types(kernel)
+        tids = dict(types.tid_vars)
+        if len(tids) < 2 or len(types.tid_unpacks) != 1:
+            return
+        updates = list(self._updates(kernel.node.body, []))
+        if not updates:
+            return
+        if calls_tile(kernel, ctx.model) or uses_warp_builtin(ctx, kernel, _LOCKS):
+            return
+        params = {p.name: p.type for p in kernel.params}
+        depends = _dependencies(kernel, set(tids))
+        for update, conditions in updates:
+            array = params.get(update.target.value.id) if isinstance(update.target.value, ast.Name) else None
+            if not isinstance(array, Array):
+                continue
+            indices = (
+                list(update.target.slice.elts)
+                if isinstance(update.target.slice, ast.Tuple)
+                else [update.target.slice]
+            )
+            used: set[str] = set()
+            plain = True
+            for index in indices:
+                for n in walk(index):
+                    if isinstance(n, ast.Name):
+                        if n.id in tids:
+                            used.add(n.id)
+                        elif n.id not in params or isinstance(params[n.id], Array):
+                            plain = False  # a local or an array: not judged here (WH010's)
+                    elif isinstance(n, ast.Subscript | ast.Call | ast.Attribute):
+                        plain = False
+            if not plain or not used:
+                continue
+            dropped = set(tids) - used
+            if not dropped:
+                continue
+            if not _reaches(update.operand, dropped, depends):
+                continue  # every thread along the dropped axes stores the same value
+            if any(_reaches(condition, dropped, depends) for condition in conditions):
+                continue  # a condition on the dropped axis may let one thread through
+            axes = sorted(dropped, key=lambda n: tids[n])
+            if self._single_along(ctx, kernel, [tids[a] for a in axes]):
+                continue
+            yield self._report(ctx, kernel, update, array, axes)
+
+    def _updates(
+        self, body: list[ast.stmt], conditions: list[ast.expr]
+    ) -> Iterator[tuple[_Update, list[ast.expr]]]:
+        for stmt in body:
+            if isinstance(stmt, ast.Assign):
+                update = _read_modify_write(stmt)
+                if update is not None:
+                    yield update, conditions
+            elif isinstance(stmt, ast.If):
+                update = _compare_store(stmt)
+                if update is not None:
+                    yield update, conditions
+                    continue
+                yield from self._updates(stmt.body, [*conditions, stmt.test])
+                yield from self._updates(stmt.orelse, [*conditions, stmt.test])
+            elif isinstance(stmt, ast.For | ast.While):
+                extra = [stmt.test] if isinstance(stmt, ast.While) else []
+                yield from self._updates(stmt.body, [*conditions, *extra])
+                yield from self._updates(stmt.orelse, conditions)
+
+    def _single_along(self, ctx: RuleContext, kernel: KernelDef, positions: list[int]) -> bool:
+        """Every launch of the kernel in this file gives each of ``positions`` one thread."""
+        sites = ctx.launches_of(kernel)
+        if not sites:
+            return False
+        for site in sites:
+            if deferred_launch(site):
+                return False
+            dim = site.fold(site.dim, ctx.constants.values, ctx.imports)
+            if not isinstance(dim, tuple) or not all(p < len(dim) and dim[p] == 1 for p in positions):
+                return False
+        return True
+
+    def _report(
+        self, ctx: RuleContext, kernel: KernelDef, update: _Update, array: Array, axes: list[str]
+    ) -> Record:
+        target = update.target
+        element = ctx.source_of(target)
+        operand = ctx.source_of(update.operand)
+        indices = (
+            [ctx.source_of(i) for i in target.slice.elts]
+            if isinstance(target.slice, ast.Tuple)
+            else [ctx.source_of(target.slice)]
+        )
+        alias = next((local for local, module in ctx.imports.modules.items() if module == "warp"), "wp")
+        scalar = array.dtype.name if isinstance(array.dtype, Scalar) else None
+        call: str | None = None
+        fix: Fix | None = None
+        if update.operation in ("max", "min") and scalar in _MINMAX_TYPES:
+            call = f"{alias}.atomic_{update.operation}({ctx.source_of(target.value)}, {', '.join(indices)}, {operand})"
+        elif update.operation in ("+", "-") and scalar in _ADD_TYPES:
+            call = f"{element} {update.operation}= {operand}"
+        stmt = update.stmt
+        simple = not isinstance(stmt, ast.If) or (len(stmt.body) == 1 and not stmt.orelse)
+        if call is not None and simple:
+            fix = Fix(f"Make it atomic: `{call}`", (ctx.replace(update.stmt, call),))
+        axes_text = ", ".join(f"`{a}`" for a in axes)
+        what = (
+            f"`if ...: {element} = {operand}` compares and stores"
+            if isinstance(update.stmt, ast.If)
+            else f"`{ctx.source_of(update.stmt)}` reads and writes"
+        )
+        return self.report(
+            ctx,
+            update.stmt,
+            f"{what} `{element}`, which does not depend on the thread index {axes_text}: every thread along "
+            f"that axis updates the same element with its own value, a data race on the GPU (threads read "
+            f"the same old value and the last store wins; on the CPU Warp runs them one after another)",
+            kernel=kernel.name,
+            expected="an atomic update",
+            actual=ctx.source_of(update.stmt).splitlines()[0],
+            hint=f"update it atomically: `{call}`"
+            if call
+            else "accumulate per thread and reduce afterwards, or index the element by every thread index",
+            fix=fix,
+        )
+
+
+def _read_modify_write(stmt: ast.Assign) -> _Update | None:
+    """``a[k] = a[k] + e``, ``a[k] = e + a[k]``, ``a[k] = a[k] - e``, ``a[k] = wp.max(a[k], e)``."""
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Subscript):
+        return None
+    target = stmt.targets[0]
+    value = stmt.value
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add | ast.Sub):
+        op = "+" if isinstance(value.op, ast.Add) else "-"
+        if _same(value.left, target):
+            return _Update(stmt, target, op, value.right)
+        if op == "+" and _same(value.right, target):
+            return _Update(stmt, target, op, value.left)
+        return None
+    if isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords:
+        func = value.func
+        name = (
+            func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+        )
+        if name in ("max", "min"):
+            first, second = value.args
+            if _same(first, target):
+                return _Update(stmt, target, name, second)
+            if _same(second, target):
+                return _Update(stmt, target, name, first)
+    return None
+
+
+def _compare_store(stmt: ast.If) -> _Update | None:
+    """``if v > a[k]: a[k] = v`` (and the other orders of the comparison)."""
+    test = stmt.test
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not stmt.body:
+        return None
+    op = test.ops[0]
+    if not isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+        return None
+    greater = isinstance(op, ast.Gt | ast.GtE)
+    left, right = test.left, test.comparators[0]
+    for store in stmt.body:
+        if not isinstance(store, ast.Assign) or len(store.targets) != 1:
+            continue
+        target = store.targets[0]
+        if not isinstance(target, ast.Subscript):
+            continue
+        # v > a[k] stores a maximum; a[k] > v a minimum
+        for element, value, maximum in ((right, left, greater), (left, right, not greater)):
+            if _same(element, target) and _same(store.value, value):
+                return _Update(stmt, target, "max" if maximum else "min", value)
+    return None
+
+
+def _dependencies(kernel: KernelDef, tids: set[str]) -> dict[str, set[str]]:
+    """The thread indices each local may depend on (flow-insensitively, through every assignment)."""
+    edges: dict[str, set[str]] = {}
+    for node in walk(kernel.node):
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            sources = _names(node.value)
+            for target in targets:
+                for n in walk(target):
+                    if isinstance(n, ast.Name) and n.id not in tids:
+                        edges.setdefault(n.id, set()).update(sources)
+        elif isinstance(node, ast.For):
+            for n in walk(node.target):
+                if isinstance(n, ast.Name):
+                    edges.setdefault(n.id, set()).update(_names(node.iter))
+    depends: dict[str, set[str]] = {name: {name} for name in tids}
+    for name in edges:
+        depends.setdefault(name, set())
+    changed = True
+    while changed:
+        changed = False
+        for name, sources in edges.items():
+            found = set().union(*(depends.get(s, set()) for s in sources)) & tids
+            if not found <= depends[name]:
+                depends[name] |= found
+                changed = True
+    return depends
+
+
+def _reaches(condition: ast.expr, dropped: set[str], depends: dict[str, set[str]]) -> bool:
+    return any(depends.get(name, set()) & dropped for name in _names(condition))
