@@ -138,8 +138,8 @@ class PerWorldIndexOnFlatArray(Rule):
         return self.report(
             ctx,
             node,
-            f"`{array}` is indexed by the per-world index `{index.id}`, but `{flat_array}` of the same family "
-            f"is indexed by the flat index `{flat_text}`: every world reads world 0's `{array}`, and "
+            f"`{array}` is indexed by the per-world index `{index.id}`, but `{flat_array}` of the same "
+            f"family is indexed by the flat index `{flat_text}`: every world reads world 0's `{array}`, and "
             f"`{ctx.source_of(use)}` then reads world 0's entity",
             kernel=kernel.name,
             expected=f"`{array}[{replacement}]`",

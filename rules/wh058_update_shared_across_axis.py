@@ -186,7 +186,8 @@ class UpdateSharedAcrossAxis(Rule):
         call: str | None = None
         fix: Fix | None = None
         if update.operation in ("max", "min") and scalar in _MINMAX_TYPES:
-            call = f"{alias}.atomic_{update.operation}({ctx.source_of(target.value)}, {', '.join(indices)}, {operand})"
+            arguments = ", ".join([ctx.source_of(target.value), *indices, operand])
+            call = f"{alias}.atomic_{update.operation}({arguments})"
         elif update.operation in ("+", "-") and scalar in _ADD_TYPES:
             call = f"{element} {update.operation}= {operand}"
         stmt = update.stmt
