@@ -58,6 +58,7 @@ _RULE_MODULES = [
     "wh056_unused_index_load",
     "wh057_offset_added_twice",
     "wh058_update_shared_across_axis",
+    "wh059_tile_offset_extent",
 ]
 
 

@@ -1,0 +1,110 @@
+"""WH058: a read-modify-write of an element every thread along one launch axis updates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from checker_helpers import Analyse, rules_of
+from warp_oracle import warp_error
+from warp_run import run_source
+
+from warp_harness.fixes import apply_fixes
+from warp_harness.record import Severity
+
+BAD = """
+import numpy as np
+import warp as wp
+
+
+@wp.kernel
+def column_stats(x: wp.array2d(dtype=float), best: wp.array(dtype=float), total: wp.array(dtype=float)):
+    i, j = wp.tid()
+    if x[i, j] > best[j]:
+        best[j] = x[i, j]
+    total[j] = total[j] + x[i, j]
+
+
+def run():
+    n = {rows}
+    x = wp.array(np.arange(n * 2, dtype=np.float32).reshape(n, 2), device="{device}")
+    best = wp.zeros(2, dtype=float, device="{device}")
+    total = wp.zeros(2, dtype=float, device="{device}")
+    wp.launch(column_stats, dim=(n, 2), inputs=[x, best, total], device="{device}")
+    return np.concatenate([best.numpy(), total.numpy()])
+"""
+
+# every thread index in the element, a condition on the dropped axis, an operand the same for every
+# thread along it, an axis of one thread at every launch
+QUIET = """
+import warp as wp
+
+
+@wp.kernel
+def fine(x: wp.array2d(dtype=float), own: wp.array2d(dtype=float), acc: wp.array(dtype=float)):
+    i, j = wp.tid()
+    own[i, j] = own[i, j] + x[i, j]
+    if i == 0:
+        acc[j] = acc[j] + x[i, j]
+    acc[j] = wp.max(acc[j], x[0, j])
+
+
+@wp.kernel
+def one_row(x: wp.array2d(dtype=float), acc: wp.array(dtype=float)):
+    i, j = wp.tid()
+    acc[j] = acc[j] + x[i, j]
+
+
+def run(x, own, acc):
+    wp.launch(one_row, dim=(1, 4), inputs=[x, acc])
+"""
+
+
+def _source(rows: int = 4, device: str = "cpu") -> str:
+    return BAD.replace("{rows}", str(rows)).replace("{device}", device)
+
+
+def test_the_running_maximum_and_sum_along_a_dropped_axis_are_warnings_with_atomic_fixes(
+    analyse: Analyse,
+) -> None:
+    source = _source()
+    records = analyse(source, select=["WH058", "WH010"])
+    assert rules_of(records) == ["WH058", "WH058"]  # WH010 takes a thread index in the element as its own
+    maximum, total = records
+    assert maximum.severity is Severity.WARNING and maximum.location.line == 9
+    assert "does not depend on the thread index `i`" in maximum.message
+    assert total.location.line == 11
+    fixed, applied = apply_fixes(source, records)
+    assert applied == 2
+    assert "    wp.atomic_max(best, j, x[i, j])\n" in fixed and "    total[j] += x[i, j]\n" in fixed
+    assert analyse(fixed, select=["WH058"]) == []
+    assert warp_error(fixed) is None
+
+
+def test_own_elements_guarded_updates_and_single_thread_axes_are_quiet(analyse: Analyse) -> None:
+    assert analyse(QUIET, select=["WH058"]) == []
+
+
+@pytest.mark.slow
+def test_on_the_cpu_warp_runs_the_threads_in_turn_and_both_agree(analyse: Analyse) -> None:
+    """The race needs a GPU: on the CPU the racy kernel and the atomic fix give the serial result."""
+    source = _source()
+    want = [6.0, 7.0, 12.0, 16.0]
+    assert np.allclose(run_source(source), want)
+    fixed, _ = apply_fixes(source, analyse(source, select=["WH058"]))
+    assert np.allclose(run_source(fixed), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+def test_on_a_gpu_the_racy_updates_lose_and_the_fix_does_not(analyse: Analyse) -> None:
+    import warp as wp
+
+    if not wp.is_cuda_available():
+        pytest.skip("no CUDA device")
+    rows = 1 << 16
+    source = _source(rows, "cuda:0")
+    want = [2.0 * (rows - 1), 2.0 * (rows - 1) + 1.0, float(rows * (rows - 1)), float(rows * rows)]
+    got = run_source(source)
+    assert not np.allclose(got[2:], want[2:], rtol=1e-3)  # the sums lost updates
+    fixed, _ = apply_fixes(source, analyse(source, select=["WH058"]))
+    assert np.allclose(run_source(fixed), want, rtol=1e-3)
