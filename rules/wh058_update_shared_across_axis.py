@@ -6,6 +6,10 @@ maximum or minimum done by compare-then-store (`if v > best[j]: best[j] = v`), o
 read-modify-write (`acc[j] = acc[j] + x[world, j]`, `best[j] = wp.max(best[j], v)`). Every thread
 of the dropped axis updates the same element.
 
+The same holds for a tile: `wp.tile_store(out[worldid], t)` in a kernel launched over (world,
+actuator) blocks, with `t` computed from the actuator, stores every actuator's tile at the same
+place; the last block wins (mujoco_warp e83d46e, tests/corpus/real_bugs/tile_geometry_store_without_offset).
+
 WH010 judges elements no thread index reaches (`s[0]`, a loaded index); it takes an element with a
 thread index in it as the thread's own. This rule judges the other half: an element that leaves out one
 of the thread indices is shared by every thread along that axis.
@@ -47,6 +51,7 @@ from dataclasses import dataclass
 
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.shared_memory import calls_tile
+from warp_harness.model.tiles import call_arg
 from warp_harness.model.types import Array, Scalar
 from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Severity
@@ -97,12 +102,14 @@ class UpdateSharedAcrossAxis(Rule):
         if len(tids) < 2 or len(types.tid_unpacks) != 1:
             return
         updates = list(self._updates(kernel.node.body, []))
-        if not updates:
-            return
-        if calls_tile(kernel, ctx.model) or uses_warp_builtin(ctx, kernel, _LOCKS):
+        tiled = calls_tile(kernel, ctx.model)
+        if (not updates and not tiled) or uses_warp_builtin(ctx, kernel, _LOCKS):
             return
         params = {p.name: p.type for p in kernel.params}
         depends = _dependencies(kernel, set(tids))
+        if tiled:
+            yield from self._tile_stores(ctx, kernel, tids, depends)
+            return
         for update, conditions in updates:
             array = params.get(update.target.value.id) if isinstance(update.target.value, ast.Name) else None
             if not isinstance(array, Array):
@@ -156,6 +163,61 @@ class UpdateSharedAcrossAxis(Rule):
                 extra = [stmt.test] if isinstance(stmt, ast.While) else []
                 yield from self._updates(stmt.body, [*conditions, *extra])
                 yield from self._updates(stmt.orelse, conditions)
+
+    def _tile_stores(
+        self, ctx: RuleContext, kernel: KernelDef, tids: dict[str, int], depends: dict[str, set[str]]
+    ) -> Iterator[Record]:
+        """``wp.tile_store(out[worldid], t)`` in a launch over (world, actuator) blocks, ``t`` computed from
+        the actuator: every block of that axis stores its tile at the same place, the last one wins."""
+        for stmt, conditions in self._statements(kernel.node.body, []):
+            call = stmt.value if isinstance(stmt, ast.Expr) else None
+            if not isinstance(call, ast.Call) or ctx.imports.warp_name(call.func) != "tile_store":
+                continue
+            destination = call_arg(call, "a", 0)
+            tile = call_arg(call, "t", 1)
+            offset = call_arg(call, "offset", 2)
+            if destination is None or tile is None:
+                continue
+            placed = [destination, *([offset] if offset is not None else [])]
+            used = {n.id for part in placed for n in walk(part) if isinstance(n, ast.Name)}
+            reached = set().union(*(depends.get(name, set()) for name in used)) if used else set()
+            dropped = set(tids) - reached
+            if not dropped or not _reaches(tile, dropped, depends):
+                continue
+            if any(_reaches(condition, dropped, depends) for condition in conditions):
+                continue
+            axes = sorted(dropped, key=lambda n: tids[n])
+            if self._single_along(ctx, kernel, [tids[a] for a in axes]):
+                continue
+            axes_text = ", ".join(f"`{a}`" for a in axes)
+            where = ctx.source_of(destination) + (
+                f" at `{ctx.source_of(offset)}`" if offset is not None else ""
+            )
+            yield self.report(
+                ctx,
+                stmt,
+                f"`{ctx.source_of(call.func)}` stores a tile computed from the thread index {axes_text} into "
+                f"`{where}`, which does not depend on it: every block along that axis writes the same place "
+                "and the last one wins, the others are lost",
+                kernel=kernel.name,
+                expected=f"a destination that depends on {axes_text}",
+                actual=ctx.source_of(stmt),
+                hint=f"store each block's tile at its own place (index the destination or the offset by "
+                f"{axes_text}), or store one element: `out[..., {axes[0]}] = tile[0]`",
+            )
+
+    def _statements(
+        self, body: list[ast.stmt], conditions: list[ast.expr]
+    ) -> Iterator[tuple[ast.stmt, list[ast.expr]]]:
+        for stmt in body:
+            yield stmt, conditions
+            if isinstance(stmt, ast.If):
+                yield from self._statements(stmt.body, [*conditions, stmt.test])
+                yield from self._statements(stmt.orelse, [*conditions, stmt.test])
+            elif isinstance(stmt, ast.For | ast.While):
+                extra = [stmt.test] if isinstance(stmt, ast.While) else []
+                yield from self._statements(stmt.body, [*conditions, *extra])
+                yield from self._statements(stmt.orelse, conditions)
 
     def _single_along(self, ctx: RuleContext, kernel: KernelDef, positions: list[int]) -> bool:
         """Every launch of the kernel in this file gives each of ``positions`` one thread."""

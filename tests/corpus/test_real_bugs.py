@@ -53,7 +53,6 @@ MISSED = {
     "arg_order_sgd_step": "arg-order",
     "sentinel_index_spring_minus_one": "sentinel-index",
     "missing_write_inactive_particle": "missing-write",
-    "tile_geometry_store_without_offset": "tile-geometry",
     "extents_launch_dim_from_other_count": "extents",
     "extents_off_by_one_active_count": "extents",
     "index_space_edge_cursor_vs_vertex": "index-space",

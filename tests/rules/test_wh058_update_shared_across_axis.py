@@ -108,3 +108,31 @@ def test_on_a_gpu_the_racy_updates_lose_and_the_fix_does_not(analyse: Analyse) -
     assert not np.allclose(got[2:], want[2:], rtol=1e-3)  # the sums lost updates
     fixed, _ = apply_fixes(source, analyse(source, select=["WH058"]))
     assert np.allclose(run_source(fixed), want, rtol=1e-3)
+
+
+TILE_STORE = """
+import warp as wp
+
+NV = 4
+
+
+@wp.kernel
+def actuator_velocity(
+    qvel_in: wp.array2d(dtype=float), moment_in: wp.array3d(dtype=float), out: wp.array2d(dtype=float)
+):
+    worldid, actid = wp.tid()
+    moment = wp.tile_load(moment_in[worldid, actid], shape=NV)
+    qvel = wp.tile_load(qvel_in[worldid], shape=NV)
+    velocity = wp.tile_reduce(wp.add, wp.tile_map(wp.mul, moment, qvel))
+    wp.tile_store(out[worldid], velocity{offset})
+"""
+
+
+def test_a_tile_every_block_of_an_axis_stores_at_the_same_place_is_a_warning(analyse: Analyse) -> None:
+    """mujoco_warp e83d46e (tests/corpus/real_bugs/tile_geometry_store_without_offset shows Warp's result)."""
+    (record,) = analyse(TILE_STORE.replace("{offset}", ""), select=["WH058"])
+    assert record.severity is Severity.WARNING and record.location.line == 15
+    assert "computed from the thread index `actid`" in record.message
+    placed = TILE_STORE.replace("{offset}", ", offset=(actid,)")
+    assert analyse(placed, select=["WH058"]) == []
+    assert warp_error(placed) is None
