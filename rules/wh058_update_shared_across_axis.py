@@ -56,7 +56,7 @@ from warp_harness.model.types import Array, Scalar
 from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, uses_warp_builtin
+from warp_harness.rules.queries import deferred_launch, launch_arguments, uses_warp_builtin
 
 _LOCKS = {"atomic_cas", "atomic_exch"}
 # element types Warp has atomic add/sub for, and those it has atomic min/max for
@@ -103,13 +103,15 @@ class UpdateSharedAcrossAxis(Rule):
             return
         updates = list(self._updates(kernel.node.body, []))
         tiled = calls_tile(kernel, ctx.model)
-        if (not updates and not tiled) or uses_warp_builtin(ctx, kernel, _LOCKS):
+        guarded = any(isinstance(node, ast.If) for node in walk(kernel.node))
+        if (not updates and not tiled and not guarded) or uses_warp_builtin(ctx, kernel, _LOCKS):
             return
         params = {p.name: p.type for p in kernel.params}
         depends = _dependencies(kernel, set(tids))
         if tiled:
             yield from self._tile_stores(ctx, kernel, tids, depends)
             return
+        yield from self._check_then_set(ctx, kernel, tids, depends, params)
         for update, conditions in updates:
             array = params.get(update.target.value.id) if isinstance(update.target.value, ast.Name) else None
             if not isinstance(array, Array):
@@ -205,6 +207,94 @@ class UpdateSharedAcrossAxis(Rule):
                 hint=f"store each block's tile at its own place (index the destination or the offset by "
                 f"{axes_text}), or store one element: `out[..., {axes[0]}] = tile[0]`",
             )
+
+    def _check_then_set(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        tids: dict[str, int],
+        depends: dict[str, set[str]],
+        params: dict[str, object],
+    ) -> Iterator[Record]:
+        """``if not skip_in[geomid]: ... skip_out[geomid] = True`` in a launch over (world, geom), the two
+        parameters one array at every launch: the threads of every world read and set one flag."""
+        for stmt, conditions in self._statements(kernel.node.body, []):
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or not conditions:
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+                continue
+            if not isinstance(params.get(target.value.id), Array) or _read_modify_write(stmt) is not None:
+                continue
+            used = _plain_tid_names(target, tids, params)
+            if not used:
+                continue
+            dropped = set(tids) - used
+            if not dropped or any(_reaches(c, dropped, depends) for c in conditions):
+                continue
+            read = self._flag_read(ctx, kernel, target, conditions, params)
+            if read is None:
+                continue
+            axes = sorted(dropped, key=lambda n: tids[n])
+            if self._single_along(ctx, kernel, [tids[a] for a in axes]):
+                continue
+            axes_text = ", ".join(f"`{a}`" for a in axes)
+            same = (
+                ""
+                if isinstance(read.value, ast.Name) and read.value.id == target.value.id
+                else f" (`{ctx.source_of(read.value)}` and `{target.value.id}` are one array at every launch)"
+            )
+            yield self.report(
+                ctx,
+                stmt,
+                f"`{ctx.source_of(stmt)}` sets an element the condition reading `{ctx.source_of(read)}` "
+                f"tests{same}; the element does not depend on the thread index {axes_text}, so the threads "
+                "along that axis read and set it in the same launch: which of them see it set depends on "
+                "the order they run (a race on the GPU; on the CPU every thread after the first sees it set)",
+                kernel=kernel.name,
+                expected=f"an element per {axes_text}, or the flag set in a separate launch",
+                actual=ctx.source_of(stmt),
+                hint=f"index the flag by {axes_text} too, or set it in a launch of its own after this one",
+            )
+
+    def _flag_read(
+        self,
+        ctx: RuleContext,
+        kernel: KernelDef,
+        target: ast.Subscript,
+        conditions: list[ast.expr],
+        params: dict[str, object],
+    ) -> ast.Subscript | None:
+        """A read of ``target``'s element in one of ``conditions``, through the same parameter or one that
+        every launch of the kernel in this file binds to the same array."""
+        assert isinstance(target.value, ast.Name)
+        name = target.value.id
+        for condition in conditions:
+            for node in walk(condition):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.value, ast.Name)
+                    and ast.dump(node.slice) == ast.dump(target.slice)
+                    and (node.value.id == name or self._aliased(ctx, kernel, node.value.id, name))
+                ):
+                    return node
+        return None
+
+    def _aliased(self, ctx: RuleContext, kernel: KernelDef, first: str, second: str) -> bool:
+        names = [p.name for p in kernel.params]
+        if first not in names or second not in names:
+            return False
+        sites = ctx.launches_of(kernel)
+        if not sites:
+            return False
+        for site in sites:
+            arguments = launch_arguments(site)
+            if arguments is None or len(arguments) != len(names):
+                return False
+            a, b = arguments[names.index(first)], arguments[names.index(second)]
+            if not (isinstance(a, ast.Name) and isinstance(b, ast.Name) and a.id == b.id):
+                return False
+        return True
 
     def _statements(
         self, body: list[ast.stmt], conditions: list[ast.expr]
@@ -359,3 +449,18 @@ def _dependencies(kernel: KernelDef, tids: set[str]) -> dict[str, set[str]]:
 
 def _reaches(condition: ast.expr, dropped: set[str], depends: dict[str, set[str]]) -> bool:
     return any(depends.get(name, set()) & dropped for name in _names(condition))
+
+
+def _plain_tid_names(target: ast.Subscript, tids: dict[str, int], params: dict[str, object]) -> set[str]:
+    """The thread indices of an element indexed only by thread indices, constants and scalar parameters
+    (empty for any other element: a local or a loaded index is WH010's)."""
+    used: set[str] = set()
+    for n in walk(target.slice):
+        if isinstance(n, ast.Name):
+            if n.id in tids:
+                used.add(n.id)
+            elif n.id not in params or isinstance(params[n.id], Array):
+                return set()
+        elif isinstance(n, ast.Subscript | ast.Call | ast.Attribute):
+            return set()
+    return used

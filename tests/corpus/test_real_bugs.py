@@ -49,7 +49,6 @@ MISSED = {
     "index_space_lower_triangle_transpose": "index-space",
     "nan_guard_coincident_particles": "nan-guard",
     "extents_weight_sized_by_contacts": "extents",
-    "race_shared_skip_flag_across_worlds": "race",
     "arg_order_sgd_step": "arg-order",
     "sentinel_index_spring_minus_one": "sentinel-index",
     "missing_write_inactive_particle": "missing-write",

@@ -136,3 +136,34 @@ def test_a_tile_every_block_of_an_axis_stores_at_the_same_place_is_a_warning(ana
     placed = TILE_STORE.replace("{offset}", ", offset=(actid,)")
     assert analyse(placed, select=["WH058"]) == []
     assert warp_error(placed) is None
+
+
+SKIP_FLAG = """
+import warp as wp
+
+
+@wp.kernel
+def local_to_global(
+    geom_pos: wp.array2d(dtype=float),
+    skip_in: wp.array(dtype=bool),
+    xpos_out: wp.array2d(dtype=float),
+    skip_out: wp.array(dtype=bool),
+):
+    worldid, geomid = wp.tid()
+    if not skip_in[geomid]:
+        xpos_out[worldid, geomid] = geom_pos[worldid, geomid]
+        skip_out[geomid] = True
+
+
+def run(geom_pos, skip, xpos):
+    wp.launch(local_to_global, dim=(2, 3), inputs=[geom_pos, skip], outputs=[xpos, {out}])
+"""
+
+
+def test_a_flag_every_world_reads_and_sets_is_a_warning_when_the_launch_aliases_it(analyse: Analyse) -> None:
+    """mujoco_warp #809 (tests/corpus/real_bugs/race_shared_skip_flag_across_worlds shows Warp's result)."""
+    (record,) = analyse(SKIP_FLAG.replace("{out}", "skip"), select=["WH058"])
+    assert record.location.line == 15 and "`skip_in` and `skip_out` are one array" in record.message
+    assert "thread index `worldid`" in record.message
+    # two arrays: the flag read is not the one set
+    assert analyse(SKIP_FLAG.replace("{out}", "other_skip"), select=["WH058"]) == []
