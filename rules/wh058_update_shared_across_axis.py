@@ -10,6 +10,12 @@ The same holds for a tile: `wp.tile_store(out[worldid], t)` in a kernel launched
 actuator) blocks, with `t` computed from the actuator, stores every actuator's tile at the same
 place; the last block wins (mujoco_warp e83d46e, tests/corpus/real_bugs/tile_geometry_store_without_offset).
 
+And for a flag: `if not skip_in[geomid]: ... skip_out[geomid] = True` in a launch over (world, geom),
+where every launch of the kernel passes one array for both parameters: the threads of every world read
+and set the same flag in one launch, and which worlds see it set depends on the order they run
+(mujoco_warp #809, tests/corpus/real_bugs/race_shared_skip_flag_across_worlds: on the CPU every world
+after the first skips its work).
+
 WH010 judges elements no thread index reaches (`s[0]`, a loaded index); it takes an element with a
 thread index in it as the thread's own. This rule judges the other half: an element that leaves out one
 of the thread indices is shared by every thread along that axis.
