@@ -16,6 +16,11 @@ and set the same flag in one launch, and which worlds see it set depends on the 
 (mujoco_warp #809, tests/corpus/real_bugs/race_shared_skip_flag_across_worlds: on the CPU every world
 after the first skips its work).
 
+And for a reset: `count = slots[cap]` in every thread and `if tid == 0: slots[cap] = 0` in the same
+launch; the threads that read after the store see the new value (newton #2477, reviewed as critical;
+tests/corpus/real_bugs/race_thread_zero_resets_shared_count: on the CPU every thread after the first
+clears nothing).
+
 WH010 judges elements no thread index reaches (`s[0]`, a loaded index); it takes an element with a
 thread index in it as the thread's own. This rule judges the other half: an element that leaves out one
 of the thread indices is shared by every thread along that axis.
@@ -92,7 +97,7 @@ def _names(node: ast.AST) -> set[str]:
 class UpdateSharedAcrossAxis(Rule):
     id = "WH058"
     name = "update-shared-across-axis"
-    summary = "a read-modify-write of an element every thread along one launch axis updates (a GPU race)"
+    summary = "an element threads of one launch update or read and set in turn: a read-modify-write along a dropped axis, a shared flag, a reset"
     severity = Severity.WARNING
     priority = 55
     fixable = True
@@ -105,7 +110,11 @@ class UpdateSharedAcrossAxis(Rule):
             return
         types = ctx.types(kernel)
         tids = dict(types.tid_vars)
-        if len(tids) < 2 or len(types.tid_unpacks) != 1:
+        if not tids or len(types.tid_unpacks) != 1:
+            return
+        if any(_one_thread(node, tids) for node in walk(kernel.node)):
+            yield from self._reset_while_read(ctx, kernel, tids)
+        if len(tids) < 2:
             return
         updates = list(self._updates(kernel.node.body, []))
         tiled = calls_tile(kernel, ctx.model)
@@ -302,6 +311,66 @@ class UpdateSharedAcrossAxis(Rule):
                 return False
         return True
 
+    def _reset_while_read(
+        self, ctx: RuleContext, kernel: KernelDef, tids: dict[str, int]
+    ) -> Iterator[Record]:
+        """``count = slots[cap]`` in every thread, ``if tid == 0: slots[cap] = 0`` in the same launch: the
+        threads that read after the reset see the new value (newton #2477)."""
+        if uses_warp_builtin(ctx, kernel, _LOCKS):
+            return
+        params = {p.name: p.type for p in kernel.params}
+        one_thread = [
+            (s, c) for s, c in self._statements(kernel.node.body, []) if any(_one_thread(x, tids) for x in c)
+        ]
+        for stmt, _ in one_thread:
+            if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+                continue
+            target = stmt.targets[0]
+            if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
+                continue
+            if not isinstance(params.get(target.value.id), Array) or not _uniform_index(target, params):
+                continue
+            read = self._read_by_all(kernel, target, tids)
+            if read is None or self._single_along(ctx, kernel, list(tids.values())):
+                continue
+            yield self.report(
+                ctx,
+                stmt,
+                f"`{ctx.source_of(stmt)}` runs in one thread, while every thread of the launch reads "
+                f"`{ctx.source_of(target)}` (line {read.lineno}): the threads that read it after the store "
+                "see the new value (on a GPU those of the blocks that start later, on the CPU every thread "
+                "after the one storing)",
+                kernel=kernel.name,
+                expected="the element written in a separate launch, after every thread has read it",
+                actual=ctx.source_of(stmt),
+                hint="move the store to a kernel launched after this one (a launch boundary orders them)",
+            )
+
+    def _read_by_all(self, kernel: KernelDef, target: ast.Subscript, tids: dict[str, int]) -> ast.stmt | None:
+        """A statement outside any one-thread condition that reads ``target``'s element."""
+        assert isinstance(target.value, ast.Name)
+        for stmt, conditions in self._statements(kernel.node.body, []):
+            if any(_one_thread(c, tids) for c in conditions):
+                continue
+            # a compound statement's own expression (its body's statements come one by one)
+            part: ast.AST = stmt
+            if isinstance(stmt, ast.If | ast.While):
+                part = stmt.test
+            elif isinstance(stmt, ast.For):
+                part = stmt.iter
+            elif isinstance(stmt, ast.With | ast.Try):
+                continue
+            for node in walk(part):
+                if (
+                    isinstance(node, ast.Subscript)
+                    and isinstance(node.ctx, ast.Load)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == target.value.id
+                    and ast.dump(node.slice) == ast.dump(target.slice)
+                ):
+                    return stmt
+        return None
+
     def _statements(
         self, body: list[ast.stmt], conditions: list[ast.expr]
     ) -> Iterator[tuple[ast.stmt, list[ast.expr]]]:
@@ -470,3 +539,30 @@ def _plain_tid_names(target: ast.Subscript, tids: dict[str, int], params: dict[s
         elif isinstance(n, ast.Subscript | ast.Call | ast.Attribute):
             return set()
     return used
+
+
+def _one_thread(node: ast.AST, tids: dict[str, int]) -> bool:
+    """``tid == 0`` (or ``0 == tid``): a condition one thread passes."""
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1 or not isinstance(node.ops[0], ast.Eq):
+        return False
+    left, right = node.left, node.comparators[0]
+    for a, b in ((left, right), (right, left)):
+        if (
+            isinstance(a, ast.Name)
+            and a.id in tids
+            and isinstance(b, ast.Constant)
+            and isinstance(b.value, int)
+        ):
+            return True
+    return False
+
+
+def _uniform_index(target: ast.Subscript, params: dict[str, object]) -> bool:
+    """An element the same in every thread: indexed by constants and scalar parameters only."""
+    for n in walk(target.slice):
+        if isinstance(n, ast.Name):
+            if n.id not in params or isinstance(params[n.id], Array):
+                return False
+        elif isinstance(n, ast.Subscript | ast.Call | ast.Attribute):
+            return False
+    return True

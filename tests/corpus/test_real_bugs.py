@@ -60,7 +60,6 @@ MISSED = {
     "extents_unbatched_actrange_in_call": "extents",
     "atomics_serial_accumulate_then_read": "atomics",
     "wrong_field_friction_for_damping": "wrong-field",
-    "race_thread_zero_resets_shared_count": "race",
     "missing_write_cleared_for_done_worlds": "missing-write",
     "sentinel_index_null_element": "sentinel-index",
     "extents_dim_from_first_operand": "extents",

@@ -66,7 +66,9 @@ def sync(
 """
 
 
-def test_a_per_world_index_into_the_flat_family_is_a_warning_with_the_flat_index_as_fix(analyse: Analyse) -> None:
+def test_a_per_world_index_into_the_flat_family_is_a_warning_with_the_flat_index_as_fix(
+    analyse: Analyse,
+) -> None:
     (record,) = analyse(BAD, select=["WH055"])
     assert record.severity is Severity.WARNING and record.location.line == 16
     assert "`joint_child` is indexed by the per-world index `jntid`" in record.message

@@ -167,3 +167,33 @@ def test_a_flag_every_world_reads_and_sets_is_a_warning_when_the_launch_aliases_
     assert "thread index `worldid`" in record.message
     # two arrays: the flag read is not the one set
     assert analyse(SKIP_FLAG.replace("{out}", "other_skip"), select=["WH058"]) == []
+
+
+RESET = """
+import warp as wp
+
+
+@wp.kernel
+def clear_active(keys: wp.array(dtype=int), slots: wp.array(dtype=int), capacity: int, num_threads: int):
+    tid = wp.tid()
+    count = slots[capacity]
+    i = tid
+    while i < count:
+        keys[slots[i]] = 0
+        i += num_threads
+    if tid == 0:
+        slots[capacity] = 0
+
+
+def run(keys, slots):
+    wp.launch(clear_active, dim={dim}, inputs=[keys, slots, 8, 4])
+"""
+
+
+def test_one_thread_resetting_what_every_thread_reads_is_a_warning(analyse: Analyse) -> None:
+    """newton #2477 (tests/corpus/real_bugs/race_thread_zero_resets_shared_count shows Warp's result)."""
+    (record,) = analyse(RESET.replace("{dim}", "4"), select=["WH058"])
+    assert (
+        record.location.line == 14 and "runs in one thread" in record.message and "(line 8)" in record.message
+    )
+    assert analyse(RESET.replace("{dim}", "1"), select=["WH058"]) == []  # one thread: nobody reads late
