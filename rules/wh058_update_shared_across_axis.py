@@ -97,7 +97,7 @@ def _names(node: ast.AST) -> set[str]:
 class UpdateSharedAcrossAxis(Rule):
     id = "WH058"
     name = "update-shared-across-axis"
-    summary = "an element threads of one launch update or read and set in turn: a read-modify-write along a dropped axis, a shared flag, a reset"
+    summary = "an element threads of one launch update, or read and set, in turn (a race on the GPU)"
     severity = Severity.WARNING
     priority = 55
     fixable = True
@@ -393,7 +393,8 @@ class UpdateSharedAcrossAxis(Rule):
             if deferred_launch(site):
                 return False
             dim = site.fold(site.dim, ctx.constants.values, ctx.imports)
-            if not isinstance(dim, tuple) or not all(p < len(dim) and dim[p] == 1 for p in positions):
+            dims = dim if isinstance(dim, tuple) else (dim,)
+            if not all(p < len(dims) and dims[p] == 1 for p in positions):
                 return False
         return True
 

@@ -3,7 +3,6 @@ tests/corpus/real_bugs/index_space_flex_vert_double_offset)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from checker_helpers import Analyse
 from warp_oracle import warp_error
