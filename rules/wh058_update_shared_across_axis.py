@@ -185,7 +185,16 @@ class UpdateSharedAcrossAxis(Rule):
         self, ctx: RuleContext, kernel: KernelDef, tids: dict[str, int], depends: dict[str, set[str]]
     ) -> Iterator[Record]:
         """``wp.tile_store(out[worldid], t)`` in a launch over (world, actuator) blocks, ``t`` computed from
-        the actuator: every block of that axis stores its tile at the same place, the last one wins."""
+        the actuator: every block of that axis stores its tile at the same place, the last one wins. Only
+        where every launch of the kernel in this file is a ``launch_tiled`` whose dim has a rank of its own
+        for each thread index (a kernel launched elsewhere may unpack the block's lane, which all lanes
+        of a block share when they store one tile together)."""
+        sites = ctx.launches_of(kernel)
+        if not sites or any(
+            not site.tiled or site.plain_dim_rank(ctx.constants.values, ctx.imports) != len(tids)
+            for site in sites
+        ):
+            return
         for stmt, conditions in self._statements(kernel.node.body, []):
             call = stmt.value if isinstance(stmt, ast.Expr) else None
             if not isinstance(call, ast.Call) or ctx.imports.warp_name(call.func) != "tile_store":

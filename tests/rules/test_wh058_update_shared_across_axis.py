@@ -125,16 +125,24 @@ def actuator_velocity(
     qvel = wp.tile_load(qvel_in[worldid], shape=NV)
     velocity = wp.tile_reduce(wp.add, wp.tile_map(wp.mul, moment, qvel))
     wp.tile_store(out[worldid], velocity{offset})
+
+
+def run(qvel, moment, out):
+    wp.launch_tiled(actuator_velocity, dim={dim}, inputs=[qvel, moment], outputs=[out], block_dim=8)
 """
 
 
 def test_a_tile_every_block_of_an_axis_stores_at_the_same_place_is_a_warning(analyse: Analyse) -> None:
     """mujoco_warp e83d46e (tests/corpus/real_bugs/tile_geometry_store_without_offset shows Warp's result)."""
-    (record,) = analyse(TILE_STORE.replace("{offset}", ""), select=["WH058"])
+    bad = TILE_STORE.replace("{offset}", "").replace("{dim}", "(2, 3)")
+    (record,) = analyse(bad, select=["WH058"])
     assert record.severity is Severity.WARNING and record.location.line == 15
     assert "computed from the thread index `actid`" in record.message
-    placed = TILE_STORE.replace("{offset}", ", offset=(actid,)")
+    placed = TILE_STORE.replace("{offset}", ", offset=(actid,)").replace("{dim}", "(2, 3)")
     assert analyse(placed, select=["WH058"]) == []
+    # launched over worlds only: the second thread index is the block's lane, and the lanes store one tile
+    lanes = TILE_STORE.replace("{offset}", "").replace("{dim}", "2")
+    assert analyse(lanes, select=["WH058"]) == []
     assert warp_error(placed) is None
 
 
