@@ -16,10 +16,10 @@ and set the same flag in one launch, and which worlds see it set depends on the 
 (mujoco_warp #809, tests/corpus/real_bugs/race_shared_skip_flag_across_worlds: on the CPU every world
 after the first skips its work).
 
-And for a reset: `count = slots[cap]` in every thread and `if tid == 0: slots[cap] = 0` in the same
-launch; the threads that read after the store see the new value (newton #2477, reviewed as critical;
-tests/corpus/real_bugs/race_thread_zero_resets_shared_count: on the CPU every thread after the first
-clears nothing).
+And for a reset to a constant: `count = slots[cap]` in every thread and `if tid == 0: slots[cap] = 0`
+in the same launch; the threads that read after the store see the new value (newton #2477, reviewed
+as critical; tests/corpus/real_bugs/race_thread_zero_resets_shared_count: on the CPU every thread after
+the first clears nothing). A store of another value (`t[0] = cur_t + dt` by thread 0) is not judged.
 
 WH010 judges elements no thread index reaches (`s[0]`, a loaded index); it takes an element with a
 thread index in it as the thread's own. This rule judges the other half: an element that leaves out one
@@ -338,6 +338,10 @@ class UpdateSharedAcrossAxis(Rule):
             if not isinstance(target, ast.Subscript) or not isinstance(target.value, ast.Name):
                 continue
             if not isinstance(params.get(target.value.id), Array) or not _uniform_index(target, params):
+                continue
+            if not isinstance(stmt.value, ast.Constant | ast.UnaryOp):
+                continue  # a reset to a constant (a count back to 0); other stores are not judged
+            if isinstance(stmt.value, ast.UnaryOp) and not isinstance(stmt.value.operand, ast.Constant):
                 continue
             read = self._read_by_all(kernel, target, tids)
             if read is None or self._single_along(ctx, kernel, list(tids.values())):
