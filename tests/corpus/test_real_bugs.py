@@ -64,6 +64,8 @@ MISSED = {
     "sentinel_index_null_element": "sentinel-index",
     "extents_dim_from_first_operand": "extents",
     "inverted_condition_has_stiffness": "inverted-condition",
+    "i_flex_elasticity_elem_data": "index-space",
+    "i_tile_block_dim_from_tile_size": "tile-geometry",
 }
 
 
