@@ -57,7 +57,7 @@ def column_max(x: wp.array2d(dtype=float), best: wp.array(dtype=float)):
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from warp_harness.model.kernel import KernelDef
@@ -238,7 +238,7 @@ class UpdateSharedAcrossAxis(Rule):
         kernel: KernelDef,
         tids: dict[str, int],
         depends: dict[str, set[str]],
-        params: dict[str, object],
+        params: Mapping[str, object],
     ) -> Iterator[Record]:
         """``if not skip_in[geomid]: ... skip_out[geomid] = True`` in a launch over (world, geom), the two
         parameters one array at every launch: the threads of every world read and set one flag."""
@@ -287,7 +287,7 @@ class UpdateSharedAcrossAxis(Rule):
         kernel: KernelDef,
         target: ast.Subscript,
         conditions: list[ast.expr],
-        params: dict[str, object],
+        params: Mapping[str, object],
     ) -> ast.Subscript | None:
         """A read of ``target``'s element in one of ``conditions``, through the same parameter or one that
         every launch of the kernel in this file binds to the same array."""
@@ -540,7 +540,7 @@ def _reaches(condition: ast.expr, dropped: set[str], depends: dict[str, set[str]
     return any(depends.get(name, set()) & dropped for name in _names(condition))
 
 
-def _plain_tid_names(target: ast.Subscript, tids: dict[str, int], params: dict[str, object]) -> set[str]:
+def _plain_tid_names(target: ast.Subscript, tids: dict[str, int], params: Mapping[str, object]) -> set[str]:
     """The thread indices of an element indexed only by thread indices, constants and scalar parameters
     (empty for any other element: a local or a loaded index is WH010's)."""
     used: set[str] = set()
@@ -571,7 +571,7 @@ def _one_thread(node: ast.AST, tids: dict[str, int]) -> bool:
     return False
 
 
-def _uniform_index(target: ast.Subscript, params: dict[str, object]) -> bool:
+def _uniform_index(target: ast.Subscript, params: Mapping[str, object]) -> bool:
     """An element the same in every thread: indexed by constants and scalar parameters only."""
     for n in walk(target.slice):
         if isinstance(n, ast.Name):

@@ -45,9 +45,9 @@ def copy(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
-from warp_harness.model.constants import fold
+from warp_harness.model.constants import Value, fold
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.tiles import TILE_CREATORS, call_arg
@@ -85,7 +85,11 @@ class TileOffsetExtent(Rule):
         if kernel.kind not in ("kernel", "func") or not kernel.has_python_body:
             return
         imports = ctx.imports
-        calls = [c for c in body_index(kernel.node).of(ast.Call) if (imports.warp_name(c.func) or "").startswith("tile_")]
+        calls = [
+            c
+            for c in body_index(kernel.node).of(ast.Call)
+            if (imports.warp_name(c.func) or "").startswith("tile_")
+        ]
         if not calls:
             return
         local = {p.name for p in kernel.params}
@@ -94,10 +98,11 @@ class TileOffsetExtent(Rule):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
                     local.add(target.id)
-                    shape = self._created_shape(ctx, stmt.value)
-                    shapes[target.id] = shape if target.id not in shapes else None
+                    created = self._created_shape(ctx, stmt.value)
+                    shapes[target.id] = created if target.id not in shapes else None
         env = {k: v for k, v in ctx.constants.values.items() if k not in local}
         for call in calls:
+            shape: ast.expr | None
             name = imports.warp_name(call.func)
             if name == "tile_load":
                 shape = call_arg(call, "shape", 1)
@@ -131,10 +136,10 @@ class TileOffsetExtent(Rule):
         call: ast.Call,
         shape: ast.Tuple,
         offset: ast.Tuple,
-        env: dict[str, object],
+        env: Mapping[str, Value],
     ) -> Iterator[Record]:
         def key(node: ast.expr) -> object:
-            value = fold(node, env, ctx.imports)  # type: ignore[arg-type]
+            value = fold(node, env, ctx.imports)
             if isinstance(value, int) and not isinstance(value, bool):
                 return value
             return ast.dump(node)
@@ -151,7 +156,7 @@ class TileOffsetExtent(Rule):
                 other = next(
                     (e for e, extent in enumerate(extents) if e != axis and extent == factor_key), None
                 )
-                if other is None or isinstance(factor, ast.Constant) and not isinstance(factor_key, int):
+                if other is None or (isinstance(factor, ast.Constant) and not isinstance(factor_key, int)):
                     continue
                 own = ctx.source_of(shape.elts[axis])
                 wrong = ctx.source_of(factor)

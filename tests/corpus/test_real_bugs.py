@@ -65,7 +65,6 @@ MISSED = {
     "extents_dim_from_first_operand": "extents",
     "inverted_condition_has_stiffness": "inverted-condition",
     "i_flex_elasticity_elem_data": "index-space",
-    "i_tile_block_dim_from_tile_size": "tile-geometry",
 }
 
 

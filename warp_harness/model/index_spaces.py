@@ -116,8 +116,8 @@ class IndexSpaces:
             elif isinstance(node, ast.AugAssign | ast.AnnAssign):
                 self._bind(node.target, None if isinstance(node, ast.AugAssign) else node.value)
             elif isinstance(node, ast.For | ast.comprehension | ast.NamedExpr | ast.With):
-                for target in _targets(node):
-                    self._bind(target, None)
+                for bound in _targets(node):
+                    self._bind(bound, None)
             elif isinstance(node, ast.Subscript):
                 if isinstance(node.value, ast.Name) and node.value.id in self.arrays:
                     self.indexings.append(Indexing(node, node.value.id, tuple(_indices(node))))
