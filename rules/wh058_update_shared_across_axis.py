@@ -35,8 +35,10 @@ threads of the dropped axis run at once, read the same old value and the last st
 that is not the maximum, a sum that lost terms. Measured with Warp 1.19 on an H100 (the `Bad` kernel below
 with a running sum beside it, 2^16 x 2 threads): the column maxima came out 130,816 and 130,817 instead
 of 131,070 and 131,071, the sums 128,512 instead of 4.29e9; `wp.atomic_max` and `+=` gave the right
-values. The tests show the CPU result and, marked `gpu`, the lost updates on CUDA. (The reset shape did
-not show on that H100 in 5 runs of 2^16 threads; the CPU shows it.) Reported as a warning, with the atomic fix (`wp.atomic_max(best, j, v)`,
+values (the sums to float32 rounding). The tests show the CPU result and, marked `gpu`, the lost
+updates on CUDA. (The reset shape did
+not show on that H100 in 5 runs of 2^16 threads; the CPU shows it.)
+Reported as a warning, with the atomic fix (`wp.atomic_max(best, j, v)`,
 `acc[j] += v`, which Warp makes atomic).
 
 ### Bad
