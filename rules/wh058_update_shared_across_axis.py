@@ -65,6 +65,7 @@ import ast
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.shared_memory import calls_tile
 from warp_harness.model.tiles import call_arg
@@ -117,17 +118,18 @@ class UpdateSharedAcrossAxis(Rule):
         tids = dict(types.tid_vars)
         if not tids or len(types.tid_unpacks) != 1:
             return
-        if any(_one_thread(node, tids) for node in walk(kernel.node)):
+        nodes = body_index(kernel.node)
+        if any(_one_thread(node, tids) for node in nodes.of(ast.Compare)):
             yield from self._reset_while_read(ctx, kernel, tids)
         if len(tids) < 2:
             return
         updates = list(self._updates(kernel.node.body, []))
         tiled = calls_tile(kernel, ctx.model)
-        guarded = any(isinstance(node, ast.If) for node in walk(kernel.node))
+        guarded = bool(nodes.of(ast.If))
         if (not updates and not tiled and not guarded) or uses_warp_builtin(ctx, kernel, _LOCKS):
             return
         params = {p.name: p.type for p in kernel.params}
-        depends = _dependencies(kernel, set(tids))
+        depends = _Dependencies(kernel, set(tids))
         if tiled:
             yield from self._tile_stores(ctx, kernel, tids, depends)
             return
@@ -187,7 +189,7 @@ class UpdateSharedAcrossAxis(Rule):
                 yield from self._updates(stmt.orelse, conditions)
 
     def _tile_stores(
-        self, ctx: RuleContext, kernel: KernelDef, tids: dict[str, int], depends: dict[str, set[str]]
+        self, ctx: RuleContext, kernel: KernelDef, tids: dict[str, int], depends: _Dependencies
     ) -> Iterator[Record]:
         """``wp.tile_store(out[worldid], t)`` in a launch over (world, actuator) blocks, ``t`` computed from
         the actuator: every block of that axis stores its tile at the same place, the last one wins. Only
@@ -211,7 +213,7 @@ class UpdateSharedAcrossAxis(Rule):
                 continue
             placed = [destination, *([offset] if offset is not None else [])]
             used = {n.id for part in placed for n in walk(part) if isinstance(n, ast.Name)}
-            reached = set().union(*(depends.get(name, set()) for name in used)) if used else set()
+            reached = set().union(*(depends.of(name) for name in used)) if used else set()
             dropped = set(tids) - reached
             if not dropped or not _reaches(tile, dropped, depends):
                 continue
@@ -242,7 +244,7 @@ class UpdateSharedAcrossAxis(Rule):
         ctx: RuleContext,
         kernel: KernelDef,
         tids: dict[str, int],
-        depends: dict[str, set[str]],
+        depends: _Dependencies,
         params: Mapping[str, object],
     ) -> Iterator[Record]:
         """``if not skip_in[geomid]: ... skip_out[geomid] = True`` in a launch over (world, geom), the two
@@ -541,8 +543,22 @@ def _dependencies(kernel: KernelDef, tids: set[str]) -> dict[str, set[str]]:
     return depends
 
 
-def _reaches(condition: ast.expr, dropped: set[str], depends: dict[str, set[str]]) -> bool:
-    return any(depends.get(name, set()) & dropped for name in _names(condition))
+class _Dependencies:
+    """`_dependencies` of a kernel, worked out when first asked (most kernels never need it)."""
+
+    def __init__(self, kernel: KernelDef, tids: set[str]) -> None:
+        self._kernel = kernel
+        self._tids = tids
+        self._found: dict[str, set[str]] | None = None
+
+    def of(self, name: str) -> set[str]:
+        if self._found is None:
+            self._found = _dependencies(self._kernel, self._tids)
+        return self._found.get(name, set())
+
+
+def _reaches(condition: ast.expr, dropped: set[str], depends: _Dependencies) -> bool:
+    return any(depends.of(name) & dropped for name in _names(condition))
 
 
 def _plain_tid_names(target: ast.Subscript, tids: dict[str, int], params: Mapping[str, object]) -> set[str]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from warp_harness.kernel_judgements import judged
 from warp_harness.model.imports import ImportMap
+from warp_harness.model.index import body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array, Scalar
@@ -102,33 +103,36 @@ class IndexSpaces:
         self.arrays: dict[str, Array] = {p.name: p.type for p in kernel.params if isinstance(p.type, Array)}
         self.tid_vars = dict(types.tid_vars)
         self._values: dict[str, list[ast.expr | None]] = {}
-        self.loaded: set[str] = set()
-        self.indexings: list[Indexing] = []
-        self.assigns: list[ast.Assign] = []
-        for node in walk(kernel.node):
-            if isinstance(node, ast.Name):
-                if isinstance(node.ctx, ast.Load):
-                    self.loaded.add(node.id)
-            elif isinstance(node, ast.Assign):
-                self.assigns.append(node)
-                for target in node.targets:
-                    self._bind(target, node.value)
-            elif isinstance(node, ast.AugAssign | ast.AnnAssign):
-                self._bind(node.target, None if isinstance(node, ast.AugAssign) else node.value)
-            elif isinstance(node, ast.For | ast.comprehension | ast.NamedExpr | ast.With):
+        index = body_index(kernel.node)
+        self.loaded: set[str] = {n.id for n in index.of(ast.Name) if isinstance(n.ctx, ast.Load)}
+        self.assigns: list[ast.Assign] = index.of(ast.Assign)
+        for stmt in self.assigns:
+            for target in stmt.targets:
+                self._bind(target, stmt.value)
+        for aug in index.of(ast.AugAssign):
+            self._bind(aug.target, None)
+        for ann in index.of(ast.AnnAssign):
+            self._bind(ann.target, ann.value)
+        for kind in (ast.For, ast.comprehension, ast.NamedExpr, ast.With):
+            for node in index.of(kind):
                 for bound in _targets(node):
                     self._bind(bound, None)
-            elif isinstance(node, ast.Subscript):
-                if isinstance(node.value, ast.Name) and node.value.id in self.arrays:
-                    self.indexings.append(Indexing(node, node.value.id, tuple(_indices(node))))
-            elif isinstance(node, ast.Call):
-                if (
-                    self.imports.warp_name(node.func) in _ATOMICS
-                    and len(node.args) >= 3
-                    and isinstance(node.args[0], ast.Name)
-                    and node.args[0].id in self.arrays
-                ):
-                    self.indexings.append(Indexing(node, node.args[0].id, tuple(node.args[1:-1])))
+        arrays = self.arrays
+        self.indexings: list[Indexing] = [
+            Indexing(node, node.value.id, tuple(_indices(node)))
+            for node in index.of(ast.Subscript)
+            if isinstance(node.value, ast.Name) and node.value.id in arrays
+        ]
+        warp_name = self.imports.warp_name
+        for call in index.of(ast.Call):
+            args = call.args
+            if (
+                len(args) >= 3
+                and isinstance(args[0], ast.Name)
+                and args[0].id in arrays
+                and warp_name(call.func) in _ATOMICS
+            ):
+                self.indexings.append(Indexing(call, args[0].id, tuple(args[1:-1])))
 
     def _bind(self, target: ast.AST, value: ast.expr | None) -> None:
         if isinstance(target, ast.Name):
