@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from warp_harness.kernel_judgements import judged
 from warp_harness.model.imports import ImportMap
-from warp_harness.model.index import body_index
+from warp_harness.model.index import body_index, full_body_index
 from warp_harness.model.inference import KernelTypes
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array, Scalar
@@ -104,7 +104,10 @@ class IndexSpaces:
         self.tid_vars = dict(types.tid_vars)
         self._values: dict[str, list[ast.expr | None]] = {}
         index = body_index(kernel.node)
-        self.loaded: set[str] = {n.id for n in index.of(ast.Name) if isinstance(n.ctx, ast.Load)}
+        # every name read anywhere, a branch Warp may drop included: a name read only there is still used
+        self.loaded: set[str] = {
+            n.id for n in full_body_index(kernel.node).of(ast.Name) if isinstance(n.ctx, ast.Load)
+        }
         self.assigns: list[ast.Assign] = index.of(ast.Assign)
         for stmt in self.assigns:
             for target in stmt.targets:
