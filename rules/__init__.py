@@ -59,6 +59,11 @@ _RULE_MODULES = [
     "wh052_offset_index_past_end",
     "wh053_zero_length_axis_write",
     "wh054_unbounded_range_walk",
+    "wh055_per_world_index_on_flat_array",
+    "wh056_unused_index_load",
+    "wh057_offset_added_twice",
+    "wh058_update_shared_across_axis",
+    "wh059_tile_offset_extent",
 ]
 
 

@@ -23,7 +23,9 @@ sites); on Warp's CPU backend, the fixed 256 KiB tile arena of each block (Warp 
 `device="cpu"` is judged on the CPU arena whatever the target. The rule judges what the kernel surely
 allocates: tiles whose size and storage are certain, loops Warp surely unrolls, the smallest scratch
 cuFFTDx may pick; a kernel built by a factory whose sizes come from the factory's default argument
-is not judged (other calls may pass other values). So a kernel it reports cannot fit.
+is not judged (other calls may pass other values), while a factory the file calls once, passing every
+size as a constant (`square = make_square(256)`), builds a kernel of exactly those sizes and is judged.
+So a kernel it reports cannot fit.
 
 On CUDA targets a register tile whose share per thread (`size / block_dim` elements) exceeds the
 registers of a thread (255 x 4 bytes) is reported as a warning: it spills to local memory, and

@@ -709,6 +709,57 @@ def test_a_factory_kernel_is_estimated_from_its_callers_defaults_but_not_judged(
     assert _wh015(analyse(FACTORY.format(block=128), select=["WH015"], target="sm_86")) == []
 
 
+FACTORY_CALLED_ONCE = """
+import warp as wp
+
+
+def make_square(tile: int):
+    @wp.kernel
+    def square(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+        i, j = wp.tid()
+        x = wp.tile_load(a, shape=(tile, tile), offset=(i * tile, j * tile))
+        y = wp.tile_matmul(x, x)
+        wp.tile_store(out, y, offset=(i * tile, j * tile))
+
+    return square
+
+
+square = make_square({tile})
+"""
+
+
+def test_a_factory_kernel_whose_sizes_the_files_one_call_passes_is_judged(analyse: Analyse) -> None:
+    """The one call `make_square(256)` builds a kernel of exactly that size: x and y, 256 KiB each."""
+    (record,) = _wh015(analyse(FACTORY_CALLED_ONCE.format(tile=256), select=["WH015"], target="cpu"))
+    assert record.actual == 2 * 256 * 256 * 4 and "256 KiB tile arena" in record.message
+    assert _wh015(analyse(FACTORY_CALLED_ONCE.format(tile=64), select=["WH015"], target="cpu")) == []
+    # a second call may build it smaller: the largest is an assumption again
+    twice = FACTORY_CALLED_ONCE.format(tile=256) + "small = make_square(16)\n"
+    assert _wh015(analyse(twice, select=["WH015"], target="cpu")) == []
+
+
+@pytest.mark.slow
+def test_the_factory_kernel_really_overflows_the_cpu_arena(tmp_path: Path) -> None:
+    script = tmp_path / "factory.py"
+    script.write_text(
+        FACTORY_CALLED_ONCE.format(tile=256)
+        + """
+import numpy as np
+wp.config.log_level = wp.LOG_WARNING
+a = wp.array(np.ones((256, 256), dtype=np.float32), device="cpu")
+b = wp.zeros((256, 256), dtype=float, device="cpu")
+wp.launch_tiled(square, dim=(1, 1), inputs=[a, b], block_dim=64, device="cpu")
+wp.synchronize()
+print("survived")
+""",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "WARP_CACHE_PATH": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode != 0 and "survived" not in done.stdout
+    assert "exceeds the 256 KiB arena" in done.stdout + done.stderr
+
+
 TILE_OF_VALUES = """
 import warp as wp
 

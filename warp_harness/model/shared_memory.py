@@ -47,7 +47,7 @@ from warp_harness.model.kernel import KernelDef
 from warp_harness.model.tiles import (
     TILE_CREATORS,
     call_arg,
-    closure_bindings,
+    closure_values,
     fold_shape,
     kernel_env,
     param_dtype,
@@ -271,10 +271,12 @@ class SharedMemoryEstimator:
         self.constants = constants
         self.env = kernel_env(model, types, constants)
         self.result = Estimate()
-        closure = closure_bindings(model, kernel, self.env)
+        closure, certain = closure_values(model, kernel, self.env)
         if closure:
             self.env = {**self.env, **closure}
-            self.result.assumed = True
+            # a default argument may be overridden elsewhere; the one call of the file that passes every
+            # size builds a kernel of exactly these sizes
+            self.result.assumed = not certain
         self.max_unroll = max_unroll
         self.block_dim = block_dim
         self.arch = arch

@@ -384,20 +384,32 @@ def _names_in(node: ast.FunctionDef) -> set[str]:
 
 
 def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Value]) -> dict[str, Value]:
+    """`closure_values`' values."""
+    return closure_values(model, kernel, env)[0]
+
+
+def closure_values(
+    model: ModuleModel, kernel: KernelDef, env: Mapping[str, Value]
+) -> tuple[dict[str, Value], bool]:
     """Values a kernel defined in a factory (``def make(block_size): @wp.kernel def k(...)``) reads from the
     factory's parameters, as the factory's calls in this file pass them (a constant, or a parameter of the
     calling function with a constant default), else as the parameter's default. These are assumptions: the
-    factory may be called with other values elsewhere. Where calls disagree, the largest value."""
+    factory may be called with other values elsewhere. Where calls disagree, the largest value.
+
+    The flag: whether the values are certain for a kernel this file builds, i.e. the factory is called
+    exactly once in the file and that call passes every value as a constant of its own (no default): the
+    kernel that call builds has these sizes, whatever other files pass."""
     factory = _enclosing_function(model, kernel)
     if factory is None:
-        return {}
+        return {}, False
     params = [a.arg for a in (*factory.args.posonlyargs, *factory.args.args, *factory.args.kwonlyargs)]
     used = _names_in(kernel.node)
     wanted = [p for p in params if p in used and p not in {q.name for q in kernel.params}]
     if not wanted:
-        return {}
+        return {}, False
     calls = _calls_by_name(model.source.tree).get(factory.name, [])
     result: dict[str, Value] = {}
+    certain = len(calls) == 1
     positional = [a.arg for a in (*factory.args.posonlyargs, *factory.args.args)]
     for name in wanted:
         position = positional.index(name) if name in positional else None
@@ -405,18 +417,24 @@ def closure_bindings(model: ModuleModel, kernel: KernelDef, env: Mapping[str, Va
         for call, caller in calls:
             expr = call_arg(call, name, position)
             if expr is None:
+                certain = False
                 expr = _param_default(factory, name)
             if isinstance(expr, ast.Name) and caller is not None and expr.id not in env:
                 default = _param_default(caller, expr.id)
-                expr = default if default is not None else expr
+                if default is not None:
+                    certain = False  # the caller's own default: its callers may pass another value
+                    expr = default
             value = fold(expr, env, model.imports) if expr is not None else None
             if isinstance(value, int) and not isinstance(value, bool):
                 values.append(value)
+            else:
+                certain = False
         if not values:
+            certain = False
             default = _param_default(factory, name)
             value = fold(default, env, model.imports) if default is not None else None
             if isinstance(value, int) and not isinstance(value, bool):
                 values.append(value)
         if values:
             result[name] = max(values)
-    return result
+    return result, certain
