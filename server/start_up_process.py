@@ -2,9 +2,9 @@
 
 Left alone, start-up is serial work on one core: the server imports pygls and lsprotocol (~300 ms), then
 its analysis thread imports the analysis stack (~60 ms) and analyses the first document, all behind one
-GIL. So `serve` forks this process first thing, while it is still single-threaded (:func:`fork`): the
-fork imports the analysis stack and loads the builtin table while the parent imports pygls, then, on the
-other core, analyses the documents the parent asks it to until its own stack is warm. Requests and
+GIL. So `serve` forks this process first thing, while it is still single-threaded (:func:`fork`): on
+the other core, while the parent imports pygls, the fork opens the result cache and then answers for
+the documents the parent asks it to until the parent's own stack is warm. Requests and
 answers travel over two private pipes (length-prefixed pickles between two copies of this program:
 nothing on disk, no socket); an answer is the records the parent publishes as it would its own.
 
@@ -24,8 +24,9 @@ diagnostics no longer wait for the ~350 ms analysis). The parent's own analysis 
 Such an answer takes no warm-up and, with the entry's stamp (`server/start_up_stamps.py`: where its
 modules resolved, and the folders the workspace model read), not even the workspace model: on a loaded
 machine every millisecond of CPU this process spends before its answer delays the first diagnostics, the
-parent's share of the CPU included. So the process imports the analysis stack and indexes the workspace
-only when an answer needs them (no entry, or a stamp that no longer holds).
+parent's share of the CPU included (processes of one session share one scheduling group where autogroup
+is on, as on desktop kernels). So the process imports the analysis stack and indexes the workspace only
+when an answer needs them (no entry, or a stamp that no longer holds).
 """
 
 from __future__ import annotations
