@@ -25,8 +25,9 @@ Such an answer takes no warm-up and, with the entry's stamp (`server/start_up_st
 modules resolved, and the folders the workspace model read), not even the workspace model: on a loaded
 machine every millisecond of CPU this process spends before its answer delays the first diagnostics, the
 parent's share of the CPU included (processes of one session share one scheduling group where autogroup
-is on, as on desktop kernels). So the process imports the analysis stack and indexes the workspace only
-when an answer needs them (no entry, or a stamp that no longer holds).
+is on, as on desktop kernels). So on a busy machine the process imports the analysis stack and indexes
+the workspace only when an answer needs them (no entry, or a stamp that no longer holds); with a core to
+spare (`spare_core`) it does both ahead, while the parent imports pygls, for a document it must analyse.
 """
 
 from __future__ import annotations
@@ -95,12 +96,17 @@ def _serve(requests: int, answers: int) -> None:
     tier = StaticTier(report=lambda message: None)  # the parent reports what its own analysis meets
     cache = _result_cache()
     workspace = _Workspace(tier)
+    ahead = spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    if ahead:
+        tier.warm_up()
     while (request := _receive(requests)) is not None:
         ident, text, path, overrides, roots = request
         if overrides != tier.overrides:
             tier.set_overrides(overrides)
         workspace.roots = roots  # the parent's workspace model, so launches across modules are judged
         if text is None:  # only the workspace, ahead of the first document
+            if ahead:
+                workspace.model()
             continue
         try:
             records: list[Record] | None = _records(workspace, cache, text, path)
@@ -115,6 +121,38 @@ def _serve(requests: int, answers: int) -> None:
 # the scope of the entries this process writes in the user's result cache (`check_cache.CheckCache.key`):
 # a text analysed as the server does, in its workspace model, under its path and the client's settings
 SCOPE = "server"
+
+
+def spare_core(pressure: str | None, load_average: float | None, cores: int) -> bool:
+    """Whether the machine has a core to spare now: from the kernel's CPU pressure (``pressure``, the text
+    of /proc/pressure/cpu: runnable tasks waited for a CPU less than 5% of the last 10 s), else from the
+    load average (below the cores less one); with neither known, yes."""
+    if pressure:
+        for line in pressure.splitlines():
+            fields = dict(field.split("=", 1) for field in line.split()[1:] if "=" in field)
+            if line.startswith("some ") and "avg10" in fields:
+                try:
+                    return float(fields["avg10"]) < 5.0
+                except ValueError:
+                    break
+    if load_average is not None:
+        return load_average < cores - 1
+    return True
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as file:
+            return file.read(4096)
+    except (OSError, ValueError):
+        return None
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 def _result_cache() -> CheckCache | None:

@@ -16,7 +16,7 @@ from warp_harness.model.project import MAX_INDEXED_BYTES, ProjectIndex
 from warp_harness.record import Record
 from warp_harness.server import start_up_stamps
 from warp_harness.server.analysis import StaticTier
-from warp_harness.server.start_up_process import _records, _Workspace
+from warp_harness.server.start_up_process import _records, _Workspace, spare_core
 
 CODES = {"WH004", "WH006", "WH007"}  # WH007: a launch into the other module
 
@@ -153,3 +153,32 @@ def test_digests_are_the_workspace_models(sim: Path) -> None:
     index.set_text(kernels, opened)
     assert index.digest(module) == start_up_stamps.digest(opened.encode("utf-8"))
     assert os.path.isabs(str(kernels))
+
+
+@pytest.mark.parametrize(
+    ("pressure", "load", "cores", "spare"),
+    [
+        (
+            "some avg10=0.40 avg60=1.00 avg300=0.5 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+            9.0,
+            2,
+            True,
+        ),
+        (
+            "some avg10=99.75 avg60=99.81 avg300=99.83 total=1\nfull avg10=0.00 avg60=0.00 total=0\n",
+            0.1,
+            2,
+            False,
+        ),
+        (None, 0.7, 2, True),
+        (None, 1.5, 2, False),
+        ("garbage", 3.0, 8, True),
+        (None, None, 2, True),
+    ],
+)
+def test_the_start_up_process_works_ahead_only_with_a_core_to_spare(
+    pressure: str | None, load: float | None, cores: int, spare: bool
+) -> None:
+    """Ahead of a request (warm-up, the workspace model) only when the CPU pressure (else the load average)
+    says a core is free: on a busy machine that CPU would delay every first diagnostics."""
+    assert spare_core(pressure, load, cores) is spare
