@@ -13,6 +13,9 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 - the smallest file of the corpus that launches a kernel, checked alone with a warm cache (an editor's save
   hook), and pyflakes on it
 
+``--background-load N``: every row is also run with N busy processes beside it (benchmarks/load_generator.py:
+another program of the user keeping a core busy), in the same rounds, and a second table printed.
+
 Printed: min / median / max wall seconds, median CPU seconds (user + system, the process tree), peak
 RSS of the largest process (MiB), peak PSS of the whole process tree (MiB: the sum over the command and
 its pool workers of their proportional set sizes, sampled while it runs; see `_PeakPss`), each row's wall
@@ -20,6 +23,7 @@ median against the parse floor, pyflakes and ruff, and its peak RSS and PSS agai
 ``-X importtime`` of checking an empty file.
 
     python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--old-pythonpath DIR] [--corpus newton]
+        [--background-load 1] [--only floor cold pyflakes]
 """
 
 from __future__ import annotations
@@ -34,9 +38,12 @@ import sys
 import tempfile
 import threading
 import time
+from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from load_generator import background_load, describe
 from real_trees import NEWTON, fetch, warp_lang
 
 
@@ -155,6 +162,13 @@ def main() -> int:
     ap.add_argument("--corpus", choices=("newton", "warp", "all"), default="all")
     ap.add_argument("--old-pythonpath", metavar="DIR", help="also time the warp_harness package found in DIR")
     ap.add_argument("--only", nargs="*", help="row names to run (default: all)")
+    ap.add_argument(
+        "--background-load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also run every row with N busy processes beside it (a second table)",
+    )
     ap.add_argument("--parse-only", metavar="LIST", help=argparse.SUPPRESS)
     ap.add_argument("--list-files", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -229,33 +243,60 @@ def main() -> int:
         rows["OLD check empty file"] = ([*wh, str(empty)], old_env, None)
     if args.only:
         rows = {k: v for k, v in rows.items() if any(o in k for o in args.only)}
+    # a peer that is not installed exits 1 at once ("No module named ..."), which would pass for a result
+    missing = [peer for peer in ("pyflakes",) if find_spec(peer) is None]
+    if shutil.which(ruff) is None:
+        missing.append("ruff")
+    if missing:
+        print(f"not installed, rows skipped: {', '.join(missing)} (pip install '.[bench]' ruff)")
+        rows = {k: v for k, v in rows.items() if not any(k.startswith(m) for m in missing)}
 
     # warm both caches once so the first warm round is warm
     subprocess.run([*wh, "--jobs", j, *tree_args], env=env, capture_output=True)
-    subprocess.run(
-        [ruff, "check", "--cache-dir", str(work / "ruff"), "-q", "--exit-zero", *tree_args],
-        capture_output=True,
-    )
-    times: dict[str, list[float]] = {k: [] for k in rows}
-    cpu: dict[str, list[float]] = {k: [] for k in rows}
-    rss: dict[str, float] = dict.fromkeys(rows, 0.0)
-    pss: dict[str, float] = dict.fromkeys(rows, 0.0)
+    if "ruff" not in missing:
+        subprocess.run(
+            [ruff, "check", "--cache-dir", str(work / "ruff"), "-q", "--exit-zero", *tree_args],
+            capture_output=True,
+        )
+    loads = [0, args.background_load] if args.background_load else [0]
+    measured = {load: _Measured(rows) for load in loads}
+    start_load = os.getloadavg()[0]
     for _ in range(args.repeat):
         for name, (command, row_env, prepare) in rows.items():
-            if callable(prepare):
-                prepare()
-            # not in a checkout: `python -m` would import its warp_harness/ before --old-pythonpath's
-            wall, seconds, peak, tree_pss = run_once(command, row_env, cwd=work)
-            times[name].append(wall)
-            cpu[name].append(seconds)
-            rss[name] = max(rss[name], peak)
-            pss[name] = max(pss[name], tree_pss)
+            for load in loads:  # quiet and loaded in turn: the machine's drift hits both alike
+                if callable(prepare):
+                    prepare()
+                with background_load(load):
+                    # not in a checkout: `python -m` would import its warp_harness/ before --old-pythonpath's
+                    measured[load].add(name, run_once(command, row_env, cwd=work))
     print(f"corpus: {', '.join(tree_args)}")
-    print(f"{len(files)} files, {lines:,} lines; {args.repeat} rounds; load {os.getloadavg()[0]:.2f}")
-    _table(times, cpu, rss, pss)
+    print(
+        f"{len(files)} files, {lines:,} lines; {args.repeat} rounds; {os.cpu_count()} cores; "
+        f"load average {start_load:.2f} at the start, {os.getloadavg()[0]:.2f} at the end"
+    )
+    for load in loads:
+        print(f"\n{describe(load)}:")
+        _table(measured[load].times, measured[load].cpu, measured[load].rss, measured[load].pss)
     _importtime(wh, empty, env)
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+class _Measured:
+    """The runs of every row under one background load."""
+
+    def __init__(self, rows: dict[str, Any]) -> None:
+        self.times: dict[str, list[float]] = {k: [] for k in rows}
+        self.cpu: dict[str, list[float]] = {k: [] for k in rows}
+        self.rss: dict[str, float] = dict.fromkeys(rows, 0.0)
+        self.pss: dict[str, float] = dict.fromkeys(rows, 0.0)
+
+    def add(self, name: str, run: tuple[float, float, float, float]) -> None:
+        wall, seconds, peak, tree_pss = run
+        self.times[name].append(wall)
+        self.cpu[name].append(seconds)
+        self.rss[name] = max(self.rss[name], peak)
+        self.pss[name] = max(self.pss[name], tree_pss)
 
 
 def _small_launching_file(files: list[str]) -> str | None:

@@ -247,18 +247,21 @@ def first_only(
     files: list[Path],
     rounds: int,
     roots: dict[Path, Path] | None = None,
+    warm: tuple[str, ...] = (),
 ) -> None:
     """Start-up to first diagnostics only (one keystroke a run), the servers in turn, ``rounds`` times:
     the wall time, and the CPU time the server had used by then (steadier on a loaded machine). The
-    first server's cache is filled by one run per file before the rounds (``roots``: a file's workspace
-    folder, other than its own folder)."""
+    caches of the first server and of those named in ``warm`` are filled by one run per file before the
+    rounds (``roots``: a file's workspace folder, other than its own folder)."""
     load = os.getloadavg()[0]
     print(f"start-up to first diagnostics: median of {rounds} runs each, in turn; load {load:.2f}")
     roots = roots or {}
     for path in files:
         walls: dict[str, list[float]] = {name: [] for name, _, _ in servers}
         cpus: dict[str, list[float]] = {name: [] for name, _, _ in servers}
-        run(*servers[0], path, 1, 0.0, root=roots.get(path))  # its cache filled
+        for server in servers:
+            if server is servers[0] or server[0] in warm:  # its cache filled
+                run(*server, path, 1, 0.0, root=roots.get(path))
         for _ in range(rounds):
             for name, command, settings in servers:
                 row = run(name, command, settings, path, 1, 0.0, root=roots.get(path))
@@ -302,6 +305,11 @@ def main() -> None:
         type=int,
         metavar="ROUNDS",
         help="only the start-up to first diagnostics, against the pygls floor, ROUNDS runs each in turn",
+    )
+    parser.add_argument(
+        "--newton-only",
+        action="store_true",
+        help="with --first-only: only newton's steel kernels.py (implies --newton)",
     )
     parser.add_argument(
         "--baseline",
@@ -363,17 +371,19 @@ def main() -> None:
             servers[1],
             ("wh empty cache", with_cache(ours, None), {}),
         ]
-        if args.baseline is not None:
-            measured.append(("baseline", baseline_command(args.baseline), {}))
+        if args.baseline is not None:  # as a user has it too: its own cache, filled before the rounds
+            measured.append(("baseline", with_cache(baseline_command(args.baseline), folder / "old"), {}))
         roots: dict[Path, Path] = {}
-        if args.newton:
+        if args.newton_only:
+            files = []
+        if args.newton or args.newton_only:
             from real_trees import NEWTON, fetch
 
             package = fetch(NEWTON)
             steel = package / "_src" / "solvers" / "steel" / "kernels.py"
             files.append(steel)
             roots[steel] = package.parent  # opened in place: the workspace model indexes the package
-        first_only(measured, files, args.first_only, roots)
+        first_only(measured, files, args.first_only, roots, warm=("baseline",))
         return
     rows = [row for f in files for row in interleaved(servers, f, args.edits, pause, args.rounds)]
     if args.newton:

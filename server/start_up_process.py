@@ -2,9 +2,9 @@
 
 Left alone, start-up is serial work on one core: the server imports pygls and lsprotocol (~300 ms), then
 its analysis thread imports the analysis stack (~60 ms) and analyses the first document, all behind one
-GIL. So `serve` forks this process first thing, while it is still single-threaded (:func:`fork`): the
-fork imports the analysis stack and loads the builtin table while the parent imports pygls, then, on the
-other core, analyses the documents the parent asks it to until its own stack is warm. Requests and
+GIL. So `serve` forks this process first thing, while it is still single-threaded (:func:`fork`): on
+the other core, while the parent imports pygls, the fork opens the result cache and then answers for
+the documents the parent asks it to until the parent's own stack is warm. Requests and
 answers travel over two private pipes (length-prefixed pickles between two copies of this program:
 nothing on disk, no socket); an answer is the records the parent publishes as it would its own.
 
@@ -20,6 +20,14 @@ never in the workspace), keyed by the text, its path, the settings and the insta
 digests of the modules its launches resolved against: a document opened at an earlier start, unchanged
 with its modules, is answered from there without an analysis (newton's 10k-line steel solver: its first
 diagnostics no longer wait for the ~350 ms analysis). The parent's own analysis still follows.
+
+Such an answer takes no warm-up and, with the entry's stamp (`server/start_up_stamps.py`: where its
+modules resolved, and the folders the workspace model read), not even the workspace model: on a loaded
+machine every millisecond of CPU this process spends before its answer delays the first diagnostics, the
+parent's share of the CPU included (processes of one session share one scheduling group where autogroup
+is on, as on desktop kernels). So on a busy machine the process imports the analysis stack and indexes
+the workspace only when an answer needs them (no entry, or a stamp that no longer holds); with a core to
+spare (`spare_core`) it does both ahead, while the parent imports pygls, for a document it must analyse.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import os
 import pickle
 import signal
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +44,7 @@ if TYPE_CHECKING:
     import asyncio
 
     from warp_harness.check_cache import CheckCache
+    from warp_harness.model.project import ProjectIndex
     from warp_harness.record import Record
     from warp_harness.server.analysis import StaticTier
 
@@ -81,25 +90,26 @@ def _leave_stdio() -> None:
 
 
 def _serve(requests: int, answers: int) -> None:
-    """The fork's one job: warm up, then answer the parent's requests until their end of file."""
+    """The fork's one job: answer the parent's requests until their end of file."""
     from warp_harness.server.analysis import StaticTier
 
     tier = StaticTier(report=lambda message: None)  # the parent reports what its own analysis meets
-    tier.warm_up()
     cache = _result_cache()
-    roots: list[str] = []
-    tier.open_workspace([])  # imports the workspace model
+    workspace = _Workspace(tier)
+    ahead = spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    if ahead:
+        tier.warm_up()
     while (request := _receive(requests)) is not None:
-        ident, text, path, overrides, request_roots = request
+        ident, text, path, overrides, roots = request
         if overrides != tier.overrides:
             tier.set_overrides(overrides)
-        if request_roots != roots:  # the parent's workspace model, so launches across modules are judged
-            roots = request_roots
-            tier.open_workspace([Path(root) for root in roots])
+        workspace.roots = roots  # the parent's workspace model, so launches across modules are judged
         if text is None:  # only the workspace, ahead of the first document
+            if ahead:
+                workspace.model()
             continue
         try:
-            records: list[Record] | None = _records(tier, cache, text, path)
+            records: list[Record] | None = _records(workspace, cache, text, path)
         except Exception:
             records = None
         try:
@@ -113,34 +123,112 @@ def _serve(requests: int, answers: int) -> None:
 SCOPE = "server"
 
 
-def _result_cache() -> CheckCache | None:
-    """The user's result cache (`warp_harness/check_cache.py`), or None when it cannot be used."""
+def spare_core(pressure: str | None, load_average: float | None, cores: int) -> bool:
+    """Whether the machine has a core to spare now: from the kernel's CPU pressure (``pressure``, the text
+    of /proc/pressure/cpu: runnable tasks waited for a CPU less than 5% of the last 10 s), else from the
+    load average (below the cores less one); with neither known, yes."""
+    if pressure:
+        for line in pressure.splitlines():
+            fields = dict(field.split("=", 1) for field in line.split()[1:] if "=" in field)
+            if line.startswith("some ") and "avg10" in fields:
+                try:
+                    return float(fields["avg10"]) < 5.0
+                except ValueError:
+                    break
+    if load_average is not None:
+        return load_average < cores - 1
+    return True
+
+
+def _read_text(path: str) -> str | None:
     try:
-        from warp_harness.builtins import load_table
+        with open(path, encoding="ascii") as file:
+            return file.read(4096)
+    except (OSError, ValueError):
+        return None
+
+
+def _load_average() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def _result_cache() -> CheckCache | None:
+    """The user's result cache (`warp_harness/check_cache.py`), or None when it cannot be used. Its key
+    names the builtin table by `cached_identity`, read from the table's cache file without decoding it
+    (~20 ms of CPU less before an answer from the cache); the table is loaded when that is not known."""
+    try:
+        from warp_harness.builtins.cache_files import cached_identity
         from warp_harness.check_cache import open_cache
 
-        return open_cache(load_table().identity)
+        identity = cached_identity()
+        if identity is None:
+            from warp_harness.builtins import load_table
+
+            identity = load_table().identity
+        return open_cache(identity)
     except Exception:
         return None
 
 
-def _records(tier: StaticTier, cache: CheckCache | None, text: str, path: str) -> list[Record]:
-    """The records of ``text`` as ``tier`` analyses it: from the result cache when it holds them for this
-    text, path and settings and the modules its launches resolved against are unchanged (a large file
-    opened again is not analysed again before its first diagnostics), else analysed and stored."""
+class _Workspace:
+    """The analyser of this process and its workspace model, indexed on first need (`model`)."""
+
+    def __init__(self, tier: StaticTier) -> None:
+        self.tier = tier
+        self.roots: list[str] = []
+        self._indexed: list[str] | None = None  # the roots of the model, None before it is made
+        self.texts: dict[str, str] = {}  # the documents asked about, by path: open in the client
+
+    def model(self) -> ProjectIndex | None:
+        """The workspace model of the current roots, the documents asked about in place of their files."""
+        if self._indexed != self.roots:
+            self._indexed = list(self.roots)
+            self.tier.open_workspace([Path(root) for root in self.roots])
+            for path, text in self.texts.items():
+                self.tier.document_changed(path, text)
+        return self.tier.project
+
+
+def _records(workspace: _Workspace, cache: CheckCache | None, text: str, path: str) -> list[Record]:
+    """The records of ``text`` as the server analyses it: from the result cache when it holds them for
+    this text, path and settings and the modules its launches resolved against are unchanged (a large file
+    opened again is not analysed again before its first diagnostics), else analysed and stored. Whether
+    they are unchanged is told by the entry's stamp when it still holds, else by the workspace model."""
+    from warp_harness.server import start_up_stamps
+
+    tier = workspace.tier
+    workspace.texts[path] = text
     if cache is None:
+        workspace.model()
         return tier.analyse(text, path).records
     key = cache.key(text.encode("utf-8", "surrogatepass"), path, tier.settings_for(path), SCOPE)
-    tier.document_changed(path, text)  # the other modules' digests are read with this text in place
-    project = tier.project
-    stored = cache.get(key, project.digest if project is not None else None)
-    if stored is not None:
+    stamps = cache.root / start_up_stamps.FOLDER
+    current = start_up_stamps.digests(stamps, key, workspace.roots, workspace.texts)
+    if current is not None and (stored := cache.get(key, current)) is not None:
         return list(stored)
-    tier.deps.pop(path, None)
-    records = tier.analyse(text, path).records
-    deps = tier.deps.get(path)
-    if deps is not None:  # analysed in the workspace model, not in the fallback after an error
-        cache.put(key, tuple(records), deps)
+    project = workspace.model()
+    tier.document_changed(path, text)  # the other modules' digests are read with this text in place
+    asked: list[str] = []  # the entry's modules (on a hit, all of them are asked)
+
+    def digest(module: str) -> str:
+        asked.append(module)
+        return project.digest(module) if project is not None else ""
+
+    stored = cache.get(key, digest if project is not None else None)
+    deps: Iterable[str] | None = asked
+    if stored is None:
+        tier.deps.pop(path, None)
+        records = tier.analyse(text, path).records
+        deps = tier.deps.get(path)
+        if deps is not None:  # analysed in the workspace model, not in the fallback after an error
+            cache.put(key, tuple(records), deps)
+    else:
+        records = list(stored)
+    if deps is not None and project is not None:  # the next start needs no model for this entry
+        start_up_stamps.write(stamps, key, workspace.roots, project, deps)
     return records
 
 

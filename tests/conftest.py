@@ -10,6 +10,9 @@ os.environ["WARP_HARNESS_CHECK_FACTS"] = "1"
 import shutil
 import sys
 import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +34,32 @@ __all__ = ["Analyse", "rules_of"]
 #
 # What the workers share, and why that is safe: tmp_path (pytest gives each worker its own base
 # folder), the daemons' sockets (one per workspace, named by its resolved path: a test's workspace is
-# its own tmp folder), and Warp's own kernel cache for kernels built in the test process (the user's,
-# as outside the tests: Warp builds into a folder of its process and renames it into place, so two
-# workers building one kernel leave one complete build, and a kernel compiled by one test is loaded,
-# not rebuilt, by every later test of the session and by the next run). The daemon's workers build into
-# their workspace's own cache (.warp-harness/kernels), as the tests of that cache expect.
+# its own tmp folder), and the kernel builds (below).
 _CACHE_HOME = tempfile.mkdtemp(prefix="wh-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
 atexit.register(shutil.rmtree, _CACHE_HOME, True)
+
+# Kernel builds, though, are shared by the whole session: the daemons, `ci` runs and workers the tests
+# start compile the same modules (examples/contracts alone, in dozens of daemon, ci and docs tests), each
+# in a workspace of its own, whose builds the harness keeps apart (daemon/kernel_cache.py). The session
+# names one private folder as the node's build cache (WARP_HARNESS_KERNEL_CACHE, made for the Ray
+# runners that share a node), and Warp's own cache of the kernels built in the test processes
+# (WARP_CACHE_PATH) beside it. Safe to share: a build folder is named by a hash of everything that makes
+# the build (Warp's module hash, options, versions, device), and Warp builds into a temporary folder of
+# its process and renames it into place, so processes building one kernel at once leave one complete
+# build. The first process of the run (the pytest-xdist controller, or a run with `-n 0`) makes the
+# folder and removes it at its exit; the workers, started after this module ran there, inherit it.
+# A test about where builds go, or that a first build compiles, takes `private_kernel_builds`.
+SHARED_BUILDS_ENV = "WARP_HARNESS_TEST_BUILDS"
+_shared = os.environ.get(SHARED_BUILDS_ENV, "")
+if not (os.path.isabs(_shared) and os.path.isdir(_shared) and os.stat(_shared).st_uid == os.getuid()):
+    _shared = tempfile.mkdtemp(prefix="wh-test-builds-")  # 0700
+    os.environ[SHARED_BUILDS_ENV] = _shared
+    atexit.register(shutil.rmtree, _shared, True)
+for _name, _sub in (("WARP_HARNESS_KERNEL_CACHE", "kernels"), ("WARP_CACHE_PATH", "warp")):
+    os.makedirs(os.path.join(_shared, _sub), mode=0o700, exist_ok=True)
+    os.environ[_name] = os.path.join(_shared, _sub)
+NODE_CACHE_ENV = "WARP_HARNESS_KERNEL_CACHE"
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path factory reads the option
@@ -53,6 +74,16 @@ def pytest_configure(config: pytest.Config) -> None:
         atexit.register(shutil.rmtree, short, True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with the most slow tests (they compile kernels with Warp, start daemons) first, each
+    file's tests in their order: pytest-xdist hands whole files (`--dist loadfile`) to idle workers in
+    this order, and a long file handed out last (the top-level test files come after the folders) kept
+    one worker busy for minutes while the other had nothing left to do."""
+    slow = Counter(item.path for item in items if item.get_closest_marker("slow") is not None)
+    first_seen = {path: n for n, path in enumerate(dict.fromkeys(item.path for item in items))}
+    items.sort(key=lambda item: (-slow[item.path], first_seen[item.path]))
+
+
 # CI explores the same examples every run (seeded from each test's name), so a red CI means a
 # change broke something, not that this run drew a new input; local runs keep exploring.
 settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
@@ -60,6 +91,34 @@ settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None
 # (pytest-xdist), so an example's time says how busy the machine is, not how fast the code is.
 settings.register_profile("suite", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") == "true" else "suite")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_builds_of_module(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module marked `private_kernel_builds` (``pytestmark``) runs without the session's shared build
+    cache, its module-scoped daemons and workers included (autouse: set up before them)."""
+    with _without_shared_builds(request.node.get_closest_marker("private_kernel_builds") is not None):
+        yield
+
+
+@pytest.fixture
+def private_kernel_builds() -> Iterator[None]:
+    """This test's daemons, `ci` runs and workers build into their workspace's own cache (the user's
+    private folder), as outside the tests: for a test of where builds go, or that a first build compiles."""
+    with _without_shared_builds(True):
+        yield
+
+
+@contextmanager
+def _without_shared_builds(active: bool) -> Iterator[None]:
+    saved = os.environ.get(NODE_CACHE_ENV)
+    if active:
+        os.environ.pop(NODE_CACHE_ENV, None)
+    try:
+        yield
+    finally:
+        if active and saved is not None:
+            os.environ[NODE_CACHE_ENV] = saved
 
 
 @pytest.fixture

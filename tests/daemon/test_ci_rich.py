@@ -135,6 +135,7 @@ def contracts(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("private_kernel_builds")  # its first build compiles (conftest.py)
 def test_ci_json_carries_status_seed_repros_kernel_verdicts_and_timings(contracts: Path) -> None:
     (contracts / "broken.py").write_text(BROKEN, encoding="utf-8")
     subprocess.run(["git", "init", "-q", str(contracts)], check=True)

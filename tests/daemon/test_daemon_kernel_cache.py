@@ -20,6 +20,8 @@ from warp_harness.daemon.server import Daemon, DaemonThread
 from warp_harness.daemon.supervisor import Supervisor
 
 DAY = 86400.0
+# the tests of where builds go: the workspaces' own caches, not the session's shared one (conftest.py)
+pytestmark = pytest.mark.private_kernel_builds
 
 
 def _build(root: Path, name: str, size: int, age_s: float, now: float) -> Path:

@@ -14,7 +14,8 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.supervisor import Supervisor
 
-pytestmark = pytest.mark.slow
+# where builds go, and which compile first: the workspaces' own caches, not the session's (conftest.py)
+pytestmark = [pytest.mark.slow, pytest.mark.private_kernel_builds]
 
 BROKEN = """
 import numpy as np
