@@ -137,13 +137,18 @@ class Worker:
                 elif msg.get("kind") == "reference":
                     result = run_reference_job(msg, self.progress_for(job_id))
                 elif msg.get("kind") == "replay":  # captured launches: daemon/captured/worker_side.py
-                    from warp_harness.daemon.captured.worker_side import run_replay_job
-
                     progress = self.progress_for(job_id)
                     guard()
                     replay_job = _make_job(msg, progress)
                     _configure_warp(replay_job.options)
-                    result = run_replay_job(msg, progress, replay_job, guard)
+                    if msg.get("benchmark"):  # the captured launches timed, not judged
+                        from warp_harness.daemon.captured.benchmark_worker import run_benchmark_job
+
+                        result = run_benchmark_job(msg, progress, replay_job, guard)
+                    else:
+                        from warp_harness.daemon.captured.worker_side import run_replay_job
+
+                        result = run_replay_job(msg, progress, replay_job, guard)
                 else:
                     result = run_check_job(msg, self.progress_for(job_id))
             except MemoryError:

@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from warp_harness.model.index import NodeIndex, around_body, body_index
+from warp_harness.model.inference import ThreadIndices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.launches import LaunchSite
 from warp_harness.model.module import ModuleModel
+from warp_harness.model.thread_accesses import LaunchShapes, launch_shapes
 from warp_harness.model.walk import walk
 from warp_harness.record import Location
 from warp_harness.rules.base import Fact, RuleContext
@@ -230,6 +232,19 @@ def deferred_launch(site: LaunchSite) -> bool:
     if node is None:
         return False
     return not (isinstance(node, ast.Constant) and node.value in (False, None, 0))
+
+
+def kernel_launch_shapes(ctx: RuleContext, kernel: KernelDef, tids: ThreadIndices) -> list[LaunchShapes]:
+    """The shapes each launch of ``kernel`` passes (``thread_accesses.launch_shapes``), for the launches
+    that run this kernel now and whose arguments resolve."""
+    found = []
+    for site in launches_of(ctx, kernel):
+        if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
+            continue
+        shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
+        if shapes is not None:
+            found.append(shapes)
+    return found
 
 
 def empty_launch(ctx: RuleContext, site: LaunchSite) -> bool:

@@ -54,14 +54,13 @@ from warp_harness.model.thread_accesses import (
     ThreadAccess,
     batched_indices,
     batched_names,
-    launch_shapes,
     subscript_indices,
     thread_accesses,
     unguarded,
 )
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, launch_kernel, launches_of
+from warp_harness.rules.queries import kernel_launch_shapes
 
 
 class SharedArrayWorldIndex(Rule):
@@ -98,15 +97,7 @@ class SharedArrayWorldIndex(Rule):
             yield self._record(ctx, kernel, access, own, locals_of, shown)
 
     def _launches(self, ctx: RuleContext, kernel: KernelDef) -> list[LaunchShapes]:
-        tids = thread_indices(kernel, ctx.imports)
-        found = []
-        for site in launches_of(ctx, kernel):
-            if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
-                continue
-            shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
-            if shapes is not None:
-                found.append(shapes)
-        return found
+        return kernel_launch_shapes(ctx, kernel, thread_indices(kernel, ctx.imports))
 
     def _launch_evidence(
         self, kernel: KernelDef, access: ThreadAccess, launches: list[LaunchShapes]

@@ -51,11 +51,11 @@ from collections.abc import Iterator
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.shapes import Comparison, Cover, Extent, compare, extent_text
-from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, launch_shapes, unguarded
+from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, unguarded
 from warp_harness.model.thread_accesses import thread_accesses as kernel_accesses
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, launch_kernel, launches_of
+from warp_harness.rules.queries import kernel_launch_shapes
 
 
 class DimFromOtherArray(Rule):
@@ -75,13 +75,7 @@ class DimFromOtherArray(Rule):
         accesses = [a for a in kernel_accesses(kernel, tids) if a.offset == 0]
         if not accesses:
             return
-        launches = []
-        for site in launches_of(ctx, kernel):
-            if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
-                continue
-            shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
-            if shapes is not None:
-                launches.append(shapes)
+        launches = kernel_launch_shapes(ctx, kernel, tids)
         if not launches:
             return
         reported: set[tuple[str, int]] = set()

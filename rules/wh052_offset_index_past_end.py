@@ -59,11 +59,11 @@ from warp_harness.model.constants import Linear
 from warp_harness.model.inference import ThreadIndices, thread_indices
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.shapes import Comparison, Cover, Extent, compare, extent_text
-from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, launch_shapes, unguarded
+from warp_harness.model.thread_accesses import LaunchShapes, ThreadAccess, unguarded
 from warp_harness.model.thread_accesses import thread_accesses as kernel_accesses
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, launch_kernel, launches_of
+from warp_harness.rules.queries import kernel_launch_shapes
 
 # names that say an integer counts entries (`nefc`, `ncon`, `contact_count`, `num_active`)
 _COUNT_NAME = re.compile(r"^n[a-z]|count|^num_|_num\b|^len_|length")
@@ -103,13 +103,7 @@ class OffsetIndexPastEnd(Rule):
         accesses = [a for a in kernel_accesses(kernel, tids) if a.offset > 0]
         if not accesses:
             return
-        launches = []
-        for site in launches_of(ctx, kernel):
-            if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
-                continue
-            shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
-            if shapes is not None:
-                launches.append(shapes)
+        launches = kernel_launch_shapes(ctx, kernel, tids)
         if not launches:
             return
         for access in accesses:

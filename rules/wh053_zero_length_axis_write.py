@@ -59,11 +59,11 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.inference import thread_indices
 from warp_harness.model.kernel import KernelDef
-from warp_harness.model.thread_accesses import LaunchShapes, launch_shapes, stored_once
+from warp_harness.model.thread_accesses import LaunchShapes, stored_once
 from warp_harness.model.types import Array
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, launch_kernel, launches_of
+from warp_harness.rules.queries import kernel_launch_shapes
 
 _ATOMICS = {
     "atomic_add",
@@ -127,11 +127,8 @@ class ZeroLengthAxisWrite(Rule):
         tids = thread_indices(kernel, ctx.imports)
         # (launch, array, axis) for each array a launch that runs passes with a zero-length axis
         empty: list[tuple[LaunchShapes, str, int]] = []
-        for site in launches_of(ctx, kernel):
-            if launch_kernel(ctx, site) is not kernel or deferred_launch(site):
-                continue
-            shapes = launch_shapes(site, kernel, tids, ctx.constants.values, ctx.imports)
-            if shapes is None or not self._runs(shapes):
+        for shapes in kernel_launch_shapes(ctx, kernel, tids):
+            if not self._runs(shapes):
                 continue
             for name, param in params.items():
                 assert isinstance(param.type, Array)

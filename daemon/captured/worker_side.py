@@ -200,10 +200,6 @@ def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> 
     """The replay of ``msg``'s captured launches; ``job``: the worker's job for it (Warp configured),
     ``guard``: the worker's integrity guard, restored at the end (handed in: the worker imports this
     module, not the other way round)."""
-    if msg.get("benchmark"):  # capb (#31 item 4): the captured launches timed, not judged
-        from warp_harness.daemon.captured.benchmark_worker import run_benchmark_job
-
-        return run_benchmark_job(msg, progress, job, guard)
     from warp_harness.daemon.steps import KernelInfo, probe
 
     wp: Any = importlib.import_module("warp")
