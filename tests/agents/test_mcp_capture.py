@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,8 +35,13 @@ if __name__ == "__main__":
 
 @asynccontextmanager
 async def serving(root: Path, *flags: str) -> AsyncIterator[Client]:
+    # the tests' environment (the SDK passes a server only HOME, PATH and a few more): the same user
+    # cache, and so the same secret, as the `warp-harness` commands a test runs beside the server
     params = StdioServerParameters(
-        command=sys.executable, args=["-I", "-m", "warp_harness", "mcp", str(root), *flags], cwd=str(root)
+        command=sys.executable,
+        args=["-I", "-m", "warp_harness", "mcp", str(root), *flags],
+        cwd=str(root),
+        env=dict(os.environ),
     )
     async with Client(params) as client:
         yield client
@@ -73,3 +81,41 @@ async def test_an_agent_captures_edits_and_accepts(tmp_path: Path) -> None:
         result = await client.call_tool("validate", {"path": "k.py"})
         rules = [r["rule"] for r in (result.structured_content or {}).get("records", [])]
         assert "WHD082" not in rules
+
+
+@pytest.mark.slow
+async def test_replay_reruns_a_stored_captured_failure_as_the_cli_does(tmp_path: Path) -> None:
+    """warp#667's read past the end (https://github.com/NVIDIA/warp/issues/667), made by an edit of a
+    captured kernel: `validate` stores the failing replay, and the MCP `replay` re-runs it from its
+    capture, with the records of `warp-harness replay --trust`, until the read is fixed."""
+    (tmp_path / "k.py").write_text(SCRIPT)
+    async with serving(tmp_path, "--trust") as client:
+        result = await client.call_tool("capture", {"command": ["python", "k.py"]})
+        assert (result.structured_content or {})["launches"] == 1, result.structured_content
+        (tmp_path / "k.py").write_text(SCRIPT.replace("x[i] * 2.0", "x[i + 2] * 2.0"))
+        validated = (await client.call_tool("validate", {"path": "k.py"})).structured_content or {}
+        assert validated["repros"], validated
+        replay = (await client.call_tool("replay", {})).structured_content or {}
+        (case,) = replay["cases"]
+        assert replay["failing"] == 1 and case["status"] == "fail", replay
+        assert "WHD080" in [r["rule"] for r in case["records"]], case  # the out-of-bounds read
+        cli = subprocess.run(
+            [sys.executable, "-m", "warp_harness", "replay", ".", "--trust", "--format", "json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert cli.returncode == 1, cli.stdout + cli.stderr
+        (cli_case,) = json.loads(cli.stdout)["cases"]
+        assert (cli_case["case"], cli_case["status"]) == (case["case"], case["status"]), cli.stdout
+        fields = ("rule", "severity", "location", "message")
+        assert [[r[f] for f in fields] for r in case["records"]] == [
+            [r[f] for f in fields] for r in cli_case["records"]
+        ]
+        (tmp_path / "k.py").write_text(SCRIPT)  # fixed: the stored case passes
+        replay = (await client.call_tool("replay", {})).structured_content or {}
+        assert replay["failing"] == 0 and [c["status"] for c in replay["cases"]] == ["pass"], replay
+    async with serving(tmp_path) as client:  # not trusted: the case is not run
+        replay = (await client.call_tool("replay", {})).structured_content or {}
+        assert replay["status"] == "untrusted" and replay["cases"] == [], replay

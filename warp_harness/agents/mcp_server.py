@@ -135,7 +135,8 @@ def build_server(workspace: tools.Workspace) -> MCPServer:
 
     @server.tool()
     async def replay(ctx: Context) -> ReplayOutput:
-        """Re-run every stored failing case (.warp-harness/repros): pass once the bug is fixed."""
+        """Re-run every stored failing case (.warp-harness/repros), a contract's edge case or a
+        captured launch's replay: pass once the bug is fixed. Needs --trust."""
         result = await on_thread(
             ctx, lambda run, progress: tools.replay(workspace, run=run, on_progress=progress)
         )

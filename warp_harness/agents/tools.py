@@ -340,7 +340,8 @@ def bench(
 
 
 def replay(ws: Workspace, run: Run | None = None, on_progress: Progress | None = None) -> dict[str, Any]:
-    """Re-run every stored failing case of the workspace (``.warp-harness/repros``)."""
+    """Re-run every stored failing case of the workspace (``.warp-harness/repros``), a captured
+    launch's replay included: the cases and records of `warp-harness replay --trust`."""
     from warp_harness.daemon import repros
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.daemon.supervisor import Supervisor
@@ -348,22 +349,28 @@ def replay(ws: Workspace, run: Run | None = None, on_progress: Progress | None =
     if not ws.trusted:
         return _untrusted(ws, "replay")
     loaded = repros.load_cases(ws.root)
+    cases = loaded.cases
+
+    def starting(number: int, stored: repros.StoredCase) -> None:
+        if on_progress is not None:
+            on_progress({"label": f"replay {number}/{len(cases)} {stored.label}"})
+
     rows: list[dict[str, Any]] = []
     with Supervisor(ws.root, load_runtime_options(ws.root, {}), warmup=False) as sup:
         if run is not None:
             run.engine = sup
-        for number, stored in enumerate(loaded.cases, start=1):
-            if on_progress is not None:
-                on_progress({"label": f"replay {number}/{len(loaded.cases)} {stored.label}"})
-            status, records = sup.run_case(stored.case, on_progress=on_progress)
-            rows.append(
-                {
-                    "case": stored.label,
-                    "file": stored.file.relative_to(ws.root).as_posix(),
-                    "status": status,
-                    "records": _linked([r.to_dict() for r in records]),
-                }
-            )
+        # as `warp-harness replay --trust`: a captured launch's case is replayed from its capture
+        results = repros.replay(sup, cases, on_start=starting, on_progress=on_progress)
+    for stored, (status, records) in zip(cases, results, strict=True):
+        shown = [r.to_dict() for r in records if r.severity.value in ("error", "warning")]
+        rows.append(
+            {
+                "case": stored.label,
+                "file": stored.file.relative_to(ws.root).as_posix(),
+                "status": status,
+                "records": _linked(shown),
+            }
+        )
     return {
         "cases": rows,
         "failing": sum(1 for r in rows if r["status"] != "pass"),
