@@ -13,6 +13,10 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 - the smallest file of the corpus that launches a kernel, checked alone with a warm cache (an editor's save
   hook), and pyflakes on it
 
+``--parse-profile``: instead of the rows, one ``check --no-cache --jobs 1`` in this process with
+``ast.parse``, ``symtable`` and ``gc.collect`` counted and timed: how many texts are parsed more than once
+(a large file is parsed in pieces: its pieces count as parses of their own), and their share of the CPU.
+
 ``--background-load N``: every row is also run with N busy processes beside it (benchmarks/load_generator.py:
 another program of the user keeping a core busy), in the same rounds, and a second table printed.
 
@@ -24,16 +28,22 @@ median against the parse floor, pyflakes and ruff, and its peak RSS and PSS agai
 
     python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--old-pythonpath DIR] [--corpus newton]
         [--background-load 1] [--only floor cold pyflakes]
+    python benchmarks/bench_check.py --parse-profile [--corpus newton]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import collections
+import gc
+import hashlib
 import os
+import resource
 import shutil
 import statistics
 import subprocess
+import symtable
 import sys
 import tempfile
 import threading
@@ -68,6 +78,66 @@ def parse_floor(list_file: str) -> None:
             ast.parse(Path(name).read_bytes())
         except (SyntaxError, ValueError):
             pass
+
+
+def parse_profile(trees: list[Path]) -> None:
+    """``check --no-cache --jobs 1`` over ``trees`` in this process, its parses counted and timed."""
+    from collections.abc import Callable
+
+    from warp_harness.cli import main as check_main
+
+    seconds: collections.defaultdict[str, float] = collections.defaultdict(float)
+    calls: collections.Counter[str] = collections.Counter()
+    texts: collections.Counter[bytes] = collections.Counter()
+
+    def timed(owner: Any, name: str, count_texts: bool = False) -> None:
+        original: Callable[..., Any] = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            again = False
+            if count_texts and args and isinstance(args[0], str | bytes):
+                text = args[0] if isinstance(args[0], bytes) else args[0].encode("utf-8", "surrogatepass")
+                digest = hashlib.blake2b(text, digest_size=8).digest()
+                again = digest in texts
+                texts[digest] += 1
+            start = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                seconds[name] += time.process_time() - start
+                calls[name] += 1
+                if again:
+                    seconds["parse again"] += time.process_time() - start
+
+        setattr(owner, name, wrapper)
+
+    timed(ast, "parse", count_texts=True)
+    timed(symtable, "symtable")
+    timed(gc, "collect")
+    start = time.process_time()
+    with open(os.devnull, "w") as sink:
+        saved = sys.stdout
+        sys.stdout = sink
+        try:
+            check_main(["check", "--no-cache", "--jobs", "1", "--exit-zero", *map(str, trees)])
+        finally:
+            sys.stdout = saved
+    total = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    again = sum(n - 1 for n in texts.values())
+    print(
+        f"load {os.getloadavg()[0]:.2f}: check --no-cache --jobs 1: "
+        f"CPU {total:.2f} s, peak RSS {peak:.0f} MiB"
+    )
+    print(
+        f"ast.parse: {calls['parse']} calls, {len(texts)} distinct texts, "
+        f"{sum(1 for n in texts.values() if n > 1)} parsed more than once ({again} calls again, "
+        f"{seconds['parse again']:.2f} s CPU)"
+    )
+    for name in ("parse", "symtable", "collect"):
+        print(
+            f"  {name}: {calls[name]} calls, {seconds[name]:.2f} s CPU ({100 * seconds[name] / total:.1f}%)"
+        )
 
 
 # how often the memory of a command's process tree is sampled (seconds)
@@ -169,6 +239,9 @@ def main() -> int:
         metavar="N",
         help="also run every row with N busy processes beside it (a second table)",
     )
+    ap.add_argument(
+        "--parse-profile", action="store_true", help="count and time the parses of one check (no rows)"
+    )
     ap.add_argument("--parse-only", metavar="LIST", help=argparse.SUPPRESS)
     ap.add_argument("--list-files", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -182,6 +255,9 @@ def main() -> int:
         return 0
 
     trees = corpus(args.corpus)
+    if args.parse_profile:
+        parse_profile(trees)
+        return 0
     # the files `check` sees (its exclusions), listed by a child for the same reason as warp_trees
     listing = subprocess.run(
         [sys.executable, __file__, "--list-files", *map(str, trees)],
