@@ -64,6 +64,9 @@ _RULE_MODULES = [
     "wh057_offset_added_twice",
     "wh058_update_shared_across_axis",
     "wh059_tile_offset_extent",
+    "wh060_decomposition_output_element",
+    "wh061_sentinel_result_as_index",
+    "wh062_misplaced_launch_arguments",
 ]
 
 
