@@ -83,6 +83,8 @@ _MINMAX_TYPES = frozenset({"int32", "uint32", "int64", "uint64", "float32", "flo
 
 @dataclass(frozen=True)
 class _Update:
+    """One read-modify-write (or compare-then-store) of an array element in a kernel body."""
+
     stmt: ast.stmt
     target: ast.Subscript
     operation: str  # "+", "-", "max", "min", or "update" (another function of the old value)
