@@ -206,6 +206,9 @@ os.replace(_marks / f"{{os.getpid()}}.tmp", _marks / f"{{os.getpid()}}.pid")
 if len(list(_marks.glob("*.pid"))) <= {sleeps}:
     time.sleep(90)
 
+import warp as wp
+
+wp.config.verbose = False  # a top-level Warp setting: the module is imported (not built from its text)
 """
 SAXPY = (EXAMPLES / "saxpy.py").read_text().split('"""', 2)[2]  # without its docstring
 
