@@ -20,6 +20,9 @@ from warp_harness.daemon.results import WorkerResult
 from warp_harness.daemon.supervisor import Supervisor
 from warp_harness.record import Record
 
+# private builds: split and whole runs are compared field by field, compile states ("compiled") included
+pytestmark = pytest.mark.private_kernel_builds
+
 
 def test_kernel_names_are_the_decorated_top_level_functions_in_source_order() -> None:
     source = (

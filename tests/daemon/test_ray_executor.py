@@ -45,7 +45,8 @@ from warp_harness.daemon.ray_executor import RayExecutor
 from warp_harness.daemon.supervisor import Supervisor
 from warp_harness.daemon.tune import run_tune
 
-pytestmark = pytest.mark.slow
+# private builds: the local run is compared record for record with the cluster's, whose nodes build afresh
+pytestmark = [pytest.mark.slow, pytest.mark.private_kernel_builds]
 
 PYPROJECT = (
     "[tool.warp-harness]\n[tool.warp-harness.runtime]\n"
