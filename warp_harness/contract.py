@@ -30,7 +30,7 @@ from __future__ import annotations
 import operator
 import re
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import CodeType, FunctionType, MethodType
 from typing import Any
@@ -149,7 +149,9 @@ class Contract:
     bytes: Callable[[int], float] | None = None
     flops: Callable[[int], float] | None = None
     targets: Sequence[str] = ()
-    bench_size: int | None = None  # default: the largest size
+    # the benchmark's size: an int, or {"cpu": ..., "cuda": ..., "cuda:1": ..., "default": ...}
+    # (a size that fills a GPU is too large for a CPU); default: the largest of ``sizes``
+    bench_size: int | Mapping[str, int] | None = None
     name: str | None = None  # shown in reports; default: the kernel name
     # `warp-harness tune`: module-level constants (`TILE_M = wp.constant(32)`, `THREADS = 64`)
     # -> the values to try; every combination is checked, validated and benchmarked
@@ -173,6 +175,10 @@ class Contract:
         if unknown:
             raise ValueError(f"Contract.inplace names {sorted(unknown)}, which are not outputs")
         kernel_name(self.kernel)
+        sized = self.bench_size
+        for s in sized.values() if isinstance(sized, Mapping) else [sized]:
+            if s is not None and (isinstance(s, bool) or not isinstance(s, int) or s < 1):
+                raise ValueError(f"Contract.bench_size: positive integers (one or by device), got {sized!r}")
         for key, values in self.tunables.items():
             if not isinstance(key, str) or not key.isidentifier():
                 raise ValueError(f"Contract.tunables: {key!r} is not a module-level constant's name")
@@ -219,7 +225,29 @@ class Contract:
 
     @property
     def benchmark_size(self) -> int:
-        return self.bench_size if self.bench_size is not None else self.sizes[-1]
+        """The benchmark's size where no device is named: ``bench_size``'s ``default``."""
+        return self.benchmark_size_for("default")
+
+    def benchmark_size_for(self, device: str) -> int:
+        """The benchmark's size on ``device``: exact alias, then its kind (``cuda``), then
+        ``default``, then the largest of ``sizes`` (as ``tolerance_for``)."""
+        if isinstance(self.bench_size, int):
+            return self.bench_size
+        if isinstance(self.bench_size, Mapping):
+            for key in (device, device.split(":")[0], "default"):
+                if key in self.bench_size:
+                    return int(self.bench_size[key])
+        return self.sizes[-1]
+
+    def benchmark_sizes_for(self, devices: Iterable[str]) -> list[int]:
+        """Every size the benchmark may run at on ``devices`` as a process that sees no GPU names
+        them (the verdict worker): a bare ``cuda`` stands for every ``cuda:N`` the mapping names."""
+        sizes = set()
+        for device in devices:
+            sizes.add(self.benchmark_size_for(device))
+            if device == "cuda" and isinstance(self.bench_size, Mapping):
+                sizes.update(int(v) for k, v in self.bench_size.items() if k.startswith("cuda:"))
+        return sorted(sizes)
 
 
 # --------------------------------------------------------------------------- seals

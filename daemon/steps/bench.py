@@ -762,7 +762,7 @@ def kernel_resources(kernel: Any, device: Any, block_dim: int | None) -> dict[st
 def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
-    size = contract.benchmark_size
+    size = contract.benchmark_size_for(alias)
     carved = persisting_l2_bytes(device, reset=True)
     if carved:
         job.add(

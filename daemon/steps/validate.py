@@ -694,7 +694,8 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
     if not failed:
         info.validate[alias] = "pass" if ran else "error"
         # the benchmark re-checks its buffers after the timed loop on this case (bench.revalidate)
-        at_bench_size = [o for o in ran if o.edge_case is None and o.size == contract.benchmark_size]
+        bench_size = contract.benchmark_size_for(alias)
+        at_bench_size = [o for o in ran if o.edge_case is None and o.size == bench_size]
         if at_bench_size:
             info.validated_case[alias] = at_bench_size[0]
         t0 = time.perf_counter()
@@ -927,16 +928,16 @@ def reference_cases(
         cases = planned_cases(contract, job.seed)
         params = _params(info.kernel)
         if timed and not contract.inplace:
-            size = contract.benchmark_size
-            cases += [
-                PlannedCase(size, job.seed + TIMED_SEED + k, TIMED_CASE, contract.inputs, drawn=True)
-                for k in range(TIMED_SETS)
-            ]
-            if windows > 1 and _fits_host_check(contract, params, size, job.seed + TIMED_SEED):
+            for size in contract.benchmark_sizes_for(job.options.devices):
                 cases += [
-                    PlannedCase(size, s, TIMED_CASE, contract.inputs, drawn=True)
-                    for s in refill_seeds(job.seed, windows)
+                    PlannedCase(size, job.seed + TIMED_SEED + k, TIMED_CASE, contract.inputs, drawn=True)
+                    for k in range(TIMED_SETS)
                 ]
+                if windows > 1 and _fits_host_check(contract, params, size, job.seed + TIMED_SEED):
+                    cases += [
+                        PlannedCase(size, s, TIMED_CASE, contract.inputs, drawn=True)
+                        for s in refill_seeds(job.seed, windows)
+                    ]
         names = [n for n, _ in params]
         tols = {a: contract.tolerance_for(a) for a in {*job.options.devices, "cpu", "cuda"}}
         for case in cases:

@@ -36,6 +36,22 @@ def test_contract_defaults_and_validation() -> None:
         Tolerance(rtol=-1)
 
 
+def test_benchmark_size_per_device() -> None:
+    sizes = {"cpu": 1 << 10, "cuda": 1 << 20, "cuda:1": 1 << 22}
+    c = Contract(kernel="k", reference=lambda x: x, inputs=_inputs, outputs="y", sizes=[64], bench_size=sizes)
+    assert c.benchmark_size_for("cpu") == 1 << 10
+    assert c.benchmark_size_for("cuda:0") == 1 << 20  # its kind
+    assert c.benchmark_size_for("cuda:1") == 1 << 22  # exact alias first
+    assert c.benchmark_size == 64  # no default: the largest size
+    assert c.benchmark_sizes_for(["cpu", "cuda"]) == [1 << 10, 1 << 20, 1 << 22]
+    assert c.benchmark_sizes_for(["cuda:0"]) == [1 << 20]
+    plain = Contract(kernel="k", reference=lambda x: x, inputs=_inputs, outputs="y", bench_size=300)
+    assert plain.benchmark_size_for("cuda:3") == plain.benchmark_size == 300
+    for bad in (0, {"cuda": -1}, {"cpu": 1.5}, {"cpu": True}):
+        with pytest.raises(ValueError):
+            Contract(kernel="k", reference=lambda x: x, inputs=_inputs, outputs="y", bench_size=bad)
+
+
 def test_tolerance_per_device() -> None:
     tol = {"cpu": Tolerance(1e-6, 0), "cuda": Tolerance(1e-3, 1e-3), "cuda:1": Tolerance(1e-2, 0)}
     c = Contract(kernel="k", reference=lambda x: x, inputs=_inputs, outputs=["y"], tolerance=tol)
