@@ -1,14 +1,21 @@
 """Issue 36 on a GPU: what one device call measures (run from the repository root, warp-lang
 installed). Prints a short table last; full results as JSON to the folder given (``$OUT``).
 
-    python3 benchmarks/gpu_issue36.py OUTDIR [l2] [assert] [oob] [stream] [ci]
+    python3 benchmarks/gpu_issue36.py OUTDIR [l2] [assert] [oob] [stream] [stream-big] [ci] [daemon]
+        [turn2 TREE]
 
 - ``l2``: the device's L2 and persisting-L2 attributes and what a fresh context's limit does
   when asked for 32 MiB and for the device's maximum (each in a fresh process).
 - ``assert``: the raw output of a debug-mode CUDA kernel whose Python assert fails.
 - ``oob``: oob_crash.py then the good contracts through one Supervisor on cuda:0.
 - ``stream``: stream_large.py through one Supervisor with the default memory limit; the wall
-  time, the time of the check after the timed loop and the worker's peak RSS.
+  time, the time of the check after the timed loop and the worker's peak RSS (``stream-big``:
+  with a 48,000 MB limit, the command of the issue).
+- ``ci``: ``warp-harness ci examples/contracts --trust --device cuda:0`` (a copy), every record.
+- ``daemon``: a real daemon on cuda:0 watching a folder; oob_crash.py then the good contracts
+  saved into it one by one, then saxpy.py saved again: each save's result.
+- ``turn2 TREE``: ``bench stream_large.py --trust --device cuda:0`` with the package tree TREE
+  (the turn-2 harness) and with this one, back to back, at the default limits and at 48,000 MB.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "contracts"
+DEVICE = os.environ.get("GPU_DEVICE", "cuda:0")  # cpu: try the script on a machine without a GPU
 
 _L2 = r"""
 import ctypes, json, sys
@@ -82,15 +90,157 @@ def l2() -> dict[str, Any]:
 
 
 def raw_assert() -> dict[str, Any]:
-    p = subprocess.run([sys.executable, "-c", _ASSERT], capture_output=True, text=True, timeout=300)
+    with tempfile.TemporaryDirectory() as tmp:  # Warp builds kernels from a file, not from exec
+        script = Path(tmp) / "device_assert.py"
+        script.write_text(_ASSERT, encoding="utf-8")
+        p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     return {"rc": p.returncode, "stdout": p.stdout[-4000:], "stderr": p.stderr[-4000:]}
+
+
+def _cli(*args: str, tree: Path = ROOT, timeout: float = 500) -> subprocess.CompletedProcess[str]:
+    """``python -m warp_harness ARGS`` with the package tree ``tree`` first on the path."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(tree), *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+    )
+    cmd = [sys.executable, "-m", "warp_harness", *args]
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=tempfile.gettempdir()
+    )
+
+
+def ci() -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "contracts"
+        shutil.copytree(EXAMPLES, ws)
+        t0 = time.monotonic()
+        p = _cli("ci", str(ws), "--trust", "--device", DEVICE, "--seed", "1234", "--format", "json")
+        wall = time.monotonic() - t0
+    try:
+        results = json.loads(p.stdout)["results"]
+    except Exception:
+        return {"rc": p.returncode, "stdout": p.stdout[-3000:], "stderr": p.stderr[-3000:]}
+    return {
+        "rc": p.returncode,
+        "wall_s": round(wall, 1),
+        "records": [
+            f"{r['rule']} {r['severity']} {Path(r['path']).name}:{r['location']['line']} "
+            f"{r['location'].get('kernel')} {r['message'][:220]}"
+            for r in results
+        ],
+        "stderr_tail": p.stderr[-1500:],
+    }
+
+
+def _daemon_result(ws: Path, name: str, sha: str, deadline: float) -> dict[str, Any] | None:
+    while time.monotonic() < deadline:
+        p = _cli("results", str(ws), "--file", str(ws / name), "--json", timeout=60)
+        if p.stdout.strip():  # exit 1 when the result has errors
+            try:
+                found = json.loads(p.stdout)
+            except ValueError:
+                found = None
+            items = (
+                found
+                if isinstance(found, list)
+                else list((found or {}).values())
+                if isinstance(found, dict)
+                else []
+            )
+            for r in items:
+                if (
+                    isinstance(r, dict)
+                    and r.get("source_sha256") == sha
+                    and r.get("status") not in (None, "queued", "running")
+                ):
+                    return r
+        time.sleep(1.0)
+    return None
+
+
+def daemon() -> dict[str, Any]:
+    import hashlib
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
+        shutil.copy(EXAMPLES / "scale_contract.py", ws / "scale_contract.py")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+        log = open(Path(tmp) / "daemon.log", "w")
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "warp_harness",
+                "daemon",
+                str(ws),
+                "--trust",
+                "--device",
+                DEVICE,
+                "--seed",
+                "7",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=tmp,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and _cli("status", str(ws), timeout=30).returncode != 0:
+                time.sleep(0.5)
+            saves = ["oob_crash.py", "saxpy.py", "scale.py", "race_sum.py", "too_fast.py", "saxpy.py"]
+            for k, name in enumerate(saves):
+                text = (EXAMPLES / name).read_text(encoding="utf-8") + ("\n# saved again\n" if k == 5 else "")
+                (ws / name).write_text(text, encoding="utf-8")
+                sha = hashlib.sha256(text.encode()).hexdigest()
+                t0 = time.monotonic()
+                r = _daemon_result(ws, name, sha, time.monotonic() + 150)
+                key = f"{k}:{name}"
+                out[key] = {"wall_s": round(time.monotonic() - t0, 1)}
+                if r is None:
+                    out[key]["result"] = "no result within 150 s"
+                else:
+                    out[key].update(_summary(r))
+            out["status"] = _cli("status", str(ws), "--json", timeout=30).stdout[-3000:]
+        finally:
+            _cli("stop", str(ws), timeout=30)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+            out["log_tail"] = (Path(tmp) / "daemon.log").read_text(errors="replace")[-3000:]
+    return out
+
+
+def turn2(tree: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for label, where in (("turn2", tree), ("now", ROOT)):
+        for limit in ([], ["--memory-mb", "48000"]):
+            with tempfile.TemporaryDirectory() as tmp:
+                ws = Path(tmp)
+                shutil.copy(where / "examples" / "contracts" / "stream_large.py", ws / "stream_large.py")
+                t0 = time.monotonic()
+                p = _cli(
+                    "bench", str(ws / "stream_large.py"), "--trust", "--device", DEVICE, *limit, tree=where
+                )
+                out[f"{label} {' '.join(limit) or 'default limits'}"] = {
+                    "rc": p.returncode,
+                    "wall_s": round(time.monotonic() - t0, 1),
+                    "stdout_tail": p.stdout[-2500:],
+                    "stderr_tail": p.stderr[-800:],
+                }
+    return out
 
 
 def _supervisor(ws: Path, **options: Any) -> Any:
     from warp_harness.daemon.options import RuntimeOptions
     from warp_harness.daemon.supervisor import Supervisor
 
-    return Supervisor(ws, RuntimeOptions().merged({"devices": ["cuda:0"], "seed": 7, **options}))
+    return Supervisor(ws, RuntimeOptions().merged({"devices": [DEVICE], "seed": 7, **options}))
 
 
 def _summary(r: dict[str, Any]) -> dict[str, Any]:
@@ -130,7 +280,7 @@ def stream(**options: Any) -> dict[str, Any]:
         with _supervisor(ws, **options) as sup:
             r = sup.check(ws / "stream_large.py").to_dict()
         wall = time.monotonic() - t0
-    bench = {k: (v.get("bench") or {}).get("cuda:0") for k, v in (r.get("kernels") or {}).items()}
+    bench = {k: (v.get("bench") or {}).get(DEVICE) for k, v in (r.get("kernels") or {}).items()}
     return {
         **_summary(r),
         "wall_s": round(wall, 2),
@@ -158,6 +308,14 @@ def main() -> None:
                 results[what] = stream()
             elif what == "stream-big":
                 results[what] = stream(memory_mb=48000)
+            elif what == "ci":
+                results[what] = ci()
+            elif what == "daemon":
+                results[what] = daemon()
+            elif what == "turn2":
+                results[what] = turn2(Path(wanted[wanted.index("turn2") + 1]))
+            else:
+                continue
         except Exception as exc:  # keep the other parts
             results[what] = {"error": repr(exc)}
         results.setdefault("seconds", {})[what] = round(time.monotonic() - t0, 1)

@@ -1,0 +1,32 @@
+#!/bin/bash
+# One call on the lent GPU machine, from the repository root, after Warp's wheel was installed into
+# /tmp/site (the three chunk calls of docs/performance.md's recipe). PART picks what runs:
+#   tests    pytest -m gpu on every test file with GPU tests, then the CUDA capture oracles
+#   verdicts gpu_issue36.py l2 assert oob ci daemon
+#   stream   gpu_issue36.py stream stream-big turn2 TREE (TREE: the turn-2 harness's tree)
+# Results go to $OUT; a short table is printed last by each script.
+set -u
+PART=$1
+# the package tree: warp_harness with its subpackages where pyproject's package-dir puts them
+for d in rules server daemon docs; do [ -e warp_harness/$d ] || ln -s ../$d warp_harness/$d; done
+if [ -d .devwhl ] && [ ! -e /tmp/site/watchdog ]; then
+  python3 -m pip install -q --no-index --no-deps --target /tmp/site .devwhl/*.whl
+fi
+export PYTHONPATH=/tmp/site:$PWD
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+case $PART in
+  tests)
+    files=$(grep -rl "mark.gpu" tests --include='test_*.py' | sort)
+    timeout 420 python3 -m pytest -o addopts="" -p no:cacheprovider -ra -q -m gpu $files 2>&1 | tail -40
+    timeout 150 python3 benchmarks/gpu_capture_oracles.py "$OUT/oracles" 2>&1 | tail -25
+    ;;
+  verdicts)
+    TAG=verdicts timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" l2 assert oob ci daemon 2>&1 | tail -150
+    ;;
+  stream)
+    t2=$2
+    [ -e $t2/warp_harness ] || ln -s core $t2/warp_harness
+    for d in rules server daemon; do [ -e $t2/core/$d ] || ln -s ../$d $t2/core/$d; done
+    TAG=stream timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" stream turn2 "$PWD/$t2" 2>&1 | tail -150
+    ;;
+esac
