@@ -29,6 +29,26 @@ FAST = RuntimeOptions(
 )
 
 
+def capture(ws: Path, script: str, expect: str) -> None:
+    """``warp-harness capture -- python SCRIPT`` in the workspace ``ws`` (a real run of the script
+    with the launch recorder); its report must say ``expect`` ("captured 3 launch(es) of 3 kernel(s)")."""
+    p = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, script],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0 and expect in p.stdout, p.stdout + p.stderr
+
+
+def captured_script(ws: Path, source: str, expect: str, name: str = "kernels.py") -> Path:
+    """``ws`` with the script ``name`` (its text ``source``) written and its launches captured."""
+    (ws / name).write_text(source, encoding="utf-8")
+    capture(ws, name, expect)
+    return ws
+
+
 def rules_of(result: dict[str, Any]) -> list[str]:
     return [r["rule"] for r in result["records"]]
 
