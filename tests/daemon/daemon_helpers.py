@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +117,32 @@ def wait_ready(proc: subprocess.Popen[str], sock: Path, timeout: float = 60.0) -
                 pass
         time.sleep(0.05)
     raise AssertionError("the daemon did not start accepting connections")
+
+
+@contextmanager
+def driven_ray_cluster(workers: int = 1) -> Iterator[Any]:
+    """A real local Ray cluster (``ray_cluster.LocalRayCluster``: a head that runs nothing and
+    ``workers`` nodes of one CPU on 127.0.0.1) that this process drives: its token in this process's
+    environment while it runs, the environment as it was afterwards."""
+    import ray
+    from ray_cluster import LocalRayCluster
+
+    local = LocalRayCluster(workers=workers)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
+    os.environ.update({k: local.env[k] for k in saved})  # this process is the driver
+    # Ray read its authentication settings when it was imported (at collection): read them again
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+    try:
+        yield local
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        local.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
