@@ -16,7 +16,9 @@ worker (``why_not``); the worker builds the way the job says, from that same tex
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
+from typing import Any
 
 from warp_harness.capture.identity import KernelSource
 from warp_harness.daemon import findings as F
@@ -31,14 +33,22 @@ def why_not(source: str, filename: str, kernel: str) -> str | None:
     """Why ``kernel`` of the module text ``source`` cannot be built from its text alone (None: it
     can). Text only: no Warp, nothing executed."""
     try:
-        plan = hermetic_build._plan(source, filename)
+        plan = _plan(source, filename)
         hermetic_build._reached(plan, kernel)
-        hermetic_build._no_module_settings(plan)
     except hermetic_build.NotHermetic as exc:
         return str(exc)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return f"its text does not parse ({type(exc).__name__})"
     return None
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(source: str, filename: str) -> Any:
+    """The module's plan (``hermetic_build``), parsed once for all its kernels (a replay asks per
+    kernel, and again per shrinking trial); ``NotHermetic`` when its top level sets Warp options."""
+    plan = hermetic_build._plan(source, filename)
+    hermetic_build._no_module_settings(plan)
+    return plan
 
 
 def marked(records: list[Record]) -> list[Record]:

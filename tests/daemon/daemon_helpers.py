@@ -52,6 +52,20 @@ def captured_script(ws: Path, source: str, expect: str, name: str = "kernels.py"
     return ws
 
 
+class CountingCall:
+    """A replay's ``Call`` on a supervisor's worker (captured/hook.supervisor_call) that counts its jobs."""
+
+    def __init__(self, sup: Any) -> None:
+        from warp_harness.daemon.captured.hook import supervisor_call
+
+        self.inner = supervisor_call(sup)
+        self.calls = 0
+
+    def __call__(self, msg: dict[str, Any]) -> Any:
+        self.calls += 1
+        return self.inner(msg)
+
+
 def rules_of(result: dict[str, Any]) -> list[str]:
     return [r["rule"] for r in result["records"]]
 
