@@ -21,6 +21,14 @@ cache by benchmarks/real_trees.py, never vendored). Measured per project:
 
     python benchmarks/bench_capture.py                         # every project, small step counts
     python benchmarks/bench_capture.py --projects warp-wave newton-pendulum --max-kernels 2
+    python benchmarks/bench_capture.py --overhead-only --recorder-before HEAD~1 --projects warp-fluid
+
+``--overhead-only`` measures the capture overhead alone (no replay, no mutants). ``--recorder-before REV``
+adds the recorder of git revision ``REV`` (the rest of the harness this checkout's), its runs
+interleaved with the current recorder's and the plain runs, so both see the same load; besides the
+wall times it prints the recorder's own seconds per run (the command profiled with cProfile: the time
+spent in the recorder's wrapper around ``wp.launch``, less Warp's own launch), which a loaded machine
+disturbs far less than a wall time. The load average is printed before and after each project.
 
 Prints a markdown table per measure (docs/capture.md's "Benchmarks" section comes from it).
 """
@@ -31,6 +39,7 @@ import argparse
 import ast
 import copy
 import os
+import pstats
 import shutil
 import subprocess
 import sys
@@ -47,6 +56,7 @@ import warp
 from warp_harness.capture.identity import kernel_sources
 from warp_harness.capture.run import run_capture
 from warp_harness.capture.store import CaptureStore, KernelIndex
+from warp_harness.daemon import findings as F
 from warp_harness.daemon.captured.hook import supervisor_call
 from warp_harness.daemon.captured.replay import replay_module
 from warp_harness.daemon.options import RuntimeOptions
@@ -270,6 +280,7 @@ class Row:
     exit_code: int = 0
     replay_s: list[float] = field(default_factory=list)
     false_alarms: list[str] = field(default_factory=list)
+    not_hermetic: int = 0  # kernels replayed from an import of their module (WHD069)
     mutants: Counter[str] = field(default_factory=Counter)  # kind -> viable mutants
     stillborn: int = 0
     flagged: Counter[str] = field(default_factory=Counter)  # kind -> flagged by the replay
@@ -277,6 +288,130 @@ class Row:
     assertions_caught: int = 0  # viable mutants the project's own command fails on
     flagged_passing: int = 0  # flagged by the replay, the project's command passes
     mutant_log: list[str] = field(default_factory=list)
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def recorder_of(rev: str) -> Path:
+    """A folder that, first on a capture child's ``PYTHONPATH``, makes its
+    ``warp_harness.capture.recorder`` the one of git revision ``rev``, and everything else of
+    ``warp_harness`` this checkout's (``__path__`` falls through to the real package)."""
+    text = subprocess.run(
+        ["git", "show", f"{rev}:warp_harness/capture/recorder.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    import warp_harness
+
+    real = Path(warp_harness.__file__).parent
+    root = Path(tempfile.mkdtemp(prefix="wh-bench-recorder-"))
+    (root / "warp_harness" / "capture").mkdir(parents=True)
+    init = real / "__init__.py"
+    (root / "warp_harness" / "__init__.py").write_text(
+        f"__path__.append({str(real)!r})\nexec(compile(open({str(init)!r}).read(), {str(init)!r}, 'exec'))\n"
+    )
+    (root / "warp_harness" / "capture" / "__init__.py").write_text(
+        f"__path__.append({str(real / 'capture')!r})\n"
+    )
+    (root / "warp_harness" / "capture" / "recorder.py").write_text(text)
+    return root
+
+
+def recorder_seconds(profile: Path) -> float:
+    """The seconds a capture child spent in the recorder's wrapper around ``wp.launch``, less the
+    launches themselves (its cProfile output)."""
+    stats: Any = pstats.Stats(str(profile)).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
+    wrapped = own = 0.0
+    for (file, _, name), (_, _, _, cumulative, callers) in stats.items():
+        if file.endswith("capture/recorder.py") and name == "around":
+            own += cumulative
+        if name == "launch" and file.endswith("context.py"):
+            wrapped += sum(
+                edge[3]
+                for (f, _, n), edge in callers.items()
+                if f.endswith("capture/recorder.py") and n == "around"
+            )
+    return own - wrapped
+
+
+@dataclass
+class Overhead:
+    """Wall times (best of the repeats) without capture and with each recorder, and the recorders'
+    own seconds (best of the profiled runs)."""
+
+    project: Project
+    plain_s: float = float("inf")
+    capture_s: dict[str, float] = field(default_factory=dict)
+    recorder_s: dict[str, float] = field(default_factory=dict)
+    load: list[float] = field(default_factory=list)
+
+
+def measure_overhead(project: Project, args: argparse.Namespace) -> Overhead | None:
+    out = Overhead(project, load=[os.getloadavg()[0]])
+    recorders = {"current": None} | (
+        {args.recorder_before: recorder_of(args.recorder_before)} if args.recorder_before else {}
+    )
+    ws = Path(tempfile.mkdtemp(prefix=f"wh-bench-capture-{project.label}-"))
+    try:
+        for src, dest in project.files:
+            if src.is_dir():
+                shutil.copytree(src, ws / dest, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                shutil.copy(src, ws / dest)
+        if _run(project.command, ws, args.timeout)[1] != 0:  # warm Warp's kernel cache
+            print(f"{project.label}: its command fails here; skipped", file=sys.stderr)
+            return None
+        profiled = [
+            project.command[0],
+            "-m",
+            "cProfile",
+            "-o",
+            str(ws / "capture.prof"),
+            *project.command[1:],
+        ]
+        for _ in range(args.repeats):  # interleaved: every variant sees the same load
+            out.plain_s = min(out.plain_s, _run(project.command, ws, args.timeout)[0])
+            for label, shim in recorders.items():
+                env = {**os.environ, "PYTHONPATH": str(shim)} if shim else None
+                shutil.rmtree(ws / ".warp-harness", ignore_errors=True)
+                t0 = time.perf_counter()
+                run_capture(ws, project.command, env=env)
+                spent = time.perf_counter() - t0
+                out.capture_s[label] = min(out.capture_s.get(label, float("inf")), spent)
+                shutil.rmtree(ws / ".warp-harness", ignore_errors=True)
+                run_capture(ws, profiled, env=env)
+                seconds = recorder_seconds(ws / "capture.prof")
+                out.recorder_s[label] = min(out.recorder_s.get(label, float("inf")), seconds)
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
+        for shim in recorders.values():
+            if shim:
+                shutil.rmtree(shim, ignore_errors=True)
+    out.load.append(os.getloadavg()[0])
+    return out
+
+
+def print_overhead(rows: list[Overhead], args: argparse.Namespace) -> None:
+    labels = list(rows[0].capture_s) if rows else []
+    head = " | ".join(f"with capture ({x}) s | overhead ({x}) | recorder ({x}) s" for x in labels)
+    print(f"| project | load | load average (start, end) | wall s | {head} |")
+    print("|---|---|---|---|" + "---|---|---|" * len(labels))
+    for r in rows:
+        cells = " | ".join(
+            f"{r.capture_s[x]:.2f} | {r.capture_s[x] / r.plain_s:.2f}x | {r.recorder_s[x]:.3f}"
+            for x in labels
+        )
+        print(
+            f"| {r.project.label} | {r.project.what} | {r.load[0]:.1f}, {r.load[1]:.1f} "
+            f"| {r.plain_s:.2f} | {cells} |"
+        )
+    print(
+        f"\nwarp {warp.__version__}, CPU only, {os.cpu_count()} cores; wall: best of {args.repeats} warm "
+        "runs each, interleaved; recorder s: the recorder's own time in a profiled run (best of as many)"
+    )
 
 
 def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions) -> Row | None:
@@ -319,10 +454,12 @@ def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions)
                 row.replay_s.append(time.perf_counter() - t0)
                 if out.clean:
                     replayed.append(index)
+                # WHD069 (replayed from an import of its module) is no verdict on the kernel: counted apart
+                row.not_hermetic += sum(r.rule == F.NOT_HERMETIC for r in out.records)
                 row.false_alarms += [
                     f"{index.path}::{index.name} {r.rule}: {r.message[:300]}"
                     for r in out.records
-                    if r.severity.value != "info"
+                    if r.severity.value != "info" and r.rule != F.NOT_HERMETIC
                 ]
             for index in replayed[: args.max_kernels]:
                 _mutate(row, ws, index, project, args, options, call)
@@ -412,6 +549,8 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
         f"{args.mutants} site(s) per mutation kind in each of the first {args.max_kernels} captured kernels"
     )
     for r in rows:
+        replayed = len(r.replay_s)
+        print(f"not hermetic (WHD069): {r.project.label}: {r.not_hermetic} of {replayed} replayed kernels")
         for line in r.false_alarms:
             print(f"false alarm: {r.project.label}: {line}")
         if args.verbose:
@@ -434,7 +573,19 @@ def main() -> int:
     )
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds for one run of a project's command")
     ap.add_argument("--verbose", action="store_true", help="list every mutant and its verdicts")
+    ap.add_argument(
+        "--overhead-only", action="store_true", help="the capture overhead alone: no replay, no mutants"
+    )
+    ap.add_argument("--recorder-before", metavar="REV", help="also time the recorder of git revision REV")
     args = ap.parse_args()
+    if args.overhead_only or args.recorder_before:
+        measured = [
+            o
+            for name in args.projects
+            if (o := measure_overhead(PROJECTS[name](args.frames, args.newton_frames), args))
+        ]
+        print_overhead(measured, args)
+        return 0
     options = RuntimeOptions(launch_timeout_s=60.0, timeout_s=900.0, bench=False)
     rows = [
         row

@@ -274,6 +274,24 @@ def _write_files(folder: Path, files: dict[str, bytes], pattern: re.Pattern[str]
             f.write(data)
 
 
+def _from_any_runner(value: Any, local: str) -> Any:
+    """``value`` with the workspace folder of any runner of this node naming the driver's instead: a
+    debug build from the node's kernel cache names the folder of the runner that compiled it (a bounds
+    assertion's file), another snapshot of the same text (the cache is keyed by content)."""
+    try:
+        root = str(runner_root())
+    except FolderUnusable:
+        return value
+    folder = re.compile(re.escape(root) + r"/\d+-[A-Za-z0-9_]+/workspace(?=/)")
+    if isinstance(value, str):
+        return folder.sub(lambda _: local, value)
+    if isinstance(value, dict):
+        return {k: _from_any_runner(v, local) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_from_any_runner(v, local) for v in value]
+    return value
+
+
 def _run_replay(supervisor: Any, workspace: Path, job: dict[str, Any]) -> dict[str, Any]:
     """On the runner: the worker's replay job on the inputs that came with ``job``; the outcome of
     the call and the arrays the worker left."""
@@ -363,7 +381,8 @@ class JobRunner:
             replayed: dict[str, Any] = _relocate(
                 _run_replay(supervisor, workspace, job), str(workspace), job["workspace"]
             )
-            return replayed
+            relocated_replay: dict[str, Any] = _from_any_runner(replayed, job["workspace"])
+            return relocated_replay
         if job["kind"] == "check":
             result = supervisor.check(
                 workspace / job["path"],

@@ -92,6 +92,7 @@ class WarpHarnessServer(LanguageServer):
         self.documents = Documents()  # per document: its analyses, diagnostics, cells, daemon result
         self.links: dict[Path, DaemonLink] = {}
         self.links_stopped = False  # at shutdown: a link start still pending (after start-up) is dropped
+        self.daemon_flags: tuple[str, ...] = ()  # a started daemon's flags from the editor's settings
         self.roots: list[Path] = []
         self.daemon_state = "off"
         self.job_progress: dict[str, str] = {}
@@ -278,6 +279,7 @@ class WarpHarnessServer(LanguageServer):
     def apply_client_settings(self, payload: Any) -> bool:
         try:
             overrides = client_overrides(payload)
+            self.daemon_flags = daemon_control.daemon_flags(payload)
         except ConfigError as exc:
             self.show_error(f"warp-harness: ignoring the editor's settings: {exc}")
             return False

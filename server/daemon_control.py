@@ -2,7 +2,11 @@
 diagnostics are out, and the `warp-harness.startDaemon` / `warp-harness.stopDaemon` commands.
 
 Starting a daemon runs `warp-harness daemon` with trust from the editor's settings only, in one of the
-server's own workspace folders; the server itself never executes workspace code.
+server's own workspace folders; the server itself never executes workspace code. The editor's
+`replayTolerances` (the captured launches' behaviour diff, docs/capture.md) reach the daemon as its
+command line's `--replay-tolerances`: the user's, as trusted as the flag typed in a terminal (a
+workspace's own `[tool.warp-harness.runtime.tolerances]` stays the workspace's, each record judged with a
+looser one says so).
 """
 
 from __future__ import annotations
@@ -89,12 +93,31 @@ def folder_removed(ls: WarpHarnessServer, root: Path) -> None:
         found.close()
 
 
+def daemon_flags(payload: Any) -> tuple[str, ...]:
+    """The command-line flags of a daemon the server starts that come from the editor's settings
+    (``payload``: `initializationOptions` or `didChangeConfiguration`'s): `replayTolerances`
+    (``{"[KERNEL.]DTYPE": [rtol, atol] or {rtol, atol}}``) as ``--replay-tolerances KEY=RTOL,ATOL``.
+    ConfigError for a bad value (the caller reports it and keeps the previous flags)."""
+    from warp_harness.server.options import client_table
+
+    table = client_table(payload) or {}
+    value = next((table[k] for k in ("replayTolerances", "replay_tolerances") if k in table), None)
+    if value is None:
+        return ()
+    from warp_harness.daemon.captured.tolerances import parse_table  # numpy: only when set
+
+    flags: list[str] = []
+    for key, (rtol, atol) in sorted(parse_table(value, "the editor's `replayTolerances`").items()):
+        flags += ["--replay-tolerances", f"{key}={rtol!r},{atol!r}"]
+    return tuple(flags)
+
+
 def start_daemon(ls: WarpHarnessServer, args: tuple[Any, ...]) -> dict[str, Any]:
     root = _root_argument(ls, args)
     if isinstance(root, str):
         return {"state": ls.daemon_state, "message": root}
     ls.set_daemon_state("starting", f"starting the daemon for {root}")
-    outcome = link(ls, root).spawn_daemon(trust=ls.user_trusts())
+    outcome = link(ls, root).spawn_daemon(trust=ls.user_trusts(), flags=ls.daemon_flags)
     return {"state": ls.daemon_state, "message": outcome}
 
 
@@ -131,6 +154,7 @@ __all__ = [
     "STOP_DAEMON",
     "connect",
     "connect_after_start_up",
+    "daemon_flags",
     "folder_removed",
     "link",
     "start_daemon",

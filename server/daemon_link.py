@@ -96,8 +96,9 @@ class DaemonLink:
 
     # ------------------------------------------------------------------ the daemon process
 
-    def spawn_daemon(self, trust: bool) -> str:
-        """Start `warp-harness daemon` for the workspace (unless one answers already)."""
+    def spawn_daemon(self, trust: bool, flags: tuple[str, ...] = ()) -> str:
+        """Start `warp-harness daemon` for the workspace (unless one answers already); ``flags``:
+        more of its command line, from the editor's settings (daemon_control.daemon_flags)."""
         if self.connected:
             return "already running"
         from warp_harness.launch import module_command
@@ -106,7 +107,7 @@ class DaemonLink:
         # pyproject.toml, which the workspace writes itself. `module_command` keeps the current
         # folder off sys.path (it is our runtime folder, but runpy imports before our code runs).
         trust_flag = "--trust" if trust else "--no-trust"
-        args = ("daemon", str(self.workspace), trust_flag)
+        args = ("daemon", str(self.workspace), trust_flag, *flags)
         command = module_command("warp_harness", *args, python=sys.executable)
         # the log goes to the user's private runtime folder, not into the workspace (whose
         # .warp-harness may be a symlink to anywhere); the daemon starts outside the workspace

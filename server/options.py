@@ -22,21 +22,27 @@ def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower().replace("-", "_")
 
 
+def client_table(payload: Any) -> Mapping[str, Any] | None:
+    """The settings table inside a client payload (flat or nested), None when there is none."""
+    table: Any = payload
+    for _ in range(3):
+        if not isinstance(table, Mapping):
+            return None
+        nested = next((table[k] for k in _NESTS if isinstance(table.get(k), Mapping)), None)
+        if nested is None:
+            break
+        table = nested
+    return table if isinstance(table, Mapping) else None
+
+
 def client_overrides(payload: Any) -> dict[str, Any]:
     """The override table inside a client payload ({} when there is none).
 
     Raises ConfigError for a value of the wrong type (the caller reports it and keeps the
     previous settings); unknown keys are ignored, `null` means "not set".
     """
-    table: Any = payload
-    for _ in range(3):
-        if not isinstance(table, Mapping):
-            return {}
-        nested = next((table[k] for k in _NESTS if isinstance(table.get(k), Mapping)), None)
-        if nested is None:
-            break
-        table = nested
-    if not isinstance(table, Mapping):
+    table = client_table(payload)
+    if table is None:
         return {}
     picked = {_snake(str(k)): v for k, v in table.items() if v is not None and _snake(str(k)) in KEYS}
     if "target" in picked and picked["target"] == "":

@@ -36,7 +36,7 @@ from warp_harness.capture.identity import KernelSource, kernel_sources
 from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace, Refusal
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
-from warp_harness.daemon.captured import benchmark_stats
+from warp_harness.daemon.captured import benchmark_stats, hermetic
 from warp_harness.daemon.captured.benchmark_baselines import TimingStore, device_tag
 from warp_harness.daemon.captured.replay import Call, ReplayOutcome, _flat_arrays, _provenance, _related
 from warp_harness.daemon.options import RuntimeOptions
@@ -92,8 +92,16 @@ def _prepare(store: CaptureStore, launch: dict[str, Any], folder: Path) -> dict[
 
 class _Benchmark:
     def __init__(
-        self, workspace: Path, path: Path, rel: str, display: str, options: RuntimeOptions, call: Call
+        self,
+        workspace: Path,
+        path: Path,
+        rel: str,
+        display: str,
+        options: RuntimeOptions,
+        call: Call,
+        text: str,
     ) -> None:
+        self.text = text  # the saved module's text: what the worker builds from
         self.workspace = workspace
         self.path = path
         self.rel = rel
@@ -108,6 +116,19 @@ class _Benchmark:
     def kernel(
         self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int
     ) -> None:
+        first = len(self.out.records)
+        not_hermetic = hermetic.why_not(self.text, str(self.path), src.name)
+        self._time(entry, src, launches, runs, not_hermetic is None)
+        if not_hermetic is not None and len(self.out.records) > first:  # timed in a worker that imported it
+            self.out.records[first:] = hermetic.marked(self.out.records[first:])
+            self.out.records.append(
+                hermetic.record(self.display, src, not_hermetic, self.options.require_hermetic)
+            )
+
+    def _time(
+        self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int, whole: bool
+    ) -> None:
+        """Time ``launches`` (``whole``: the kernel built from its text alone) and judge them."""
         folder = Path(tempfile.mkdtemp(prefix="wh-capbench-"))
         try:
             prepared: list[dict[str, Any]] = []
@@ -129,7 +150,8 @@ class _Benchmark:
                 workspace=str(self.workspace),
                 options=self.options.to_dict(),
                 folder=str(folder),
-                kernels=[{"name": src.name, "launches": prepared, "runs": runs}],
+                source=self.text,
+                kernels=[{"name": src.name, "hermetic": whole, "launches": prepared, "runs": runs}],
             )
             outcome = self.call(msg)
         finally:
@@ -290,11 +312,12 @@ def benchmark_module(
     except (ValueError, OSError, OutsideWorkspace):
         return BenchmarkOutcome()
     try:
-        sources = kernel_sources(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        sources = kernel_sources(text)
     except (OSError, UnicodeDecodeError, SyntaxError):
         return BenchmarkOutcome()
     try:
-        bench = _Benchmark(workspace, path.resolve(), rel, display, options, call)
+        bench = _Benchmark(workspace, path.resolve(), rel, display, options, call, text)
     except StateUnusable:
         return BenchmarkOutcome()  # no private cache: nothing to compare with, nothing timed
     clean = replayed.clean if replayed is not None else set()

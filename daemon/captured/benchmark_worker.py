@@ -1,7 +1,8 @@
 """The worker's half of timing captured launches (a ``replay`` job with ``benchmark`` set).
 
-Runs in the sandboxed worker, as the replay does (``worker_side``): the saved module is built from
-its definitions only, each launch's arguments are read from the ``.npy`` files the supervisor wrote,
+Runs in the sandboxed worker, as the replay does (``worker_side``): each kernel is built as the
+replay builds it (``worker_side.saved_kernels``: from its text alone where it can be, else from the
+module's definitions), each launch's arguments are read from the ``.npy`` files the supervisor wrote,
 and the launch is timed by the benchmark step's own loop (``steps/bench.measure``: warm-up
 launches excluded, every launch synchronised, CPU ``perf_counter`` / CUDA events with the stream
 kept busy, windows on CUDA, input sets rotated) at the captured size, on the release build of the
@@ -40,59 +41,47 @@ def _nbytes(values: list[Any]) -> int:
     return sum(n for v in values if isinstance(n := getattr(v, "capacity", None), int))
 
 
-def _arguments(
-    wp: Any, params: list[Any], args: list[dict[str, Any]], folder: Path, device: str
-) -> list[Any]:
-    """A fresh set of the launch's arguments (arrays read again: each set has its own memory)."""
-    from warp_harness.daemon.captured.worker_side import _value
-
-    return [_value(wp, p.type, d, folder, device) for p, d in zip(params, args, strict=True)]
-
-
 def run_benchmark_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> dict[str, Any]:
     """Launch times of ``msg``'s captured launches: ``{"launches": {id: {"runs": [[s, ...], ...],
     "device": alias, "device_name": ...}}}``; ``runs`` timed runs of each (a baseline takes two)."""
-    from warp_harness.daemon.captured.worker_side import build_module
+    from warp_harness.daemon.captured.worker_side import (
+        launch_device,
+        launch_values,
+        load_for,
+        saved_kernels,
+    )
     from warp_harness.daemon.steps import KernelInfo, bench
 
     wp: Any = importlib.import_module("warp")
     folder = Path(str(msg["folder"]))
     host = host_key()  # where the times were measured: a Ray node's timings are that node's
     launches: dict[str, Any] = {}
-    notes: list[str] = []
     try:
-        progress(stage="import", budget_s=job.options.timeout_s)
-        try:
-            module = build_module(job.path)
-        except BaseException as exc:
-            return {"status": "import-error", "error": f"{type(exc).__name__}: {exc}", "launches": {}}
+        saved = saved_kernels(msg, job, progress)
+        if saved.error is not None:
+            return {"status": "import-error", "error": saved.error, "launches": {}}
         for entry in msg.get("kernels") or []:
             name = str(entry["name"])
-            kernel = getattr(module, name, None)
-            if kernel is None or not isinstance(kernel, wp.Kernel):
-                notes.append(f"kernel `{name}` is not a module-level kernel of the saved file")
+            kernel = saved.kernels.get(name)
+            if kernel is None:
                 continue
-            params = list(kernel.adj.args)
             info = KernelInfo(
                 name=name, line=1, col=0, end_col=0, kernel=kernel, runnable=kernel,
-                contract=_launch_contract(name, params),
+                contract=_launch_contract(name, list(kernel.adj.args)),
             )  # fmt: skip
             built: set[str] = set()
             for launch in entry["launches"]:
                 lid = str(launch["id"])
-                device = (
-                    launch["device"] if wp.is_device_available(wp.get_device(launch["device"])) else "cpu"
-                )
+                device = launch_device(wp, launch)
                 dev = wp.get_device(device)
                 try:
                     if device not in built:
                         progress(stage="compile", kernel=name, device=device, budget_s=job.options.timeout_s)
-                        resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
-                        kernel.module.load(dev, resolve(dev, launch.get("block_dim")))
+                        load_for(wp, kernel, device, launch.get("block_dim"))
                         built.add(device)
-                    sets = [_arguments(wp, params, launch["args"], folder, device)]
+                    sets = [launch_values(wp, kernel, launch, folder, device)]
                     while len(sets) < ROTATE_SETS and _nbytes(sets[0]) * (len(sets) + 1) <= ROTATE_MAX_BYTES:
-                        sets.append(_arguments(wp, params, launch["args"], folder, device))
+                        sets.append(launch_values(wp, kernel, launch, folder, device))
                     given = (sets, tuple(int(x) for x in launch["dim"]), launch.get("block_dim"))
                     runs = [
                         bench.measure(job, info, device, dev, 0, given)["times_s"]
@@ -108,6 +97,6 @@ def run_benchmark_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) 
                     "device_name": str(dev.name),
                     "host": host,
                 }
-        return {"status": "ok", "launches": launches, "notes": notes}
+        return {"status": "ok", "launches": launches, "notes": saved.notes}
     finally:
         guard().restore()

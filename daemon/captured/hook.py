@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from warp_harness.daemon import findings as F
 from warp_harness.daemon import repros
 from warp_harness.daemon.captured.replay import Call, replay_module
 from warp_harness.record import Record
@@ -28,16 +29,23 @@ def supervisor_call(sup: Supervisor) -> Call:
     return call
 
 
+def executor_call(executor: Any) -> Call | None:
+    """Where ``executor`` runs a replay job: the local supervisor's worker, or the Ray executor's
+    cluster (``RayExecutor.replay_call``); None where it runs none."""
+    from warp_harness.daemon.supervisor import Supervisor
+
+    if isinstance(executor, Supervisor):
+        return supervisor_call(executor)
+    call: Call | None = getattr(executor, "replay_call", None)
+    return call
+
+
 def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Record], list[str]]:
     """The replay records of one saved file and the failing cases stored for them (files relative to
     the workspace); nothing when untrusted, off, remote, or nothing is captured."""
-    from warp_harness.daemon.supervisor import Supervisor
 
     mode = getattr(engine, "replay_captures", "changed")
-    # capb (#31): the Ray executor ships replay jobs too (daemon/ray_executor.py, `replay_call`)
-    call: Call | None = getattr(engine.supervisor, "replay_call", None)
-    if isinstance(engine.supervisor, Supervisor):
-        call = supervisor_call(engine.supervisor)
+    call = executor_call(engine.supervisor)
     if not engine.trusted or mode == "off" or call is None:
         return [], []
     if not (engine.workspace / ".warp-harness" / "captures" / "kernels").is_dir():
@@ -60,7 +68,11 @@ def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Re
         timed = benchmark_module(
             engine.workspace, path, display, engine.options, call, replayed=outcome, every=mode == "all",
         )  # fmt: skip
-        records = [*records, *timed.records]
+        said = {r.location.kernel for r in records if r.rule == F.NOT_HERMETIC}  # WHD069 once a kernel
+        records = [
+            *records,
+            *(r for r in timed.records if r.rule != F.NOT_HERMETIC or r.location.kernel not in said),
+        ]
     stored: list[str] = []
     for failure in outcome.failures:
         try:
@@ -74,9 +86,8 @@ def replay_for_engine(engine: Engine, path: Path, display: str) -> tuple[list[Re
 def replay_case(executor: Any, case: dict[str, Any]) -> tuple[str, list[Record]]:
     """`warp-harness replay` of a stored failing replay: its captured launch again, judged again
     (pass | fail | error, records)."""
-    from warp_harness.daemon.supervisor import Supervisor
-
-    if not isinstance(executor, Supervisor):
+    call = executor_call(executor)  # locally, or on the Ray cluster with `--executor ray`
+    if call is None:
         return "error", []
     lid = str(case.get("edge_case") or "").rsplit(" ", 1)[-1]  # "captured launch <id>"
     path = executor.workspace / str(case["path"])
@@ -89,7 +100,7 @@ def replay_case(executor: Any, case: dict[str, Any]) -> tuple[str, list[Record]]
         path,
         str(case["path"]),
         executor.options,
-        supervisor_call(executor),
+        call,
         only_changed=False,
         kernels={str(case["kernel"])},
         launches={lid},

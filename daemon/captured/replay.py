@@ -26,7 +26,7 @@ from warp_harness.capture.identity import KernelSource, kernel_sources
 from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace, Refusal
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
-from warp_harness.daemon.captured import cuda_oracle, oracles, replay_cache, shrink
+from warp_harness.daemon.captured import cuda_oracle, hermetic, oracles, replay_cache, shrink
 from warp_harness.daemon.captured import tolerances as tol
 from warp_harness.daemon.codegen_errors import parse_native_assertion
 from warp_harness.daemon.crash_records import BOUNDS_HINT, BOUNDS_SIGNALS, python_access
@@ -121,6 +121,8 @@ class _Replay:
         self.touch = True
         self.cuda_status: dict[str, Any] | None = None
         self.notes: list[str] = []  # the kernel's summary notes (looser workspace tolerances)
+        # why the kernel being replayed cannot be built from its text alone (None: it is)
+        self.not_hermetic: str | None = None
 
     def record(
         self,
@@ -166,13 +168,20 @@ class _Replay:
 
     # ------------------------------------------------------------------ one kernel
     def kernel(self, index: KernelIndex, src: KernelSource, folder: Path) -> None:
-        first_failure = len(self.out.failures)
+        first_failure, first_record = len(self.out.failures), len(self.out.records)
+        replayed = len(self.out.kernels)
         self.cuda_status = None
         self.notes = []
+        self.not_hermetic = hermetic.why_not(self.text, str(self.path), src.name)
         originals: dict[str, dict[str, Any]] = {}
         self._run(index, src, folder, originals)
         if self.shrink:
             self._minimise(index, src, originals, first_failure)
+        if self.not_hermetic is not None and len(self.out.kernels) > replayed:  # the worker imported it
+            self.out.records[first_record:] = hermetic.marked(self.out.records[first_record:])
+            self.out.records.append(
+                hermetic.record(self.display, src, self.not_hermetic, self.options.require_hermetic)
+            )
 
     def _run(
         self, index: KernelIndex, src: KernelSource, folder: Path, originals: dict[str, dict[str, Any]]
@@ -213,9 +222,11 @@ class _Replay:
             workspace=str(self.workspace),
             options=self.options.to_dict(),
             folder=str(folder),
+            source=self.text,  # the worker builds from the text judged here
             kernels=[
                 {
                     "name": src.name,
+                    "hermetic": self.not_hermetic is None,
                     "bounds": True,
                     "launches": prepared,
                     "cross_devices": list(self.options.devices) if self.cross else None,

@@ -30,7 +30,10 @@ MAX_ENTRY_BYTES = 4 * 1024 * 1024
 KEEP = 512  # entries per workspace (one per kernel and text a save replayed)
 # a launch's fields that change what its replay sees (not when it was recorded or last used)
 _LAUNCH_KEYS = ("id", "device", "dim", "block_dim", "args", "written", "baseline", "incomplete")
-_OPTION_KEYS = ("devices", "mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "shrink")
+_OPTION_KEYS = (
+    "devices", "mode", "fast_math", "lineinfo", "optimization_level", "max_unroll", "shrink",
+    "require_hermetic",
+)  # fmt: skip
 
 
 def module_context(text: str) -> str:

@@ -4,10 +4,13 @@ Runs in the sandboxed worker (time and memory limits, a crash kills only it). It
 the supervisor's side (``replay``) prepared every input as an ``.npy`` file in a private folder
 (outputs already poisoned), and reads the arrays this side leaves there after each launch.
 
-The kernels are built from the saved module's *definitions* only (`definitions_only`): its imports,
-functions, classes (``@wp.struct``) and constant assignments run; its other top-level statements (a
-script's own launches, its ``if __name__ == "__main__":`` block) do not. Modules it imports run as
-usual: this is not yet a hermetic build.
+Each kernel is built from the module text the supervisor sent (``msg["source"]``, the text it
+judged): hermetically where the supervisor found it can be (``hermetic_build.build``: only the
+kernel and what it reaches run, nothing of the module's top level nor of the workspace modules it
+imports; ``captured/hermetic.py``), else from the module's *definitions* only (`definitions_only`):
+its imports, functions, classes (``@wp.struct``) and constant assignments run, its other top-level
+statements (a script's own launches, its ``if __name__ == "__main__":`` block) do not, and the
+modules it imports run as usual (the supervisor marks such a replay's records, WHD069).
 
 With ``bounds`` set, each kernel is launched as its bounds probe (``steps/probe.py``: a debug-mode
 copy with an assertion before every array access), so an out-of-bounds access kills the worker
@@ -22,10 +25,13 @@ import importlib
 import re
 import sys
 import types
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from warp_harness.daemon import hermetic_build
 
 _CONSTANT_CALLS = re.compile(
     r"(constant|vec\w*|mat\w*|quat\w*|transform\w*|spatial\w*|float\w*|u?int\w*|bool|"
@@ -76,8 +82,10 @@ def _package_of(path: Path) -> str:
     return ".".join(parts)
 
 
-def build_module(path: Path) -> types.ModuleType:
-    source = path.read_text(encoding="utf-8")
+def build_module(path: Path, source: str | None = None) -> types.ModuleType:
+    """The module at ``path`` (its text ``source``, else the file's) from its definitions only."""
+    if source is None:
+        source = path.read_text(encoding="utf-8")
     tree = definitions_only(ast.parse(source, filename=str(path)))
     name = f"_wh_replay_{hashlib.sha256(source.encode()).hexdigest()[:16]}"
     if name in sys.modules:
@@ -141,12 +149,68 @@ def _arrays(args: list[dict[str, Any]], values: list[Any]) -> list[tuple[str, An
     return out
 
 
+@dataclass
+class SavedKernels:
+    """The kernels a replay or timing job names, built from the saved text (``saved_kernels``)."""
+
+    kernels: dict[str, Any] = field(default_factory=dict)  # name -> warp.Kernel
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # the module (or a hermetic kernel) could not be built: nothing ran
+
+
+def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
+    """The kernels of ``msg["kernels"]``, each built from the text the supervisor sent: from that
+    text alone where its entry says ``hermetic`` (a failure is an error, never an import), else from
+    the module's definitions (built once for the job; its imports run)."""
+    wp: Any = importlib.import_module("warp")
+    source = msg.get("source")
+    text = source if isinstance(source, str) else job.path.read_text(encoding="utf-8")
+    out = SavedKernels()
+    module: types.ModuleType | None = None
+    progress(stage="import", budget_s=job.options.timeout_s)
+    for entry in msg.get("kernels") or []:
+        name = str(entry["name"])
+        try:
+            if entry.get("hermetic"):
+                kernel = hermetic_build.build(text, str(job.path), name).kernel
+            else:
+                module = module or build_module(job.path, text)
+                kernel = getattr(module, name, None)
+        except BaseException as exc:
+            out.error = f"{type(exc).__name__}: {exc}"
+            return out
+        if kernel is None or not isinstance(kernel, wp.Kernel):
+            out.notes.append(f"kernel `{name}` is not a module-level kernel of the saved file")
+            continue
+        out.kernels[name] = kernel
+    return out
+
+
+def launch_device(wp: Any, launch: dict[str, Any]) -> str:
+    """The launch's device where it is present, else the CPU."""
+    device = str(launch["device"])
+    return device if wp.is_device_available(wp.get_device(device)) else "cpu"
+
+
+def load_for(wp: Any, kernel: Any, device: str, block_dim: Any) -> None:
+    """Build ``kernel``'s module for ``device`` (and a launch's ``block_dim``)."""
+    resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
+    dev = wp.get_device(device)
+    kernel.module.load(dev, resolve(dev, block_dim))
+
+
+def launch_values(wp: Any, kernel: Any, launch: dict[str, Any], folder: Path, device: str) -> list[Any]:
+    """A fresh set of the launch's arguments, typed by ``kernel``'s parameters (arrays read again:
+    each set has its own memory)."""
+    params = list(kernel.adj.args)
+    return [_value(wp, p.type, d, folder, device) for p, d in zip(params, launch["args"], strict=True)]
+
+
 def _launch_saved(
     wp: Any, kernel: Any, launch: dict[str, Any], folder: Path, device: str, prefix: str
 ) -> dict[str, str]:
     """One plain (not the bounds probe) launch on fresh copies of the inputs; its arrays as files."""
-    params = list(kernel.adj.args)
-    values = [_value(wp, p.type, d, folder, device) for p, d in zip(params, launch["args"], strict=True)]
+    values = launch_values(wp, kernel, launch, folder, device)
     wp.launch(
         kernel, dim=tuple(launch["dim"]), inputs=values, device=device, block_dim=launch.get("block_dim")
     )
@@ -174,11 +238,9 @@ def _cross(
     if device is None:
         return {"skipped": why}
     try:
-        resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
         for name in ("cpu", device):  # the builds have the job's budget, the launches their own
             progress(stage="compile", kernel=kernel.key, device=name, budget_s=job.options.timeout_s)
-            dev = wp.get_device(name)
-            kernel.module.load(dev, resolve(dev, launch.get("block_dim")))
+            load_for(wp, kernel, name, launch.get("block_dim"))
         progress(
             stage="validate",
             kernel=kernel.key,
@@ -205,18 +267,15 @@ def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> 
     wp: Any = importlib.import_module("warp")
     folder = Path(str(msg["folder"]))
     launches: dict[str, Any] = {}
-    notes: list[str] = []
     try:
-        progress(stage="import", budget_s=job.options.timeout_s)
-        try:
-            module = build_module(job.path)
-        except BaseException as exc:
-            return {"status": "import-error", "error": f"{type(exc).__name__}: {exc}", "launches": {}}
+        saved = saved_kernels(msg, job, progress)
+        if saved.error is not None:
+            return {"status": "import-error", "error": saved.error, "launches": {}}
+        notes = saved.notes
         for entry in msg.get("kernels") or []:
             name = str(entry["name"])
-            kernel = getattr(module, name, None)
-            if kernel is None or not isinstance(kernel, wp.Kernel):
-                notes.append(f"kernel `{name}` is not a module-level kernel of the saved file")
+            kernel = saved.kernels.get(name)
+            if kernel is None:
                 continue
             launched = kernel
             if entry.get("bounds"):
@@ -228,15 +287,11 @@ def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> 
             built: set[str] = set()
             for launch in entry["launches"]:
                 lid = str(launch["id"])
-                device = (
-                    launch["device"] if wp.is_device_available(wp.get_device(launch["device"])) else "cpu"
-                )
+                device = launch_device(wp, launch)
                 if device not in built:  # the build has the job's budget, the launch its own
                     progress(stage="compile", kernel=name, device=device, budget_s=job.options.timeout_s)
                     try:
-                        resolve = importlib.import_module("warp._src.context")._resolve_launch_block_dim
-                        dev = wp.get_device(device)
-                        launched.module.load(dev, resolve(dev, launch.get("block_dim")))
+                        load_for(wp, launched, device, launch.get("block_dim"))
                     except Exception as exc:
                         notes.append(f"`{name}` did not build for {device}: {exc!r}")
                     built.add(device)
@@ -248,11 +303,7 @@ def run_replay_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> 
                     budget_s=job.options.launch_timeout_s,
                 )
                 try:
-                    params = list(kernel.adj.args)
-                    values = [
-                        _value(wp, p.type, d, folder, device)
-                        for p, d in zip(params, launch["args"], strict=True)
-                    ]
+                    values = launch_values(wp, kernel, launch, folder, device)
                     wp.launch(
                         launched,
                         dim=tuple(launch["dim"]),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,40 @@ def write(folder: Path, name: str, text: str) -> Path:
 FAST = RuntimeOptions(
     bench_repeats=10, bench_max_time_s=0.05, bench_warmup=1, launch_timeout_s=2.0, timeout_s=120.0
 )
+
+
+def capture(ws: Path, script: str, expect: str) -> None:
+    """``warp-harness capture -- python SCRIPT`` in the workspace ``ws`` (a real run of the script
+    with the launch recorder); its report must say ``expect`` ("captured 3 launch(es) of 3 kernel(s)")."""
+    p = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, script],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0 and expect in p.stdout, p.stdout + p.stderr
+
+
+def captured_script(ws: Path, source: str, expect: str, name: str = "kernels.py") -> Path:
+    """``ws`` with the script ``name`` (its text ``source``) written and its launches captured."""
+    (ws / name).write_text(source, encoding="utf-8")
+    capture(ws, name, expect)
+    return ws
+
+
+class CountingCall:
+    """A replay's ``Call`` on a supervisor's worker (captured/hook.supervisor_call) that counts its jobs."""
+
+    def __init__(self, sup: Any) -> None:
+        from warp_harness.daemon.captured.hook import supervisor_call
+
+        self.inner = supervisor_call(sup)
+        self.calls = 0
+
+    def __call__(self, msg: dict[str, Any]) -> Any:
+        self.calls += 1
+        return self.inner(msg)
 
 
 def rules_of(result: dict[str, Any]) -> list[str]:
@@ -94,3 +131,32 @@ def wait_ready(proc: subprocess.Popen[str], sock: Path, timeout: float = 60.0) -
                 pass
         time.sleep(0.05)
     raise AssertionError("the daemon did not start accepting connections")
+
+
+@contextmanager
+def driven_ray_cluster(workers: int = 1) -> Iterator[Any]:
+    """A real local Ray cluster (``ray_cluster.LocalRayCluster``: a head that runs nothing and
+    ``workers`` nodes of one CPU on 127.0.0.1) that this process drives: its token in this process's
+    environment while it runs, the environment as it was afterwards."""
+    import ray
+    from ray_cluster import LocalRayCluster
+
+    local = LocalRayCluster(workers=workers)
+    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
+    os.environ.update({k: local.env[k] for k in saved})  # this process is the driver
+    # Ray read its authentication settings when it was imported (at collection): read them again
+    from ray._raylet import AuthenticationTokenLoader, Config
+
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
+    try:
+        yield local
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        local.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

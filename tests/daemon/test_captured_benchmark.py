@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from daemon_helpers import FAST
+from daemon_helpers import FAST, captured_script
 
 from warp_harness import user_state
 from warp_harness.config import Settings
@@ -73,17 +73,8 @@ OPTIONS = FAST.merged({"bench_repeats": 20, "bench_max_time_s": 0.5})
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ws = tmp_path_factory.mktemp("benchws")
-    (ws / "kernels.py").write_text(SOURCE, encoding="utf-8")
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "kernels.py"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0 and "captured 3 launch(es) of 3 kernel(s)" in p.stdout, p.stdout + p.stderr
-    return ws
+    expect = "captured 3 launch(es) of 3 kernel(s)"
+    return captured_script(tmp_path_factory.mktemp("benchws"), SOURCE, expect)
 
 
 @pytest.fixture(scope="module")

@@ -4,21 +4,24 @@ that runs nothing and one worker node of one CPU on 127.0.0.1: tests/daemon/ray_
 The driver prepares each launch's inputs, they travel with the job, the node's sandboxed worker replays
 (or times) the launch, the arrays come back and the driver judges them: `ci --trust` over the cluster
 gives the records of a local run (an out-of-bounds read placed on its line, the other kernels clean),
-and the timings land in the driver's private cache under the node's host."""
+and the timings land in the driver's private cache under the node's host. `warp-harness replay
+--executor ray` re-runs the failing captured case `ci` stored on the cluster too, with a local
+replay's verdict."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 pytest.importorskip("ray")
 
+from daemon_helpers import capture, driven_ray_cluster
 from ray_cluster import LocalRayCluster
 
 from warp_harness import user_state
@@ -58,26 +61,8 @@ PYPROJECT = (
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalRayCluster]:
-    import ray
-
-    local = LocalRayCluster(workers=1)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
-    os.environ.update({k: local.env[k] for k in saved})  # this process is the driver
-    from ray._raylet import AuthenticationTokenLoader, Config
-
-    Config.initialize("")
-    AuthenticationTokenLoader.instance().reset_cache()
-    try:
+    with driven_ray_cluster() as local:
         yield local
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        local.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _rules(outcome: object) -> list[tuple[str, str | None, int, str]]:
@@ -94,14 +79,7 @@ def test_ci_replays_and_times_captured_launches_on_the_cluster(
 ) -> None:
     (tmp_path / "kernels.py").write_text(SOURCE, encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "kernels.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0 and "captured 2 launch(es) of 2 kernel(s)" in p.stdout, p.stdout + p.stderr
+    capture(tmp_path, "kernels.py", "captured 2 launch(es) of 2 kernel(s)")
     (tmp_path / "kernels.py").write_text(SOURCE.replace("y[i] = x[i] * 2.0", "y[i] = x[i + 1] * 2.0"))
     remote = run_ci(
         [tmp_path], trust=True, workspace=tmp_path, executor=ExecutorChoice("ray", cluster.address)
@@ -120,3 +98,28 @@ def test_ci_replays_and_times_captured_launches_on_the_cluster(
     # the same records as a local run
     local = run_ci([tmp_path], trust=True, workspace=tmp_path)
     assert _rules(local) == found
+
+    # `warp-harness replay` of the failing captured launch `ci` stored: on the cluster with `--executor
+    # ray` (the snapshot is sent, the node replays it), the verdict and records of a local replay
+    def replay(*flags: str) -> tuple[list[dict[str, Any]], str]:
+        p = subprocess.run(
+            [sys.executable, "-m", "warp_harness", "replay", ".", "--trust", "--format", "json", *flags],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert p.returncode == 1, p.stdout + p.stderr  # the case still fails
+        cases: list[dict[str, Any]] = json.loads(p.stdout)["cases"]
+        return cases, p.stderr
+
+    on_cluster, said = replay("--executor", "ray", "--address", cluster.address)
+    assert "snapshot sent to the Ray cluster" in said, said
+    assert [(c["status"], [r["rule"] for r in c["records"]]) for c in on_cluster] == [
+        ("fail", [F.REPLAY_BOUNDS])
+    ], on_cluster
+    here, said = replay()
+    assert "Ray" not in said
+    # placed on the access on the cluster too, though the node's debug build came from its kernel
+    # cache, compiled by another runner in a folder of its own
+    assert json.dumps(here, indent=1) == json.dumps(on_cluster, indent=1)

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from daemon_helpers import FAST
+from daemon_helpers import FAST, CountingCall, captured_script
 
 from warp_harness.capture.store import CaptureStore, KernelIndex
 from warp_harness.config import Settings
@@ -31,7 +31,6 @@ from warp_harness.daemon.captured.hook import supervisor_call
 from warp_harness.daemon.captured.replay import ReplayOutcome, accept_module, replay_module
 from warp_harness.daemon.engine import Engine
 from warp_harness.daemon.supervisor import Supervisor
-from warp_harness.daemon.worker_process import CallOutcome
 
 pytestmark = pytest.mark.slow
 
@@ -70,17 +69,8 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ws = tmp_path_factory.mktemp("replayws")
-    (ws / "kernels.py").write_text(SOURCE, encoding="utf-8")
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "kernels.py"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0 and "captured 3 launch(es) of 3 kernel(s)" in p.stdout, p.stdout + p.stderr
-    return ws
+    expect = "captured 3 launch(es) of 3 kernel(s)"
+    return captured_script(tmp_path_factory.mktemp("replayws"), SOURCE, expect)
 
 
 @pytest.fixture(scope="module")
@@ -90,18 +80,8 @@ def sup(captured: Path) -> Iterator[Supervisor]:
     s.close()
 
 
-class Counting:
-    def __init__(self, sup: Supervisor) -> None:
-        self.inner = supervisor_call(sup)
-        self.calls = 0
-
-    def __call__(self, msg: dict[str, Any]) -> CallOutcome:
-        self.calls += 1
-        return self.inner(msg)
-
-
-def _replay(ws: Path, sup: Supervisor, *, only_changed: bool = False) -> tuple[ReplayOutcome, Counting]:
-    call = Counting(sup)
+def _replay(ws: Path, sup: Supervisor, *, only_changed: bool = False) -> tuple[ReplayOutcome, CountingCall]:
+    call = CountingCall(sup)
     path = ws / "kernels.py"
     return replay_module(ws, path, "kernels.py", FAST, call, only_changed=only_changed), call
 

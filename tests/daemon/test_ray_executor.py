@@ -28,7 +28,7 @@ import pytest
 
 pytest.importorskip("ray")
 
-from daemon_helpers import EXAMPLES, write
+from daemon_helpers import EXAMPLES, driven_ray_cluster, write
 from ray_cluster import LocalRayCluster
 
 from warp_harness.config import load_settings
@@ -56,27 +56,8 @@ PYPROJECT = (
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[LocalRayCluster]:
-    import ray
-
-    local = LocalRayCluster(workers=1)
-    saved = {k: os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH")}
-    os.environ.update({k: local.env[k] for k in saved})  # this process is the driver
-    # Ray read its authentication settings when it was imported (at collection): read them again
-    from ray._raylet import AuthenticationTokenLoader, Config
-
-    Config.initialize("")
-    AuthenticationTokenLoader.instance().reset_cache()
-    try:
+    with driven_ray_cluster() as local:
         yield local
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        local.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _records(outcome: Any) -> str:

@@ -13,6 +13,8 @@ export interface ServerSettings {
   debounce_ms?: number;
   daemon?: boolean;
   trust?: boolean;
+  /** The daemon's `--replay-tolerances`: `{"[KERNEL.]DTYPE": [rtol, atol]}` (user settings only). */
+  replay_tolerances?: Record<string, [number, number]>;
 }
 
 /** `warpHarness.severity` read: levels for the server, rules to hide, entries that mean nothing. */
@@ -130,7 +132,33 @@ export function serverSettings(inspect: Inspector, workspaceTrusted: boolean): S
       settings.trust = trust;
     }
   }
+  const tolerances = replayTolerances(inspect<Record<string, unknown>>("replayTolerances")?.globalValue);
+  if (tolerances !== undefined) {
+    settings.replay_tolerances = tolerances;
+  }
   return settings;
+}
+
+/**
+ * `warpHarness.replayTolerances` from the user's settings: the `[rtol, atol]` pairs of two numbers
+ * >= 0 (the server checks the keys: a float dtype or KERNEL.DTYPE); undefined when none is set. A
+ * workspace's settings are never read: a looser tolerance hides a changed result.
+ */
+export function replayTolerances(value: unknown): Record<string, [number, number]> | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return undefined;
+  }
+  const out: Record<string, [number, number]> = {};
+  for (const [key, pair] of Object.entries(value as Record<string, unknown>)) {
+    if (
+      Array.isArray(pair) &&
+      pair.length === 2 &&
+      pair.every((v) => typeof v === "number" && Number.isFinite(v) && v >= 0)
+    ) {
+      out[key.trim()] = [pair[0] as number, pair[1] as number];
+    }
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /** Settings whose change needs a new server process rather than a didChangeConfiguration. */

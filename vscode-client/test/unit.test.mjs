@@ -51,6 +51,15 @@ test("trust comes from user settings only", () => {
   assert.deepEqual(serverSettings(inspector({ trust: { globalValue: false } }), true), { trust: false });
 });
 
+test("replay tolerances come from user settings only, as [rtol, atol] pairs", () => {
+  const set = { float32: [1e-3, 1e-5], "integrate.float32": [1e-2, 1e-4], bad: [1], worse: "x" };
+  assert.deepEqual(serverSettings(inspector({ replayTolerances: { workspaceValue: set } }), true), {});
+  assert.deepEqual(serverSettings(inspector({ replayTolerances: { globalValue: set } }), true), {
+    replay_tolerances: { float32: [1e-3, 1e-5], "integrate.float32": [1e-2, 1e-4] },
+  });
+  assert.deepEqual(serverSettings(inspector({ replayTolerances: { globalValue: {} } }), true), {});
+});
+
 test("an untrusted workspace always sends trust: false", () => {
   assert.deepEqual(serverSettings(inspector({}), false), { trust: false });
   assert.deepEqual(serverSettings(inspector({ trust: { globalValue: true } }), false), { trust: false });

@@ -12,6 +12,13 @@ that fails later still leaves it. What it cannot record is written as ``<pid>-sk
 It never changes what the user's launch computes: the original ``launch`` runs with the same
 arguments; the copies are taken around it. The harness (``store.ingest``), not this process, files
 the raw launches into the workspace's store and signs them.
+
+Its cost is paid by every launch of the command, so a launch already recorded (or one that will
+never be: a kernel outside the workspace) costs a lookup of its kernel's identity (cached per
+kernel object) and a tuple of its arguments' kinds, dtypes and shapes; only a new distinct launch
+is hashed and copied, and after it only the arrays whose bytes changed are copied again. numpy and
+the source reader are imported once Warp is (every Python process of the command runs this
+module's import, most never use Warp).
 """
 
 from __future__ import annotations
@@ -27,11 +34,10 @@ import sys
 import threading
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from warp_harness.capture.identity import kernel_sources
+if TYPE_CHECKING:
+    import numpy as np
 
 RAW_ENV = "WARP_HARNESS_CAPTURE_RAW"
 MAX_ENV = "WARP_HARNESS_CAPTURE_MAX"
@@ -58,6 +64,8 @@ class Recorder:
         self.lock = threading.Lock()
         self.busy = threading.local()
         self.signatures: dict[int, inspect.Signature] = {}
+        # id(kernel) -> (the kernel, kept alive so that its id is not reused; its identity or None)
+        self.identities: dict[int, tuple[Any, tuple[str, str, str] | None]] = {}
         # frames of these files are not the user's launch site: Warp's, the recorder's, frozen modules
         import warp
 
@@ -101,6 +109,8 @@ class Recorder:
             return None
         name = getattr(func, "__name__", "")
         if rel not in self.sources:
+            from warp_harness.capture.identity import kernel_sources
+
             try:
                 self.sources[rel] = {
                     k: v.digest for k, v in kernel_sources(real.read_text(encoding="utf-8")).items()
@@ -143,7 +153,10 @@ class Recorder:
         bound.apply_defaults()
         a = bound.arguments
         kernel = a["kernel"]
-        identity = self.kernel_identity(kernel)
+        known = self.identities.get(id(kernel))
+        if known is None or known[0] is not kernel:
+            known = self.identities[id(kernel)] = (kernel, self.kernel_identity(kernel))
+        identity = known[1]
         if identity is None:
             return None
         rel, name, digest = identity
@@ -170,25 +183,19 @@ class Recorder:
             else self.describe(p.label, v, wp)
             for p, v in zip(params, values, strict=True)
         ]
-        sig_src = json.dumps(
-            [
-                str(device),
-                dims,
-                a.get("block_dim"),
-                [(d["name"], d["kind"], d.get("dtype"), d.get("shape")) for d in described],
-            ],
-            sort_keys=True,
-        )
-        signature = hashlib.sha256(sig_src.encode()).hexdigest()[:16]
+        shapes = [(d["name"], d["kind"], d.get("dtype"), d.get("shape")) for d in described]
+        distinct = repr((str(device), dims, a.get("block_dim"), shapes))
         key = (rel, name)
         with self.lock:
             seen = self.seen.setdefault(key, set())
-            if signature in seen:
+            if distinct in seen:
                 return None
             if len(seen) >= self.max_per_kernel:
                 self.skip(label, f"more than {self.max_per_kernel} distinct launches (--max-per-kernel)")
                 return None
-            seen.add(signature)
+            seen.add(distinct)
+        sig_src = json.dumps([str(device), dims, a.get("block_dim"), shapes], sort_keys=True)
+        signature = hashlib.sha256(sig_src.encode()).hexdigest()[:16]
         before: dict[str, np.ndarray] = {}
         incomplete: list[str] = []
         arrays: dict[str, Any] = {}
@@ -220,7 +227,7 @@ class Recorder:
                 d["kind"] = "too-large"
                 incomplete.append(f"`{d['name']}` ({d['bytes']} bytes) is above the per-argument cap")
                 return
-            before[d["name"]] = np.array(value.numpy(), copy=True)
+            before[d["name"]] = _np().array(value.numpy(), copy=True)
             arrays[d["name"]] = value
         elif d["kind"] == "struct":
             for f in d["fields"]:
@@ -261,7 +268,8 @@ class Recorder:
             return {"name": name, "kind": "struct", "dtype": getattr(cls, "key", "struct"), "fields": fields}
         dtype = type(value)
         if hasattr(dtype, "_length_"):  # vector, matrix, quaternion, transform (ctypes arrays)
-            flat = np.array(value, dtype=np.float64).ravel().tolist()
+            numpy = _np()
+            flat = numpy.array(value, dtype=numpy.float64).ravel().tolist()
             return {"name": name, "kind": "vector", "dtype": dtype.__name__, "value": flat}
         if hasattr(value, "value") and isinstance(value.value, int | float):  # wp.float32(1.0) and co
             return {"name": name, "kind": "scalar", "dtype": dtype.__name__, "value": value.value}
@@ -288,24 +296,40 @@ class Recorder:
         return where
 
     def finish(self, plan: dict[str, Any]) -> None:
+        numpy = _np()
         meta = plan["meta"]
         after: dict[str, np.ndarray] = {}
         written: list[str] = []
         for name, arr in plan["arrays"].items():
-            now = np.array(arr.numpy(), copy=True)
+            now = arr.numpy()  # a CPU array's own memory: copied only when the launch changed it
             old = plan["before"][name]
-            if now.shape != old.shape or now.tobytes() != old.tobytes():
+            if not _same_bytes(now, old):
                 written.append(name)
-                after[name] = now
+                after[name] = numpy.array(now, copy=True)
         meta["written"] = written
         n = next(self.counter)
         stem = f"{os.getpid()}-{n}"
         blobs = {f"b/{k}": v for k, v in plan["before"].items()} | {f"a/{k}": v for k, v in after.items()}
         tmp = self.raw / f".{stem}.npz.tmp"
         with open(tmp, "wb") as fh:
-            np.savez(fh, **blobs)
+            numpy.savez(fh, **blobs)
         os.replace(tmp, self.raw / f"{stem}.npz")
         self._write_json(f"{stem}.json", meta)
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays hold the same shape and bytes (a NaN equal to itself)."""
+    if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
+        return False
+    numpy = _np()
+    left, right = numpy.ascontiguousarray(a), numpy.ascontiguousarray(b)
+    return bool(numpy.array_equal(left.view(numpy.uint8), right.view(numpy.uint8)))
 
 
 _RECORDER: Recorder | None = None

@@ -6,12 +6,10 @@ baseline, as a snapshot test's do."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import spawn_daemon, wait_ready
+from daemon_helpers import captured_script, spawn_daemon, wait_ready
 
 from warp_harness.capture.store import CaptureStore, KernelIndex
 from warp_harness.daemon import protocol as P
@@ -53,15 +51,7 @@ def _baselines(ws: Path) -> dict[str, list[str]]:
 def test_accept_over_the_socket(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "kernels.py").write_text(SOURCE, encoding="utf-8")
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "kernels.py"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stdout + p.stderr
+    captured_script(ws, SOURCE, "captured ")
     (ws / "kernels.py").write_text(SOURCE.replace("x[i] * 2.0", "x[i] * 3.0"), encoding="utf-8")
     sock = tmp_path / "d.sock"
     proc = spawn_daemon(ws, sock, "--no-watch", "--no-bench")

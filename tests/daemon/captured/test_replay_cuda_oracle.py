@@ -10,12 +10,10 @@ that made them (https://github.com/newton-physics/newton/pull/3443).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from daemon_helpers import FAST
+from daemon_helpers import FAST, captured_script
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.captured.hook import supervisor_call
@@ -60,15 +58,7 @@ def test_a_racy_launch_is_flagged_on_cuda_and_a_correct_one_is_clean(tmp_path: P
 
     if wp.get_cuda_device_count() == 0:
         pytest.skip("no CUDA device")
-    (tmp_path / "kernels.py").write_text(SOURCE, encoding="utf-8")
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "kernels.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0 and "captured 3 launch(es)" in p.stdout, p.stdout + p.stderr
+    captured_script(tmp_path, SOURCE, "captured 3 launch(es)")
     cpu_only = FAST.merged({"devices": ["cpu"]})
     with_cuda = FAST.merged({"devices": ["cpu", "cuda"]})
     with Supervisor(tmp_path, with_cuda, warmup=False) as sup:

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import FAST
+from daemon_helpers import FAST, CountingCall, captured_script
 
 from warp_harness import user_state
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import repros
 from warp_harness.daemon.captured import replay_cache
-from warp_harness.daemon.captured.hook import supervisor_call
 from warp_harness.daemon.captured.replay import ReplayOutcome, replay_module
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.supervisor import Supervisor
@@ -61,17 +60,8 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def captured(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    ws = tmp_path_factory.mktemp("shrinkws")
-    (ws / "kernels.py").write_text(SOURCE, encoding="utf-8")
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "capture", "--", sys.executable, "kernels.py"],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0 and "captured 3 launch(es) of 2 kernel(s)" in p.stdout, p.stdout + p.stderr
-    return ws
+    expect = "captured 3 launch(es) of 2 kernel(s)"
+    return captured_script(tmp_path_factory.mktemp("shrinkws"), SOURCE, expect)
 
 
 @pytest.fixture(scope="module")
@@ -96,20 +86,10 @@ def edit(captured: Path) -> Iterator[Any]:
     shutil.rmtree(user_state.workspace_state_dir(captured, replay_cache.KIND), ignore_errors=True)
 
 
-class Counting:
-    def __init__(self, sup: Supervisor) -> None:
-        self.inner = supervisor_call(sup)
-        self.calls = 0
-
-    def __call__(self, msg: dict[str, Any]) -> CallOutcome:
-        self.calls += 1
-        return self.inner(msg)
-
-
 def _replay(
     ws: Path, sup: Supervisor, options: RuntimeOptions = FAST, **kw: Any
-) -> tuple[ReplayOutcome, Counting]:
-    call = Counting(sup)
+) -> tuple[ReplayOutcome, CountingCall]:
+    call = CountingCall(sup)
     kw.setdefault("only_changed", False)
     return replay_module(ws, ws / "kernels.py", "kernels.py", options, call, **kw), call
 

@@ -1,0 +1,76 @@
+"""Whether a captured kernel is replayed and timed from a hermetic build (issue #31, as #37 item 1).
+
+The worker that launches and times a captured kernel must not run its module's top-level code, nor
+the workspace modules it imports. So the kernel is built the way the contract path builds one
+(``hermetic_build``): from the module's text, only the kernel's ``def``, the ``@wp.func``s and
+``@wp.struct``s it reaches and the constants they read, in a fresh namespace. A kernel that cannot
+be built so (it reads a name the module binds at run time: an import from the workspace, a
+factory's result; the module sets Warp options at its top level) is built from the module's
+definitions instead (``worker_side.definitions_only``: its imports run), and every record of its
+replay and timing says so, with a WHD069 record beside them (an error under
+``--require-hermetic``).
+
+The decision is made here, in the process that runs no workspace code, from the text it sends the
+worker (``why_not``); the worker builds the way the job says, from that same text.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from typing import Any
+
+from warp_harness.capture.identity import KernelSource
+from warp_harness.daemon import findings as F
+from warp_harness.daemon import hermetic_build
+from warp_harness.record import Record, Severity, Stage
+
+# appended to the message of every record of a replay or timing that imported the module
+_MARK = " [not hermetic (WHD069): the worker imported the module]"
+
+
+def why_not(source: str, filename: str, kernel: str) -> str | None:
+    """Why ``kernel`` of the module text ``source`` cannot be built from its text alone (None: it
+    can). Text only: no Warp, nothing executed."""
+    try:
+        plan = _plan(source, filename)
+        hermetic_build._reached(plan, kernel)
+    except hermetic_build.NotHermetic as exc:
+        return str(exc)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"its text does not parse ({type(exc).__name__})"
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _plan(source: str, filename: str) -> Any:
+    """The module's plan (``hermetic_build``), parsed once for all its kernels (a replay asks per
+    kernel, and again per shrinking trial); ``NotHermetic`` when its top level sets Warp options."""
+    plan = hermetic_build._plan(source, filename)
+    hermetic_build._no_module_settings(plan)
+    return plan
+
+
+def marked(records: list[Record]) -> list[Record]:
+    """``records`` with the mark of a replay (or timing) that imported the module."""
+    return [r if r.message.endswith(_MARK) else replace(r, message=r.message + _MARK) for r in records]
+
+
+def record(display: str, src: KernelSource, why: str, required: bool) -> Record:
+    """WHD069 for the captured kernel ``src`` replayed or timed from an import of its module."""
+    kernel = src.name
+    return F.make_record(
+        Stage.NUMERIC,
+        F.NOT_HERMETIC,
+        Severity.ERROR if required else Severity.WARNING,
+        display,
+        src.line,
+        f"the replay of `{kernel}`'s captured launches is not hermetic: the worker that launched and "
+        f"timed it imported the module, whose top-level code (and the workspace modules it imports) "
+        f"ran there, because {why}",
+        col=src.col,
+        end_col=src.end_col,
+        kernel=kernel,
+        hint="define the kernel at module level with `@wp.kernel`, reading only `@wp.func`s, "
+        "`@wp.struct`s and constants of its own module",
+    )

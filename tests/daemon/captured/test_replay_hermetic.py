@@ -1,0 +1,153 @@
+"""The worker that replays and times captured launches builds the kernel from its text alone: the
+kernel module's top-level code and the workspace modules it imports never run there (issue #31, as
+the contract path: #37 item 1). A kernel that cannot be built so (it calls a `@wp.func` imported from
+the workspace) is replayed from an import of its module, and every record of its replay says so,
+with WHD069 beside them (an error under `--require-hermetic`).
+
+`warp-harness ci --trust` is the entry point. Its compile step imports a module without a contract
+(that is how such a module is compiled), so the marker the kernel module's code writes carries the
+stack that ran it: none may come from the replay's or the timing's worker code.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from daemon_helpers import capture, write
+
+from warp_harness.daemon import findings as F
+
+pytestmark = pytest.mark.slow
+
+HELPER = """
+import traceback
+
+import warp as wp
+
+MARKS = {marks!r}
+
+
+def mark(what):
+    with open(MARKS, "a", encoding="utf-8") as f:
+        f.write(what + "\\n" + "".join(traceback.format_stack()) + "\\n----\\n")
+
+
+@wp.func
+def shift(v: float):
+    return v + 1.0
+"""
+
+CLEAN = """
+import numpy as np
+import warp as wp
+
+import helper
+
+helper.mark("top-level call")
+
+
+class Settings:  # a class body runs wherever the module's definitions run
+    helper.mark("class body")
+
+
+SCALE = 2.0
+
+
+@wp.func
+def scaled(v: float):
+    return v * SCALE
+
+
+@wp.kernel
+def double(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = scaled(x[i])
+"""
+
+MIXED = """
+import numpy as np
+import warp as wp
+
+from helper import shift
+
+
+@wp.kernel
+def shifted(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = shift(x[i])
+"""
+
+RUN = """
+import numpy as np
+import warp as wp
+
+import clean
+import mixed
+
+x = wp.array(np.arange(8, dtype=np.float32))
+wp.launch(clean.double, dim=8, inputs=[x, wp.zeros(8, dtype=float)])
+wp.launch(mixed.shifted, dim=8, inputs=[x, wp.zeros(8, dtype=float)])
+"""
+
+PYPROJECT = """
+[tool.warp-harness.runtime]
+devices = ["cpu"]
+bench_repeats = 5
+bench_max_time_s = 0.05
+bench_warmup = 1
+"""
+
+
+def _ci(ws: Path, *flags: str) -> tuple[int, list[dict[str, Any]]]:
+    p = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "ci", ".", "--trust", "--output-format", "json", *flags],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.stdout, p.stderr
+    return p.returncode, [r for r in json.loads(p.stdout)["results"] if r["rule"].startswith("WHD0")]
+
+
+def test_replay_and_timing_never_run_the_kernel_modules_code(tmp_path: Path) -> None:
+    marks = tmp_path / "marks.log"
+    write(tmp_path, "helper.py", HELPER.format(marks=str(marks)))
+    write(tmp_path, "clean.py", CLEAN)
+    write(tmp_path, "mixed.py", MIXED)
+    write(tmp_path, "run.py", RUN)
+    write(tmp_path, "pyproject.toml", PYPROJECT)
+    capture(tmp_path, "run.py", "captured 2 launch(es) of 2 kernel(s)")
+    marks.unlink()
+
+    code, records = _ci(tmp_path)
+    clean = [r for r in records if r["location"]["path"] == "clean.py"]
+    mixed = [r for r in records if r["location"]["path"] == "mixed.py"]
+    assert [(r["rule"], r["location"]["kernel"]) for r in clean] == [(F.REPLAYED, "double")], clean
+    assert "not hermetic" not in clean[0]["message"]
+    # the compile step imported clean.py (the marks work in the worker), the replay and the timing did not
+    stacks = marks.read_text(encoding="utf-8").split("\n----\n")
+    assert any("steps/load.py" in s for s in stacks), stacks
+    assert not [s for s in stacks if "captured/worker_side.py" in s or "benchmark_worker.py" in s], stacks
+
+    # `shifted` calls a @wp.func imported from the workspace: replayed from an import, and marked so
+    assert sorted((r["rule"], r["severity"]) for r in mixed) == [
+        (F.NOT_HERMETIC, "warning"),
+        (F.REPLAYED, "info"),
+    ], mixed
+    (summary,) = [r for r in mixed if r["rule"] == F.REPLAYED]
+    (why,) = [r for r in mixed if r["rule"] == F.NOT_HERMETIC]
+    assert summary["message"].endswith("[not hermetic (WHD069): the worker imported the module]")
+    assert why["location"]["kernel"] == "shifted" and "reads `shift`" in why["message"], why
+    assert code == 0
+
+    code, records = _ci(tmp_path, "--require-hermetic", "--no-bench")
+    assert [(r["rule"], r["severity"]) for r in records if r["rule"] == F.NOT_HERMETIC] == [
+        (F.NOT_HERMETIC, "error")
+    ]
+    assert code == 1
