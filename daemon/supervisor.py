@@ -120,6 +120,9 @@ class Supervisor:
         self._spare: WorkerProcess | None = None
         # the same for the verdict worker: started while the current module's references are computed
         self._verdict_spare: WorkerProcess | None = None
+        # the devices the last kernel worker found (its ready message): when a kernel crashed and
+        # its worker is gone, the references of its module's other kernels still need them
+        self._worker_devices: list[str] = []
         self.fresh_starts = 0  # workers replaced because the module changed
         self._aliases: dict[str, str] = {}  # a variant file the harness wrote -> its module
 
@@ -147,6 +150,7 @@ class Supervisor:
                 worker.kill()
                 raise WorkerStartError("the daemon is stopping: no new worker is started")
             self.worker = worker
+            self._worker_devices = [str(d) for d in worker.ready.get("devices") or []]
             return self.worker
 
     def close(self) -> None:
@@ -302,10 +306,11 @@ class Supervisor:
 
     def _benches_cuda(self, opts: RuntimeOptions) -> bool:
         """Whether the kernel worker benchmarks on a CUDA device (its ready message's devices and
-        the job's): only then are its timed windows more than one (steps/bench.py)."""
-        worker = self.worker
-        ready = worker.ready if worker is not None else {}
-        present = [str(d) for d in ready.get("devices") or []]
+        the job's): only then are its timed windows more than one (steps/bench.py). The last kernel
+        worker's devices, not the present one's: after a crash none is present while the module's
+        other kernels are judged (the H100 run of 2026-12-07: `copy` after oob_crash's `scatter`
+        had no references for its windows' inputs, WHD067)."""
+        present = self._worker_devices
         wanted = [d for d in opts.devices if d == "cuda" or d.startswith("cuda:")]
         return any(d.startswith("cuda") for d in present) and bool(wanted)
 
