@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from warp_harness.daemon.integrity import (
     to_numpy,
 )
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.steps import Job, KernelInfo, device_check
+from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome, device_check
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.validate import (
@@ -68,7 +68,7 @@ _clock = TRUSTED.perf_counter  # the clock saved before any workspace code ran
 # what the kernel's last timed launch on that set wrote (for its inputs, seed + 5000 + set
 # index, as _launch_sets made them). For a comparison of the timed loop's own outputs against
 # references (daemon/verdict.py); a hook that raises fails the benchmark of that kernel.
-TimedBuffersHook = Callable[[Job, KernelInfo, str, list[list[Any]], int], None]
+TimedBuffersHook = Callable[[StepContext, KernelInfo, str, list[list[Any]], int], None]
 TIMED_BUFFERS_HOOKS: list[TimedBuffersHook] = []
 
 
@@ -93,7 +93,7 @@ def profile_name(device: Any) -> str:
     return "cpu"
 
 
-def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float | None]:
+def peaks(job: StepContext, alias: str, device: Any = None) -> tuple[float | None, float | None]:
     """Peaks from [tool.warp-harness.runtime] first, then the device's hardware profile."""
     kind = alias.split(":")[0]
     bw = job.options.peak_bandwidth_gbs.get(alias, job.options.peak_bandwidth_gbs.get(kind))
@@ -106,7 +106,7 @@ def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float
 
 
 def _launch_sets(
-    job: Job, info: KernelInfo, alias: str, device: Any, size: int
+    job: StepContext, info: KernelInfo, alias: str, device: Any, size: int
 ) -> tuple[list[list[Any]], Any, int | None]:
     contract = info.contract
     assert contract is not None
@@ -160,7 +160,7 @@ LaunchSets = tuple[list[list[Any]], Any, int | None]
 
 
 def measure(
-    job: Job, info: KernelInfo, alias: str, device: Any, size: int, given: LaunchSets | None = None
+    job: StepContext, info: KernelInfo, alias: str, device: Any, size: int, given: LaunchSets | None = None
 ) -> dict[str, Any]:
     sets, dim, block_dim = given if given is not None else _launch_sets(job, info, alias, device, size)
     kernel = info.runnable
@@ -363,7 +363,7 @@ def measure(
             sets,
             len(times),
             seed_check=True,
-            replay=info.validated_case.get(alias),
+            replay=job.verdicts_of(info.name).validated_case.get(alias),
             timed=(dim, block_dim),
         )
     )
@@ -375,7 +375,7 @@ def measure(
     return out
 
 
-def _set_seeds(job: Job, sets: list[list[Any]]) -> list[int | None]:
+def _set_seeds(job: StepContext, sets: list[list[Any]]) -> list[int | None]:
     """The seed of each benchmark set's inputs as ``_launch_sets`` made them: job.seed + 5000 + k
     for the sets made on the host, the last of those for the device's copies of it."""
     made = 1 if _array_bytes(sets[0]) * 3 > ROTATE_MAX_BYTES else min(3, len(sets))
@@ -383,7 +383,13 @@ def _set_seeds(job: Job, sets: list[list[Any]]) -> list[int | None]:
 
 
 def _ship_window(
-    job: Job, info: KernelInfo, alias: str, sets: list[list[Any]], seeds: list[int | None], size: int, w: int
+    job: StepContext,
+    info: KernelInfo,
+    alias: str,
+    sets: list[list[Any]],
+    seeds: list[int | None],
+    size: int,
+    w: int,
 ) -> None:
     """At the end of window ``w`` (synchronised): the outputs of the set the next gap re-fills,
     while a seed still describes its inputs, to the supervisor. Above the host check's size only
@@ -429,7 +435,7 @@ def _array_bytes(args: list[Any]) -> int:
 
 
 def recheck(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -483,7 +489,7 @@ def recheck(
 
 
 def _all_written(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -538,7 +544,7 @@ def _all_written(
 
 
 def revalidate(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -693,7 +699,7 @@ def _write_into(arr: Any, src: np.ndarray, arg_type: Any, device: Any) -> bool:
 
 
 def _wrong_after_timing(
-    job: Job, info: KernelInfo, alias: str, size: int, seed: int, n_launches: int, r: OutputReport
+    job: StepContext, info: KernelInfo, alias: str, size: int, seed: int, n_launches: int, r: OutputReport
 ) -> None:
     idx = r.first_bad[0] if r.first_bad is not None and len(r.first_bad) == 1 else r.first_bad
     what = (
@@ -723,7 +729,7 @@ def _wrong_after_timing(
 
 
 def _clock_disagreement(
-    job: Job, info: KernelInfo, alias: str, gaps: list[tuple[float, float]], windows: int
+    job: StepContext, info: KernelInfo, alias: str, gaps: list[tuple[float, float]], windows: int
 ) -> None:
     """WHD063: in some timed windows the host clock saw far more time per launch than the
     events (integrity.clock_disagrees): work off the timed stream, or a patched event clock."""
@@ -759,7 +765,7 @@ def kernel_resources(kernel: Any, device: Any, block_dim: int | None) -> dict[st
         return {}
 
 
-def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
+def bench_kernel(job: StepContext, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
     size = contract.benchmark_size
@@ -826,7 +832,7 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     if resources.get("local_bytes") is not None:
         metrics["local_bytes_per_thread"] = float(resources["local_bytes"])
     m["metrics"] = metrics
-    info.bench[alias] = m
+    job.set_bench(info.name, alias, m)
     spread = (
         f"best of {m['windows']} windows; all launches: median {m['pooled_median_s'] * 1e6:.1f}, "
         if m["windows"] > 1
@@ -885,7 +891,12 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
 
 
 def check_target(
-    job: Job, info: KernelInfo, alias: str, target: Target, metrics: dict[str, float], severity: Severity
+    job: StepContext,
+    info: KernelInfo,
+    alias: str,
+    target: Target,
+    metrics: dict[str, float],
+    severity: Severity,
 ) -> str:
     """Report a missed or unchecked target; the verdict: ``met``, ``missed`` or ``unchecked``."""
     value = metrics.get(target.metric)
@@ -931,12 +942,17 @@ def check_target(
     return "missed"
 
 
-def run(job: Job) -> None:
+def run(
+    job: StepContext, kernels: Mapping[str, KernelInfo], devices: Sequence[tuple[str, Any]]
+) -> StepOutcome:
+    """Every kernel that passed validation on a device timed there: its ``bench`` figures per device,
+    the targets checked, the timed buffers checked again."""
     t0 = _clock()
-    for info in job.kernels.values():
+    for info in kernels.values():
         if info.contract is None or info.name in job.skip:
             continue
-        for alias, device in job.devices:
-            if info.validate.get(alias) == "pass":
+        for alias, device in devices:
+            if job.verdicts_of(info.name).validate.get(alias) == "pass":
                 bench_kernel(job, info, alias, device)
     job.timings["bench_ms"] = (_clock() - t0) * 1e3
+    return job.outcome()

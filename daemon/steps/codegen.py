@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import warp as _warp
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.codegen_errors import exception_text, kernel_return_error, parse_codegen_error
-from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome
 from warp_harness.record import Location, Related, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
@@ -29,7 +30,7 @@ def codegen_options(module: Any) -> dict[str, Any]:
     return opts
 
 
-def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
+def error_record(job: StepContext, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
     text = exception_text(exc)
     parsed = parse_codegen_error(text, type(exc).__name__)
     if parsed is None or parsed.primary(job.path) is None:
@@ -77,12 +78,13 @@ def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, r
     )
 
 
-def run(job: Job) -> None:
+def run(job: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
+    """Each kernel's code generated alone: its ``codegen`` verdict and first error."""
     t0 = time.perf_counter()
-    for info in job.kernels.values():
+    for info in kernels.values():
         kernel = info.kernel
         if getattr(kernel, "is_generic", False):
-            info.codegen = "generic"  # types come from each launch's overload
+            job.set_codegen(info.name, "generic")  # types come from each launch's overload
             continue
         try:
             kernel.adj.build(None, codegen_options(kernel.module))
@@ -90,8 +92,9 @@ def run(job: Job) -> None:
             if refused is not None:
                 raise WarpCodegenTypeError(refused)
         except Exception as exc:  # Warp raises many classes: catch broadly, parse the text
-            info.codegen = "error"
+            job.set_codegen(info.name, "error")
             error_record(job, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)
         else:
-            info.codegen = "ok"
+            job.set_codegen(info.name, "ok")
     job.timings["codegen_ms"] = (time.perf_counter() - t0) * 1e3
+    return job.outcome()

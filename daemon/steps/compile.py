@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import warp as _warp
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps import Built, KernelInfo, StepContext, StepOutcome
 from warp_harness.daemon.steps.codegen import error_record
 from warp_harness.daemon.steps.launching import block_dim_of
 from warp_harness.record import Severity, Stage
@@ -25,8 +27,8 @@ from warp_harness.record import Severity, Stage
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 
-def resolve_devices(job: Job) -> None:
-    """Fill job.devices with the configured devices present; report the others as skipped."""
+def resolve_devices(job: StepContext) -> list[tuple[str, Any]]:
+    """The configured devices present, as (alias, warp Device); the others reported as skipped."""
     present: dict[str, Any] = {}
     cuda_count = wp.get_cuda_device_count()
     for name in job.options.devices:
@@ -43,10 +45,10 @@ def resolve_devices(job: Job) -> None:
                 present[name] = wp.get_device(name)
             else:
                 _skipped(job, name, f"{cuda_count} CUDA device(s) present")
-    job.devices = list(present.items())
+    return list(present.items())
 
 
-def _skipped(job: Job, name: str, why: str) -> None:
+def _skipped(job: StepContext, name: str, why: str) -> None:
     job.add(
         F.make_record(
             Stage.COMPILE,
@@ -65,7 +67,7 @@ def block_dim_for(device: Any) -> int | None:
     return 1 if getattr(device, "is_cpu", False) else None
 
 
-def apply_module_options(job: Job, module: Any) -> None:
+def apply_module_options(job: StepContext, module: Any) -> None:
     """Options of [tool.warp-harness.runtime] that Warp keeps per module (fast_math ...)."""
     changed = False
     for key in ("fast_math", "lineinfo", "max_unroll", "enable_backward", "optimization_level"):
@@ -114,7 +116,7 @@ def unit_block_dim(infos: list[KernelInfo]) -> int | None:
 
 
 def load_into_cache(
-    job: Job, module: Any, device: Any, *, salt: str = "", block_dim: int | None = None
+    job: StepContext, module: Any, device: Any, *, salt: str = "", block_dim: int | None = None
 ) -> tuple[bool, float, str]:
     """Build (or find) ``module`` for ``device`` in the user's kernel cache (kernel_cache.py; never
     the workspace's .warp-harness/kernels, which a repository can ship); (compiled, ms, key).
@@ -148,7 +150,7 @@ def load_into_cache(
     return not hit, (time.perf_counter() - t0) * 1e3, key
 
 
-def _discard_build(job: Job, folder: Path, key: str, device: Any, exc: Exception) -> Path:
+def _discard_build(job: StepContext, folder: Path, key: str, device: Any, exc: Exception) -> Path:
     """Remove a build folder Warp could not load; the folder to build into instead (a private
     one when it cannot be removed). Says so in an info record and in the job's notes."""
     shutil.rmtree(folder, ignore_errors=True)
@@ -176,25 +178,34 @@ def _discard_build(job: Job, folder: Path, key: str, device: Any, exc: Exception
     return target
 
 
-def run(job: Job) -> None:
+def run(job: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
+    """Build the module (a broken module's good kernels each in a module of its own) for every
+    device present: each kernel's ``compile`` verdict per device, the devices and the builds."""
     t0 = time.perf_counter()
-    resolve_devices(job)
-    good = [k for k in job.kernels.values() if k.codegen in ("ok", "generic")]
-    broken = any(k.codegen == "error" for k in job.kernels.values())
+    devices = resolve_devices(job)
+    kernels = dict(kernels)
+
+    def codegen(info: KernelInfo) -> str:
+        return job.verdicts_of(info.name).codegen
+
+    good = [k for k in kernels.values() if codegen(k) in ("ok", "generic")]
+    broken = any(codegen(k) == "error" for k in kernels.values())
     units: list[tuple[Any, list[KernelInfo]]] = []
     if good and not broken:
         apply_module_options(job, good[0].kernel.module)
-        units.append((good[0].kernel.module, [k for k in good if k.codegen == "ok"]))
+        units.append((good[0].kernel.module, [k for k in good if codegen(k) == "ok"]))
     elif good:
         for info in good:
-            if info.codegen != "ok":
+            if codegen(info) != "ok":
                 continue
             apply_module_options(job, info.kernel.module)
-            info.runnable = isolate(info)
+            info = kernels[info.name] = replace(info, runnable=isolate(info))
             apply_module_options(job, info.runnable.module)
             units.append((info.runnable.module, [info]))
     keys: list[str] = []
-    for alias, device in job.devices:
+    build_keys: dict[str, str] = {}
+    module_hash: str | None = None
+    for alias, device in devices:
         for module, infos in units:
             if not infos:
                 continue
@@ -205,19 +216,20 @@ def run(job: Job) -> None:
                 compiled, ms, key = load_into_cache(job, module, device, block_dim=unit_block_dim(infos))
             except Exception as exc:
                 for info in infos:
-                    info.compile[alias] = "error"
+                    job.set_build(info.name, alias, "error")
                 error_record(job, infos[0], exc, Stage.COMPILE, F.COMPILE_ERROR)
                 if isinstance(exc, OSError):  # the file system failed, not the code: not cached
                     job.notes["transient"] = f"{type(exc).__name__}: {exc}"
                 continue
             keys.append(key)
             for info in infos:
-                info.compile[alias] = "compiled" if compiled else "cached"
-                job.build_keys[f"{info.name}@{alias}"] = key
+                job.set_build(info.name, alias, "compiled" if compiled else "cached")
+                build_keys[f"{info.name}@{alias}"] = key
             job.timings[f"compile_ms[{alias}]"] = job.timings.get(f"compile_ms[{alias}]", 0.0) + ms
     if units and units[0][1]:
         try:
-            job.module_hash = units[0][0].get_module_hash(1).hex()
+            module_hash = units[0][0].get_module_hash(1).hex()
         except Exception:
-            job.module_hash = None
+            module_hash = None
     job.timings["compile_stage_ms"] = (time.perf_counter() - t0) * 1e3
+    return job.outcome(Built(tuple(devices), build_keys, module_hash, kernels))

@@ -11,6 +11,7 @@ import importlib.util
 import os
 import sys
 import traceback
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,8 +23,8 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon import hermetic_build
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
 from warp_harness.daemon.hermetic_build import module_name_for
-from warp_harness.daemon.steps import Job, KernelInfo
-from warp_harness.record import Severity, Stage
+from warp_harness.daemon.steps import JobSpec, KernelInfo, LoadedModule, Progress, StepContext
+from warp_harness.record import Record, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
@@ -175,7 +176,7 @@ class _WorkspaceSourceFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
+def _import(job: _Loading, name: str, sys_path: Path) -> ModuleType | None:
     entry = str(sys_path)
     if entry not in sys.path:
         sys.path.insert(0, entry)
@@ -205,20 +206,70 @@ def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
         sys.meta_path.remove(finder)
 
 
-def _is_stale(job: Job, sha: str | None) -> bool:
+@dataclass
+class _Loading:
+    """The import while it runs (``load`` freezes it into a ``LoadedModule``)."""
+
+    step: StepContext
+    source_sha256: str | None
+    source_lines: list[str] = field(default_factory=list)
+    module: ModuleType | None = None
+    kernels: dict[str, KernelInfo] = field(default_factory=dict)
+    contracts: list[contract_api.Contract] = field(default_factory=list)
+    contract_files: list[Path] = field(default_factory=list)
+    deps: list[tuple[str, str]] = field(default_factory=list)
+    stale: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.step.path
+
+    @property
+    def workspace(self) -> Path:
+        return self.step.workspace
+
+    @property
+    def display_path(self) -> str:
+        return self.step.display_path
+
+    def add(self, record: Record) -> None:
+        self.step.add(record)
+
+    def loaded(self, ok: bool) -> LoadedModule:
+        return LoadedModule(
+            ok=ok,
+            stale=self.stale,
+            records=tuple(self.step.records),
+            notes=dict(self.step.notes),
+            source_lines=tuple(self.source_lines),
+            source_sha256=self.source_sha256,
+            module=self.module,
+            kernels=dict(self.kernels),
+            contracts=tuple(self.contracts),
+            contract_files=tuple(self.contract_files),
+            deps=tuple(self.deps),
+        )
+
+
+def _is_stale(job: _Loading, sha: str | None) -> bool:
     """Whether the text the worker read differs from the one the job was made for (the file
     was saved again after the daemon read it): marks the job stale, its records dropped."""
     if job.source_sha256 is None or sha is None or sha == job.source_sha256:
         return False
     job.stale = True
-    job.records.clear()
-    job.notes["stale"] = {"expected": job.source_sha256, "found": sha}
+    job.step.records.clear()
+    job.step.notes["stale"] = {"expected": job.source_sha256, "found": sha}
     return True
 
 
-def load(job: Job) -> bool:
-    """Import ``job.path``; fill job.module, kernels, contracts, deps. False if it did not import,
-    or if the file is no longer the text the job was made for (``job.stale``)."""
+def load(spec: JobSpec, progress: Progress) -> LoadedModule:
+    """Import ``spec.path``: the module, its kernels, contracts and deps; not ``ok`` if it did not
+    import, or if the file is no longer the text the job was made for (``stale``)."""
+    job = _Loading(StepContext(spec, progress), spec.expected_sha256)
+    return job.loaded(_load(job))
+
+
+def _load(job: _Loading) -> bool:
     purge_workspace_modules(job.workspace)
     for sibling in contract_siblings(job.path):  # a module planted under its name by an earlier job
         sys.modules.pop(module_name_for(sibling)[0], None)
@@ -229,6 +280,7 @@ def load(job: Job) -> bool:
         return False
     source = data.decode("utf-8", errors="replace")
     job.source_lines = source.splitlines()
+    job.step.source_lines = tuple(job.source_lines)
     name, root = module_name_for(job.path)
     hermetic = _load_hermetic(job, source, name, root)
     if not isinstance(hermetic, str):
@@ -269,7 +321,7 @@ def load(job: Job) -> bool:
     return True
 
 
-def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType | str | None:
+def _load_hermetic(job: _Loading, source: str, name: str, root: Path) -> ModuleType | str | None:
     """The kernel module built from its text (``hermetic_build.build_module``) and put in
     ``sys.modules`` under its name, its sibling contract modules imported against it; a str:
     why it cannot be (``hermetic_build.why_not``, which the supervisor runs on the same text to
@@ -311,7 +363,7 @@ def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType |
     return module
 
 
-def _hermetic_failed(job: Job, exc: BaseException, what: str) -> None:
+def _hermetic_failed(job: _Loading, exc: BaseException, what: str) -> None:
     cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
     line, col = _error_line(cause, job.path)
     text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
@@ -329,10 +381,13 @@ def _hermetic_failed(job: Job, exc: BaseException, what: str) -> None:
     )
 
 
-def _positions(job: Job, source: str) -> dict[str, tuple[int, int, int]]:
+def _positions(job: _Loading, source: str) -> dict[str, tuple[int, int, int]]:
     """The kernels' positions in ``source``: the supervisor's when it parsed this very text."""
-    known = job.known_positions
-    if known is not None and job.known_positions_sha256 == hashlib.sha256(source.encode("utf-8")).hexdigest():
+    known = job.step.spec.known_positions
+    if (
+        known is not None
+        and job.step.spec.known_positions_sha256 == hashlib.sha256(source.encode("utf-8")).hexdigest()
+    ):
         return known
     return kernel_positions(source)
 
@@ -344,7 +399,7 @@ def _is_file_module(module: ModuleType, path: Path) -> bool:
     return isinstance(file, str) and os.path.realpath(file) == os.path.realpath(path)
 
 
-def _planted(job: Job, sibling: Path) -> None:
+def _planted(job: _Loading, sibling: Path) -> None:
     job.add(
         F.make_record(
             Stage.NUMERIC,
@@ -359,7 +414,7 @@ def _planted(job: Job, sibling: Path) -> None:
     )
 
 
-def _attach(job: Job, c: contract_api.Contract) -> None:
+def _attach(job: _Loading, c: contract_api.Contract) -> None:
     name = c.kernel_name
     info = job.kernels.get(name)
     if info is None:
@@ -394,10 +449,10 @@ def _attach(job: Job, c: contract_api.Contract) -> None:
             )
         )
         return
-    info.contract = c
+    job.kernels[info.name] = replace(info, contract=c)
 
 
-def _collect_deps(job: Job, library: dict[str, Any]) -> None:
+def _collect_deps(job: _Loading, library: dict[str, Any]) -> None:
     """``job.deps``: the workspace files imported; ``library``: sys.modules before the import,
     when it held no workspace module (only modules added or replaced since are looked at)."""
     # the text imported, not the file as it is now: a result is cached under the text it describes

@@ -15,7 +15,7 @@ import inspect
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ from warp_harness.daemon.hints import choose_hint
 from warp_harness.daemon.integrity import TRUSTED, from_snapshot, snapshot_bytes, to_numpy
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import FailingCase
-from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.record import Record, Severity, Stage
 
@@ -220,7 +220,7 @@ def _dim(contract: Contract, size: int, inputs: dict[str, Any], first_output: An
 
 
 def run_case(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -319,7 +319,7 @@ def run_case(
 
 
 def _checked_launch(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -354,7 +354,7 @@ def _checked_launch(
 
 
 def shrink(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -495,7 +495,9 @@ def describe_failure(
     return rule, message, hint, r.expected, r.got
 
 
-def _varies(job: Job, info: KernelInfo, alias: str, device: Any, case: CaseOutcome, gen: Generator) -> bool:
+def _varies(
+    job: StepContext, info: KernelInfo, alias: str, device: Any, case: CaseOutcome, gen: Generator
+) -> bool:
     """Whether running ``case`` again (same seed, same inputs) gives other results: a race, or
     reads of memory the kernel does not own. Warp's CPU backend runs threads one at a time, so
     there this is almost always False."""
@@ -514,7 +516,7 @@ def _edge_cases(contract: Contract) -> list[EdgeCase]:
     return list(contract.edge_cases)
 
 
-def contract_at(job: Job, info: KernelInfo) -> tuple[int, int, int]:
+def contract_at(job: StepContext, info: KernelInfo) -> tuple[int, int, int]:
     """Where a broken contract is reported: its ``Contract(...)`` call when this file holds it,
     else the kernel's ``def`` (a contract in a sibling file)."""
     names = [info.name] + ([info.contract.kernel_name] if info.contract is not None else [])
@@ -525,7 +527,7 @@ def contract_at(job: Job, info: KernelInfo) -> tuple[int, int, int]:
     return info.line, info.col, info.end_col
 
 
-def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
+def memory_record(job: StepContext, info: KernelInfo, alias: str, stage: str) -> Record:
     """WHD013 for a kernel whose inputs, reference or launch hit the worker's memory limit."""
     return F.make_record(
         Stage.CRASH,
@@ -603,7 +605,7 @@ def planned_cases(contract: Contract, seed: int) -> list[PlannedCase]:
 
 
 def _run_planned(
-    job: Job, info: KernelInfo, alias: str, device: Any, case: PlannedCase
+    job: StepContext, info: KernelInfo, alias: str, device: Any, case: PlannedCase
 ) -> CaseOutcome | None:
     """The case's outcome; None for a drawn size the contract cannot make inputs for (its
     generator raises, or a constraint fails there): a drawn size is an extra, not a promise."""
@@ -622,7 +624,7 @@ def _run_planned(
     return outcome
 
 
-def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
+def validate_kernel(job: StepContext, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
     outcomes: list[CaseOutcome] = []
@@ -632,7 +634,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             if outcome is not None:
                 outcomes.append(outcome)
     except ContractProblem as exc:
-        info.validate[alias] = "error"
+        job.set_verdict(info.name, alias, "error")
         line, col, end_col = contract_at(job, info)
         job.add(
             F.make_record(
@@ -649,12 +651,12 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         )
         return
     except MemoryError:
-        info.validate[alias] = "memory"
+        job.set_verdict(info.name, alias, "memory")
         job.add(memory_record(job, info, alias, "validation"))
         return
     except Exception as exc:
         end_if_context_lost(exc)  # a GPU fault: the worker ends, as a crash does on the CPU
-        info.validate[alias] = "error"
+        job.set_verdict(info.name, alias, "error")
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         job.add(
             F.make_record(
@@ -692,11 +694,11 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             )
     failed = [o for o in ran if not o.ok]
     if not failed:
-        info.validate[alias] = "pass" if ran else "error"
+        job.set_verdict(info.name, alias, "pass" if ran else "error")
         # the benchmark re-checks its buffers after the timed loop on this case (bench.revalidate)
         at_bench_size = [o for o in ran if o.edge_case is None and o.size == contract.benchmark_size]
         if at_bench_size:
-            info.validated_case[alias] = at_bench_size[0]
+            job.set_validated_case(info.name, alias, at_bench_size[0])
         t0 = time.perf_counter()
         ship_outputs(job, info, alias, ran)
         job.timings["ship_ms"] = job.timings.get("ship_ms", 0.0) + (time.perf_counter() - t0) * 1e3
@@ -720,7 +722,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
                 )
             )
         return
-    info.validate[alias] = "fail"
+    job.set_verdict(info.name, alias, "fail")
     sweep = [o for o in ran if o.edge_case is None and not o.drawn]
     sweep_failed = [o for o in sweep if not o.ok]
     grows = (
@@ -750,7 +752,9 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             first,
             grows=grows,
             varies=not first.mutated and _varies(job, info, alias, device, first, gen),
-            passes_on=tuple(a for a, v in info.validate.items() if v == "pass" and a != alias),
+            passes_on=tuple(
+                a for a, v in job.verdicts_of(info.name).validate.items() if v == "pass" and a != alias
+            ),
             boundary=at_boundary,
         )
         rule, message, hint, expected, actual = describe_failure(
@@ -827,7 +831,7 @@ def _encoded(snaps: Mapping[str, tuple[bytes, Any, tuple[int, ...]]], seed: int 
     return {n: encode_array(sampled(from_snapshot(snap), seed)) for n, snap in snaps.items()}
 
 
-def _ship(job: Job, case: dict[str, Any], nbytes: int) -> None:
+def _ship(job: StepContext, case: dict[str, Any], nbytes: int) -> None:
     if job.verdict_bytes + nbytes > VERDICT_MAX_BYTES:  # the supervisor then has no evidence: no pass
         job.notes["verdict_not_sent"] = job.notes.get("verdict_not_sent", 0) + 1
         return
@@ -835,7 +839,7 @@ def _ship(job: Job, case: dict[str, Any], nbytes: int) -> None:
     job.verdict_cases.append(case)
 
 
-def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutcome]) -> None:
+def ship_outputs(job: StepContext, info: KernelInfo, alias: str, outcomes: list[CaseOutcome]) -> None:
     """The outputs of a passing kernel's cases (the checked launch's, and the poisoned launch's),
     sent to the supervisor, which judges them against the verdict worker's references
     (daemon/verdict.py); at most VERDICT_MAX_BYTES."""
@@ -856,7 +860,7 @@ def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutc
 
 
 def ship_timed_outputs(
-    job: Job,
+    job: StepContext,
     info: KernelInfo,
     alias: str,
     sets: list[list[Any]],
@@ -906,7 +910,11 @@ def names_index(params: list[tuple[str, Any]], name: str) -> int:
 
 
 def reference_cases(
-    job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = False, windows: int = 1
+    job: StepContext,
+    kernels: Mapping[str, KernelInfo],
+    max_bytes: int = VERDICT_MAX_BYTES,
+    timed: bool = False,
+    windows: int = 1,
 ) -> dict[str, Any]:
     """In the verdict worker (never launches a kernel): the references of every validation case
     (``planned_cases``: the contract's sizes, the drawn sizes, its edge cases) and, with
@@ -920,7 +928,7 @@ def reference_cases(
     out: list[dict[str, Any]] = []
     missing: list[str] = []
     total = 0
-    for info in job.kernels.values():
+    for info in kernels.values():
         contract = info.contract
         if contract is None or info.name in job.skip:
             continue
@@ -1003,12 +1011,18 @@ def _fits_host_check(contract: Contract, params: list[tuple[str, Any]], size: in
     return bool(total <= REVALIDATE_MAX_BYTES)
 
 
-def run(job: Job) -> None:
+def run(
+    job: StepContext, kernels: Mapping[str, KernelInfo], devices: Sequence[tuple[str, Any]]
+) -> StepOutcome:
+    """Every contracted kernel built for a device checked against its reference there: its
+    ``validate`` verdict per device, failing cases, and the passing cases' outputs for the
+    cross-check."""
     t0 = time.perf_counter()
-    for info in job.kernels.values():
+    for info in kernels.values():
         if info.contract is None or info.name in job.skip:
             continue
-        for alias, device in job.devices:
-            if info.compile.get(alias) in ("compiled", "cached"):
+        for alias, device in devices:
+            if job.verdicts_of(info.name).compile.get(alias) in ("compiled", "cached"):
                 validate_kernel(job, info, alias, device)
     job.timings["validate_ms"] = (time.perf_counter() - t0) * 1e3
+    return job.outcome()
