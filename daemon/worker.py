@@ -180,7 +180,7 @@ def _end_if_context_lost(exc: BaseException | None) -> None:
 
 
 def _failure_result(
-    msg: dict[str, Any], rule: str, stage: Stage, text: str, detail: str = ""
+    msg: Mapping[str, Any], rule: str, stage: Stage, text: str, detail: str = ""
 ) -> dict[str, Any]:
     display = str(msg.get("display_path") or msg.get("path") or "?")
     record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
@@ -263,7 +263,7 @@ def run_step(step: Step, fold: JobFold) -> StepOutcome:
     raise ValueError(f"step {step} is not run on its own")
 
 
-def run_check_job(msg: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def run_check_job(msg: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     from warp_harness.daemon.steps import load
 
     guard()
@@ -322,7 +322,7 @@ def _sample_seed(msg: Mapping[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def run_reference_job(msg: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def run_reference_job(msg: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     """The verdict worker's job: import the module (for its contracts), regenerate every
     validation case's inputs from the seed and return the references. No kernel is built or
     launched in this process, so no kernel output exists here to echo (daemon/verdict.py)."""
@@ -353,7 +353,7 @@ def run_reference_job(msg: dict[str, Any], progress: Progress) -> dict[str, Any]
         guard().restore()
 
 
-def run_case_job(msg: dict[str, Any], progress: Progress) -> dict[str, Any]:
+def run_case_job(msg: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     """Re-run one stored case (replay, or a debug-mode re-run to localise a bounds failure)."""
     guard()
     device_name = str(msg.get("device") or "cpu")
@@ -365,7 +365,7 @@ def run_case_job(msg: dict[str, Any], progress: Progress) -> dict[str, Any]:
         guard().restore()
 
 
-def _run_case(job: JobFold, msg: dict[str, Any], device_name: str) -> dict[str, Any]:
+def _run_case(job: JobFold, msg: Mapping[str, Any], device_name: str) -> dict[str, Any]:
     from warp_harness.daemon import comparison
     from warp_harness.daemon.steps import Built, codegen, compile, load, validate
 
