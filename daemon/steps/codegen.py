@@ -30,17 +30,17 @@ def codegen_options(module: Any) -> dict[str, Any]:
     return opts
 
 
-def error_record(job: StepContext, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
+def error_record(ctx: StepContext, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
     text = exception_text(exc)
     parsed = parse_codegen_error(text, type(exc).__name__)
-    if parsed is None or parsed.primary(job.path) is None:
+    if parsed is None or parsed.primary(ctx.path) is None:
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        job.add(
+        ctx.add(
             F.make_record(
                 stage,
                 rule,
                 Severity.ERROR,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 f"kernel `{info.name}`: {type(exc).__name__}: {first}",
                 col=info.col,
@@ -49,7 +49,7 @@ def error_record(job: StepContext, info: KernelInfo, exc: BaseException, stage: 
             )
         )
         return
-    primary = parsed.primary(job.path)
+    primary = parsed.primary(ctx.path)
     assert primary is not None
     related = tuple(
         Related(
@@ -61,13 +61,13 @@ def error_record(job: StepContext, info: KernelInfo, exc: BaseException, stage: 
     )
     chain = " -> ".join(f.function for f in parsed.frames)
     where = f" (in {chain})" if len(parsed.frames) > 1 else ""
-    same_file = str(job.path) == primary.path or primary.path.endswith(job.path.name)
-    job.add(
+    same_file = str(ctx.path) == primary.path or primary.path.endswith(ctx.path.name)
+    ctx.add(
         F.make_record(
             stage,
             rule,
             Severity.ERROR,
-            job.display_path,
+            ctx.display_path,
             primary.line if same_file else info.line,
             f"kernel `{info.name}`{where}: {parsed.message}",
             col=primary.col if same_file else info.col,
@@ -78,13 +78,13 @@ def error_record(job: StepContext, info: KernelInfo, exc: BaseException, stage: 
     )
 
 
-def run(job: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
+def run(ctx: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
     """Each kernel's code generated alone: its ``codegen`` verdict and first error."""
     t0 = time.perf_counter()
     for info in kernels.values():
         kernel = info.kernel
         if getattr(kernel, "is_generic", False):
-            job.set_codegen(info.name, "generic")  # types come from each launch's overload
+            ctx.set_codegen(info.name, "generic")  # types come from each launch's overload
             continue
         try:
             kernel.adj.build(None, codegen_options(kernel.module))
@@ -92,9 +92,9 @@ def run(job: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
             if refused is not None:
                 raise WarpCodegenTypeError(refused)
         except Exception as exc:  # Warp raises many classes: catch broadly, parse the text
-            job.set_codegen(info.name, "error")
-            error_record(job, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)
+            ctx.set_codegen(info.name, "error")
+            error_record(ctx, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)
         else:
-            job.set_codegen(info.name, "ok")
-    job.timings["codegen_ms"] = (time.perf_counter() - t0) * 1e3
-    return job.outcome()
+            ctx.set_codegen(info.name, "ok")
+    ctx.timings["codegen_ms"] = (time.perf_counter() - t0) * 1e3
+    return ctx.outcome()
