@@ -55,7 +55,7 @@ class Worker:
     def send(self, msg: dict[str, Any]) -> None:
         protocol.send_message(self.sock, msg)
 
-    def progress_for(self, job_id: int) -> Any:
+    def progress_for(self, job_id: int) -> Progress:
         def progress(**fields: Any) -> None:
             self.send(protocol.message("progress", id=job_id, **fields))
 
