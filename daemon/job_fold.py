@@ -12,7 +12,7 @@ No Warp import: the fold is plain data.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from warp_harness.record import Record
 from warp_harness.wire.statuses import Status
 
 
-def merge_notes(into: dict[str, Any], notes: Mapping[str, Any]) -> None:
+def merge_notes(into: MutableMapping[str, Any], notes: Mapping[str, Any]) -> None:
     """A step's notes added to the job's: lists grow, tables merge, counts add up, the rest is set
     (as one shared dict of notes did when every step wrote into it)."""
     for key, value in notes.items():

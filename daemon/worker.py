@@ -52,7 +52,7 @@ class Worker:
         self.jobs_done = 0
 
     # ----------------------------------------------------------------- messaging
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: Mapping[str, Any]) -> None:
         protocol.send_message(self.sock, msg)
 
     def progress_for(self, job_id: int) -> Progress:

@@ -68,7 +68,7 @@ def _in_workspace(file: str | None, workspace: Path) -> bool:
 # (workspace, {name: module}): the sys.modules entries the last job's ``_collect_deps`` found to
 # be no workspace module; the next purge looks only at the others (one walk of ~800 modules
 # per save instead of two)
-_CHECKED: tuple[Path | None, dict[str, Any]] = (None, {})
+_CHECKED: tuple[Path | None, dict[str, ModuleType]] = (None, {})
 
 
 def purge_workspace_modules(workspace: Path) -> None:
@@ -451,7 +451,7 @@ def _attach(loading: _Loading, c: contract_api.Contract) -> None:
     loading.kernels[info.name] = replace(info, contract=c)
 
 
-def _collect_deps(loading: _Loading, library: dict[str, Any]) -> None:
+def _collect_deps(loading: _Loading, library: dict[str, ModuleType]) -> None:
     """``loading.deps``: the workspace files imported; ``library``: sys.modules before the import,
     when it held no workspace module (only modules added or replaced since are looked at)."""
     # the text imported, not the file as it is now: a result is cached under the text it describes

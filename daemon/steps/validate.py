@@ -125,7 +125,7 @@ def _to_float64(value: Any) -> Any:
     return value
 
 
-def _call_reference(reference: Callable[..., Any], args: dict[str, Any]) -> Any:
+def _call_reference(reference: Callable[..., Any], args: Mapping[str, Any]) -> Any:
     try:
         sig = inspect.signature(reference)
     except (TypeError, ValueError):
