@@ -58,7 +58,7 @@ def harness_bench(kernel: Any, contract: Any, device: str, profile: str | None, 
     import warp as wp
 
     from warp_harness.daemon.options import RuntimeOptions
-    from warp_harness.daemon.steps import Job, KernelInfo
+    from warp_harness.daemon.steps import JobSpec, KernelInfo, StepContext
     from warp_harness.daemon.steps import bench as bench_stage
 
     opts = RuntimeOptions(
@@ -69,22 +69,23 @@ def harness_bench(kernel: Any, contract: Any, device: str, profile: str | None, 
         profile=profile,
         **BENCH_OVERRIDES,  # type: ignore[arg-type]
     )
-    job = Job(
+    spec = JobSpec(
         id=0,
         path=EXAMPLES / "stream_large.py",
         display_path="examples/contracts/stream_large.py",
         workspace=EXAMPLES,
         options=opts,
-        progress=lambda **_: None,
         seed=seed,
     )
+    ctx = StepContext(spec, progress=lambda **_: None)
     info = KernelInfo(contract.kernel_name, 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
-    bench_stage.bench_kernel(job, info, device, wp.get_device(device))
-    if device not in info.bench:
+    bench_stage.bench_kernel(ctx, info, device, wp.get_device(device))
+    measured = ctx.verdicts_of(info.name).bench
+    if device not in measured:
         raise RuntimeError(
-            "; ".join(r.message for r in job.records) or "the benchmark stage measured nothing"
+            "; ".join(r.message for r in ctx.records) or "the benchmark stage measured nothing"
         )
-    return info.bench[device]
+    return measured[device]
 
 
 def independent(kernel: Any, contract: Any, device: str) -> dict[str, Any]:

@@ -132,7 +132,7 @@ def run_bench(
     """Validate and benchmark every contracted kernel under ``paths``; ``on_progress`` receives
     ``{"kind": "file", "path": ...}`` per file and the worker's step messages (kernel, device)."""
     from warp_harness.daemon.ci import _common_root
-    from warp_harness.daemon.executor import Engines, check_many
+    from warp_harness.daemon.engines import Engines, check_many
 
     root = (workspace or _common_root(paths)).resolve()
     settings = load_settings(root)

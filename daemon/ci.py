@@ -204,7 +204,7 @@ def run_ci(
     dynamic_payloads: dict[Path, CheckReport] = {}
     sources: dict[Path, tuple[str, ...] | None] = {p: r.source_lines for p, r in static.items()}
     if dynamic_targets and trusted:  # an untrusted workspace never reaches an executor
-        from warp_harness.daemon.executor import Engines, check_many
+        from warp_harness.daemon.engines import Engines, check_many
 
         # a remote executor is shared by the engines of check_many's threads; a local one is
         # made per engine (its worker runs one job at a time)

@@ -562,7 +562,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from contextlib import closing
 
     from warp_harness.config import ConfigError, load_settings
-    from warp_harness.daemon import repros
+    from warp_harness.daemon import replay_stored, repros
     from warp_harness.daemon.executor import make_executor
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.daemon.ray_executor import RayUnavailable
@@ -599,7 +599,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                     show({"kind": "file", "path": f"replay {number}/{len(cases)} {stored.label}"})
 
             # side by side as the executor has slots (one locally), answered in the library's order
-            results = repros.replay(sup, cases, on_start=starting, on_progress=show)
+            results = replay_stored.replay(sup, cases, on_start=starting, on_progress=show)
         for stored, (status, records) in zip(cases, results, strict=True):
             rows.append(
                 {

@@ -5,7 +5,8 @@ a step means), the result cache (which requested steps make up a verdict's key),
 (the switch that turns a step off), the daemon (the steps a save runs) and the language server
 (through ``wire.statuses.STEP_ACTIVITY``: what a ``progress`` push shows). To add a step: add a
 member here and its entry in ``STEP_ACTIVITY``, a module under
-``daemon/steps/`` with a ``run(job)`` function, its entry in ``worker._runners()``, and (when it
+``daemon/steps/`` with a ``run(ctx, ...)`` function returning a ``StepOutcome``, its inputs in
+``worker.run_step``, and (when it
 can be turned off) a boolean option of the same name in ``daemon/options.py``.
 
 "Step" is the pipeline's word; a record's ``stage`` (``record.Stage``: constraint, compile,

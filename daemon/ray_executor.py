@@ -563,7 +563,7 @@ def _probe(address: str, timeout_s: float = 10.0) -> None:
 
 class RayExecutor:
     """Runs check and case jobs of one (trusted) workspace on a Ray cluster; thread-safe: several
-    threads may wait on their jobs at once (``executor.check_many``), each on a runner of its own.
+    threads may wait on their jobs at once (``engines.check_many``), each on a runner of its own.
 
     A module's check is one job per (kernel, device) when its kernels run (job_parts.plan_parts),
     submitted together and merged back into the module's result (job_parts.merge_parts)."""

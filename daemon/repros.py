@@ -1,5 +1,5 @@
 """The failure library: minimal failing cases in ``.warp-harness/repros/``, replayed as a
-regression suite by ``warp-harness replay``.
+regression suite by ``warp-harness replay`` (daemon/replay_stored.py).
 
 A case is one msgpack file holding the module path (relative to the workspace), the
 kernel, device, size, seed, edge case, the failing rule and message, the runtime options,
@@ -13,12 +13,10 @@ included) and must lie inside it; cases whose module is outside the workspace ar
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import re
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,8 +33,7 @@ from warp_harness.daemon.cache import inside as _inside
 from warp_harness.daemon.results import FailingCase
 
 if TYPE_CHECKING:
-    from warp_harness.daemon.executor import Executor
-    from warp_harness.record import Record
+    pass
 
 SCHEMA = 1
 __all__ = [
@@ -47,7 +44,6 @@ __all__ = [
     "load_all",
     "load_cases",
     "module_problem",
-    "replay",
     "store",
 ]
 
@@ -185,41 +181,3 @@ def load_all(workspace: Path) -> tuple[list[StoredCase], list[Path]]:
     Cases naming a module outside the workspace are left out: :func:`load_cases` lists them."""
     loaded = load_cases(workspace)
     return loaded.cases, loaded.corrupt
-
-
-def replay(
-    executor: Executor,
-    cases: Sequence[StoredCase],
-    *,
-    parallel: int | None = None,
-    on_start: Callable[[int, StoredCase], None] | None = None,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
-) -> list[tuple[str, list[Record]]]:
-    """``executor.run_case`` on every case, ``parallel`` at once (default: as many as the
-    executor runs at once, ``executor.slots``: 1 for a local worker, the cluster's slots with
-    Ray); the (status, records) in the cases' order, whichever finished first. ``on_start``
-    (number from 1, case) is called as each case is handed to the executor, one call at a time."""
-    from warp_harness.daemon.executor import slots
-    from warp_harness.daemon.pipeline import Step
-
-    width = min(len(cases), parallel if parallel is not None else slots(executor, (Step.VALIDATE,)))
-    lock = threading.Lock()
-
-    def one(numbered: tuple[int, StoredCase]) -> tuple[str, list[Record]]:
-        number, stored = numbered
-        if on_start is not None:
-            with lock:
-                on_start(number, stored)
-        if stored.case.get("kind") == "captured":  # a captured launch's replay: daemon/captured/
-            from warp_harness.daemon.captured.hook import replay_case
-
-            return replay_case(executor, stored.case)
-        return executor.run_case(stored.case, on_progress=on_progress)
-
-    numbered = list(enumerate(cases, start=1))
-    if width <= 1:
-        return [one(n) for n in numbered]
-    with concurrent.futures.ThreadPoolExecutor(
-        max_workers=width, thread_name_prefix="warp-harness-replay"
-    ) as pool:
-        return list(pool.map(one, numbered))

@@ -30,7 +30,8 @@ from typing import Any
 
 from warp_harness import user_state
 from warp_harness.daemon.benchcmd import NotTrusted
-from warp_harness.daemon.executor import Engines, ExecutorChoice
+from warp_harness.daemon.engines import Engines
+from warp_harness.daemon.executor import ExecutorChoice
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import CheckReport
 from warp_harness.record import Severity
@@ -293,7 +294,7 @@ def _run_remotely(
 ) -> None:
     """Validate and time every candidate on the cluster, as many at once as it has slots; a
     kernel is still timed only after it matched its reference (in the same job)."""
-    from warp_harness.daemon.executor import check_many
+    from warp_harness.daemon.engines import check_many
 
     say(f"{kernel}: {len(survivors)} candidates on the cluster, {engines.parallel} at a time")
     reports = check_many(engines.make, [tmp for _, tmp in survivors], engines.parallel)

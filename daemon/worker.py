@@ -23,15 +23,18 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
+from warp_harness.daemon.job_fold import JobFold
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import PIPELINE, Step, steps_from_wire
 from warp_harness.daemon.results import WorkerResult
+from warp_harness.daemon.steps import JobSpec, KernelInfo, Progress, StepContext, StepOutcome
 from warp_harness.record import Severity, Stage
 from warp_harness.wire.statuses import Status
 
@@ -49,10 +52,10 @@ class Worker:
         self.jobs_done = 0
 
     # ----------------------------------------------------------------- messaging
-    def send(self, msg: dict[str, Any]) -> None:
+    def send(self, msg: Mapping[str, Any]) -> None:
         protocol.send_message(self.sock, msg)
 
-    def progress_for(self, job_id: int) -> Any:
+    def progress_for(self, job_id: int) -> Progress:
         def progress(**fields: Any) -> None:
             self.send(protocol.message("progress", id=job_id, **fields))
 
@@ -139,7 +142,7 @@ class Worker:
                 elif msg.get("kind") == "replay":  # captured launches: daemon/captured/worker_side.py
                     progress = self.progress_for(job_id)
                     guard()
-                    replay_job = _make_job(msg, progress)
+                    replay_job = _make_fold(msg, progress).context()
                     _configure_warp(replay_job.options)
                     if msg.get("benchmark"):  # the captured launches timed, not judged
                         from warp_harness.daemon.captured.benchmark_worker import run_benchmark_job
@@ -177,16 +180,15 @@ def _end_if_context_lost(exc: BaseException | None) -> None:
 
 
 def _failure_result(
-    msg: dict[str, Any], rule: str, stage: Stage, text: str, detail: str = ""
+    msg: Mapping[str, Any], rule: str, stage: Stage, text: str, detail: str = ""
 ) -> dict[str, Any]:
     display = str(msg.get("display_path") or msg.get("path") or "?")
     record = F.make_record(stage, rule, Severity.ERROR, display, 1, text, hint=detail[-2000:] or None)
     return WorkerResult(status=Status.ERROR, path=display, records=[record]).to_dict()
 
 
-def _make_job(msg: dict[str, Any], progress: Any, devices: list[str] | None = None) -> Any:
-    from warp_harness.daemon.steps import Job, JobSpec
-
+def _make_fold(msg: Mapping[str, Any], progress: Progress, devices: list[str] | None = None) -> JobFold:
+    """The job a ``job`` message asks for: its frozen spec, and nothing found yet."""
     options = RuntimeOptions.from_dict(msg.get("options") or {})
     if msg.get("mode"):
         options = options.merged({"mode": msg["mode"]})
@@ -209,7 +211,7 @@ def _make_job(msg: dict[str, Any], progress: Any, devices: list[str] | None = No
         verdict=bool(msg.get("verdict")),
         sample_seed=_sample_seed(msg),
     )
-    return Job(spec, progress, skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()})
+    return JobFold(spec, progress, skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()})
 
 
 def _known_positions(value: object) -> tuple[dict[str, tuple[int, int, int]] | None, str | None]:
@@ -244,78 +246,61 @@ def _configure_warp(options: RuntimeOptions) -> None:
         wp.config.enable_backward = options.enable_backward
 
 
-def _result(job: Any, status: str) -> dict[str, Any]:
-    """The job's `WorkerResult`, as the dict that crosses the pipe."""
-    extra = {"build_keys": job.build_keys, "contract_files": [str(p) for p in job.contract_files]}
-    if job.verdict_cases:  # taken out by the supervisor (daemon/verdict.py), never cached
-        extra["verdict_cases"] = job.verdict_cases
-    return WorkerResult(
-        status=Status(status),
-        path=job.display_path,
-        records=sorted(job.records, key=lambda r: r.sort_key()),
-        kernels={name: info.summary() for name, info in job.kernels.items()},
-        timings=job.timings,
-        module_hash=job.module_hash,
-        deps=[list(d) for d in job.deps],
-        failures=job.failures,
-        seed=job.seed,
-        devices=[alias for alias, _ in job.devices],
-        notes=job.notes,
-        source_sha256=job.source_sha256,
-        extra=extra,
-    ).to_dict()
-
-
-def _runners() -> dict[Step, Callable[[Any], Any]]:
-    """Each top-level step after ``import`` and the function that runs it on a job."""
+def run_step(step: Step, fold: JobFold) -> StepOutcome:
+    """One top-level step after ``import`` on the job so far: the step gets a fresh context and
+    the typed outputs of the steps before it, and returns its outcome (``fold.take`` adds it)."""
     from warp_harness.daemon.steps import bench, codegen, compile, validate
 
-    return {
-        Step.CODEGEN: codegen.run,
-        Step.COMPILE: compile.run,
-        Step.VALIDATE: validate.run,
-        Step.BENCH: bench.run,
-    }
+    ctx = fold.context()
+    if step is Step.CODEGEN:
+        return codegen.run(ctx, fold.kernels)
+    if step is Step.COMPILE:
+        return compile.run(ctx, fold.kernels)
+    if step is Step.VALIDATE:
+        return validate.run(ctx, fold.kernels, fold.devices)
+    if step is Step.BENCH:
+        return bench.run(ctx, fold.kernels, fold.devices)
+    raise ValueError(f"step {step} is not run on its own")
 
 
-def run_check_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+def run_check_job(msg: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     from warp_harness.daemon.steps import load
 
     guard()
-    job = _make_job(msg, progress)
-    _configure_warp(job.options)
+    fold = _make_fold(msg, progress)
+    _configure_warp(fold.spec.options)
     t0 = time.perf_counter()
-    progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
+    progress(stage=Step.IMPORT.value, budget_s=fold.spec.options.timeout_s)
     try:
-        ok = load.load(job)
-        job.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
-        check_integrity(job, Step.IMPORT)
-        check_contracts(job, Step.IMPORT)
-        if job.stale:
-            return _result(job, "stale")
-        if not ok:
-            return _result(job, "import-error")
-        select_kernels(job, msg.get("kernels"))
+        loaded = load.load(fold.spec, progress)
+        fold.take_loaded(loaded)
+        fold.timings["import_ms"] = (time.perf_counter() - t0) * 1e3
+        check_integrity(fold, Step.IMPORT)
+        check_contracts(fold, Step.IMPORT)
+        if fold.stale:
+            return fold.result("stale")
+        if not loaded.ok:
+            return fold.result("import-error")
+        select_kernels(fold, msg.get("kernels"))
         requested = steps_from_wire(msg.get("steps"))
-        runners = _runners()
         ran: list[Step] = []
         for step in PIPELINE:
             if step is Step.IMPORT:
                 continue
-            if step.optional and (step not in requested or not getattr(job.options, step.value)):
+            if step.optional and (step not in requested or not getattr(fold.spec.options, step.value)):
                 continue
-            runners[step](job)
+            fold.take(run_step(step, fold))
             ran.append(step)
         cases = [s for s in ran if s.runs_cases]
         if cases:  # the workspace's reference and generators ran again (restored at once too)
-            check_integrity(job, cases[-1] if len(cases) == 1 else None)
-            check_contracts(job, cases[-1] if len(cases) == 1 else None)
-        return _result(job, "ok")
+            check_integrity(fold, cases[-1] if len(cases) == 1 else None)
+            check_contracts(fold, cases[-1] if len(cases) == 1 else None)
+        return fold.result("ok")
     finally:
         guard().restore()  # nothing a module rebound reaches the next job of this worker
 
 
-def select_kernels(job: Any, selection: object) -> None:
+def select_kernels(job: JobFold, selection: object) -> None:
     """Leave out of validation and benchmarks (``job.skip``) every kernel a job's ``kernels``
     selection leaves out: ``{"only": [names]}`` or ``{"except": [names]}`` (absent: every kernel).
     The module is still imported, generated and built whole (one build per module), so a job of
@@ -332,22 +317,24 @@ def select_kernels(job: Any, selection: object) -> None:
             job.skip.setdefault(name, "not-selected")
 
 
-def _sample_seed(msg: dict[str, Any]) -> int | None:
+def _sample_seed(msg: Mapping[str, Any]) -> int | None:
     value = msg.get("sample_seed")
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+def run_reference_job(msg: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     """The verdict worker's job: import the module (for its contracts), regenerate every
     validation case's inputs from the seed and return the references. No kernel is built or
     launched in this process, so no kernel output exists here to echo (daemon/verdict.py)."""
     from warp_harness.daemon.steps import load, validate
 
     guard()
-    job = _make_job(msg, progress)
+    job = _make_fold(msg, progress)
     try:
-        progress(stage=Step.IMPORT.value, budget_s=job.options.timeout_s)
-        if not load.load(job):
+        progress(stage=Step.IMPORT.value, budget_s=job.spec.options.timeout_s)
+        loaded = load.load(job.spec, progress)
+        job.take_loaded(loaded)
+        if not loaded.ok:
             return {"status": "import-error", "cases": []}
         check_integrity(job, Step.IMPORT)
         check_contracts(job, Step.IMPORT)
@@ -355,36 +342,39 @@ def run_reference_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
         windows = msg.get("timed_windows")
         windows = windows if isinstance(windows, int) and not isinstance(windows, bool) else 1
         windows = max(1, min(windows, 1000))
-        found = validate.reference_cases(job, timed=bool(msg.get("timed")), windows=windows)
+        ctx = job.context()
+        found = validate.reference_cases(ctx, job.kernels, timed=bool(msg.get("timed")), windows=windows)
+        job.take(ctx.outcome())
         check_integrity(job, Step.VALIDATE)
         check_contracts(job, Step.VALIDATE)
         patched = [r.message for r in job.records if r.rule in (F.EVALUATOR_PATCHED, F.CONTRACT_TAMPERED)]
-        return {"status": "ok", "seed": job.seed, **found, "patched": patched}
+        return {"status": "ok", "seed": job.spec.seed, **found, "patched": patched}
     finally:
         guard().restore()
 
 
-def run_case_job(msg: dict[str, Any], progress: Any) -> dict[str, Any]:
+def run_case_job(msg: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     """Re-run one stored case (replay, or a debug-mode re-run to localise a bounds failure)."""
     guard()
     device_name = str(msg.get("device") or "cpu")
-    job = _make_job(msg, progress, devices=[device_name])
-    _configure_warp(job.options)
+    job = _make_fold(msg, progress, devices=[device_name])
+    _configure_warp(job.spec.options)
     try:
         return _run_case(job, msg, device_name)
     finally:
         guard().restore()
 
 
-def _run_case(job: Any, msg: dict[str, Any], device_name: str) -> dict[str, Any]:
+def _run_case(job: JobFold, msg: Mapping[str, Any], device_name: str) -> dict[str, Any]:
     from warp_harness.daemon import comparison
-    from warp_harness.daemon.steps import codegen, compile, load, validate
+    from warp_harness.daemon.steps import Built, codegen, compile, load, validate
 
-    loaded = load.load(job)
+    loaded = load.load(job.spec, job.progress)
+    job.take_loaded(loaded)
     check_integrity(job, Step.IMPORT)
     check_contracts(job, Step.IMPORT)
-    if not loaded:
-        return _result(job, "stale" if job.stale else "import-error")
+    if not loaded.ok:
+        return job.result("stale" if job.stale else "import-error")
     kernel_name = str(msg["kernel"])
     info = job.kernels.get(kernel_name)
     if info is None or info.contract is None:
@@ -393,63 +383,74 @@ def _run_case(job: Any, msg: dict[str, Any], device_name: str) -> dict[str, Any]
                 Stage.NUMERIC,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
-                job.display_path,
+                job.spec.display_path,
                 1,
                 f"stored case: kernel `{kernel_name}` or its contract no longer exists",
             )
         )
-        return _result(job, "error")
-    codegen.run(job)
+        return job.result("error")
+    job.take(codegen.run(job.context(), job.kernels))
     probed = False
-    if msg.get("probe") and info.codegen == "ok":
-        compile.resolve_devices(job)
-        present = dict(job.devices).get(device_name)
-        probed = present is not None and _use_bounds_probe(job, info, present, device_name)
-        if probed:
-            info.compile[device_name] = "compiled"
-        else:  # build the module itself instead
-            job.records = [r for r in job.records if r.rule != F.DEVICE_SKIPPED]
+    if msg.get("probe") and job.verdicts_of(kernel_name).codegen == "ok":
+        ctx = job.context()
+        devices = compile.resolve_devices(ctx)
+        present = dict(devices).get(device_name)
+        probe_kernel = _bounds_probe(ctx, info, present, device_name) if present is not None else None
+        probed = probe_kernel is not None
+        if probe_kernel is not None:
+            ctx.set_build(kernel_name, device_name, "compiled")
+            kernels = {**job.kernels, kernel_name: probe_kernel}
+            job.take(ctx.outcome(Built(tuple(devices), {}, None, kernels)))
+        else:  # build the module itself instead (compile reports the devices skipped again)
+            tried = ctx.outcome()
+            job.take(replace(tried, records=tuple(r for r in tried.records if r.rule != F.DEVICE_SKIPPED)))
     if not probed:
-        compile.run(job)
-    if info.compile.get(device_name) not in ("compiled", "cached"):
-        return _result(job, "error")
+        job.take(compile.run(job.context(), job.kernels))
+    if job.verdicts_of(kernel_name).compile.get(device_name) not in ("compiled", "cached"):
+        return job.result("error")
+    info = job.kernels[kernel_name]
+    contract = info.contract
+    assert contract is not None
     device = dict(job.devices)[device_name]
     stored = msg.get("inputs")
     given = {k: comparison.decode_value(v) for k, v in stored.items()} if isinstance(stored, dict) else None
     edge = msg.get("edge_case")
     gen = None
     if edge is not None:
-        gen = next((c.inputs for c in info.contract.edge_cases if c.name == edge), None)
+        gen = next((c.inputs for c in contract.edge_cases if c.name == edge), None)
         if gen is None and given is None:
-            return _result(job, "error")
+            return job.result("error")
     size = int(msg.get("size") or 1)
     seed = int(msg.get("seed") or 0)
+    ctx = job.context()
     try:
         outcome = validate.run_case(
-            job, info, device_name, device, size, seed, edge, gen=gen, given_inputs=given
+            ctx, info, device_name, device, size, seed, edge, gen=gen, given_inputs=given
         )
     except comparison.ContractProblem as exc:
+        job.take(ctx.outcome())
         job.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
-                job.display_path,
+                job.spec.display_path,
                 info.line,
                 f"stored case of `{kernel_name}`: {exc}",
                 kernel=kernel_name,
             )
         )
-        return _result(job, "error")
+        return job.result("error")
+    job.take(ctx.outcome())
     if outcome.ok:
-        return _result(job, "pass")
+        return job.result("pass")
     rule, message, hint, expected, actual = validate.describe_failure(info, outcome, grows=False)
     job.add(
         F.make_record(
             Stage.NUMERIC,
             rule,
             Severity.ERROR,
-            job.display_path,
+            job.spec.display_path,
             info.line,
             message,
             col=info.col,
@@ -460,7 +461,7 @@ def _run_case(job: Any, msg: dict[str, Any], device_name: str) -> dict[str, Any]
             hint=hint,
         )
     )
-    return _result(job, "fail")
+    return job.result("fail")
 
 
 _GUARD: Any = None
@@ -479,7 +480,7 @@ def guard() -> Any:
     return _GUARD
 
 
-def check_integrity(job: Any, step: Step | None) -> None:
+def check_integrity(job: JobFold, step: Step | None) -> None:
     """WHD060 for every launch, sync, clock or comparison function the workspace rebound
     since the worker started (seen after ``step``); the originals are put back at once."""
     from warp_harness.daemon import integrity
@@ -499,8 +500,8 @@ def check_integrity(job: Any, step: Step | None) -> None:
             Stage.NUMERIC,
             F.EVALUATOR_PATCHED,
             Severity.ERROR,
-            job.display_path,
-            integrity.patch_line(job.source_lines, changed[0]),
+            job.spec.display_path,
+            integrity.patch_line(list(job.source_lines), changed[0]),
             f"the workspace rebound {shown} {when}: code under test may not patch the harness's "
             "launch, synchronisation, timing or comparison functions; the originals were put back "
             "and used for the verdict",
@@ -516,7 +517,7 @@ def _when(step: Step | None) -> str:
     return f"during step `{step}`" if step is not None else "during the validation or the benchmark"
 
 
-def check_contracts(job: Any, step: Step | None) -> None:
+def check_contracts(job: JobFold, step: Step | None) -> None:
     """WHD066 for every contract of the job changed since it was built (its reference,
     generator, tolerance, sizes ... rebound by other code, warp_harness/contract.py's seals);
     rebound fields are bound back at once. Each contract is reported once a job."""
@@ -532,7 +533,9 @@ def check_contracts(job: Any, step: Step | None) -> None:
         in_place = contract_api.restore(c, changed)
         info = next((i for i in job.kernels.values() if i.contract is c), None)
         if info is not None and step is not Step.IMPORT:  # the verdict used the changed contract
-            info.validate = {a: "fail" if v == "pass" else v for a, v in info.validate.items()}
+            held = job.verdicts_of(info.name)
+            revoked = {a: "fail" if v == "pass" else v for a, v in held.validate.items()}
+            job.verdicts[info.name] = replace(held, validate=revoked)
             job.records = [
                 r for r in job.records if not (r.rule == F.VALIDATED and r.location.kernel == info.name)
             ]
@@ -541,18 +544,18 @@ def check_contracts(job: Any, step: Step | None) -> None:
         reported.append(c.label)
         line = 0
         for name in changed:
-            line = integrity.patch_line(job.source_lines, f"contract.{name}")
+            line = integrity.patch_line(list(job.source_lines), f"contract.{name}")
             if line > 1:
                 break
         if line <= 1:
-            line = contract_at(job, info)[0] if info is not None else 1
+            line = contract_at(job.context(), info)[0] if info is not None else 1
         fields = ", ".join(f"`{n}`" for n in changed)
         job.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.CONTRACT_TAMPERED,
                 Severity.ERROR,
-                job.display_path,
+                job.spec.display_path,
                 line,
                 f"contract `{c.label}` changed after it was built ({_when(step)}): {fields}"
                 + (
@@ -569,8 +572,9 @@ def check_contracts(job: Any, step: Step | None) -> None:
         )
 
 
-def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
-    """Make the bounds probe (steps/probe.py) the kernel to run; False when it cannot be built."""
+def _bounds_probe(job: StepContext, info: KernelInfo, device: Any, alias: str) -> KernelInfo | None:
+    """The kernel with the bounds probe (steps/probe.py) as the one to run; None when it cannot be
+    built."""
     from warp_harness.daemon.steps import compile, probe
 
     job.progress(stage=Step.COMPILE.value, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
@@ -578,16 +582,15 @@ def _use_bounds_probe(job: Any, info: Any, device: Any, alias: str) -> bool:
         kernel, checked = probe.probe_kernel(info)
         job.notes["probe"] = {"checked": checked}
         if not checked:
-            return False
+            return None
         compile.load_into_cache(
             job, kernel.module, device, salt=probe.PROBE_SALT, block_dim=compile.unit_block_dim([info])
         )
     except Exception as exc:  # the probe is best effort: Warp's own debug check still runs
         text = str(exc).strip()
         job.notes["probe"] = {"error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"}
-        return False
-    info.runnable = kernel
-    return True
+        return None
+    return replace(info, runnable=kernel)
 
 
 ORPHAN_CHECK_S = 0.5

@@ -22,26 +22,8 @@ _FOLDERS = {
     "warp_harness.daemon": "daemon",
 }
 
-# The cycles that remain, each as the set of its modules (a strongly connected component), and why.
-_KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"warp_harness.engine", "warp_harness.notebooks"}): (
-        "`engine.check_file` hands a .ipynb file to `notebooks.check_notebook_bytes`, which analyses the "
-        "cells with `engine.analyse_source` (notebooks.py is another helper's this session)"
-    ),
-    frozenset(
-        {
-            "warp_harness.daemon.engine",
-            "warp_harness.daemon.executor",
-            "warp_harness.daemon.repros",
-            "warp_harness.daemon.captured.hook",
-        }
-    ): (
-        "`executor.check_many` builds `Engine`s, `Engine` replays through `repros`, which runs cases "
-        "through an executor; captured launches join the same loop (`Engine` replays them through "
-        "`captured.hook`, which stores failing ones with `repros`, and `repros.replay` hands stored "
-        "captured cases back to the hook). Function-local imports; to go with typed steps (#33 item 5)"
-    ),
-}
+# The cycles that remain, each as the set of its modules (a strongly connected component), and why (none).
+_KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def _modules() -> dict[str, Path]:

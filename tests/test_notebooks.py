@@ -13,9 +13,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from warp_harness.engine import analyse_notebook
 from warp_harness.notebooks import (
     NotebookError,
-    analyse_notebook,
     join_cells,
     mask_cell,
     read_notebook,

@@ -327,7 +327,7 @@ class _Fixing:
         if not self.wanted(result):
             return result
         if result.path.endswith(".ipynb"):  # fixes written into the notebook's cells
-            from warp_harness.notebooks import fix_notebook
+            from warp_harness.notebook_fixes import fix_notebook
 
             return fix_notebook(self, result)
         from warp_harness.safe_read import read_regular_text

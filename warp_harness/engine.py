@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from warp_harness.model.module import ModuleModel
     from warp_harness.model.project import ProjectIndex, ProjectView
     from warp_harness.model.source import ParsedSource, SyntaxIssue
+    from warp_harness.notebooks import Joined, Notebook
     from warp_harness.output.model import FileResult
     from warp_harness.rules.base import Rule, RuleContext, Scope, _Reading
 
@@ -423,13 +424,61 @@ def check_file(
             None,
         )
     if path.suffix == ".ipynb":  # a notebook: its code cells as one module (warp_harness/notebooks.py)
-        from warp_harness.notebooks import check_notebook_bytes
-
         return check_notebook_bytes(data, shown, settings, builtins)
     # handed on, not kept here: the analysis drops the bytes once read (`check_bytes`)
     handed = [data]
     del data
     return (analyse or check_bytes)(handed.pop(), shown, settings, builtins)
+
+
+@dataclass(frozen=True)
+class NotebookAnalysis:
+    notebook: Notebook
+    joined: Joined
+    records: list[Record]
+
+
+def analyse_notebook(
+    text: str, path: str, settings: Settings | None = None, builtins: BuiltinTable | None = None
+) -> NotebookAnalysis:
+    """The records of a notebook's code cells (warp_harness/notebooks.py joins them into one
+    module), placed in their cells. Raises NotebookError."""
+    from warp_harness.notebooks import join_cells, place_records, read_notebook
+    from warp_harness.text_cap import cells_too_large
+
+    notebook = read_notebook(text)
+    if not notebook.python:
+        return NotebookAnalysis(notebook, join_cells([]), [])
+    too_large = cells_too_large(((c.number, c.source) for c in notebook.cells if c.kind == "code"), path)
+    if too_large is not None:  # the size cap of a file, on the code the notebook holds
+        return NotebookAnalysis(notebook, join_cells([]), [too_large])
+    joined = join_cells(notebook.cells)
+    analysis = analyse_source(joined.text, path, settings, builtins=builtins)
+    sources = {c.number: c.source for c in notebook.cells}
+    return NotebookAnalysis(notebook, joined, place_records(analysis.records, path, joined, sources))
+
+
+def check_notebook_bytes(
+    data: bytes, path: str, settings: Settings | None = None, builtins: BuiltinTable | None = None
+) -> FileResult:
+    """`check_bytes` for a notebook: records by cell, the cells' lines for excerpts."""
+    from warp_harness.notebooks import NotebookError
+    from warp_harness.output.model import FileResult
+
+    try:
+        text = data.decode("utf-8-sig")
+        result = analyse_notebook(text, path, settings, builtins)
+    except (UnicodeDecodeError, NotebookError) as exc:
+        record = Record(
+            stage=Stage.SYNTAX,
+            rule=SYNTAX_RULE,
+            severity=Severity.ERROR,
+            location=Location(path, 1, 0, 1, 0),
+            message=f"cannot read notebook: {exc}",
+        )
+        return FileResult(path, (record,), None)
+    cells = tuple(tuple(c.source.splitlines()) for c in result.notebook.cells)
+    return FileResult(path, tuple(result.records), None, cells=cells)
 
 
 def unreadable_record(path: str, message: str) -> Record:

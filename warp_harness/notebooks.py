@@ -23,14 +23,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from warp_harness.output.model import FileResult
-from warp_harness.record import Fix, Location, Record, Severity, Stage, TextEdit
+from warp_harness.record import Fix, Location, Record, TextEdit
 
 if TYPE_CHECKING:
-    from warp_harness.builtins import BuiltinTable
-    from warp_harness.config import Settings
+    pass
 
 NOTEBOOK_SUFFIX = ".ipynb"
 # cell magics whose body is Python (IPython runs it): only their first line is masked
@@ -291,57 +289,6 @@ def place_records(
     return placed
 
 
-# ---------------------------------------------------------------------------------------- checking
-
-
-@dataclass(frozen=True)
-class NotebookAnalysis:
-    notebook: Notebook
-    joined: Joined
-    records: list[Record]
-
-
-def analyse_notebook(
-    text: str, path: str, settings: Settings | None = None, builtins: BuiltinTable | None = None
-) -> NotebookAnalysis:
-    """The records of a notebook's code cells, placed in their cells. Raises NotebookError."""
-    from warp_harness.engine import analyse_source
-    from warp_harness.text_cap import cells_too_large
-
-    notebook = read_notebook(text)
-    if not notebook.python:
-        return NotebookAnalysis(notebook, join_cells([]), [])
-    too_large = cells_too_large(((c.number, c.source) for c in notebook.cells if c.kind == "code"), path)
-    if too_large is not None:  # the size cap of a file, on the code the notebook holds
-        return NotebookAnalysis(notebook, join_cells([]), [too_large])
-    joined = join_cells(notebook.cells)
-    analysis = analyse_source(joined.text, path, settings, builtins=builtins)
-    sources = {c.number: c.source for c in notebook.cells}
-    return NotebookAnalysis(notebook, joined, place_records(analysis.records, path, joined, sources))
-
-
-def check_notebook_bytes(
-    data: bytes, path: str, settings: Settings | None = None, builtins: BuiltinTable | None = None
-) -> FileResult:
-    """`engine.check_bytes` for a notebook: records by cell, the cells' lines for excerpts."""
-    from warp_harness.engine import SYNTAX_RULE
-
-    try:
-        text = data.decode("utf-8-sig")
-        result = analyse_notebook(text, path, settings, builtins)
-    except (UnicodeDecodeError, NotebookError) as exc:
-        record = Record(
-            stage=Stage.SYNTAX,
-            rule=SYNTAX_RULE,
-            severity=Severity.ERROR,
-            location=Location(path, 1, 0, 1, 0),
-            message=f"cannot read notebook: {exc}",
-        )
-        return FileResult(path, (record,), None)
-    cells = tuple(tuple(c.source.splitlines()) for c in result.notebook.cells)
-    return FileResult(path, tuple(result.records), None, cells=cells)
-
-
 # ---------------------------------------------------------------------------------------- writing
 
 
@@ -456,18 +403,6 @@ def write_cells(raw: str, sources: Mapping[int, str]) -> str:
 # ---------------------------------------------------------------------------------------- fixing
 
 
-class FixSession(Protocol):
-    """What `check --fix`/`--diff` (cli._Fixing) shares with :func:`fix_notebook`."""
-
-    write: bool
-    safe_only: bool
-    overrides: dict[str, Any]
-    table: Any
-    total: int
-    applied: dict[str, list[Record]]
-    diffs: list[str]
-
-
 def fix_records_in_cells(
     sources: Mapping[int, str], records: Sequence[Record], safe_only: bool
 ) -> tuple[dict[int, str], list[Record]]:
@@ -487,61 +422,11 @@ def fix_records_in_cells(
     return changed, chosen_all
 
 
-def fix_notebook(session: FixSession, result: FileResult) -> FileResult:
-    """`check --fix`/`--diff` on a notebook: fixes applied in the cells, re-checked until stable,
-    written back into the JSON (only the edited cells' sources change)."""
-    from warp_harness.config import load_settings
-    from warp_harness.safe_read import read_regular_text
-
-    path = Path(result.path)
-    original = read_regular_text(path)
-    settings = load_settings(path, session.overrides)
-    raw, first = original, result
-    for _ in range(5):
-        try:
-            notebook = read_notebook(raw)
-        except NotebookError:
-            break
-        sources = {c.number: c.source for c in notebook.cells}
-        changed, chosen = fix_records_in_cells(sources, result.records, session.safe_only)
-        if not changed:
-            break
-        try:
-            new_raw = write_cells(raw, changed)
-        except NotebookError:  # not laid out as nbformat 4 (an nbformat 3 file): report, do not write
-            break
-        session.total += len(chosen)
-        session.applied.setdefault(result.path, []).extend(chosen)
-        raw = new_raw
-        result = check_notebook_bytes(raw.encode("utf-8"), result.path, settings, session.table)
-    if raw != original:
-        if session.write:
-            path.write_text(raw, encoding="utf-8")
-        else:
-            session.diffs.append(_diff(original, raw, result.path))
-    return result if session.write else first
-
-
-def _diff(old: str, new: str, path: str) -> str:
-    import difflib
-
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{path}", f"b/{path}"
-    )
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-    )
-
-
 __all__ = [
     "Cell",
     "Joined",
     "Notebook",
-    "NotebookAnalysis",
     "NotebookError",
-    "analyse_notebook",
-    "check_notebook_bytes",
-    "fix_notebook",
     "is_notebook",
     "join_cells",
     "mask_cell",

@@ -1,19 +1,27 @@
 """The pipeline's steps as the worker runs them on a saved module, in order: load (step
 ``import``), codegen, compile, validate, bench. Which steps there are, in which order, and
-what each means to the supervisor, the cache and the editor is ``daemon/pipeline.py``; the
-worker maps each step to its module's ``run`` (``worker._runners``).
+what each means to the supervisor, the cache and the editor is ``daemon/pipeline.py``.
 
 Every step module imports Warp, so only the worker subprocess imports this package's
-submodules. A step reads the job's ``JobSpec`` (what the supervisor asked for: frozen, the same
-for every step) and adds its findings to the ``Job`` (records, the kernels' typed verdicts,
-timings, notes); the worker sends what they found back as one ``WorkerResult``.
+submodules. Each step is a function of typed inputs returning a typed, frozen outcome:
+
+- ``load.load(spec, progress)`` -> ``LoadedModule`` (the module, its kernels as frozen
+  ``KernelInfo``, contracts, dependencies, source);
+- ``codegen.run``, ``compile.run``, ``validate.run``, ``bench.run`` take a ``StepContext`` (the
+  job's frozen ``JobSpec``, the progress callback, and what this one step finds while it runs: no
+  other step sees it) and the outputs of the steps before them (the kernels, the devices compile
+  found, the verdicts so far), and return a ``StepOutcome`` (records, timings, notes, per-kernel
+  ``KernelVerdicts``, failing cases, the cross-check's outputs; compile also the devices and builds).
+
+The worker folds the outcomes into the one ``WorkerResult`` it sends (daemon/job_fold.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from warp_harness.contract import Contract
@@ -23,35 +31,45 @@ from warp_harness.record import Record
 from warp_harness.wire.statuses import Build, Codegen, Verdict
 
 Progress = Callable[..., None]
+# one passing case's outputs sent to the supervisor for the cross-check (daemon/verdict.py)
+VerdictCase = dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelInfo:
+    """A kernel of the loaded module: where it is, the Warp kernel, the one to launch, its contract."""
+
     name: str
     line: int
     col: int
     end_col: int
     kernel: Any  # the warp Kernel defined in the module
     runnable: Any = None  # the kernel to launch: itself, or an isolated copy when its module is broken
-    codegen: str = Codegen.PENDING  # a `Codegen` value
-    compile: dict[str, str] = field(default_factory=dict)  # device -> a `Build` value
-    validate: dict[str, str] = field(default_factory=dict)  # device -> a `Verdict` value
-    bench: dict[str, dict[str, Any]] = field(default_factory=dict)
     contract: Contract | None = None
+
+
+@dataclass(frozen=True)
+class KernelVerdicts:
+    """What the steps found of one kernel so far; each step returns the verdicts it changed."""
+
+    codegen: str = Codegen.PENDING  # a `Codegen` value
+    compile: Mapping[str, str] = field(default_factory=dict)  # device -> a `Build` value
+    validate: Mapping[str, str] = field(default_factory=dict)  # device -> a `Verdict` value
+    bench: Mapping[str, dict[str, Any]] = field(default_factory=dict)
     # device -> the passing validation case at the benchmark size (validate.CaseOutcome): its
     # inputs and reference are what the benchmark's buffers are checked on after the timed loop
-    validated_case: dict[str, Any] = field(default_factory=dict)
+    validated_case: Mapping[str, Any] = field(default_factory=dict)
 
-    def summary(self) -> KernelSummary:
+    def summary(self, info: KernelInfo) -> KernelSummary:
         """What the steps found of this kernel, typed: each verdict one of its enum's members
         (a step's misspelt verdict fails here, in the worker, not in a reader of the result)."""
         return {
-            "line": self.line,
+            "line": info.line,
             "codegen": Codegen(self.codegen),
             "compile": {device: Build(state) for device, state in self.compile.items()},
             "validate": {device: Verdict(verdict) for device, verdict in self.validate.items()},
             "bench": dict(self.bench),
-            "contract": self.contract.label if self.contract else None,
+            "contract": info.contract.label if info.contract else None,
         }
 
 
@@ -78,41 +96,107 @@ class JobSpec:
     sample_seed: int | None = None
 
 
+@dataclass(frozen=True)
+class LoadedModule:
+    """The ``import`` step's outcome: the module and what it defines, or why there is none."""
+
+    ok: bool  # it imported (and is the text the job was made for)
+    stale: bool  # the file changed after the daemon read it: the job describes no save
+    records: tuple[Record, ...]
+    notes: Mapping[str, Any]
+    source_lines: tuple[str, ...] = ()
+    # the spec's ``expected_sha256`` until the import; after it, the SHA-256 of the text imported
+    source_sha256: str | None = None
+    module: ModuleType | None = None  # the imported Python module
+    kernels: Mapping[str, KernelInfo] = field(default_factory=dict)
+    contracts: tuple[Contract, ...] = ()
+    contract_files: tuple[Path, ...] = ()
+    deps: tuple[tuple[str, str], ...] = ()  # (path, sha256) of workspace files imported
+
+
+@dataclass(frozen=True)
+class Built:
+    """What ``compile`` adds beside verdicts: the devices present and the builds made."""
+
+    devices: tuple[tuple[str, Any], ...]  # (alias, warp Device) present
+    build_keys: Mapping[str, str]  # "kernel@device" -> kernel cache key
+    module_hash: str | None
+    kernels: Mapping[str, KernelInfo]  # the kernels, a broken module's good ones isolated
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one step found: the worker folds it into the job's result (daemon/job_fold.py)."""
+
+    records: tuple[Record, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    notes: Mapping[str, Any] = field(default_factory=dict)
+    verdicts: Mapping[str, KernelVerdicts] = field(default_factory=dict)  # the kernels it judged
+    failures: tuple[FailingCase, ...] = ()  # cases for the failure library
+    verdict_cases: tuple[VerdictCase, ...] = ()  # the cross-check's outputs of passing cases
+    verdict_bytes: int = 0  # the cross-check's bytes sent by the job so far, this step's included
+    built: Built | None = None  # compile's
+
+
 @dataclass
-class Job:
-    """One job in the worker: its frozen ``spec`` and what the steps found so far."""
+class StepContext:
+    """One step while it runs: the job's frozen ``spec``, the progress callback, the kernels left
+    out of runs (``skip``), and what this step found so far. Made for one step and dropped once
+    its ``outcome()`` is taken: nothing written here reaches another step but through it."""
 
     spec: JobSpec
     progress: Progress
-    skip: dict[str, str] = field(default_factory=dict)  # kernel -> why its runs are skipped
+    skip: Mapping[str, str] = field(default_factory=dict)  # kernel -> why its runs are skipped
+    source_lines: tuple[str, ...] = ()
+    # the verdicts of the steps before (read) and this step's (written through the setters)
+    verdicts: dict[str, KernelVerdicts] = field(default_factory=dict)
+    verdict_bytes: int = 0  # the cross-check's budget used, earlier steps' included
     records: list[Record] = field(default_factory=list)
-    kernels: dict[str, KernelInfo] = field(default_factory=dict)
-    contracts: list[Contract] = field(default_factory=list)
-    contract_files: list[Path] = field(default_factory=list)
-    failures: list[FailingCase] = field(default_factory=list)  # cases for the failure library
     timings: dict[str, float] = field(default_factory=dict)
-    module: Any = None  # the imported Python module
-    module_hash: str | None = None
-    deps: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of workspace files imported
-    source_lines: list[str] = field(default_factory=list)
-    devices: list[tuple[str, Any]] = field(default_factory=list)  # (alias, warp Device) present
-    build_keys: dict[str, str] = field(default_factory=dict)  # "kernel@device" -> kernel cache key
-    notes: dict[str, Any] = field(default_factory=dict)  # e.g. what the bounds probe checked
-    # the spec's ``expected_sha256`` until the import; after it, the SHA-256 of the text imported
-    source_sha256: str | None = None
-    stale: bool = False  # the file changed after the daemon read it: the job describes no save
-    # the cross-check's outputs of passing cases (``spec.verdict``)
-    verdict_cases: list[dict[str, Any]] = field(default_factory=list)
-    verdict_bytes: int = 0
-
-    def __post_init__(self) -> None:
-        if self.source_sha256 is None:
-            self.source_sha256 = self.spec.expected_sha256
+    notes: dict[str, Any] = field(default_factory=dict)
+    failures: list[FailingCase] = field(default_factory=list)
+    verdict_cases: list[VerdictCase] = field(default_factory=list)
+    _judged: list[str] = field(default_factory=list)
 
     def add(self, record: Record) -> None:
         self.records.append(record)
 
-    # the spec's fields, read-only: a step reads ``job.path`` and cannot change it
+    def verdicts_of(self, kernel: str) -> KernelVerdicts:
+        return self.verdicts.get(kernel) or KernelVerdicts()
+
+    def _set(self, kernel: str, **changes: Any) -> None:
+        self.verdicts[kernel] = replace(self.verdicts_of(kernel), **changes)
+        if kernel not in self._judged:
+            self._judged.append(kernel)
+
+    def set_codegen(self, kernel: str, state: str) -> None:
+        self._set(kernel, codegen=state)
+
+    def set_build(self, kernel: str, device: str, state: str) -> None:
+        self._set(kernel, compile={**self.verdicts_of(kernel).compile, device: state})
+
+    def set_verdict(self, kernel: str, device: str, verdict: str) -> None:
+        self._set(kernel, validate={**self.verdicts_of(kernel).validate, device: verdict})
+
+    def set_validated_case(self, kernel: str, device: str, case: Any) -> None:
+        self._set(kernel, validated_case={**self.verdicts_of(kernel).validated_case, device: case})
+
+    def set_bench(self, kernel: str, device: str, measured: dict[str, Any]) -> None:
+        self._set(kernel, bench={**self.verdicts_of(kernel).bench, device: measured})
+
+    def outcome(self, built: Built | None = None) -> StepOutcome:
+        return StepOutcome(
+            records=tuple(self.records),
+            timings=dict(self.timings),
+            notes=dict(self.notes),
+            verdicts={name: self.verdicts[name] for name in self._judged},
+            failures=tuple(self.failures),
+            verdict_cases=tuple(self.verdict_cases),
+            verdict_bytes=self.verdict_bytes,
+            built=built,
+        )
+
+    # the spec's fields, read-only: a step reads ``ctx.path`` and cannot change it
     @property
     def id(self) -> int:
         return self.spec.id
@@ -136,14 +220,6 @@ class Job:
     @property
     def seed(self) -> int:
         return self.spec.seed
-
-    @property
-    def known_positions(self) -> dict[str, tuple[int, int, int]] | None:
-        return self.spec.known_positions
-
-    @property
-    def known_positions_sha256(self) -> str | None:
-        return self.spec.known_positions_sha256
 
     @property
     def verdict(self) -> bool:

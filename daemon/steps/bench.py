@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from warp_harness.daemon.integrity import (
     to_numpy,
 )
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.steps import Job, KernelInfo, device_check
+from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome, device_check
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.validate import (
@@ -63,12 +63,12 @@ REVALIDATE_SETS = 1  # the buffers of the first set; more cost time on every sav
 COLD_L2_FLUSH_BYTES = 256 << 20  # written between launches for cold-L2 timing (> any L2 today)
 _clock = TRUSTED.perf_counter  # the clock saved before any workspace code ran
 
-# Called after the timed loop, before the check writes into the timed buffers, with (job, kernel,
+# Called after the timed loop, before the check writes into the timed buffers, with (ctx, kernel,
 # device alias, the rotated launch sets, launches timed): each set's output arrays still hold
 # what the kernel's last timed launch on that set wrote (for its inputs, seed + 5000 + set
 # index, as _launch_sets made them). For a comparison of the timed loop's own outputs against
 # references (daemon/verdict.py); a hook that raises fails the benchmark of that kernel.
-TimedBuffersHook = Callable[[Job, KernelInfo, str, list[list[Any]], int], None]
+TimedBuffersHook = Callable[[StepContext, KernelInfo, str, list[list[Any]], int], None]
 TIMED_BUFFERS_HOOKS: list[TimedBuffersHook] = []
 
 
@@ -93,20 +93,20 @@ def profile_name(device: Any) -> str:
     return "cpu"
 
 
-def peaks(job: Job, alias: str, device: Any = None) -> tuple[float | None, float | None]:
+def peaks(ctx: StepContext, alias: str, device: Any = None) -> tuple[float | None, float | None]:
     """Peaks from [tool.warp-harness.runtime] first, then the device's hardware profile."""
     kind = alias.split(":")[0]
-    bw = job.options.peak_bandwidth_gbs.get(alias, job.options.peak_bandwidth_gbs.get(kind))
-    fl = job.options.peak_gflops.get(alias, job.options.peak_gflops.get(kind))
+    bw = ctx.options.peak_bandwidth_gbs.get(alias, ctx.options.peak_bandwidth_gbs.get(kind))
+    fl = ctx.options.peak_gflops.get(alias, ctx.options.peak_gflops.get(kind))
     if bw is None or fl is None:
-        pbw, pfl = _profile_peaks(job.options.profile or profile_name(device))
+        pbw, pfl = _profile_peaks(ctx.options.profile or profile_name(device))
         bw = bw if bw is not None else pbw
         fl = fl if fl is not None else pfl
     return bw, fl
 
 
 def _launch_sets(
-    job: Job, info: KernelInfo, alias: str, device: Any, size: int
+    ctx: StepContext, info: KernelInfo, alias: str, device: Any, size: int
 ) -> tuple[list[list[Any]], Any, int | None]:
     contract = info.contract
     assert contract is not None
@@ -118,7 +118,7 @@ def _launch_sets(
     hosts: list[tuple[Any, Any]] = []  # (host value, arg type) of the last set made
     nbytes = 0
     for k in range(n_sets):
-        inputs = make_inputs(contract.inputs, size, job.seed + 5000 + k)
+        inputs = make_inputs(contract.inputs, size, ctx.seed + 5000 + k)
         args: list[Any] = []
         hosts = []
         nbytes = 0
@@ -160,13 +160,13 @@ LaunchSets = tuple[list[list[Any]], Any, int | None]
 
 
 def measure(
-    job: Job, info: KernelInfo, alias: str, device: Any, size: int, given: LaunchSets | None = None
+    ctx: StepContext, info: KernelInfo, alias: str, device: Any, size: int, given: LaunchSets | None = None
 ) -> dict[str, Any]:
-    sets, dim, block_dim = given if given is not None else _launch_sets(job, info, alias, device, size)
+    sets, dim, block_dim = given if given is not None else _launch_sets(ctx, info, alias, device, size)
     kernel = info.runnable
     contract = info.contract
     assert contract is not None
-    opts = job.options
+    opts = ctx.options
     last_progress = 0.0
 
     def beat(now: float) -> None:
@@ -175,12 +175,12 @@ def measure(
         # launches of a small kernel: the heartbeat goes at most every PROGRESS_EVERY_S, and
         # its budget covers that interval too, so every launch still gets its full budget.
         nonlocal last_progress
-        job.progress(
+        ctx.progress(
             stage=Step.BENCH.value,
             kernel=info.name,
             device=alias,
             size=size,
-            seed=job.seed,
+            seed=ctx.seed,
             budget_s=opts.launch_timeout_s + PROGRESS_EVERY_S,
         )
         last_progress = now
@@ -253,7 +253,7 @@ def measure(
     check_gaps = given is None  # re-validate in the gaps between windows while it fits and passes
     windows_checked = 0  # gaps whose re-validation ran and passed
     reval_failed = False
-    seeds = _set_seeds(job, sets)  # what each set's buffers hold (None: no seed describes them)
+    seeds = _set_seeds(ctx, sets)  # what each set's buffers hold (None: no seed describes them)
     for w in range(windows):
         if w:
             gap_until = _clock() + opts.bench_window_gap_s
@@ -262,7 +262,7 @@ def measure(
                 # window then times that other data); at the end only when it does not fit
                 t_reval = _clock()
                 ok = recheck(
-                    job,
+                    ctx,
                     info,
                     alias,
                     device,
@@ -277,7 +277,7 @@ def measure(
                 windows_checked += ok is True
                 refilled = (w - 1) % len(sets)
                 small = _array_bytes(sets[refilled]) <= device_check.REVALIDATE_MAX_BYTES
-                fresh = job.seed + REVALIDATE_SEED + 100 * w + refilled
+                fresh = ctx.seed + REVALIDATE_SEED + 100 * w + refilled
                 seeds[refilled] = fresh if ok is not None and small else None
                 check_gaps = not reval_failed and _clock() - t_reval <= opts.bench_window_gap_s
             time.sleep(max(gap_until - _clock(), 0.0))
@@ -306,13 +306,13 @@ def measure(
                 clock_gaps.append((host_s / len(window), statistics.median(window)))
         timed_s += _clock() - started
         if windows > 1:  # this window's outputs, judged by the supervisor (validate.py)
-            _ship_window(job, info, alias, sets, seeds, size, w)
+            _ship_window(ctx, info, alias, sets, seeds, size, w)
         times += window
         window_medians.append(statistics.median(window))
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
     if windows == 1 and given is None:  # hermetic hook: the timed buffers, judged by the supervisor
-        ship_timed_outputs(job, info, alias, sets[:1] if use_events else sets, size)
+        ship_timed_outputs(ctx, info, alias, sets[:1] if use_events else sets, size)
     cold: list[float] = []
     if use_events and opts.bench_cold_l2:
         cold = _cold_l2_times(contract, kernel, sets, dim, device, block_dim, per_window)
@@ -348,14 +348,14 @@ def measure(
         out["times_s"] = list(times)  # times themselves go to the comparison with a baseline
         return out
     for hook in TIMED_BUFFERS_HOOKS:
-        hook(job, info, alias, sets, len(times))
+        hook(ctx, info, alias, sets, len(times))
     # the timed buffers, checked after the timed loop (WHD061/WHD062)
     t_reval = _clock()
     out["revalidated"] = (
         False
         if reval_failed
         else recheck(
-            job,
+            ctx,
             info,
             alias,
             device,
@@ -363,11 +363,11 @@ def measure(
             sets,
             len(times),
             seed_check=True,
-            replay=info.validated_case.get(alias),
+            replay=ctx.verdicts_of(info.name).validated_case.get(alias),
             timed=(dim, block_dim),
         )
     )
-    job.timings["revalidate_ms"] = job.timings.get("revalidate_ms", 0.0) + (_clock() - t_reval) * 1e3
+    ctx.timings["revalidate_ms"] = ctx.timings.get("revalidate_ms", 0.0) + (_clock() - t_reval) * 1e3
     if use_events:
         resources = kernel_resources(kernel, device, block_dim)
         if resources:
@@ -375,15 +375,21 @@ def measure(
     return out
 
 
-def _set_seeds(job: Job, sets: list[list[Any]]) -> list[int | None]:
-    """The seed of each benchmark set's inputs as ``_launch_sets`` made them: job.seed + 5000 + k
+def _set_seeds(ctx: StepContext, sets: list[list[Any]]) -> list[int | None]:
+    """The seed of each benchmark set's inputs as ``_launch_sets`` made them: ctx.seed + 5000 + k
     for the sets made on the host, the last of those for the device's copies of it."""
     made = 1 if _array_bytes(sets[0]) * 3 > ROTATE_MAX_BYTES else min(3, len(sets))
-    return [job.seed + TIMED_SEED + min(k, made - 1) for k in range(len(sets))]
+    return [ctx.seed + TIMED_SEED + min(k, made - 1) for k in range(len(sets))]
 
 
 def _ship_window(
-    job: Job, info: KernelInfo, alias: str, sets: list[list[Any]], seeds: list[int | None], size: int, w: int
+    ctx: StepContext,
+    info: KernelInfo,
+    alias: str,
+    sets: list[list[Any]],
+    seeds: list[int | None],
+    size: int,
+    w: int,
 ) -> None:
     """At the end of window ``w`` (synchronised): the outputs of the set the next gap re-fills,
     while a seed still describes its inputs, to the supervisor. Above the host check's size only
@@ -393,7 +399,7 @@ def _ship_window(
     seed = seeds[k]
     if seed is None or (w and _array_bytes(sets[k]) > device_check.REVALIDATE_MAX_BYTES):
         return
-    ship_timed_outputs(job, info, alias, [sets[k]], size, seeds=[seed], window=w)
+    ship_timed_outputs(ctx, info, alias, [sets[k]], size, seeds=[seed], window=w)
 
 
 def _cold_l2_times(
@@ -429,7 +435,7 @@ def _array_bytes(args: list[Any]) -> int:
 
 
 def recheck(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -451,16 +457,16 @@ def recheck(
     total = _array_bytes(args)
     if not getattr(device, "is_cuda", False) or total <= device_check.REVALIDATE_MAX_BYTES:
         return revalidate(
-            job, info, alias, device, size, sets, n_launches, first=first, window=window,
+            ctx, info, alias, device, size, sets, n_launches, first=first, window=window,
             seed_check=seed_check, replay=replay,
         )  # fmt: skip
-    written = _all_written(job, info, alias, device, size, args, n_launches, timed)
+    written = _all_written(ctx, info, alias, device, size, args, n_launches, timed)
     if written is False:
         return False
     contract = info.contract
     assert contract is not None
     capped = max(1, size * device_check.REVALIDATE_MAX_BYTES // total)
-    seed = job.seed + REVALIDATE_SEED + 100 * window + first
+    seed = ctx.seed + REVALIDATE_SEED + 100 * window + first
     params = [(a.label, a.type) for a in info.runnable.adj.args]
     made = make_inputs(contract.inputs, capped, seed)
     shapes = [
@@ -472,9 +478,9 @@ def recheck(
         return written
     view_sets = list(sets)
     view_sets[first] = views
-    job.notes.setdefault("recheck_sizes", {})[f"{info.name}@{alias}"] = capped
+    ctx.notes.setdefault("recheck_sizes", {})[f"{info.name}@{alias}"] = capped
     values = revalidate(
-        job, info, alias, device, capped, view_sets, n_launches, first=first, window=window,
+        ctx, info, alias, device, capped, view_sets, n_launches, first=first, window=window,
         seed_check=seed_check,
     )  # fmt: skip
     if values is None:
@@ -483,7 +489,7 @@ def recheck(
 
 
 def _all_written(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -513,12 +519,12 @@ def _all_written(
     for j, name, dt in outs:
         unwritten, total = device_check.unwritten_elements(args[j], dt)
         if unwritten:
-            job.add(
+            ctx.add(
                 F.make_record(
                     Stage.NUMERIC,
                     F.WRONG_AFTER_TIMING,
                     Severity.ERROR,
-                    job.display_path,
+                    ctx.display_path,
                     info.line,
                     f"kernel `{info.name}` on {alias}: after {n_launches} timed launches, launched again "
                     f"on the benchmark's own inputs (size {size}), {unwritten} of {total} elements of "
@@ -538,7 +544,7 @@ def _all_written(
 
 
 def revalidate(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -584,7 +590,7 @@ def revalidate(
         if replayed is not None:
             seed, inputs = replayed.seed, replayed.inputs
         else:
-            seed = job.seed + REVALIDATE_SEED + 100 * window + first + k
+            seed = ctx.seed + REVALIDATE_SEED + 100 * window + first + k
             inputs = make_inputs(contract.inputs, size, seed)
             if contract.check_constraints(inputs) is not None:
                 continue
@@ -638,7 +644,7 @@ def revalidate(
                 name, from_snapshot(snaps[name]), refs[name], tol, poisoned=name not in contract.inplace
             )
             if not report.ok:
-                _wrong_after_timing(job, info, alias, size, seed, n_launches, report)
+                _wrong_after_timing(ctx, info, alias, size, seed, n_launches, report)
                 return False
     if not checked:
         return None
@@ -647,17 +653,17 @@ def revalidate(
     n_elements = sum(int(np.prod(chosen[0][j].shape)) for j in pure_out)
     if len(outputs_seen) == 2 and n_elements > 1 and outputs_seen[0] == outputs_seen[1]:
         # rare: only now regenerate the set's own inputs (seed + 5000, as _launch_sets made them)
-        set_inputs = make_inputs(contract.inputs, size, job.seed + 5000 + first)
+        set_inputs = make_inputs(contract.inputs, size, ctx.seed + 5000 + first)
         same_inputs = fresh_inputs == b"".join(
             np.ascontiguousarray(set_inputs[params[j][0]], dtype=_numpy_dtype(params[j][1])).tobytes()
             for j in pure_in
         )
-        job.add(
+        ctx.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.SEED_INDEPENDENT,
                 Severity.WARNING,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 f"kernel `{info.name}` on {alias}, size {size}: the outputs (and the reference) are the "
                 "same bytes for two different seeds"
@@ -693,7 +699,7 @@ def _write_into(arr: Any, src: np.ndarray, arg_type: Any, device: Any) -> bool:
 
 
 def _wrong_after_timing(
-    job: Job, info: KernelInfo, alias: str, size: int, seed: int, n_launches: int, r: OutputReport
+    ctx: StepContext, info: KernelInfo, alias: str, size: int, seed: int, n_launches: int, r: OutputReport
 ) -> None:
     idx = r.first_bad[0] if r.first_bad is not None and len(r.first_bad) == 1 else r.first_bad
     what = (
@@ -701,12 +707,12 @@ def _wrong_after_timing(
         if r.n_unwritten
         else f"{r.n_bad} of {r.n_total} elements of `{r.name}` are wrong (got {r.got}, expected {r.expected})"
     )
-    job.add(
+    ctx.add(
         F.make_record(
             Stage.NUMERIC,
             F.WRONG_AFTER_TIMING,
             Severity.ERROR,
-            job.display_path,
+            ctx.display_path,
             info.line,
             f"kernel `{info.name}` on {alias}: after {n_launches} timed launches, on fresh inputs in the "
             f"benchmark's buffers (size {size}, seed {seed}), {what}; first bad index {idx}. "
@@ -723,17 +729,17 @@ def _wrong_after_timing(
 
 
 def _clock_disagreement(
-    job: Job, info: KernelInfo, alias: str, gaps: list[tuple[float, float]], windows: int
+    ctx: StepContext, info: KernelInfo, alias: str, gaps: list[tuple[float, float]], windows: int
 ) -> None:
     """WHD063: in some timed windows the host clock saw far more time per launch than the
     events (integrity.clock_disagrees): work off the timed stream, or a patched event clock."""
     host, event = max(gaps, key=lambda g: g[0] / max(g[1], 1e-12))
-    job.add(
+    ctx.add(
         F.make_record(
             Stage.PERFORMANCE,
             F.CLOCK_DISAGREES,
             Severity.WARNING,
-            job.display_path,
+            ctx.display_path,
             info.line,
             f"kernel `{info.name}` on {alias}: in {len(gaps)} of {windows} timed windows the host clock "
             f"saw {host * 1e6:.1f} µs per launch after a device synchronise, the events "
@@ -759,18 +765,18 @@ def kernel_resources(kernel: Any, device: Any, block_dim: int | None) -> dict[st
         return {}
 
 
-def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
+def bench_kernel(ctx: StepContext, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
     size = contract.benchmark_size_for(alias)
     carved = persisting_l2_bytes(device, reset=True)
     if carved:
-        job.add(
+        ctx.add(
             F.make_record(
                 Stage.PERFORMANCE,
                 F.PERSISTING_L2,
                 Severity.WARNING,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 f"{alias}: the workspace set aside {carved} bytes of persisting L2 cache; it was set "
                 "back to the context's own limit before timing `" + info.name + "`",
@@ -779,18 +785,18 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
             )
         )
     try:
-        m = measure(job, info, alias, device, size)
+        m = measure(ctx, info, alias, device, size)
     except MemoryError:
-        job.add(memory_record(job, info, alias, "benchmark"))
+        ctx.add(memory_record(ctx, info, alias, "benchmark"))
         return
     except ContractProblem as exc:
-        line, col, end_col = contract_at(job, info)
-        job.add(
+        line, col, end_col = contract_at(ctx, info)
+        ctx.add(
             F.make_record(
                 Stage.PERFORMANCE,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
-                job.display_path,
+                ctx.display_path,
                 line,
                 f"benchmark of `{info.name}`: {exc}",
                 col=col,
@@ -803,14 +809,14 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
         end_if_context_lost(exc)  # a GPU fault while timing: the worker ends (steps/launching.py)
         raise
     if m.get("clock_gaps"):
-        _clock_disagreement(job, info, alias, m["clock_gaps"], len(m["window_medians_s"]))
+        _clock_disagreement(ctx, info, alias, m["clock_gaps"], len(m["window_medians_s"]))
     median = m["median_s"]
     metrics: dict[str, float] = {"latency_us": median * 1e6, "time_ms": median * 1e3}
-    peak_bw, peak_fl = peaks(job, alias, device)
+    peak_bw, peak_fl = peaks(ctx, alias, device)
     m["peaks"] = {
         "bandwidth_gbs": peak_bw,
         "gflops": peak_fl,
-        "profile": job.options.profile or profile_name(device),
+        "profile": ctx.options.profile or profile_name(device),
     }
     if contract.bytes is not None and median > 0:
         metrics["bandwidth_gbs"] = float(contract.bytes(size)) / median / 1e9
@@ -826,7 +832,7 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     if resources.get("local_bytes") is not None:
         metrics["local_bytes_per_thread"] = float(resources["local_bytes"])
     m["metrics"] = metrics
-    info.bench[alias] = m
+    ctx.set_bench(info.name, alias, m)
     spread = (
         f"best of {m['windows']} windows; all launches: median {m['pooled_median_s'] * 1e6:.1f}, "
         if m["windows"] > 1
@@ -844,12 +850,12 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
         parts.append(f"{metrics['gflops']:.2f} GFLOP/s")
         if "flops_util" in metrics:
             parts.append(f"{metrics['flops_util'] * 100:.1f}% of {peak_fl:g} GFLOP/s peak")
-    job.add(
+    ctx.add(
         F.make_record(
             Stage.PERFORMANCE,
             F.MEASURED,
             Severity.INFO,
-            job.display_path,
+            ctx.display_path,
             info.line,
             f"kernel `{info.name}` on {alias}, size {size}: " + ", ".join(parts),
             col=info.col,
@@ -860,12 +866,12 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
     )
     for util in ("bandwidth_util", "flops_util"):
         if metrics.get(util, 0.0) > IMPLAUSIBLE_FACTOR:
-            job.add(
+            ctx.add(
                 F.make_record(
                     Stage.PERFORMANCE,
                     F.IMPLAUSIBLE,
                     Severity.WARNING,
-                    job.display_path,
+                    ctx.display_path,
                     info.line,
                     f"kernel `{info.name}` on {alias}: {util} = {metrics[util]:.2f} "
                     "is beyond the hardware peak",
@@ -873,19 +879,24 @@ def bench_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
                     hint="check the contract's bytes/flops functions and that the kernel does all its work",
                 )
             )
-    severity = Severity(job.options.perf_severity)
+    severity = Severity(ctx.options.perf_severity)
     m["targets"] = [
         {
             "target": str(target),
             "value": metrics.get(target.metric),
-            "verdict": check_target(job, info, alias, target, metrics, severity),
+            "verdict": check_target(ctx, info, alias, target, metrics, severity),
         }
         for target in contract.parsed_targets()
     ]
 
 
 def check_target(
-    job: Job, info: KernelInfo, alias: str, target: Target, metrics: dict[str, float], severity: Severity
+    ctx: StepContext,
+    info: KernelInfo,
+    alias: str,
+    target: Target,
+    metrics: dict[str, float],
+    severity: Severity,
 ) -> str:
     """Report a missed or unchecked target; the verdict: ``met``, ``missed`` or ``unchecked``."""
     value = metrics.get(target.metric)
@@ -897,12 +908,12 @@ def check_target(
             else "no peak for this device: set peak_bandwidth_gbs / peak_gflops in "
             "[tool.warp-harness.runtime] (or give the contract bytes/flops)"
         )
-        job.add(
+        ctx.add(
             F.make_record(
                 Stage.PERFORMANCE,
                 F.TARGET_UNCHECKED,
                 Severity.WARNING,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 f"kernel `{info.name}` on {alias}: target `{target}` not checked: {why}",
                 kernel=info.name,
@@ -911,12 +922,12 @@ def check_target(
         return "unchecked"
     if target.holds(value):
         return "met"
-    job.add(
+    ctx.add(
         F.make_record(
             Stage.PERFORMANCE,
             F.TARGET_MISSED,
             severity,
-            job.display_path,
+            ctx.display_path,
             info.line,
             f"kernel `{info.name}` on {alias} misses its target `{target}`: "
             f"measured {target.metric} = {value:.4g}",
@@ -931,12 +942,17 @@ def check_target(
     return "missed"
 
 
-def run(job: Job) -> None:
+def run(
+    ctx: StepContext, kernels: Mapping[str, KernelInfo], devices: Sequence[tuple[str, Any]]
+) -> StepOutcome:
+    """Every kernel that passed validation on a device timed there: its ``bench`` figures per device,
+    the targets checked, the timed buffers checked again."""
     t0 = _clock()
-    for info in job.kernels.values():
-        if info.contract is None or info.name in job.skip:
+    for info in kernels.values():
+        if info.contract is None or info.name in ctx.skip:
             continue
-        for alias, device in job.devices:
-            if info.validate.get(alias) == "pass":
-                bench_kernel(job, info, alias, device)
-    job.timings["bench_ms"] = (_clock() - t0) * 1e3
+        for alias, device in devices:
+            if ctx.verdicts_of(info.name).validate.get(alias) == "pass":
+                bench_kernel(ctx, info, alias, device)
+    ctx.timings["bench_ms"] = (_clock() - t0) * 1e3
+    return ctx.outcome()

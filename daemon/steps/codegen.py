@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import warp as _warp
 
 from warp_harness.daemon import findings as F
 from warp_harness.daemon.codegen_errors import exception_text, kernel_return_error, parse_codegen_error
-from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome
 from warp_harness.record import Location, Related, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
@@ -29,17 +30,17 @@ def codegen_options(module: Any) -> dict[str, Any]:
     return opts
 
 
-def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
+def error_record(ctx: StepContext, info: KernelInfo, exc: BaseException, stage: Stage, rule: str) -> None:
     text = exception_text(exc)
     parsed = parse_codegen_error(text, type(exc).__name__)
-    if parsed is None or parsed.primary(job.path) is None:
+    if parsed is None or parsed.primary(ctx.path) is None:
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        job.add(
+        ctx.add(
             F.make_record(
                 stage,
                 rule,
                 Severity.ERROR,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 f"kernel `{info.name}`: {type(exc).__name__}: {first}",
                 col=info.col,
@@ -48,7 +49,7 @@ def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, r
             )
         )
         return
-    primary = parsed.primary(job.path)
+    primary = parsed.primary(ctx.path)
     assert primary is not None
     related = tuple(
         Related(
@@ -60,13 +61,13 @@ def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, r
     )
     chain = " -> ".join(f.function for f in parsed.frames)
     where = f" (in {chain})" if len(parsed.frames) > 1 else ""
-    same_file = str(job.path) == primary.path or primary.path.endswith(job.path.name)
-    job.add(
+    same_file = str(ctx.path) == primary.path or primary.path.endswith(ctx.path.name)
+    ctx.add(
         F.make_record(
             stage,
             rule,
             Severity.ERROR,
-            job.display_path,
+            ctx.display_path,
             primary.line if same_file else info.line,
             f"kernel `{info.name}`{where}: {parsed.message}",
             col=primary.col if same_file else info.col,
@@ -77,12 +78,13 @@ def error_record(job: Job, info: KernelInfo, exc: BaseException, stage: Stage, r
     )
 
 
-def run(job: Job) -> None:
+def run(ctx: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
+    """Each kernel's code generated alone: its ``codegen`` verdict and first error."""
     t0 = time.perf_counter()
-    for info in job.kernels.values():
+    for info in kernels.values():
         kernel = info.kernel
         if getattr(kernel, "is_generic", False):
-            info.codegen = "generic"  # types come from each launch's overload
+            ctx.set_codegen(info.name, "generic")  # types come from each launch's overload
             continue
         try:
             kernel.adj.build(None, codegen_options(kernel.module))
@@ -90,8 +92,9 @@ def run(job: Job) -> None:
             if refused is not None:
                 raise WarpCodegenTypeError(refused)
         except Exception as exc:  # Warp raises many classes: catch broadly, parse the text
-            info.codegen = "error"
-            error_record(job, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)
+            ctx.set_codegen(info.name, "error")
+            error_record(ctx, info, exc, Stage.COMPILE, F.CODEGEN_ERROR)
         else:
-            info.codegen = "ok"
-    job.timings["codegen_ms"] = (time.perf_counter() - t0) * 1e3
+            ctx.set_codegen(info.name, "ok")
+    ctx.timings["codegen_ms"] = (time.perf_counter() - t0) * 1e3
+    return ctx.outcome()

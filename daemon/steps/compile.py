@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import warp as _warp
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import kernel_cache
 from warp_harness.daemon.pipeline import Step
-from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps import Built, KernelInfo, StepContext, StepOutcome
 from warp_harness.daemon.steps.codegen import error_record
 from warp_harness.daemon.steps.launching import block_dim_of
 from warp_harness.record import Severity, Stage
@@ -25,16 +27,16 @@ from warp_harness.record import Severity, Stage
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 
-def resolve_devices(job: Job) -> None:
-    """Fill job.devices with the configured devices present; report the others as skipped."""
+def resolve_devices(ctx: StepContext) -> list[tuple[str, Any]]:
+    """The configured devices present, as (alias, warp Device); the others reported as skipped."""
     present: dict[str, Any] = {}
     cuda_count = wp.get_cuda_device_count()
-    for name in job.options.devices:
+    for name in ctx.options.devices:
         if name == "cpu":
             present["cpu"] = wp.get_device("cpu")
         elif name == "cuda":
             if cuda_count == 0:
-                _skipped(job, name, "no CUDA device is present")
+                _skipped(ctx, name, "no CUDA device is present")
             for i in range(cuda_count):
                 present[f"cuda:{i}"] = wp.get_device(f"cuda:{i}")
         else:
@@ -42,17 +44,17 @@ def resolve_devices(job: Job) -> None:
             if index < cuda_count:
                 present[name] = wp.get_device(name)
             else:
-                _skipped(job, name, f"{cuda_count} CUDA device(s) present")
-    job.devices = list(present.items())
+                _skipped(ctx, name, f"{cuda_count} CUDA device(s) present")
+    return list(present.items())
 
 
-def _skipped(job: Job, name: str, why: str) -> None:
-    job.add(
+def _skipped(ctx: StepContext, name: str, why: str) -> None:
+    ctx.add(
         F.make_record(
             Stage.COMPILE,
             F.DEVICE_SKIPPED,
             Severity.INFO,
-            job.display_path,
+            ctx.display_path,
             1,
             f"device {name} skipped: {why}",
             hint="remove it from [tool.warp-harness.runtime] devices, or run where it exists",
@@ -65,15 +67,15 @@ def block_dim_for(device: Any) -> int | None:
     return 1 if getattr(device, "is_cpu", False) else None
 
 
-def apply_module_options(job: Job, module: Any) -> None:
+def apply_module_options(ctx: StepContext, module: Any) -> None:
     """Options of [tool.warp-harness.runtime] that Warp keeps per module (fast_math ...)."""
     changed = False
     for key in ("fast_math", "lineinfo", "max_unroll", "enable_backward", "optimization_level"):
-        value = getattr(job.options, key)
+        value = getattr(ctx.options, key)
         if value is not None and module.options.get(key) != value:
             module.options[key] = value
             changed = True
-    if job.options.mode == "debug" and module.options.get("mode") != "debug":
+    if ctx.options.mode == "debug" and module.options.get("mode") != "debug":
         module.options["mode"] = "debug"
         changed = True
     if changed:
@@ -114,7 +116,7 @@ def unit_block_dim(infos: list[KernelInfo]) -> int | None:
 
 
 def load_into_cache(
-    job: Job, module: Any, device: Any, *, salt: str = "", block_dim: int | None = None
+    ctx: StepContext, module: Any, device: Any, *, salt: str = "", block_dim: int | None = None
 ) -> tuple[bool, float, str]:
     """Build (or find) ``module`` for ``device`` in the user's kernel cache (kernel_cache.py; never
     the workspace's .warp-harness/kernels, which a repository can ship); (compiled, ms, key).
@@ -130,7 +132,7 @@ def load_into_cache(
     module_hash = module.get_module_hash(block_dim)
     kind, arch = kernel_cache.describe_device(device)
     key = kernel_cache.build_key(module_hash, resolved, wp.config.version, kind, arch)
-    folder = kernel_cache.folder_for(job.workspace, key)
+    folder = kernel_cache.folder_for(ctx.workspace, key)
     hit = kernel_cache.has_binary(folder)
     wp.config.kernel_cache_dir = str(folder)
     t0 = time.perf_counter()
@@ -142,30 +144,30 @@ def load_into_cache(
         # Warp found a build in the folder and did not compile: the failure is the stored
         # build's (a write cut short by a full disk or a kill, a disk error), not the kernel's.
         # Build it again once; only a failure of that build is the kernel's verdict.
-        wp.config.kernel_cache_dir = str(_discard_build(job, folder, key, device, exc))
+        wp.config.kernel_cache_dir = str(_discard_build(ctx, folder, key, device, exc))
         module.load(device, block_dim)
         hit = False
     return not hit, (time.perf_counter() - t0) * 1e3, key
 
 
-def _discard_build(job: Job, folder: Path, key: str, device: Any, exc: Exception) -> Path:
+def _discard_build(ctx: StepContext, folder: Path, key: str, device: Any, exc: Exception) -> Path:
     """Remove a build folder Warp could not load; the folder to build into instead (a private
     one when it cannot be removed). Says so in an info record and in the job's notes."""
     shutil.rmtree(folder, ignore_errors=True)
-    target = kernel_cache.folder_for(job.workspace, key)
+    target = kernel_cache.folder_for(ctx.workspace, key)
     if kernel_cache.has_binary(target):  # could not be removed (read-only): build elsewhere
         target = kernel_cache.private_root() / key
         shutil.rmtree(target, ignore_errors=True)
         target.mkdir(parents=True, exist_ok=True)
     text = str(exc).strip()
     why = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".strip(": ")
-    job.notes.setdefault("rebuilt", []).append({"key": key, "device": str(device), "error": why})
-    job.add(
+    ctx.notes.setdefault("rebuilt", []).append({"key": key, "device": str(device), "error": why})
+    ctx.add(
         F.make_record(
             Stage.COMPILE,
             F.INTERNAL,
             Severity.INFO,
-            job.display_path,
+            ctx.display_path,
             1,
             f"the kernel cache held an unreadable build of this module for {device} "
             f"(build {key[:12]}…: {why}): discarded and rebuilt",
@@ -176,48 +178,58 @@ def _discard_build(job: Job, folder: Path, key: str, device: Any, exc: Exception
     return target
 
 
-def run(job: Job) -> None:
+def run(ctx: StepContext, kernels: Mapping[str, KernelInfo]) -> StepOutcome:
+    """Build the module (a broken module's good kernels each in a module of its own) for every
+    device present: each kernel's ``compile`` verdict per device, the devices and the builds."""
     t0 = time.perf_counter()
-    resolve_devices(job)
-    good = [k for k in job.kernels.values() if k.codegen in ("ok", "generic")]
-    broken = any(k.codegen == "error" for k in job.kernels.values())
+    devices = resolve_devices(ctx)
+    kernels = dict(kernels)
+
+    def codegen(info: KernelInfo) -> str:
+        return ctx.verdicts_of(info.name).codegen
+
+    good = [k for k in kernels.values() if codegen(k) in ("ok", "generic")]
+    broken = any(codegen(k) == "error" for k in kernels.values())
     units: list[tuple[Any, list[KernelInfo]]] = []
     if good and not broken:
-        apply_module_options(job, good[0].kernel.module)
-        units.append((good[0].kernel.module, [k for k in good if k.codegen == "ok"]))
+        apply_module_options(ctx, good[0].kernel.module)
+        units.append((good[0].kernel.module, [k for k in good if codegen(k) == "ok"]))
     elif good:
         for info in good:
-            if info.codegen != "ok":
+            if codegen(info) != "ok":
                 continue
-            apply_module_options(job, info.kernel.module)
-            info.runnable = isolate(info)
-            apply_module_options(job, info.runnable.module)
+            apply_module_options(ctx, info.kernel.module)
+            info = kernels[info.name] = replace(info, runnable=isolate(info))
+            apply_module_options(ctx, info.runnable.module)
             units.append((info.runnable.module, [info]))
     keys: list[str] = []
-    for alias, device in job.devices:
+    build_keys: dict[str, str] = {}
+    module_hash: str | None = None
+    for alias, device in devices:
         for module, infos in units:
             if not infos:
                 continue
-            job.progress(
-                stage=Step.COMPILE.value, device=alias, kernel=infos[0].name, budget_s=job.options.timeout_s
+            ctx.progress(
+                stage=Step.COMPILE.value, device=alias, kernel=infos[0].name, budget_s=ctx.options.timeout_s
             )
             try:
-                compiled, ms, key = load_into_cache(job, module, device, block_dim=unit_block_dim(infos))
+                compiled, ms, key = load_into_cache(ctx, module, device, block_dim=unit_block_dim(infos))
             except Exception as exc:
                 for info in infos:
-                    info.compile[alias] = "error"
-                error_record(job, infos[0], exc, Stage.COMPILE, F.COMPILE_ERROR)
+                    ctx.set_build(info.name, alias, "error")
+                error_record(ctx, infos[0], exc, Stage.COMPILE, F.COMPILE_ERROR)
                 if isinstance(exc, OSError):  # the file system failed, not the code: not cached
-                    job.notes["transient"] = f"{type(exc).__name__}: {exc}"
+                    ctx.notes["transient"] = f"{type(exc).__name__}: {exc}"
                 continue
             keys.append(key)
             for info in infos:
-                info.compile[alias] = "compiled" if compiled else "cached"
-                job.build_keys[f"{info.name}@{alias}"] = key
-            job.timings[f"compile_ms[{alias}]"] = job.timings.get(f"compile_ms[{alias}]", 0.0) + ms
+                ctx.set_build(info.name, alias, "compiled" if compiled else "cached")
+                build_keys[f"{info.name}@{alias}"] = key
+            ctx.timings[f"compile_ms[{alias}]"] = ctx.timings.get(f"compile_ms[{alias}]", 0.0) + ms
     if units and units[0][1]:
         try:
-            job.module_hash = units[0][0].get_module_hash(1).hex()
+            module_hash = units[0][0].get_module_hash(1).hex()
         except Exception:
-            job.module_hash = None
-    job.timings["compile_stage_ms"] = (time.perf_counter() - t0) * 1e3
+            module_hash = None
+    ctx.timings["compile_stage_ms"] = (time.perf_counter() - t0) * 1e3
+    return ctx.outcome(Built(tuple(devices), build_keys, module_hash, kernels))

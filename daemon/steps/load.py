@@ -11,6 +11,7 @@ import importlib.util
 import os
 import sys
 import traceback
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,8 +23,8 @@ from warp_harness.daemon import findings as F
 from warp_harness.daemon import hermetic_build
 from warp_harness.daemon.discovery import contract_siblings, kernel_positions
 from warp_harness.daemon.hermetic_build import module_name_for
-from warp_harness.daemon.steps import Job, KernelInfo
-from warp_harness.record import Severity, Stage
+from warp_harness.daemon.steps import JobSpec, KernelInfo, LoadedModule, Progress, StepContext
+from warp_harness.record import Record, Severity, Stage
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
@@ -67,7 +68,7 @@ def _in_workspace(file: str | None, workspace: Path) -> bool:
 # (workspace, {name: module}): the sys.modules entries the last job's ``_collect_deps`` found to
 # be no workspace module; the next purge looks only at the others (one walk of ~800 modules
 # per save instead of two)
-_CHECKED: tuple[Path | None, dict[str, Any]] = (None, {})
+_CHECKED: tuple[Path | None, dict[str, ModuleType]] = (None, {})
 
 
 def purge_workspace_modules(workspace: Path) -> None:
@@ -175,25 +176,25 @@ class _WorkspaceSourceFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
-def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
+def _import(loading: _Loading, name: str, sys_path: Path) -> ModuleType | None:
     entry = str(sys_path)
     if entry not in sys.path:
         sys.path.insert(0, entry)
-    finder = _WorkspaceSourceFinder(job.workspace)
+    finder = _WorkspaceSourceFinder(loading.workspace)
     sys.meta_path.insert(0, finder)
     try:
         return importlib.import_module(name)
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | MemoryError):
             raise
-        line, col = _error_line(exc, job.path)
+        line, col = _error_line(exc, loading.path)
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        job.add(
+        loading.add(
             F.make_record(
                 Stage.SYNTAX if isinstance(exc, SyntaxError) else Stage.COMPILE,
                 F.IMPORT_ERROR,
                 Severity.ERROR,
-                job.display_path,
+                loading.display_path,
                 line,
                 f"importing the module failed: {text}",
                 col=col,
@@ -205,71 +206,122 @@ def _import(job: Job, name: str, sys_path: Path) -> ModuleType | None:
         sys.meta_path.remove(finder)
 
 
-def _is_stale(job: Job, sha: str | None) -> bool:
+@dataclass
+class _Loading:
+    """The import while it runs (``load`` freezes it into a ``LoadedModule``)."""
+
+    step: StepContext
+    source_sha256: str | None
+    source_lines: list[str] = field(default_factory=list)
+    module: ModuleType | None = None
+    kernels: dict[str, KernelInfo] = field(default_factory=dict)
+    contracts: list[contract_api.Contract] = field(default_factory=list)
+    contract_files: list[Path] = field(default_factory=list)
+    deps: list[tuple[str, str]] = field(default_factory=list)
+    stale: bool = False
+
+    @property
+    def path(self) -> Path:
+        return self.step.path
+
+    @property
+    def workspace(self) -> Path:
+        return self.step.workspace
+
+    @property
+    def display_path(self) -> str:
+        return self.step.display_path
+
+    def add(self, record: Record) -> None:
+        self.step.add(record)
+
+    def loaded(self, ok: bool) -> LoadedModule:
+        return LoadedModule(
+            ok=ok,
+            stale=self.stale,
+            records=tuple(self.step.records),
+            notes=dict(self.step.notes),
+            source_lines=tuple(self.source_lines),
+            source_sha256=self.source_sha256,
+            module=self.module,
+            kernels=dict(self.kernels),
+            contracts=tuple(self.contracts),
+            contract_files=tuple(self.contract_files),
+            deps=tuple(self.deps),
+        )
+
+
+def _is_stale(loading: _Loading, sha: str | None) -> bool:
     """Whether the text the worker read differs from the one the job was made for (the file
     was saved again after the daemon read it): marks the job stale, its records dropped."""
-    if job.source_sha256 is None or sha is None or sha == job.source_sha256:
+    if loading.source_sha256 is None or sha is None or sha == loading.source_sha256:
         return False
-    job.stale = True
-    job.records.clear()
-    job.notes["stale"] = {"expected": job.source_sha256, "found": sha}
+    loading.stale = True
+    loading.step.records.clear()
+    loading.step.notes["stale"] = {"expected": loading.source_sha256, "found": sha}
     return True
 
 
-def load(job: Job) -> bool:
-    """Import ``job.path``; fill job.module, kernels, contracts, deps. False if it did not import,
-    or if the file is no longer the text the job was made for (``job.stale``)."""
-    purge_workspace_modules(job.workspace)
-    for sibling in contract_siblings(job.path):  # a module planted under its name by an earlier job
+def load(spec: JobSpec, progress: Progress) -> LoadedModule:
+    """Import ``spec.path``: the module, its kernels, contracts and deps; not ``ok`` if it did not
+    import, or if the file is no longer the text the job was made for (``stale``)."""
+    loading = _Loading(StepContext(spec, progress), spec.expected_sha256)
+    return loading.loaded(_load(loading))
+
+
+def _load(loading: _Loading) -> bool:
+    purge_workspace_modules(loading.workspace)
+    for sibling in contract_siblings(loading.path):  # a module planted under its name by an earlier job
         sys.modules.pop(module_name_for(sibling)[0], None)
     # no workspace module is left in sys.modules: _collect_deps looks only at what the import adds
     library = dict(sys.modules)
-    data = job.path.read_bytes()
-    if _is_stale(job, hashlib.sha256(data).hexdigest()):
+    data = loading.path.read_bytes()
+    if _is_stale(loading, hashlib.sha256(data).hexdigest()):
         return False
     source = data.decode("utf-8", errors="replace")
-    job.source_lines = source.splitlines()
-    name, root = module_name_for(job.path)
-    hermetic = _load_hermetic(job, source, name, root)
+    loading.source_lines = source.splitlines()
+    loading.step.source_lines = tuple(loading.source_lines)
+    name, root = module_name_for(loading.path)
+    hermetic = _load_hermetic(loading, source, name, root)
     if not isinstance(hermetic, str):
         module: ModuleType | None = hermetic
-        job.source_sha256 = hashlib.sha256(data).hexdigest()
+        loading.source_sha256 = hashlib.sha256(data).hexdigest()
     else:
-        _COMPILED_SHA.pop(str(job.path), None)
-        module = _import(job, name, root)
+        _COMPILED_SHA.pop(str(loading.path), None)
+        module = _import(loading, name, root)
         # the import read the file again: it must still be the same text
-        if _is_stale(job, _COMPILED_SHA.get(str(job.path))):
+        if _is_stale(loading, _COMPILED_SHA.get(str(loading.path))):
             return False
-        job.source_sha256 = _COMPILED_SHA.get(str(job.path), hashlib.sha256(data).hexdigest())
+        loading.source_sha256 = _COMPILED_SHA.get(str(loading.path), hashlib.sha256(data).hexdigest())
     if module is None:
-        _collect_deps(job, library)
+        _collect_deps(loading, library)
         return False
-    job.module = module
-    positions = _positions(job, source)
+    loading.module = module
+    positions = _positions(loading, source)
     for value in list(vars(module).values()):
         if not isinstance(value, wp.Kernel) or getattr(value.func, "__module__", None) != module.__name__:
             continue
         fname = value.func.__name__
         line, col, end_col = positions.get(fname, (1, 0, 0))
-        if fname not in job.kernels:
-            job.kernels[fname] = KernelInfo(fname, line, col, end_col, value, runnable=value)
+        if fname not in loading.kernels:
+            loading.kernels[fname] = KernelInfo(fname, line, col, end_col, value, runnable=value)
     contracts = contract_api.discover(vars(module))
-    for sibling in contract_siblings(job.path):
-        sib_mod = _import(job, module_name_for(sibling)[0], module_name_for(sibling)[1])
+    for sibling in contract_siblings(loading.path):
+        sib_mod = _import(loading, module_name_for(sibling)[0], module_name_for(sibling)[1])
         if sib_mod is not None and not _is_file_module(sib_mod, sibling):
-            _planted(job, sibling)
+            _planted(loading, sibling)
             continue
         if sib_mod is not None:
-            job.contract_files.append(sibling)
+            loading.contract_files.append(sibling)
             contracts.extend(c for c in contract_api.discover(vars(sib_mod)) if c not in contracts)
-    job.contracts = contracts
+    loading.contracts = contracts
     for c in contracts:
-        _attach(job, c)
-    _collect_deps(job, library)
+        _attach(loading, c)
+    _collect_deps(loading, library)
     return True
 
 
-def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType | str | None:
+def _load_hermetic(loading: _Loading, source: str, name: str, root: Path) -> ModuleType | str | None:
     """The kernel module built from its text (``hermetic_build.build_module``) and put in
     ``sys.modules`` under its name, its sibling contract modules imported against it; a str:
     why it cannot be (``hermetic_build.why_not``, which the supervisor runs on the same text to
@@ -280,15 +332,15 @@ def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType |
     ``from scale import scale`` gets the hermetic build's kernels, funcs, structs and constants,
     and a contract the module defines itself is taken from its text with only what it reaches
     (``hermetic_contract``), into the same fresh module."""
-    siblings = contract_siblings(job.path)
+    siblings = contract_siblings(loading.path)
     texts = [(s.name, s.read_text(encoding="utf-8", errors="replace")) for s in siblings]
-    reason = hermetic_build.why_not(source, str(job.path), name, texts)
+    reason = hermetic_build.why_not(source, str(loading.path), name, texts)
     if reason is not None:
         return reason
     try:
-        module = hermetic_build.build_module(source, str(job.path), name)
+        module = hermetic_build.build_module(source, str(loading.path), name)
     except (hermetic_build.NotHermetic, SyntaxError, ValueError, RecursionError) as exc:
-        _hermetic_failed(job, exc, "building the module's kernels from its text failed")
+        _hermetic_failed(loading, exc, "building the module's kernels from its text failed")
         return None
     sys.modules[name] = module
     for sibling in siblings:
@@ -296,31 +348,30 @@ def _load_hermetic(job: Job, source: str, name: str, root: Path) -> ModuleType |
         for entry in (str(sib_root), str(root)):
             if entry not in sys.path:
                 sys.path.insert(0, entry)
-        finder = _WorkspaceSourceFinder(job.workspace)
+        finder = _WorkspaceSourceFinder(loading.workspace)
         sys.meta_path.insert(0, finder)
         try:
             importlib.import_module(sib_name)
         except Exception as exc:
             sys.modules.pop(name, None)
-            _hermetic_failed(
-                job, exc, f"importing its contract module `{sibling.name}` against the hermetic build failed"
-            )
+            what = f"importing its contract module `{sibling.name}` against the hermetic build failed"
+            _hermetic_failed(loading, exc, what)
             return None
         finally:
             sys.meta_path.remove(finder)
     return module
 
 
-def _hermetic_failed(job: Job, exc: BaseException, what: str) -> None:
+def _hermetic_failed(loading: _Loading, exc: BaseException, what: str) -> None:
     cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
-    line, col = _error_line(cause, job.path)
+    line, col = _error_line(cause, loading.path)
     text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
-    job.add(
+    loading.add(
         F.make_record(
             Stage.COMPILE,
             F.IMPORT_ERROR,
             Severity.ERROR,
-            job.display_path,
+            loading.display_path,
             line,
             f"{what}: {text}",
             col=col,
@@ -329,10 +380,13 @@ def _hermetic_failed(job: Job, exc: BaseException, what: str) -> None:
     )
 
 
-def _positions(job: Job, source: str) -> dict[str, tuple[int, int, int]]:
+def _positions(loading: _Loading, source: str) -> dict[str, tuple[int, int, int]]:
     """The kernels' positions in ``source``: the supervisor's when it parsed this very text."""
-    known = job.known_positions
-    if known is not None and job.known_positions_sha256 == hashlib.sha256(source.encode("utf-8")).hexdigest():
+    known = loading.step.spec.known_positions
+    if (
+        known is not None
+        and loading.step.spec.known_positions_sha256 == hashlib.sha256(source.encode("utf-8")).hexdigest()
+    ):
         return known
     return kernel_positions(source)
 
@@ -344,14 +398,14 @@ def _is_file_module(module: ModuleType, path: Path) -> bool:
     return isinstance(file, str) and os.path.realpath(file) == os.path.realpath(path)
 
 
-def _planted(job: Job, sibling: Path) -> None:
-    job.add(
+def _planted(loading: _Loading, sibling: Path) -> None:
+    loading.add(
         F.make_record(
             Stage.NUMERIC,
             F.CONTRACT_TAMPERED,
             Severity.ERROR,
-            job.display_path,
-            next((i + 1 for i, t in enumerate(job.source_lines) if "sys.modules" in t), 1),
+            loading.display_path,
+            next((i + 1 for i, t in enumerate(loading.source_lines) if "sys.modules" in t), 1),
             f"the contract module `{sibling.stem}` was already imported, and not from {sibling.name}: "
             "code that ran before it put another module under its name; its contracts were not used",
             hint="do not import, replace or pre-load the contract module from the kernel's module",
@@ -359,61 +413,61 @@ def _planted(job: Job, sibling: Path) -> None:
     )
 
 
-def _attach(job: Job, c: contract_api.Contract) -> None:
+def _attach(loading: _Loading, c: contract_api.Contract) -> None:
     name = c.kernel_name
-    info = job.kernels.get(name)
+    info = loading.kernels.get(name)
     if info is None:
         # a contract may name a kernel by the attribute it is bound to
-        value: Any = getattr(job.module, name, None)
+        value: Any = getattr(loading.module, name, None)
         if isinstance(value, wp.Kernel):
-            info = job.kernels.get(value.func.__name__)
+            info = loading.kernels.get(value.func.__name__)
     if info is None:
-        line = next((i + 1 for i, t in enumerate(job.source_lines) if name in t and "kernel" in t), 1)
-        job.add(
+        line = next((i + 1 for i, t in enumerate(loading.source_lines) if name in t and "kernel" in t), 1)
+        loading.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
-                job.display_path,
+                loading.display_path,
                 line,
                 f"contract `{c.label}` names kernel `{name}`, which this module does not define",
-                hint=f"set kernel= to one of: {', '.join(sorted(job.kernels)) or '(no kernels)'}",
+                hint=f"set kernel= to one of: {', '.join(sorted(loading.kernels)) or '(no kernels)'}",
             )
         )
         return
     if info.contract is not None:
-        job.add(
+        loading.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.CONTRACT_ERROR,
                 Severity.WARNING,
-                job.display_path,
+                loading.display_path,
                 info.line,
                 f"kernel `{info.name}` has several contracts; only `{info.contract.label}` is used",
                 kernel=info.name,
             )
         )
         return
-    info.contract = c
+    loading.kernels[info.name] = replace(info, contract=c)
 
 
-def _collect_deps(job: Job, library: dict[str, Any]) -> None:
-    """``job.deps``: the workspace files imported; ``library``: sys.modules before the import,
+def _collect_deps(loading: _Loading, library: dict[str, ModuleType]) -> None:
+    """``loading.deps``: the workspace files imported; ``library``: sys.modules before the import,
     when it held no workspace module (only modules added or replaced since are looked at)."""
     # the text imported, not the file as it is now: a result is cached under the text it describes
     global _CHECKED
-    seen: dict[str, str] = {str(job.path): job.source_sha256 or _file_sha(job.path)}
+    seen: dict[str, str] = {str(loading.path): loading.source_sha256 or _file_sha(loading.path)}
     checked = dict(library)
     for name, mod in list(sys.modules.items()):
         if library.get(name) is mod:
             continue
         file = getattr(mod, "__file__", None)
-        if _in_workspace(file, job.workspace) and file:
+        if _in_workspace(file, loading.workspace) and file:
             p = Path(file).resolve()
             seen.setdefault(str(p), _file_sha(p))
         else:
             checked[name] = mod
-    _CHECKED = (job.workspace, checked)
-    for sibling in contract_siblings(job.path):
+    _CHECKED = (loading.workspace, checked)
+    for sibling in contract_siblings(loading.path):
         seen.setdefault(str(sibling), _file_sha(sibling))
-    job.deps = sorted(seen.items())
+    loading.deps = sorted(seen.items())

@@ -15,7 +15,7 @@ import inspect
 import itertools
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +39,7 @@ from warp_harness.daemon.hints import choose_hint
 from warp_harness.daemon.integrity import TRUSTED, from_snapshot, snapshot_bytes, to_numpy
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.results import FailingCase
-from warp_harness.daemon.steps import Job, KernelInfo
+from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.record import Record, Severity, Stage
 
@@ -125,7 +125,7 @@ def _to_float64(value: Any) -> Any:
     return value
 
 
-def _call_reference(reference: Callable[..., Any], args: dict[str, Any]) -> Any:
+def _call_reference(reference: Callable[..., Any], args: Mapping[str, Any]) -> Any:
     try:
         sig = inspect.signature(reference)
     except (TypeError, ValueError):
@@ -220,7 +220,7 @@ def _dim(contract: Contract, size: int, inputs: dict[str, Any], first_output: An
 
 
 def run_case(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -284,14 +284,14 @@ def run_case(
     dim = _dim(contract, size, inputs, out_arrays[contract.outputs[0]])
     block_dim = block_dim_of(contract, size, inputs)
     got_snaps = _checked_launch(
-        job, info, alias, device, size, seed, edge_case, launch_args, out_arrays, dim, block_dim
+        ctx, info, alias, device, size, seed, edge_case, launch_args, out_arrays, dim, block_dim
     )
     poison_snaps: dict[str, tuple[bytes, Any, tuple[int, ...]]] = {}
     if poison_arrays:
         poison_snaps = _checked_launch(
-            job, info, alias, device, size, seed, edge_case, poison_args, poison_arrays, dim, block_dim
+            ctx, info, alias, device, size, seed, edge_case, poison_args, poison_arrays, dim, block_dim
         )
-    job.progress(stage=Step.VALIDATE.done, kernel=info.name, device=alias, budget_s=job.options.timeout_s)
+    ctx.progress(stage=Step.VALIDATE.done, kernel=info.name, device=alias, budget_s=ctx.options.timeout_s)
 
     for name, before in originals.items():
         if name in contract.inplace:
@@ -319,7 +319,7 @@ def run_case(
 
 
 def _checked_launch(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -336,14 +336,14 @@ def _checked_launch(
     arrays on the heap cannot write the answer in."""
     contract = info.contract
     assert contract is not None
-    job.progress(
+    ctx.progress(
         stage=Step.VALIDATE.value,
         kernel=info.name,
         device=alias,
         size=size,
         seed=seed,
         edge_case=edge_case,
-        budget_s=job.options.launch_timeout_s,
+        budget_s=ctx.options.launch_timeout_s,
     )
     launch(contract, info.runnable, dim=dim, inputs=args, device=device, block_dim=block_dim)
     TRUSTED.synchronize_device(device)
@@ -354,7 +354,7 @@ def _checked_launch(
 
 
 def shrink(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     device: Any,
@@ -374,7 +374,7 @@ def shrink(
             break
         tried += 1
         try:
-            outcome = run_case(job, info, alias, device, c, failing.seed, failing.edge_case, gen=gen)
+            outcome = run_case(ctx, info, alias, device, c, failing.seed, failing.edge_case, gen=gen)
         except ContractProblem:
             continue
         if outcome.skipped:
@@ -388,7 +388,7 @@ def shrink(
         mid = (lo + hi) // 2
         tried += 1
         try:
-            outcome = run_case(job, info, alias, device, mid, failing.seed, failing.edge_case, gen=gen)
+            outcome = run_case(ctx, info, alias, device, mid, failing.seed, failing.edge_case, gen=gen)
         except ContractProblem:
             break
         if outcome.skipped or outcome.ok:
@@ -495,12 +495,14 @@ def describe_failure(
     return rule, message, hint, r.expected, r.got
 
 
-def _varies(job: Job, info: KernelInfo, alias: str, device: Any, case: CaseOutcome, gen: Generator) -> bool:
+def _varies(
+    ctx: StepContext, info: KernelInfo, alias: str, device: Any, case: CaseOutcome, gen: Generator
+) -> bool:
     """Whether running ``case`` again (same seed, same inputs) gives other results: a race, or
     reads of memory the kernel does not own. Warp's CPU backend runs threads one at a time, so
     there this is almost always False."""
     try:
-        again = run_case(job, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
+        again = run_case(ctx, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
     except Exception:  # the first run got this far; a second failure says nothing more
         return False
 
@@ -514,26 +516,26 @@ def _edge_cases(contract: Contract) -> list[EdgeCase]:
     return list(contract.edge_cases)
 
 
-def contract_at(job: Job, info: KernelInfo) -> tuple[int, int, int]:
+def contract_at(ctx: StepContext, info: KernelInfo) -> tuple[int, int, int]:
     """Where a broken contract is reported: its ``Contract(...)`` call when this file holds it,
     else the kernel's ``def`` (a contract in a sibling file)."""
     names = [info.name] + ([info.contract.kernel_name] if info.contract is not None else [])
     for name in names:
-        found = F.contract_position(job.source_lines, name)
+        found = F.contract_position(ctx.source_lines, name)
         if found is not None:
             return found
     return info.line, info.col, info.end_col
 
 
-def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
+def memory_record(ctx: StepContext, info: KernelInfo, alias: str, stage: str) -> Record:
     """WHD013 for a kernel whose inputs, reference or launch hit the worker's memory limit."""
     return F.make_record(
         Stage.CRASH,
         F.MEMORY,
         Severity.ERROR,
-        job.display_path,
+        ctx.display_path,
         info.line,
-        f"the {stage} of kernel `{info.name}` on {alias} went past the {job.options.memory_mb} MB "
+        f"the {stage} of kernel `{info.name}` on {alias} went past the {ctx.options.memory_mb} MB "
         "memory limit (MemoryError)",
         col=info.col,
         end_col=info.end_col,
@@ -542,10 +544,10 @@ def memory_record(job: Job, info: KernelInfo, alias: str, stage: str) -> Record:
     )
 
 
-DRAWN_SEED = 2000  # the drawn sizes' inputs: job.seed + this + k
-EDGE_SEED = 1000  # the edge cases' inputs: job.seed + this + j
-TIMED_SEED = 5000  # the benchmark's input sets: job.seed + this + k (steps/bench.py)
-REVALIDATE_SEED = 7000  # fresh inputs for the check after the timed loop: job.seed + this + set
+DRAWN_SEED = 2000  # the drawn sizes' inputs: ctx.seed + this + k
+EDGE_SEED = 1000  # the edge cases' inputs: ctx.seed + this + j
+TIMED_SEED = 5000  # the benchmark's input sets: ctx.seed + this + k (steps/bench.py)
+REVALIDATE_SEED = 7000  # fresh inputs for the check after the timed loop: ctx.seed + this + set
 
 
 def drawn_sizes(sizes: tuple[int, ...] | list[int], seed: int) -> list[int]:
@@ -603,43 +605,43 @@ def planned_cases(contract: Contract, seed: int) -> list[PlannedCase]:
 
 
 def _run_planned(
-    job: Job, info: KernelInfo, alias: str, device: Any, case: PlannedCase
+    ctx: StepContext, info: KernelInfo, alias: str, device: Any, case: PlannedCase
 ) -> CaseOutcome | None:
     """The case's outcome; None for a drawn size the contract cannot make inputs for (its
     generator raises, or a constraint fails there): a drawn size is an extra, not a promise."""
     gen = case.gen if case.edge_case is not None else None
     if not case.drawn:
-        return run_case(job, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
+        return run_case(ctx, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
     try:
-        outcome = run_case(job, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
+        outcome = run_case(ctx, info, alias, device, case.size, case.seed, case.edge_case, gen=gen)
     except ContractProblem:
-        job.notes.setdefault("drawn_skipped", []).append(f"{info.name}:{case.size}")
+        ctx.notes.setdefault("drawn_skipped", []).append(f"{info.name}:{case.size}")
         return None
     if outcome.skipped is not None:
-        job.notes.setdefault("drawn_skipped", []).append(f"{info.name}:{case.size}")
+        ctx.notes.setdefault("drawn_skipped", []).append(f"{info.name}:{case.size}")
         return None
     outcome.drawn = True
     return outcome
 
 
-def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None:
+def validate_kernel(ctx: StepContext, info: KernelInfo, alias: str, device: Any) -> None:
     contract = info.contract
     assert contract is not None
     outcomes: list[CaseOutcome] = []
     try:
-        for case in planned_cases(contract, job.seed):
-            outcome = _run_planned(job, info, alias, device, case)
+        for case in planned_cases(contract, ctx.seed):
+            outcome = _run_planned(ctx, info, alias, device, case)
             if outcome is not None:
                 outcomes.append(outcome)
     except ContractProblem as exc:
-        info.validate[alias] = "error"
-        line, col, end_col = contract_at(job, info)
-        job.add(
+        ctx.set_verdict(info.name, alias, "error")
+        line, col, end_col = contract_at(ctx, info)
+        ctx.add(
             F.make_record(
                 Stage.NUMERIC,
                 F.CONTRACT_ERROR,
                 Severity.ERROR,
-                job.display_path,
+                ctx.display_path,
                 line,
                 f"contract `{contract.label}` of kernel `{info.name}`: {exc}",
                 col=col,
@@ -649,19 +651,19 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         )
         return
     except MemoryError:
-        info.validate[alias] = "memory"
-        job.add(memory_record(job, info, alias, "validation"))
+        ctx.set_verdict(info.name, alias, "memory")
+        ctx.add(memory_record(ctx, info, alias, "validation"))
         return
     except Exception as exc:
         end_if_context_lost(exc)  # a GPU fault: the worker ends, as a crash does on the CPU
-        info.validate[alias] = "error"
+        ctx.set_verdict(info.name, alias, "error")
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        job.add(
+        ctx.add(
             F.make_record(
                 Stage.CRASH,
                 F.CRASH,
                 Severity.ERROR,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 f"launching kernel `{info.name}` on {alias} raised {type(exc).__name__}: {text}",
                 col=info.col,
@@ -674,13 +676,13 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
     ran = [o for o in outcomes if o.skipped is None]
     for o in outcomes:
         if o.skipped is not None:
-            line, col, end_col = contract_at(job, info)
-            job.add(
+            line, col, end_col = contract_at(ctx, info)
+            ctx.add(
                 F.make_record(
                     Stage.NUMERIC,
                     F.CONTRACT_ERROR,
                     Severity.WARNING,
-                    job.display_path,
+                    ctx.display_path,
                     line,
                     f"contract `{contract.label}`: inputs of size {o.size} violate "
                     f"`{o.skipped}`; case skipped",
@@ -692,36 +694,36 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             )
     failed = [o for o in ran if not o.ok]
     if not failed:
-        info.validate[alias] = "pass" if ran else "error"
+        ctx.set_verdict(info.name, alias, "pass" if ran else "error")
         # the benchmark re-checks its buffers after the timed loop on this case (bench.revalidate)
         bench_size = contract.benchmark_size_for(alias)
         at_bench_size = [o for o in ran if o.edge_case is None and o.size == bench_size]
         if at_bench_size:
-            info.validated_case[alias] = at_bench_size[0]
+            ctx.set_validated_case(info.name, alias, at_bench_size[0])
         t0 = time.perf_counter()
-        ship_outputs(job, info, alias, ran)
-        job.timings["ship_ms"] = job.timings.get("ship_ms", 0.0) + (time.perf_counter() - t0) * 1e3
+        ship_outputs(ctx, info, alias, ran)
+        ctx.timings["ship_ms"] = ctx.timings.get("ship_ms", 0.0) + (time.perf_counter() - t0) * 1e3
         declared = [o for o in ran if not o.drawn]  # the record speaks of the contract's cases
         if declared:
             sizes = ", ".join(str(o.size) for o in declared if o.edge_case is None)
             n_edge = sum(1 for o in declared if o.edge_case)
-            job.add(
+            ctx.add(
                 F.make_record(
                     Stage.NUMERIC,
                     F.VALIDATED,
                     Severity.INFO,
-                    job.display_path,
+                    ctx.display_path,
                     info.line,
                     f"kernel `{info.name}` matches its reference on {alias}: sizes {sizes}"
                     + (f" and {n_edge} edge case(s)" if n_edge else "")
-                    + f" (seed {job.seed}); max relative error {max(o.max_rel for o in declared):.3g}",
+                    + f" (seed {ctx.seed}); max relative error {max(o.max_rel for o in declared):.3g}",
                     col=info.col,
                     end_col=info.end_col,
                     kernel=info.name,
                 )
             )
         return
-    info.validate[alias] = "fail"
+    ctx.set_verdict(info.name, alias, "fail")
     sweep = [o for o in ran if o.edge_case is None and not o.drawn]
     sweep_failed = [o for o in sweep if not o.ok]
     grows = (
@@ -742,16 +744,18 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         if first.edge_case is not None:
             gen = next(c.inputs for c in contract.edge_cases if c.name == first.edge_case)
         smallest = first
-        if job.options.shrink and first.size > 1:
+        if ctx.options.shrink and first.size > 1:
             t0 = time.perf_counter()
-            smallest = shrink(job, info, alias, device, first, gen)
-            job.timings["shrink_ms"] = job.timings.get("shrink_ms", 0.0) + (time.perf_counter() - t0) * 1e3
+            smallest = shrink(ctx, info, alias, device, first, gen)
+            ctx.timings["shrink_ms"] = ctx.timings.get("shrink_ms", 0.0) + (time.perf_counter() - t0) * 1e3
         at_boundary = any(r.boundary for r in first.bad_reports)
         evidence = failure_evidence(
             first,
             grows=grows,
-            varies=not first.mutated and _varies(job, info, alias, device, first, gen),
-            passes_on=tuple(a for a, v in info.validate.items() if v == "pass" and a != alias),
+            varies=not first.mutated and _varies(ctx, info, alias, device, first, gen),
+            passes_on=tuple(
+                a for a, v in ctx.verdicts_of(info.name).validate.items() if v == "pass" and a != alias
+            ),
             boundary=at_boundary,
         )
         rule, message, hint, expected, actual = describe_failure(
@@ -772,12 +776,12 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
         failing_sizes = sorted({o.size for o in sweep_failed})
         if first.edge_case is None and len(failing_sizes) > 1:
             message += f"; failing sizes: {', '.join(map(str, failing_sizes))}"
-        job.add(
+        ctx.add(
             F.make_record(
                 Stage.NUMERIC,
                 rule,
                 Severity.ERROR,
-                job.display_path,
+                ctx.display_path,
                 info.line,
                 message,
                 col=info.col,
@@ -793,7 +797,7 @@ def validate_kernel(job: Job, info: KernelInfo, alias: str, device: Any) -> None
             or any(r.n_unwritten for r in smallest.bad_reports)
             or (not first.mutated and choose_hint(evidence).bounds_suspect)
         )
-        job.failures.append(
+        ctx.failures.append(
             FailingCase(
                 kind="numeric",
                 kernel=info.name,
@@ -828,19 +832,19 @@ def _encoded(snaps: Mapping[str, tuple[bytes, Any, tuple[int, ...]]], seed: int 
     return {n: encode_array(sampled(from_snapshot(snap), seed)) for n, snap in snaps.items()}
 
 
-def _ship(job: Job, case: dict[str, Any], nbytes: int) -> None:
-    if job.verdict_bytes + nbytes > VERDICT_MAX_BYTES:  # the supervisor then has no evidence: no pass
-        job.notes["verdict_not_sent"] = job.notes.get("verdict_not_sent", 0) + 1
+def _ship(ctx: StepContext, case: dict[str, Any], nbytes: int) -> None:
+    if ctx.verdict_bytes + nbytes > VERDICT_MAX_BYTES:  # the supervisor then has no evidence: no pass
+        ctx.notes["verdict_not_sent"] = ctx.notes.get("verdict_not_sent", 0) + 1
         return
-    job.verdict_bytes += nbytes
-    job.verdict_cases.append(case)
+    ctx.verdict_bytes += nbytes
+    ctx.verdict_cases.append(case)
 
 
-def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutcome]) -> None:
+def ship_outputs(ctx: StepContext, info: KernelInfo, alias: str, outcomes: list[CaseOutcome]) -> None:
     """The outputs of a passing kernel's cases (the checked launch's, and the poisoned launch's),
     sent to the supervisor, which judges them against the verdict worker's references
     (daemon/verdict.py); at most VERDICT_MAX_BYTES."""
-    if not job.verdict:
+    if not ctx.verdict:
         return
     for o in outcomes:
         if not o.outputs:
@@ -850,14 +854,14 @@ def ship_outputs(job: Job, info: KernelInfo, alias: str, outcomes: list[CaseOutc
             "key": _case_key(info.name, o.size, o.seed, o.edge_case),
             "device": alias,
             "digest": o.input_digest,
-            "outputs": _encoded(o.outputs, job.sample_seed),
-            "poison_outputs": _encoded(o.poison_outputs, job.sample_seed),
+            "outputs": _encoded(o.outputs, ctx.sample_seed),
+            "poison_outputs": _encoded(o.poison_outputs, ctx.sample_seed),
         }
-        _ship(job, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in snaps))
+        _ship(ctx, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in snaps))
 
 
 def ship_timed_outputs(
-    job: Job,
+    ctx: StepContext,
     info: KernelInfo,
     alias: str,
     sets: list[list[Any]],
@@ -867,17 +871,17 @@ def ship_timed_outputs(
 ) -> None:
     """Called by steps/bench.py after the timed loop (and, on CUDA timed in several windows, at the
     end of every window): what the benchmark's own buffers hold (the inputs it timed on: the seed
-    ``seeds[k]`` of ``sets[k]``, by default job.seed + TIMED_SEED + k, and the outputs its last
+    ``seeds[k]`` of ``sets[k]``, by default ctx.seed + TIMED_SEED + k, and the outputs its last
     timed launch left), sent to the supervisor to be judged like a validation case. A kernel that
     is right only when checked is wrong here. Kernels with in-place outputs are left out (their
     buffers hold many launches' worth of updates, no reference describes that)."""
     contract = info.contract
-    if not job.verdict or contract is None or contract.inplace:
+    if not ctx.verdict or contract is None or contract.inplace:
         return
     params = _params(info.runnable)
     chosen = sets[:TIMED_SETS] if seeds is None else sets
     for k, args in enumerate(chosen):
-        seed = job.seed + TIMED_SEED + k if seeds is None else seeds[k]
+        seed = ctx.seed + TIMED_SEED + k if seeds is None else seeds[k]
         arrays = {n: to_numpy(args[j]) for j, (n, t) in enumerate(params) if is_array(t)}
         originals = {n: a for n, a in arrays.items() if n not in contract.outputs}
         scalars = {n: args[j] for j, (n, t) in enumerate(params) if not is_array(t)}
@@ -886,18 +890,18 @@ def ship_timed_outputs(
             "key": _case_key(info.name, size, seed, TIMED_CASE),
             "device": alias,
             "digest": input_digest(params, originals, scalars),
-            "outputs": _encoded(outputs, job.sample_seed),
+            "outputs": _encoded(outputs, ctx.sample_seed),
             "timed": True,
         }
         if window is not None:
             case["window"] = window
-        _ship(job, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in outputs.values()))
+        _ship(ctx, case, sum(min(len(snap[0]), SAMPLE_ELEMENTS * 8) for snap in outputs.values()))
 
 
 def refill_seeds(seed: int, windows: int) -> list[int]:
     """The seeds of the inputs a CUDA benchmark timed in ``windows`` windows puts into its buffers
     in the gaps between windows (steps/bench.py: gap ``w`` re-validates set ``(w - 1) % 3`` of the
-    three on fresh inputs of job.seed + REVALIDATE_SEED + 100 w + that set), which the next
+    three on fresh inputs of ctx.seed + REVALIDATE_SEED + 100 w + that set), which the next
     windows time: the verdict worker computes their references too."""
     return [seed + REVALIDATE_SEED + 100 * w + (w - 1) % TIMED_SETS for w in range(1, windows)]
 
@@ -907,7 +911,11 @@ def names_index(params: list[tuple[str, Any]], name: str) -> int:
 
 
 def reference_cases(
-    job: Job, max_bytes: int = VERDICT_MAX_BYTES, timed: bool = False, windows: int = 1
+    ctx: StepContext,
+    kernels: Mapping[str, KernelInfo],
+    max_bytes: int = VERDICT_MAX_BYTES,
+    timed: bool = False,
+    windows: int = 1,
 ) -> dict[str, Any]:
     """In the verdict worker (never launches a kernel): the references of every validation case
     (``planned_cases``: the contract's sizes, the drawn sizes, its edge cases) and, with
@@ -921,25 +929,25 @@ def reference_cases(
     out: list[dict[str, Any]] = []
     missing: list[str] = []
     total = 0
-    for info in job.kernels.values():
+    for info in kernels.values():
         contract = info.contract
-        if contract is None or info.name in job.skip:
+        if contract is None or info.name in ctx.skip:
             continue
-        cases = planned_cases(contract, job.seed)
+        cases = planned_cases(contract, ctx.seed)
         params = _params(info.kernel)
         if timed and not contract.inplace:
-            for size in contract.benchmark_sizes_for(job.options.devices):
+            for size in contract.benchmark_sizes_for(ctx.options.devices):
                 cases += [
-                    PlannedCase(size, job.seed + TIMED_SEED + k, TIMED_CASE, contract.inputs, drawn=True)
+                    PlannedCase(size, ctx.seed + TIMED_SEED + k, TIMED_CASE, contract.inputs, drawn=True)
                     for k in range(TIMED_SETS)
                 ]
-                if windows > 1 and _fits_host_check(contract, params, size, job.seed + TIMED_SEED):
+                if windows > 1 and _fits_host_check(contract, params, size, ctx.seed + TIMED_SEED):
                     cases += [
                         PlannedCase(size, s, TIMED_CASE, contract.inputs, drawn=True)
-                        for s in refill_seeds(job.seed, windows)
+                        for s in refill_seeds(ctx.seed, windows)
                     ]
         names = [n for n, _ in params]
-        tols = {a: contract.tolerance_for(a) for a in {*job.options.devices, "cpu", "cuda"}}
+        tols = {a: contract.tolerance_for(a) for a in {*ctx.options.devices, "cpu", "cuda"}}
         for case in cases:
             try:
                 inputs = make_inputs(case.gen, case.size, case.seed)
@@ -955,7 +963,7 @@ def reference_cases(
                 }
                 refs = reference_outputs(contract, names, originals, inputs)
             except Exception as exc:  # a broken contract is the kernel worker's to report
-                job.notes.setdefault("verdict_errors", []).append(f"{info.name}: {type(exc).__name__}")
+                ctx.notes.setdefault("verdict_errors", []).append(f"{info.name}: {type(exc).__name__}")
                 if not case.drawn:
                     missing.append(info.name)
                 continue
@@ -974,9 +982,9 @@ def reference_cases(
                     "drawn": case.drawn and case.edge_case != TIMED_CASE,
                     "timed": case.edge_case == TIMED_CASE,
                     "digest": input_digest(params, originals, inputs),
-                    "refs": {n: encode_array(sampled(r, job.sample_seed)) for n, r in refs.items()},
+                    "refs": {n: encode_array(sampled(r, ctx.sample_seed)) for n, r in refs.items()},
                     "initial": {
-                        n: encode_array(sampled(arrays[n], job.sample_seed))
+                        n: encode_array(sampled(arrays[n], ctx.sample_seed))
                         for n in contract.outputs
                         if n in arrays
                     },
@@ -1004,12 +1012,18 @@ def _fits_host_check(contract: Contract, params: list[tuple[str, Any]], size: in
     return bool(total <= REVALIDATE_MAX_BYTES)
 
 
-def run(job: Job) -> None:
+def run(
+    ctx: StepContext, kernels: Mapping[str, KernelInfo], devices: Sequence[tuple[str, Any]]
+) -> StepOutcome:
+    """Every contracted kernel built for a device checked against its reference there: its
+    ``validate`` verdict per device, failing cases, and the passing cases' outputs for the
+    cross-check."""
     t0 = time.perf_counter()
-    for info in job.kernels.values():
-        if info.contract is None or info.name in job.skip:
+    for info in kernels.values():
+        if info.contract is None or info.name in ctx.skip:
             continue
-        for alias, device in job.devices:
-            if info.compile.get(alias) in ("compiled", "cached"):
-                validate_kernel(job, info, alias, device)
-    job.timings["validate_ms"] = (time.perf_counter() - t0) * 1e3
+        for alias, device in devices:
+            if ctx.verdicts_of(info.name).compile.get(alias) in ("compiled", "cached"):
+                validate_kernel(ctx, info, alias, device)
+    ctx.timings["validate_ms"] = (time.perf_counter() - t0) * 1e3
+    return ctx.outcome()

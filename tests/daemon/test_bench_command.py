@@ -192,7 +192,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
 
     from warp_harness.contract import Contract
     from warp_harness.daemon import integrity as I
-    from warp_harness.daemon.steps import Job, JobSpec, KernelInfo
+    from warp_harness.daemon.steps import JobSpec, KernelInfo, StepContext
     from warp_harness.daemon.steps import bench as B
     from warp_harness.daemon.steps import launching as L
 
@@ -294,7 +294,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         bench_windows=3,
         bench_window_gap_s=0.2,
     )
-    job = Job(JobSpec(0, Path("k.py"), "k.py", Path("."), opts, seed=1), progress=lambda **_: None)
+    job = StepContext(JobSpec(0, Path("k.py"), "k.py", Path("."), opts, seed=1), progress=lambda **_: None)
     info = KernelInfo("k", 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
     device = _FakeCuda()
     m = B.measure(job, info, "cuda:1", device, n)

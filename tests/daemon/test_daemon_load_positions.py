@@ -14,7 +14,7 @@ import pytest
 
 from warp_harness.daemon.discovery import kernel_positions
 from warp_harness.daemon.options import RuntimeOptions
-from warp_harness.daemon.steps import Job, JobSpec
+from warp_harness.daemon.steps import JobSpec, LoadedModule
 from warp_harness.daemon.steps.load import load
 from warp_harness.daemon.worker import _known_positions
 
@@ -34,7 +34,7 @@ MODULE = textwrap.dedent(
 )
 
 
-def _job(path: Path, positions: object = None) -> Job:
+def _load(path: Path, positions: object = None) -> LoadedModule:
     known, known_sha256 = _known_positions(positions)
     spec = JobSpec(
         id=1,
@@ -45,7 +45,7 @@ def _job(path: Path, positions: object = None) -> Job:
         known_positions=known,
         known_positions_sha256=known_sha256,
     )
-    return Job(spec, progress=lambda **_: None)
+    return load(spec, lambda **_: None)
 
 
 def _sha(text: str) -> str:
@@ -68,15 +68,15 @@ def module(tmp_path: Path) -> Iterator[Path]:
 
 def test_positions_sent_for_this_text_are_used(module: Path) -> None:
     sent = {"sha256": _sha(MODULE), "kernels": {"scale": [40, 4, 9]}}
-    job = _job(module, sent)
-    assert load(job)
+    job = _load(module, sent)
+    assert job.ok
     assert (job.kernels["scale"].line, job.kernels["scale"].col) == (40, 4)
 
 
 def test_positions_of_another_text_are_parsed_again(module: Path) -> None:
     sent = {"sha256": _sha(MODULE + "\n# an older save\n"), "kernels": {"scale": [40, 4, 9]}}
-    job = _job(module, sent)
-    assert load(job)
+    job = _load(module, sent)
+    assert job.ok
     assert (job.kernels["scale"].line, job.kernels["scale"].col) == kernel_positions(MODULE)["scale"][:2]
     assert job.kernels["scale"].line == 7
 
@@ -95,13 +95,13 @@ def test_malformed_positions_are_ignored(sent: object) -> None:
 
 
 def test_every_save_forgets_and_records_workspace_modules(module: Path) -> None:
-    first = _job(module)
-    assert load(first)
+    first = _load(module)
+    assert first.ok
     helper = str((module.parent / "helper_mod.py").resolve())
     assert helper in dict(first.deps)
     assert first.module.FACTOR == 2
     (module.parent / "helper_mod.py").write_text("FACTOR = 3\n")
-    second = _job(module)
-    assert load(second)
+    second = _load(module)
+    assert second.ok
     assert second.module.FACTOR == 3  # the helper was purged and imported again
     assert dict(second.deps)[helper] == hashlib.sha256(b"FACTOR = 3\n").hexdigest()

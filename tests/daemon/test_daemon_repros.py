@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from warp_harness.daemon import repros
+from warp_harness.daemon import replay_stored, repros
 from warp_harness.daemon.results import FailingCase
 
 FAILURE_DICT = {
@@ -87,11 +87,11 @@ def _library(tmp_path: Path, count: int) -> list[repros.StoredCase]:
 def test_replay_runs_cases_side_by_side_and_answers_in_their_order(tmp_path: Path) -> None:
     cases = _library(tmp_path, 6)
     serial = _TimedCases(slots=1)
-    expected = repros.replay(serial, cases)  # type: ignore[arg-type]
+    expected = replay_stored.replay(serial, cases)  # type: ignore[arg-type]
     assert serial.most == 1
     started: list[int] = []
     wide = _TimedCases(slots=3)
-    got = repros.replay(wide, cases, on_start=lambda n, _: started.append(n))  # type: ignore[arg-type]
+    got = replay_stored.replay(wide, cases, on_start=lambda n, _: started.append(n))  # type: ignore[arg-type]
     assert wide.most == 3  # as many at once as the executor has slots
     assert got == expected and [s for s, _ in got] == [
         "pass" if c.case["size"] % 2 else "fail" for c in cases

@@ -33,7 +33,7 @@ from ray_cluster import LocalRayCluster
 
 from warp_harness.config import load_settings
 from warp_harness.daemon import findings as F
-from warp_harness.daemon import ray_executor, repros
+from warp_harness.daemon import ray_executor, replay_stored, repros
 from warp_harness.daemon.benchcmd import run_bench
 from warp_harness.daemon.cache import result_key
 from warp_harness.daemon.ci import run_ci
@@ -122,7 +122,7 @@ def test_ci_over_the_example_contracts_gives_the_local_records(
     with Supervisor(tmp_path, options, warmup=False) as sup:
         serial = [sup.run_case(c.case) for c in stored]
     with RayExecutor(tmp_path, options, address=cluster.address) as executor:
-        replayed = repros.replay(executor, stored)
+        replayed = replay_stored.replay(executor, stored)
         assert [(p, k) for p, kind, k, _ in executor.jobs] == [
             (c.case["path"], c.case["kernel"]) for c in stored
         ]

@@ -342,7 +342,7 @@ def bench(
 def replay(ws: Workspace, run: Run | None = None, on_progress: Progress | None = None) -> dict[str, Any]:
     """Re-run every stored failing case of the workspace (``.warp-harness/repros``), a captured
     launch's replay included: the cases and records of `warp-harness replay --trust`."""
-    from warp_harness.daemon import repros
+    from warp_harness.daemon import replay_stored, repros
     from warp_harness.daemon.options import load_runtime_options
     from warp_harness.daemon.supervisor import Supervisor
 
@@ -360,7 +360,7 @@ def replay(ws: Workspace, run: Run | None = None, on_progress: Progress | None =
         if run is not None:
             run.engine = sup
         # as `warp-harness replay --trust`: a captured launch's case is replayed from its capture
-        results = repros.replay(sup, cases, on_start=starting, on_progress=on_progress)
+        results = replay_stored.replay(sup, cases, on_start=starting, on_progress=on_progress)
     for stored, (status, records) in zip(cases, results, strict=True):
         shown = [r.to_dict() for r in records if r.severity.value in ("error", "warning")]
         rows.append(
