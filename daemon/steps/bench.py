@@ -51,7 +51,7 @@ wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
 is_array = importlib.import_module("warp._src.types").is_array
 
-ROTATE_MAX_BYTES = 256 << 20  # host-made input sets
+ROTATE_MAX_BYTES = device_check.ROTATE_MAX_BYTES  # host-made input sets
 DEVICE_ROTATE_MAX_BYTES = 16 << 30  # CUDA: extra allocations of the same data (see _launch_sets)
 DEVICE_ROTATE_SETS = 5
 IMPLAUSIBLE_FACTOR = 1.5

@@ -29,6 +29,9 @@ from warp_harness.daemon.integrity import TRUSTED
 
 # the most bytes of arrays (inputs and outputs) the check after the timed loop makes on the host
 REVALIDATE_MAX_BYTES = 64 << 20
+# the benchmark makes three input sets on the host while they fit this together, else one (and, on
+# CUDA, device copies of it): steps/bench._launch_sets, and the verdict worker's timed references
+ROTATE_MAX_BYTES = 256 << 20
 
 
 @wp.kernel

@@ -1,0 +1,104 @@
+"""The benchmark's own buffers sent to the supervisor (steps/validate.ship_timed_outputs) without a
+host copy of every array: a 1 GiB input is hashed in pieces read back one at a time, and each
+output is read back once. On an H100 (2026-12-07) stream_large.py's 1 GiB copy kernels went past
+the default 4,096 MB worker limit in the benchmark step, where a copy of every array, then each
+output's bytes, were held at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from warp_harness.daemon.steps import validate
+
+wp = pytest.importorskip("warp")
+
+
+@pytest.mark.parametrize("chunk", [64, 1000, 1 << 30])
+def test_the_streamed_digest_is_the_digest_of_the_whole_arrays(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Read back in pieces of ``chunk`` bytes (rows of a 2-D vec4 array; a piece smaller than one
+    row; the whole array at once), the digest is the one the verdict worker computes from the
+    inputs it regenerates, so the two workers still agree which inputs a timed set held."""
+    monkeypatch.setattr(validate, "DIGEST_CHUNK_BYTES", chunk)
+    rng = np.random.default_rng(3)
+    x = rng.random((257, 4), dtype=np.float32)
+    ids = rng.integers(0, 100, 1001).astype(np.int32)
+    y = np.zeros((257, 4), np.float32)
+    params = [
+        ("x", wp.array(dtype=wp.vec4)),
+        ("ids", wp.array(dtype=wp.int32)),
+        ("a", wp.float32),
+        ("y", wp.array(dtype=wp.vec4)),
+    ]
+    args = [
+        wp.array(x, dtype=wp.vec4, device="cpu"),
+        wp.array(ids, dtype=wp.int32, device="cpu"),
+        np.float32(0.5),
+        wp.array(y, dtype=wp.vec4, device="cpu"),
+    ]
+    whole = validate.input_digest(params, {"x": x, "ids": ids}, {"a": np.float32(0.5)})
+    assert validate.streamed_input_digest(params, args, ["y"], {"a": np.float32(0.5)}) == whole
+    other = [*args[:1], wp.array(ids[::-1].copy(), dtype=wp.int32, device="cpu"), *args[2:]]
+    assert validate.streamed_input_digest(params, other, ["y"], {"a": np.float32(0.5)}) != whole
+
+
+@pytest.mark.slow
+def test_the_verdict_worker_skips_the_references_of_sets_never_shipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sets too big for three on the host (the benchmark makes one, its device copies share its
+    seed) and too big for the gaps' host check (no refilled set is shipped): only the first set's
+    reference is computed (a 1 GiB set's costs the verdict worker seconds and gigabytes)."""
+    from daemon_helpers import FAST, write
+
+    from warp_harness.daemon import worker
+    from warp_harness.daemon.steps import device_check
+
+    path = write(
+        tmp_path,
+        "big.py",
+        """
+        import numpy as np
+        import warp as wp
+        from warp_harness.contract import Contract
+
+        @wp.kernel
+        def twice(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+            y[wp.tid()] = 2.0 * x[wp.tid()]
+
+        contract = Contract(
+            kernel=twice,
+            reference=lambda x: {"y": 2.0 * x},
+            inputs=lambda n, rng: {"x": rng.random(n).astype(np.float32), "y": np.empty(n, np.float32)},
+            outputs=["y"],
+            sizes=[1, 64],
+            bench_size=1024,
+        )
+        """,
+    )
+
+    def timed_seeds() -> list[int]:
+        msg = {
+            "kind": "reference",
+            "path": str(path),
+            "workspace": str(tmp_path),
+            "options": FAST.merged({"seed": 3}).to_dict(),
+            "timed": True,
+            "timed_windows": 4,
+            "sample_seed": 1,
+        }
+        out = worker.run_reference_job(msg, lambda **_: None)
+        assert out["status"] == "ok" and not out["missing"], out
+        return sorted(c["seed"] for c in out["cases"] if c["timed"])
+
+    first = 3 + validate.TIMED_SEED
+    assert timed_seeds() == sorted(
+        [first + k for k in range(validate.TIMED_SETS)] + validate.refill_seeds(3, 4)
+    )
+    monkeypatch.setattr(device_check, "ROTATE_MAX_BYTES", 8 << 10)  # a set is 8 KiB: one set
+    monkeypatch.setattr(device_check, "REVALIDATE_MAX_BYTES", 4 << 10)  # no refilled set
+    assert timed_seeds() == [first]
