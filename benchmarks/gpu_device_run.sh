@@ -3,7 +3,7 @@
 # /tmp/site (the three chunk calls of docs/performance.md's recipe). PART picks what runs:
 #   tests    pytest -m gpu on every test file with GPU tests, then the CUDA capture oracles
 #   verdicts gpu_issue36.py l2 assert oob ci daemon
-#   stream   gpu_issue36.py stream stream-big turn2 TREE (TREE: the turn-2 harness's tree)
+#   stream   gpu_issue36.py stream daemon turn2 TREE (TREE: the turn-2 harness's tree)
 # Results go to $OUT; a short table is printed last by each script.
 set -u
 PART=$1
@@ -27,6 +27,6 @@ case $PART in
     t2=$2
     [ -e $t2/warp_harness ] || ln -s core $t2/warp_harness
     for d in rules server daemon; do [ -e $t2/core/$d ] || ln -s ../$d $t2/core/$d; done
-    TAG=stream timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" stream turn2 "$PWD/$t2" 2>&1 | tail -150
+    TAG=stream timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" stream daemon turn2 "$PWD/$t2" 2>&1 | tail -150
     ;;
 esac
