@@ -37,6 +37,10 @@ _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
 OUTPUT_TAIL_BYTES = 64 * 1024
 # how long to wait, after the worker died, for the rest of its output to be drained
 _DRAIN_WAIT_S = 5.0
+# the verdict worker's memory limit, in units of ``memory_mb``: it holds each input and its
+# float64 copy, and a float64 reference (stream_large's 1 GiB float32 copies on an H100 found no
+# reference within 4,096 MB: WHD067 on a correct kernel at the default limits)
+VERDICT_MEMORY_FACTOR = 2
 # the worker's RSS is compared with memory_mb at most this often (and at every 0.25 s wait)
 RSS_CHECK_S = 0.05
 # how much lower the verdict worker's CPU priority is than the kernel worker's
@@ -153,7 +157,9 @@ class WorkerProcess:
         env.pop("PYTHONSTARTUP", None)
         if not cuda:  # the verdict worker (daemon/verdict.py) launches nothing: no CUDA context
             env["CUDA_VISIBLE_DEVICES"] = ""
-        memory = options.memory_mb * 1024 * 1024
+        # the verdict worker evaluates references in float64: twice the bytes of float32 inputs
+        self.memory_mb = options.memory_mb * (1 if cuda else VERDICT_MEMORY_FACTOR)
+        memory = self.memory_mb * 1024 * 1024
         limit_as = not cuda or all(d == "cpu" for d in options.devices)
         # the verdict worker computes its references while the kernel worker compiles: on a busy
         # machine the compile, which the save waits for, goes first
@@ -240,7 +246,7 @@ class WorkerProcess:
         if not self.options.memory_mb or now - self._rss_checked < RSS_CHECK_S:
             return False
         self._rss_checked = now
-        return self.rss_mb() > self.options.memory_mb
+        return self.rss_mb() > self.memory_mb
 
     def kill(self) -> None:
         self.kill_only(drain=False)

@@ -115,12 +115,10 @@ def _launch_sets(
     dim: Any = None
     block_dim: int | None = None
     n_sets = 3
-    hosts: list[tuple[Any, Any]] = []  # (host value, arg type) of the last set made
     nbytes = 0
     for k in range(n_sets):
         inputs = make_inputs(contract.inputs, size, ctx.seed + 5000 + k)
         args: list[Any] = []
-        hosts = []
         nbytes = 0
         for name, arg_type in params:
             value = inputs[name]
@@ -129,13 +127,12 @@ def _launch_sets(
                 nbytes += host.nbytes
                 arr = wp.array(host, dtype=arg_type.dtype, device=device)
                 args.append(arr)
-                hosts.append((host, arg_type))
                 if dim is None and name == contract.outputs[0]:
                     dim = _dim(contract, size, inputs, arr)
                     block_dim = block_dim_of(contract, size, inputs)
             else:
                 args.append(value)
-                hosts.append((value, None))
+        del inputs, value
         sets.append(args)
         if nbytes * n_sets > ROTATE_MAX_BYTES:
             break
@@ -145,12 +142,22 @@ def _launch_sets(
         # its buffers landed (seen on an H200: one allocation in five 4-5% slower, the same
         # within 0.2% otherwise); the median over launches rotating between allocations is
         # not at the mercy of one of them.
+        # Copied on the device from the set made (1 GiB: about a millisecond, where uploading it
+        # again from the host took a few hundred, per copy).
         free = float(getattr(device, "free_memory", 0) or 0)
+        first = sets[-1]
         while len(sets) < DEVICE_ROTATE_SETS and nbytes * (len(sets) + 1) <= min(
             DEVICE_ROTATE_MAX_BYTES, free / 2
         ):
-            sets.append([wp.array(v, dtype=t.dtype, device=device) if t is not None else v for v, t in hosts])
+            sets.append([_device_copy(a) if isinstance(a, wp.array) else a for a in first])
     return sets, dim, block_dim
+
+
+def _device_copy(array: Any) -> Any:
+    """A fresh allocation on the array's device holding the same data, copied there."""
+    out = wp.empty(array.shape, dtype=array.dtype, device=array.device)
+    TRUSTED.array_assign(out, array)
+    return out
 
 
 # capb (#31): a captured launch (daemon/captured/benchmark_worker.py) is timed by this same loop on its
@@ -162,7 +169,9 @@ LaunchSets = tuple[list[list[Any]], Any, int | None]
 def measure(
     ctx: StepContext, info: KernelInfo, alias: str, device: Any, size: int, given: LaunchSets | None = None
 ) -> dict[str, Any]:
+    t_sets = _clock()
     sets, dim, block_dim = given if given is not None else _launch_sets(ctx, info, alias, device, size)
+    ctx.timings["bench_sets_ms"] = ctx.timings.get("bench_sets_ms", 0.0) + (_clock() - t_sets) * 1e3
     kernel = info.runnable
     contract = info.contract
     assert contract is not None
@@ -312,7 +321,9 @@ def measure(
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
     if windows == 1 and given is None:  # hermetic hook: the timed buffers, judged by the supervisor
+        t_ship = _clock()
         ship_timed_outputs(ctx, info, alias, sets[:1] if use_events else sets, size)
+        ctx.timings["ship_timed_ms"] = ctx.timings.get("ship_timed_ms", 0.0) + (_clock() - t_ship) * 1e3
     cold: list[float] = []
     if use_events and opts.bench_cold_l2:
         cold = _cold_l2_times(contract, kernel, sets, dim, device, block_dim, per_window)
@@ -399,7 +410,9 @@ def _ship_window(
     seed = seeds[k]
     if seed is None or (w and _array_bytes(sets[k]) > device_check.REVALIDATE_MAX_BYTES):
         return
+    t_ship = _clock()
     ship_timed_outputs(ctx, info, alias, [sets[k]], size, seeds=[seed], window=w)
+    ctx.timings["ship_timed_ms"] = ctx.timings.get("ship_timed_ms", 0.0) + (_clock() - t_ship) * 1e3
 
 
 def _cold_l2_times(
