@@ -166,6 +166,27 @@ def test_the_debug_re_run_on_a_gpu_places_the_access_from_the_device_assert(tmp_
     assert failure.localized == "line"
 
 
+def test_the_raw_device_assert_text_of_an_h100_is_parsed() -> None:
+    """CUDA's own output, copied from an H100 run (2026-12-07, warp-lang 1.19.0, driver 580.159.04;
+    benchmarks/gpu_issue36.py ``assert``): a debug-mode kernel whose Python assert failed, the
+    ``#line`` of the module as the file, one line per failing thread."""
+    output = (
+        "/tmp/tmpcu7edxnt/device_assert.py:8: void bad_4aaace2d_cuda_kernel_forward(wp::launch_bounds_t<1>, "
+        "wp::array_t<float>): block: [0,0,0], thread: [28,0,0] Assertion "
+        '`((void)"assert int(i * 1000) < x.shape[0]",var_8)` failed.\n'
+        "/tmp/tmpcu7edxnt/device_assert.py:8: void bad_4aaace2d_cuda_kernel_forward(wp::launch_bounds_t<1>, "
+        "wp::array_t<float>): block: [0,0,0], thread: [29,0,0] Assertion "
+        '`((void)"assert int(i * 1000) < x.shape[0]",var_8)` failed.\n'
+        "Warp CUDA error 710: device-side assert triggered (in function wp_cuda_context_synchronize, "
+        "/builds/omniverse/warp/warp/native/warp.cu:2869)\n"
+    )
+    found = parse_device_assertion(output)
+    assert found is not None
+    assert found.python_location == ("/tmp/tmpcu7edxnt/device_assert.py", 8)
+    assert found.python_source == "assert int(i * 1000) < x.shape[0]"
+    assert not found.is_bounds_check
+
+
 def test_warps_own_bounds_check_in_a_header_is_a_bounds_record_on_the_kernel() -> None:
     output = (
         "/site-packages/warp/native/array.h:442: T &wp::index(const wp::array_t<T> &, int) [with T = float]: "
