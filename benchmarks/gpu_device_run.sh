@@ -3,6 +3,7 @@
 # /tmp/site (the three chunk calls of docs/performance.md's recipe). PART picks what runs:
 #   tests    pytest -m gpu on every test file with GPU tests, then the CUDA capture oracles
 #   verdicts gpu_issue36.py l2 assert oob ci daemon
+#   verify   gpu_issue36.py stream, and the stream filler's GPU test (a short call)
 #   stream   gpu_issue36.py stream daemon turn2 TREE (TREE: the turn-2 harness's tree)
 # Results go to $OUT; a short table is printed last by each script.
 set -u
@@ -22,6 +23,10 @@ case $PART in
     ;;
   verdicts)
     TAG=verdicts timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" l2 assert oob ci daemon 2>&1 | tail -150
+    ;;
+  verify)
+    TAG=verify timeout 300 python3 benchmarks/gpu_issue36.py "$OUT" stream 2>&1 | tail -60
+    timeout 120 python3 -m pytest -o addopts="" -p no:cacheprovider -q -m gpu tests/daemon/test_stream_filler.py 2>&1 | tail -5
     ;;
   stream)
     t2=$2

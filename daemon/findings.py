@@ -294,8 +294,13 @@ DYNAMIC_RULES: tuple[DynamicRule, ...] = (
         "comparisons (at import, or from its reference or generator) can make a kernel look correct "
         "or fast. The worker saves those functions' identities before any workspace code runs and "
         "compares after the import, the validation and the benchmark; the originals are put back and "
-        "the harness only ever calls the saved ones. Exploits: examples/exploits/patch_*.py, "
-        "cached_results.py, stale_output.py.",
+        "the harness only ever calls the saved ones. A module built from its text (hermetic) never "
+        "runs there, so its patches gain nothing; the supervisor still finds them in the text "
+        "(daemon/tamper_scan.py: assignments to Warp's, numpy's, time's or the harness's attributes, "
+        "setattr, a function's `__code__`/`__globals__`, ctypes memory writes, imports of the "
+        "harness's internals) and gives the module's kernels no pass. Exploits: "
+        "examples/exploits/patch_*.py, cached_results.py, stale_output.py, ctypes_code_swap.py, "
+        "timed_swap.py.",
         "Remove the assignment (the record's line); launch and time the kernel as it is.",
     ),
     DynamicRule(

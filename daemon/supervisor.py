@@ -445,17 +445,17 @@ class Supervisor:
             if verdict_job is not None:
                 self._judge(result, verdict_job, shipped, first_launch, display, positions)
             if result.status not in ("import-error", "stale"):  # hermetic (#37 item 1): WHD069
+                why = hermetic.result()
                 extra.extend(
                     verdict.not_hermetic(
-                        path,
-                        text,
-                        result.kernels,
-                        display,
-                        positions,
-                        opts.require_hermetic,
-                        reason=hermetic.result(),
+                        path, text, result.kernels, display, positions, opts.require_hermetic, reason=why
                     )
                 )
+                if why == verdict.HERMETIC:  # imported, a patch that ran is the worker's to report
+                    patched = verdict.tampering(text, result.kernels, display, positions)
+                    if patched:  # no "matches its reference" beside a pass taken back
+                        result.records = [r for r in result.records if r.rule != F.VALIDATED]
+                        extra.extend(patched)
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
             result.failures = [*failures, *result.failures]
             # the devices the job ran on, as resolved (cuda:0, not cuda); a job that ran to its end on

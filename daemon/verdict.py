@@ -436,6 +436,47 @@ def not_hermetic(
     return out
 
 
+def tampering(
+    text: str, claims: dict[str, Any], display: str, positions: Mapping[str, tuple[int, int, int]]
+) -> list[Record]:
+    """WHD060 for a module built hermetically whose code would patch the evaluator
+    (daemon/tamper_scan.py): the patch never ran where its kernels were launched and timed, but a
+    module that tries to forge its verdict gets none: every contracted kernel's pass is taken back
+    (``claims``, changed in place). One record per patch, on its line; none when nothing is
+    contracted (no verdict to forge)."""
+    from warp_harness.daemon import tamper_scan
+
+    found = tamper_scan.patches(text)
+    contracted = [
+        k for k, s in claims.items() if isinstance(s, dict) and (s.get("contract") or s.get("validate"))
+    ]
+    if not found or not contracted:
+        return []
+    for kernel in contracted:
+        verdicts = claims[kernel].get("validate")
+        if isinstance(verdicts, dict):
+            for device, state in list(verdicts.items()):
+                if state == "pass":
+                    verdicts[device] = "error"
+    names = ", ".join(f"`{k}`" for k in contracted)
+    return [
+        F.make_record(
+            Stage.NUMERIC,
+            F.EVALUATOR_PATCHED,
+            Severity.ERROR,
+            display,
+            patch.line,
+            f"the module's code {patch.what} at import: it would change what the harness launches, times "
+            f"or compares with; the module was built from its text, so it did not run where {names} "
+            "ran, but a module that patches the evaluator gets no pass",
+            col=patch.col,
+            kernel=contracted[0] if len(contracted) == 1 else None,
+            hint="remove the patch (the record's line); launch and time the kernel as it is",
+        )
+        for patch in found
+    ]
+
+
 HERMETIC = ""  # ``why_not_hermetic``'s answer for a module built from its text (or with no contract)
 
 

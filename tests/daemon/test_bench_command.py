@@ -220,6 +220,8 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     class FakeArray:
         def __init__(self, host: Any, dtype: Any = None, device: Any = None) -> None:
             self.shape = host.shape
+            self.dtype = dtype
+            self.device = device
             allocs.append(self)
 
     class FakeEvent:
@@ -235,6 +237,10 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         (),
         {
             "array": FakeArray,
+            # the device copies of a big set (steps/bench._device_copy: allocated, then assigned)
+            "empty": staticmethod(
+                lambda shape, dtype=None, device=None: FakeArray(np.empty(shape), dtype, device)
+            ),
             "Event": FakeEvent,
             "launch": staticmethod(launch),
             "synchronize_device": staticmethod(lambda d: None),
@@ -254,6 +260,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         synchronize_event=lambda e: None,
         get_event_elapsed_time=fake_wp.get_event_elapsed_time,
         perf_counter=lambda: clock[0],
+        array_assign=lambda out, src: None,
     )
     monkeypatch.setattr(B, "TRUSTED", fake_trusted)
     monkeypatch.setattr(L, "TRUSTED", fake_trusted)  # the launches (validation's and the benchmark's)
