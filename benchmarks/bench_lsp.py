@@ -123,6 +123,7 @@ def _measure(
             "initializationOptions": settings.get("init"),
         },
     )
+    replied = time.perf_counter() - client.started  # the server's imports and `initialize`
     client.notify("initialized", {})
     if settings.get("config") is not None:
         client.notify("workspace/didChangeConfiguration", {"settings": settings["config"]})
@@ -162,7 +163,11 @@ def _measure(
         )
     rss = client.peak_rss_mb()
     client.close()
-    return {**summary(name, path.name, latencies, [first * 1000], [rss]), "first_cpu": first_cpu}
+    return {
+        **summary(name, path.name, latencies, [first * 1000], [rss]),
+        "first_cpu": first_cpu,
+        "replied": replied * 1000,
+    }
 
 
 def cpu_ms(pid: int) -> float:
@@ -250,7 +255,9 @@ def first_only(
     warm: tuple[str, ...] = (),
 ) -> None:
     """Start-up to first diagnostics only (one keystroke a run), the servers in turn, ``rounds`` times:
-    the wall time, and the CPU time the server had used by then (steadier on a loaded machine). The
+    the wall time, and the CPU time the server had used by then (steadier on a loaded machine), the wall
+    time split where the client waits: for the reply to ``initialize`` (the server's start and imports),
+    then from that reply to the diagnostics (didOpen and its analysis, or the answer from the cache). The
     caches of the first server and of those named in ``warm`` are filled by one run per file before the
     rounds (``roots``: a file's workspace folder, other than its own folder)."""
     load = os.getloadavg()[0]
@@ -259,6 +266,7 @@ def first_only(
     for path in files:
         walls: dict[str, list[float]] = {name: [] for name, _, _ in servers}
         cpus: dict[str, list[float]] = {name: [] for name, _, _ in servers}
+        replies: dict[str, list[float]] = {name: [] for name, _, _ in servers}
         for server in servers:
             if server is servers[0] or server[0] in warm:  # its cache filled
                 run(*server, path, 1, 0.0, root=roots.get(path))
@@ -267,9 +275,11 @@ def first_only(
                 row = run(name, command, settings, path, 1, 0.0, root=roots.get(path))
                 walls[name].append(row["first"])
                 cpus[name].append(row["first_cpu"])
+                replies[name].append(row["replied"])
         cells = [
             f"{name} {statistics.median(walls[name]):.0f} ms (CPU {statistics.median(cpus[name]):.0f} ms, "
-            f"min {min(cpus[name]):.0f})"
+            f"min {min(cpus[name]):.0f}; initialize replied {statistics.median(replies[name]):.0f}, "
+            f"then {statistics.median(w - r for w, r in zip(walls[name], replies[name], strict=True)):.0f})"
             for name, _, _ in servers
         ]
         floor = servers[1][0]

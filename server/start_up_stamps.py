@@ -27,11 +27,12 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from hashlib import blake2b
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgpack
+
+from warp_harness.digests import blake2b
 
 if TYPE_CHECKING:
     from warp_harness.model.project import ProjectIndex

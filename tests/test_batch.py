@@ -13,11 +13,12 @@ from types import SimpleNamespace
 import pytest
 import warp
 
-from warp_harness.batch import MIN_PARALLEL_FILES, check_files, folder_groups, lines_for_format
+from warp_harness.batch import MIN_PARALLEL_FILES, Lines, check_files, folder_groups, lines_for_format
 from warp_harness.check_cache import CheckCache
 from warp_harness.cli import _LAZY_COMMANDS, _LAZY_MODULES, build_parser
 from warp_harness.engine import check_paths
 from warp_harness.output import FORMATS, render
+from warp_harness.output.model import FileResult
 from warp_harness.rules.info import rule_infos
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,10 +52,28 @@ def test_a_pool_returns_what_one_process_returns_in_the_same_order(corpus: Path)
     assert any(r.records for r in two)
 
 
+@pytest.fixture(scope="module")
+def full_check() -> list[FileResult]:
+    """The corpora checked in one process, every line kept: what each format's output is compared with."""
+    return check_paths(CORPORA)
+
+
+@pytest.fixture(scope="module")
+def trimmed_checks() -> dict[Lines, list[FileResult]]:
+    """A pool's check of the corpora per kind of lines it keeps (`lines_for_format`: the eleven formats
+    take two kinds; a check of both corpora per format took 11-15 s of each test, load 4-8)."""
+    return {}
+
+
 @pytest.mark.parametrize("output_format", FORMATS)
-def test_only_the_lines_a_format_reads_are_kept_and_the_output_is_the_same(output_format: str) -> None:
-    full = check_paths(CORPORA)
-    trimmed = check_files(CORPORA, jobs=2, cache=False, lines=lines_for_format(output_format))
+def test_only_the_lines_a_format_reads_are_kept_and_the_output_is_the_same(
+    output_format: str, full_check: list[FileResult], trimmed_checks: dict[Lines, list[FileResult]]
+) -> None:
+    full = full_check
+    lines = lines_for_format(output_format)
+    if lines not in trimmed_checks:
+        trimmed_checks[lines] = check_files(CORPORA, jobs=2, cache=False, lines=lines)
+    trimmed = trimmed_checks[lines]
     infos = rule_infos()
 
     def show(results: list) -> str:  # type: ignore[type-arg]
