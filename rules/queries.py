@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from warp_harness.model.index import NodeIndex, around_body, body_index
 from warp_harness.model.inference import ThreadIndices
@@ -350,3 +350,49 @@ def _assignment_edges(node: ast.AST) -> list[tuple[set[str], set[str]]]:
 
 def mentions(node: ast.AST, names: set[str]) -> bool:
     return any(isinstance(n, ast.Name) and n.id in names for n in walk(node))
+
+
+@dataclass(frozen=True)
+class CompareStore:
+    """``if v < a[k]: a[k] = v``: a store of the compared value into the compared element (a
+    minimum; a maximum for ``>``), the shape WH010 and WH058 report as racy when threads share it."""
+
+    store: ast.Assign
+    target: ast.Subscript
+    value: ast.expr
+    operation: str  # "min" or "max"
+
+
+def _same_element(a: ast.AST, b: ast.AST) -> bool:
+    """The same expression whether read or stored (``ast.dump`` tells the contexts apart)."""
+    if isinstance(a, ast.Subscript) and isinstance(b, ast.Subscript):
+        return ast.dump(a.value) == ast.dump(b.value) and ast.dump(a.slice) == ast.dump(b.slice)
+    return ast.dump(a) == ast.dump(b)
+
+
+def compare_then_store(stmt: ast.If) -> CompareStore | None:
+    """The first store in ``stmt``'s body of the value its test compares an element with, into that
+    element (any order of the comparison); None when there is none."""
+    test = stmt.test
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    op = test.ops[0]
+    if not isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+        return None
+    greater = isinstance(op, ast.Gt | ast.GtE)
+    left, right = test.left, test.comparators[0]
+    for store in stmt.body:
+        if not isinstance(store, ast.Assign) or len(store.targets) != 1:
+            continue
+        target = store.targets[0]
+        if not isinstance(target, ast.Subscript):
+            continue
+        # v > a[k] stores a maximum; a[k] > v a minimum
+        for element, value, maximum in ((right, left, greater), (left, right, not greater)):
+            if (
+                isinstance(element, ast.Subscript)
+                and _same_element(element, target)
+                and _same_element(store.value, value)
+            ):
+                return CompareStore(store, target, value, "max" if maximum else "min")
+    return None

@@ -102,7 +102,13 @@ from warp_harness.model.uniformity import Reach, Uniformity, names_stored
 from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope, walk_body
-from warp_harness.rules.queries import OPERATOR_TEXT, deferred_launch, iter_statements, uses_warp_builtin
+from warp_harness.rules.queries import (
+    OPERATOR_TEXT,
+    compare_then_store,
+    deferred_launch,
+    iter_statements,
+    uses_warp_builtin,
+)
 
 # Warp has no atomics for these element types: `+=` on them is a plain load-add-store
 NON_ATOMIC_DTYPES = {"int8", "uint8", "int16", "uint16"}
@@ -671,31 +677,10 @@ class NonAtomicUpdate(Rule):
     def _check_then_store(self, st: _State, stmt: ast.If, reach: Reach) -> _Finding | None:
         """A compare-and-store of a shared element: ``if d < best[0]: best[0] = d`` (a minimum, racy:
         two threads pass the test against the same old value and the later store wins)."""
-        test = stmt.test
-        if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        found = compare_then_store(stmt)
+        if found is None:
             return None
-        op = test.ops[0]
-        if not isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
-            return None
-        less = isinstance(op, ast.Lt | ast.LtE)
-        left, right = test.left, test.comparators[0]
-        for store in stmt.body:
-            if not isinstance(store, ast.Assign) or len(store.targets) != 1:
-                continue
-            target = store.targets[0]
-            if not isinstance(target, ast.Subscript):
-                continue
-            for element, other, smaller in ((right, left, less), (left, right, not less)):
-                if (
-                    isinstance(element, ast.Subscript)
-                    and _same(element.value, target.value)
-                    and _same(element.slice, target.slice)
-                    and _same(store.value, other)
-                ):
-                    return self._compare_store(
-                        st, stmt, store, target, other, "min" if smaller else "max", reach
-                    )
-        return None
+        return self._compare_store(st, stmt, found.store, found.target, found.value, found.operation, reach)
 
     def _compare_store(
         self,

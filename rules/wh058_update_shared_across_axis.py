@@ -73,7 +73,12 @@ from warp_harness.model.types import Array, Scalar
 from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
-from warp_harness.rules.queries import deferred_launch, launch_arguments, uses_warp_builtin
+from warp_harness.rules.queries import (
+    compare_then_store,
+    deferred_launch,
+    launch_arguments,
+    uses_warp_builtin,
+)
 
 _LOCKS = {"atomic_cas", "atomic_exch"}
 # element types Warp has atomic add/sub for, and those it has atomic min/max for
@@ -495,25 +500,8 @@ def _read_modify_write(stmt: ast.Assign) -> _Update | None:
 
 def _compare_store(stmt: ast.If) -> _Update | None:
     """``if v > a[k]: a[k] = v`` (and the other orders of the comparison)."""
-    test = stmt.test
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not stmt.body:
-        return None
-    op = test.ops[0]
-    if not isinstance(op, ast.Lt | ast.LtE | ast.Gt | ast.GtE):
-        return None
-    greater = isinstance(op, ast.Gt | ast.GtE)
-    left, right = test.left, test.comparators[0]
-    for store in stmt.body:
-        if not isinstance(store, ast.Assign) or len(store.targets) != 1:
-            continue
-        target = store.targets[0]
-        if not isinstance(target, ast.Subscript):
-            continue
-        # v > a[k] stores a maximum; a[k] > v a minimum
-        for element, value, maximum in ((right, left, greater), (left, right, not greater)):
-            if _same(element, target) and _same(store.value, value):
-                return _Update(stmt, target, "max" if maximum else "min", value)
-    return None
+    found = compare_then_store(stmt)
+    return None if found is None else _Update(stmt, found.target, found.operation, found.value)
 
 
 def _dependencies(kernel: KernelDef, tids: set[str]) -> dict[str, set[str]]:
