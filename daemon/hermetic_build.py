@@ -128,6 +128,8 @@ class _Plan:
     # name -> (level, module, imported name or None for the module itself), the module's imports
     # other than ``import <library>``: followed into the workspace when a build reaches the name
     imports: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
+    # definition -> what it reads (``_reads``), filled on first use
+    reads: dict[str, tuple[list[str], _External] | str] = field(default_factory=dict)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
@@ -146,7 +148,7 @@ def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
     return out
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=64)
 def _plan_of(source: str, filename: str) -> _Plan:
     """``_plan`` of a text, kept for the next build or decision that follows an import into it
     (nothing changes a plan once made)."""
@@ -213,7 +215,6 @@ _External = dict[str, set[tuple[str, ...]]]
 def _reach(plan: _Plan, roots: list[str], external: _External | None = None) -> set[str]:
     """The top-level definitions and constants ``roots`` need (themselves included); the imported
     names they read go to ``external`` (refused when it is None)."""
-    definitions = plan.definitions
     needed: set[str] = set()
     todo = list(roots)
     while todo:
@@ -223,22 +224,49 @@ def _reach(plan: _Plan, roots: list[str], external: _External | None = None) -> 
         if name in plan.rebound:
             raise NotHermetic(f"`{name}` is bound more than once at the top of the module")
         needed.add(name)
-        node = definitions[name]
-        for used in sorted(_loads(node)):
-            if used in definitions:
-                todo.append(used)
-            elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used):
-                continue
-            elif _is_local(node, used):
-                continue
-            elif external is not None and used in plan.imports and used not in plan.rebound:
-                external.setdefault(used, set()).update(_chains(node, used))
-            else:
-                raise NotHermetic(
-                    f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
-                    "constant of its own text)"
-                )
+        reads = _reads(plan, name)
+        if isinstance(reads, str):
+            raise NotHermetic(reads)
+        inside, outside = reads
+        todo.extend(inside)
+        for used, chains in outside.items():
+            if external is None:
+                raise NotHermetic(_runtime(name, used))
+            external.setdefault(used, set()).update(chains)
     return needed
+
+
+def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
+    """(the module's definitions the definition ``name`` reads, the imported names it reads with
+    their attribute chains), or why it cannot be built; kept on the plan (a replay decides per
+    kernel, over the same modules)."""
+    found = plan.reads.get(name)
+    if found is not None:
+        return found
+    node = plan.definitions[name]
+    local = _local_names(node)
+    inside: list[str] = []
+    outside: _External = {}
+    result: tuple[list[str], _External] | str = (inside, outside)
+    for used in sorted(_loads(node)):
+        if used in plan.definitions:
+            inside.append(used)
+        elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used) or used in local:
+            continue
+        elif used in plan.imports and used not in plan.rebound:
+            outside[used] = _chains(node, used)
+        else:
+            result = _runtime(name, used)
+            break
+    plan.reads[name] = result
+    return result
+
+
+def _runtime(name: str, used: str) -> str:
+    return (
+        f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
+        "constant of its own text)"
+    )
 
 
 def _execute(
@@ -796,13 +824,12 @@ def _no_module_settings(plan: _Plan) -> None:
                 )
 
 
-def _is_local(node: ast.stmt, name: str) -> bool:
-    """Whether ``name`` is a parameter, or bound inside ``node`` (a loop variable, a local)."""
+def _local_names(node: ast.stmt) -> set[str]:
+    """The parameters of ``node`` and the names bound inside it (loop variables, locals)."""
+    out: set[str] = set()
     if isinstance(node, ast.FunctionDef):
-        params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
-        if name in params:
-            return True
+        out |= {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id == name:
-            return True
-    return False
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out.add(sub.id)
+    return out
