@@ -153,7 +153,7 @@ def _plan_of(source: str, filename: str) -> _Plan:
     """``_plan`` of a text, kept for the next build or decision that follows an import into it
     (nothing changes a plan once made)."""
     plan = _plan(source, filename)
-    _no_module_settings(plan)
+    _no_module_settings(plan, literal_options=True)
     return plan
 
 
@@ -277,6 +277,7 @@ def _execute(
     module_name: str,
     own: Any = None,
     graph: _Graph | None = None,
+    settings: bool = False,
 ) -> types.ModuleType:
     """The namespace ``module_name`` built from the statements of ``needed``; with ``graph``, the
     workspace modules the names reach are built first, each into its own namespace, and bound
@@ -285,6 +286,8 @@ def _execute(
         graph.build_imports()
     picked = {i for i, n in enumerate(plan.tree.body) if any(b in needed for b in _bound_names(n))}
     picked = {i for i in picked if not isinstance(plan.tree.body[i], ast.Import | ast.ImportFrom)}
+    if settings:  # the module's own literal options, for its own (fresh) Warp module
+        picked |= {i for i, n in enumerate(plan.tree.body) if _literal_settings(n, plan.aliases)}
     if own is not None:
         picked |= own.statements
     first = list(own.future) if own is not None else []
@@ -587,14 +590,14 @@ def build(
     each in its own (``workspace``: where workspace code may be read, else the folder the module
     is imported from; ``texts``: the only texts of them to use, by real path, see ``imported``);
     ``NotHermetic`` when it cannot be."""
-    graph = _kernel_graph(source, filename, kernel_name, workspace, texts)
+    graph = _kernel_graph(source, filename, kernel_name, workspace, texts, _plan_of(source, filename))
     plan, needed = graph.root.plan, graph.root.needed
     assert plan is not None
-    body = [n for n in plan.tree.body if _binds(n, needed)]
+    body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan.aliases)]
     digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
     module_name = f"_wh_hermetic_{kernel_name}_{digest}"
     try:
-        namespace = _execute(plan, source, filename, needed, module_name, graph=graph)
+        namespace = _execute(plan, source, filename, needed, module_name, graph=graph, settings=True)
     except NotHermetic as exc:
         raise NotHermetic(f"`{kernel_name}`: {exc}") from exc
     kernel = namespace.__dict__.get(kernel_name)
@@ -805,10 +808,31 @@ def why_not(
     return None
 
 
-def _no_module_settings(plan: _Plan) -> None:
+def _literal_settings(node: ast.stmt, aliases: set[str]) -> bool:
+    """Whether ``node`` is ``wp.set_module_options({...})`` of a dict of literals (a statement a
+    build of the captured path runs: it sets the options of the fresh namespace's own module)."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    call = node.value
+    if _warp_attr(call.func, aliases) != "set_module_options" or call.keywords or len(call.args) != 1:
+        return False
+    options = call.args[0]
+    return (
+        isinstance(options, ast.Dict)
+        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in options.keys)
+        and all(isinstance(v, ast.Constant) for v in options.values)
+    )
+
+
+def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
     """A top-level ``wp.set_module_options(...)`` or ``wp.config.X = ...`` changes how the kernels
-    build: a hermetic build runs no top-level call, so such a module is imported instead."""
+    build: a hermetic build runs no top-level call, so such a module is imported instead.
+    ``literal_options``: a top-level ``wp.set_module_options({...})`` of literals is allowed (the
+    captured path's ``build`` runs it in the fresh namespace; an imported module's options do not
+    apply to the kernel's module, where its funcs are compiled)."""
     for node in plan.tree.body:
+        if literal_options and _literal_settings(node, plan.aliases):
+            continue
         for sub in ast.walk(node):
             if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":
                 raise NotHermetic(
