@@ -699,9 +699,7 @@ def _same_texts(graph: _Graph, sources: Sources) -> bool:
             now = sources.texts.get(path)
         else:
             try:
-                now = hermetic_imports.read_regular(path, hermetic_imports.MAX_FILE_BYTES).decode(
-                    "utf-8", "replace"
-                )
+                now = hermetic_imports.read_text(path)
             except (OSError, ValueError):
                 return False
         if now != text:

@@ -75,7 +75,7 @@ class Sources:
             text = given
         else:
             try:
-                text = read_regular(found.path, MAX_FILE_BYTES).decode("utf-8", "replace")
+                text = read_text(found.path)
             except (OSError, ValueError) as exc:
                 raise NotHermetic(f"the workspace module `{found.dotted}` cannot be read ({exc})") from exc
         self._total += len(text)
@@ -86,6 +86,11 @@ class Sources:
             )
         self.read[found.path] = text
         return text
+
+
+def read_text(path: str) -> str:
+    """A workspace module's text (a regular file only, at most ``MAX_FILE_BYTES``)."""
+    return read_regular(path, MAX_FILE_BYTES).decode("utf-8", "replace")
 
 
 def import_root(path: Path) -> Path:
