@@ -278,11 +278,12 @@ def _execute(
     own: Any = None,
     graph: _Graph | None = None,
     settings: bool = False,
+    unit: _Unit | None = None,
 ) -> types.ModuleType:
     """The namespace ``module_name`` built from the statements of ``needed``; with ``graph``, the
     workspace modules the names reach are built first, each into its own namespace, and bound
     under the names the module imports them as."""
-    if graph is not None:
+    if graph is not None and unit is None:
         graph.build_imports()
     picked = {i for i, n in enumerate(plan.tree.body) if any(b in needed for b in _bound_names(n))}
     picked = {i for i in picked if not isinstance(plan.tree.body[i], ast.Import | ast.ImportFrom)}
@@ -305,7 +306,7 @@ def _execute(
     sys.modules[module_name] = namespace  # Warp's module registry keys on the Python module
     try:
         if graph is not None:
-            graph.bind(graph.root, namespace)
+            graph.bind(unit or graph.root, namespace)
         if own is not None:
             for local, (module, attr) in own.imports.items():
                 namespace.__dict__[local] = _library_value(module, attr)
@@ -322,6 +323,7 @@ class _Target:
 
     unit: str
     name: str | None
+    library: str | None = None  # the module of a library value (``from typing import Any``)
 
 
 @dataclass
@@ -377,6 +379,8 @@ class _Graph:
     def _use(self, unit: _Unit, local: str, target: _Target, chain: tuple[str, ...], depth: int) -> None:
         if depth > _MAX_DEPTH:
             raise NotHermetic(f"`{local}`: a chain of more than {_MAX_DEPTH} imports")
+        if target.library is not None:
+            return  # bound from the library itself when built
         owner = self.units[target.unit]
         if target.name is not None:
             self.need(owner, [target.name], depth)
@@ -398,10 +402,7 @@ class _Graph:
             self.sources, unit.found.path if unit.found else unit.filename, level, module
         )
         if isinstance(found, str):
-            raise NotHermetic(
-                f"`{unit.dotted}` reads `{local}`, imported from the library `{found}` by a statement a "
-                "hermetic build does not run (only `import warp`, `import numpy`, `import math` are bound)"
-            )
+            return _Target("", name, library=found)
         if found is None:
             raise NotHermetic(
                 f"`{unit.dotted}` reads `{local}`, imported from `{spelled}`, which is not a module of the "
@@ -479,7 +480,8 @@ class _Graph:
                 return
             done.add(key)
             for target in self.units[key].links.values():
-                visit(target.unit)
+                if target.library is None:
+                    visit(target.unit)
             order.append(key)
 
         for key in self.units:
@@ -504,15 +506,19 @@ class _Graph:
             sys.modules[name] = namespace
             return namespace
         try:
-            namespace = _execute(unit.plan, unit.source, unit.filename, unit.needed, name)
+            return _execute(unit.plan, unit.source, unit.filename, unit.needed, name, graph=self, unit=unit)
         except NotHermetic as exc:
             raise NotHermetic(f"the workspace module `{unit.dotted}`: {exc}") from exc
-        self.bind(unit, namespace)
-        return namespace
 
     def bind(self, unit: _Unit, namespace: types.ModuleType) -> None:
         """``unit``'s imported names in ``namespace``, those whose module is built already."""
         for local, target in unit.links.items():
+            if target.library is not None:
+                try:
+                    namespace.__dict__[local] = _library_value(target.library, target.name)
+                except (ImportError, AttributeError) as exc:
+                    raise NotHermetic(f"`{local}` of the library `{target.library}`: {exc}") from exc
+                continue
             owner = self.units[target.unit].namespace
             if owner is None:
                 continue
@@ -831,7 +837,7 @@ def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
     for node in plan.tree.body:
         if literal_options and _literal_settings(node, plan.aliases):
             continue
-        for sub in ast.walk(node):
+        for sub in _runs_at_import(node):
             if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":
                 raise NotHermetic(
                     "its top level calls `wp.set_module_options`, which a hermetic build does not run"
@@ -844,6 +850,18 @@ def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
                 raise NotHermetic(
                     f"its top level sets `wp.config.{sub.attr}`, which a hermetic build does not run"
                 )
+
+
+def _runs_at_import(node: ast.stmt) -> list[ast.AST]:
+    """The nodes of the top-level statement ``node`` that run when the module is imported: all
+    of it, but of a ``def`` only its decorators, defaults and annotations (its body runs when
+    called; newton's ``solver.py`` sets a module's options inside a function)."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return list(ast.walk(node))
+    heads: list[ast.AST] = [*node.decorator_list, node.args]
+    if node.returns is not None:
+        heads.append(node.returns)
+    return [sub for head in heads for sub in ast.walk(head)]
 
 
 def _local_names(node: ast.stmt) -> set[str]:

@@ -27,6 +27,9 @@ from warp_harness.safe_read import read_regular
 
 # the libraries a hermetic namespace binds by ``import`` (their own imports are never followed)
 LIBRARIES = ("warp", "numpy", "math")
+# the libraries a module may import names from (``from typing import Any``, ``from warp.types import
+# vector``): bound from the interpreter's own folders, never from the workspace
+FROM_LIBRARIES = (*LIBRARIES, "typing")
 MAX_MODULES = 48  # workspace modules one build follows
 MAX_BYTES = 16 * 1024 * 1024  # their texts together
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -114,7 +117,7 @@ def find(sources: Sources, importer: str, level: int, module: str | None) -> Fou
     absolute = resolve_relative(dotted, package, level, module)
     if absolute is None:
         return None
-    if level == 0 and absolute.split(".")[0] in LIBRARIES:
+    if level == 0 and absolute.split(".")[0] in FROM_LIBRARIES:
         return absolute
     root = import_root(path) if not path.is_dir() else import_root(path / "__init__.py")
     bases = [root]

@@ -184,3 +184,15 @@ def test_literal_module_options_apply_to_the_captured_build(tmp_path: Path) -> N
     ):
         other = text.replace('wp.set_module_options({"enable_backward": False, "max_unroll": 3})', line)
         assert hermetic.why_not(other, str(path), "k") is not None
+
+
+def test_module_options_set_inside_a_function_do_not_refuse(tmp_path: Path) -> None:
+    """A call in a function's body runs when it is called, not at import (newton's
+    `solvers/solver.py`); one in a decorator or a default runs at import and still refuses."""
+    from warp_harness.daemon.captured import hermetic
+
+    kernel = "@wp.kernel\ndef k(x: wp.array(dtype=float)):\n    x[wp.tid()] = 1.0\n"
+    inside = "import warp as wp\ndef later(opts, m):\n    wp.set_module_options(opts, module=m)\n" + kernel
+    at_import = "import warp as wp\ndef later(m=wp.set_module_options({}, module='x')):\n    pass\n" + kernel
+    assert hermetic.why_not(inside, str(tmp_path / "a.py"), "k") is None
+    assert "set_module_options" in (hermetic.why_not(at_import, str(tmp_path / "b.py"), "k") or "")

@@ -42,13 +42,15 @@ def helper(v: float):
 """
 
 DEEP = """
+from typing import Any
+
 import warp as wp
 
 FACTOR = 2.0
 
 
 @wp.func
-def twice(v: float):
+def twice(v: Any):  # a library name imported into a workspace module (typing's, as newton's)
     return v * FACTOR
 """
 
@@ -163,11 +165,6 @@ def test_the_builder_takes_the_texts_decided_on(ws: tuple[Path, Path, Path]) -> 
             {},
             "from scipy.special import f\n",
             "imported from `scipy.special`, which is not a module of the workspace",
-        ),
-        (
-            {},
-            "from numpy import f\n",
-            "imported from the library `numpy`",
         ),
         (  # an import no reached definition reads is never followed
             {"helpers.py": "import warp as wp\n"},
