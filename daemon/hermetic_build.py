@@ -7,11 +7,17 @@ constants they read (literals, arithmetic of literals and other such constants,
 ``wp.constant(...)`` of those), and executes just those statements, in source order, in a fresh
 namespace that holds ``warp``, ``numpy`` and ``math`` and nothing of the workspace.
 
+A name the kernel (or what it reaches) imports from another workspace module is followed into
+that module's text (``hermetic_imports`` finds the file, as the static model names modules): the
+definitions it reaches there are built by the same rules in a fresh namespace of their own, bound
+under the importing name (``_Graph``); names imported from Warp, numpy, math or typing are bound
+from the interpreter's own folders.
+
 A kernel that cannot be built that way is refused with the reason (``NotHermetic``): a kernel
 made by a factory or inside a function, one that reaches a name bound by anything else than a
-definition or a constant (a call, an import from the workspace, a closure over run-time state),
-a decorator other than Warp's, a ``wp.static`` over something not a constant. Such a kernel is
-validated the old way, by importing its module.
+definition, a constant or such an import (a call, an installed package's name, a star import, a
+closure over run-time state), a decorator other than Warp's, a file linked out of the workspace.
+Such a kernel is validated the old way, by importing its module.
 
 ``build_module`` builds every kernel of a module so, and the contracts the module defines itself
 with what they reach (``hermetic_contract``), for the worker (``steps/load.py``), when
