@@ -119,6 +119,36 @@ def _is_constant_expr(node: ast.expr, aliases: set[str], constants: set[str]) ->
     return False
 
 
+_ENUM_BASES = {"IntEnum", "IntFlag", "Enum", "Flag"}
+
+
+def _is_enum_class(node: ast.stmt) -> bool:
+    """``class GeoType(IntEnum)`` of integer literals only (newton's ``GeoType.BOX`` in a kernel:
+    Warp reads the member as a constant), with no decorator or keyword; its base must still be
+    reached through an import of ``enum``."""
+    if not isinstance(node, ast.ClassDef) or node.decorator_list or node.keywords or len(node.bases) != 1:
+        return False
+    base = node.bases[0]
+    if (base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)) not in _ENUM_BASES:
+        return False
+    members: set[str] = set()
+    for stmt in node.body:
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            continue  # a docstring
+        if not (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        ):
+            return False
+        if not _is_constant_expr(stmt.value, set(), members):
+            return False
+        members.add(stmt.targets[0].id)
+    return bool(members)
+
+
 def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -188,7 +218,7 @@ def _plan(source: str, filename: str) -> _Plan:
                 rebound.add(name)
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
-            if len(kinds) == 1 and kinds[0] is not None:
+            if (len(kinds) == 1 and kinds[0] is not None) or _is_enum_class(node):
                 definitions[node.name] = node
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value

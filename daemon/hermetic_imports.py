@@ -27,9 +27,10 @@ from warp_harness.safe_read import read_regular
 
 # the libraries a hermetic namespace binds by ``import`` (their own imports are never followed)
 LIBRARIES = ("warp", "numpy", "math")
-# the libraries a module may import names from (``from typing import Any``, ``from warp.types import
-# vector``): bound from the interpreter's own folders, never from the workspace
-FROM_LIBRARIES = (*LIBRARIES, "typing")
+# the libraries a module may import names from (``from typing import Any``, ``from enum import
+# IntEnum``, ``from warp.types import vector``): bound from the interpreter's own folders, never
+# from the workspace
+FROM_LIBRARIES = (*LIBRARIES, "typing", "enum")
 MAX_MODULES = 48  # workspace modules one build follows
 MAX_BYTES = 16 * 1024 * 1024  # their texts together
 MAX_FILE_BYTES = 4 * 1024 * 1024

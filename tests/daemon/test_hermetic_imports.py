@@ -296,3 +296,62 @@ def test_the_contract_path_follows_the_same_imports(ws: tuple[Path, Path, Path])
     _write(root, "pkg/deep.py", DEEP.replace("FACTOR = 2.0", "FACTOR = float(len('ab'))"))
     why = hermetic_build.why_not(text, str(kern), "pkg.kern", sibling)
     assert why is not None and "`FACTOR`" in why  # the helper changed: the cached analysis is not used
+
+
+KINDS = """
+import enum
+from enum import IntFlag
+
+open(MARKER, "w").write("ran")
+
+
+class Kind(enum.IntEnum):
+    \"\"\"newton's GeoType, JointType ... are such classes, read in kernels as `GeoType.BOX`.\"\"\"
+
+    A = 1
+    B = A + 2
+
+
+class Flags(IntFlag):
+    X = 1 << 0
+    Y = 1 << 1
+    XY = X | Y
+"""
+
+USES_KINDS = """
+import warp as wp
+
+from kinds import Flags, Kind
+
+
+@wp.kernel
+def k(x: wp.array(dtype=int)):
+    i = wp.tid()
+    if x[i] == Kind.B:
+        x[i] = int(Flags.XY) * 10
+"""
+
+
+@pytest.mark.slow
+def test_an_int_enum_of_literals_from_another_module_is_built(tmp_path: Path) -> None:
+    import warp as wp
+
+    marker = tmp_path / "marker"
+    _write(tmp_path, "kinds.py", KINDS.replace("MARKER", repr(str(marker))))
+    kern = _write(tmp_path, "kern.py", USES_KINDS)
+    assert _decide(kern) is None
+    built = build(kern.read_text(encoding="utf-8"), str(kern), "k")
+    x = wp.array(np.array([3, 1, 3], dtype=np.int32), device="cpu")
+    wp.launch(built.kernel, dim=3, inputs=[x], device="cpu")
+    np.testing.assert_array_equal(x.numpy(), [30, 1, 30])
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "member",
+    ["B = enum.auto()", "B = len('ab')", "def b(self):\n        return 2"],
+)
+def test_an_enum_with_more_than_literals_is_refused(tmp_path: Path, member: str) -> None:
+    _write(tmp_path, "kinds.py", f"import enum\n\n\nclass Kind(enum.IntEnum):\n    A = 1\n    {member}\n")
+    kern = _write(tmp_path, "kern.py", USES_KINDS.replace("int(Flags.XY) * 10", "1").replace("Flags, ", ""))
+    assert "`Kind` of the workspace module `kinds` is not" in (_decide(kern) or "")
