@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import ast
 import builtins
-import functools
 import hashlib
 import importlib
 import linecache
 import os
 import sys
 import types
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,12 +184,25 @@ def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
     return out
 
 
-@functools.lru_cache(maxsize=64)
+# plans kept for the next decision or build that reaches the same text (a replay decides per
+# kernel, over the same modules): at most this much source text (a syntax tree takes ~60x its text)
+_PLANS_BUDGET = 4 * 1024 * 1024
+_PLANS: OrderedDict[tuple[str, str], tuple[int, _Plan]] = OrderedDict()
+
+
 def _plan_of(source: str, filename: str) -> _Plan:
     """``_plan`` of a text, kept for the next build or decision that follows an import into it
-    (nothing changes a plan once made)."""
+    (nothing changes a plan once made; the per-definition reads it fills are the text's)."""
+    key = (filename, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+    found = _PLANS.get(key)
+    if found is not None:
+        _PLANS.move_to_end(key)
+        return found[1]
     plan = _plan(source, filename)
     _no_module_settings(plan, literal_options=True)
+    _PLANS[key] = (len(source), plan)
+    while len(_PLANS) > 1 and sum(size for size, _ in _PLANS.values()) > _PLANS_BUDGET:
+        _PLANS.popitem(last=False)
     return plan
 
 
