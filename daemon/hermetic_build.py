@@ -139,6 +139,8 @@ def _is_enum_class(node: ast.stmt) -> bool:
             and isinstance(stmt.value.value, str)
         ):
             continue  # a docstring
+        if isinstance(stmt, ast.FunctionDef) and _plain_method(stmt):
+            continue  # runs when called (what it reads is still reached, so still refused if not buildable)
         if not (
             isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
         ):
@@ -147,6 +149,16 @@ def _is_enum_class(node: ast.stmt) -> bool:
             return False
         members.add(stmt.targets[0].id)
     return bool(members)
+
+
+def _plain_method(node: ast.FunctionDef) -> bool:
+    """A method whose ``def`` runs nothing: builtin decorators only, literal defaults."""
+    decorators_ok = all(
+        isinstance(d, ast.Name) and d.id in ("property", "classmethod", "staticmethod")
+        for d in node.decorator_list
+    )
+    defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    return decorators_ok and all(isinstance(d, ast.Constant) for d in defaults)
 
 
 def _loads(node: ast.AST) -> set[str]:
@@ -921,4 +933,6 @@ def _local_names(node: ast.stmt) -> set[str]:
     for sub in ast.walk(node):
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
             out.add(sub.id)
+        elif isinstance(sub, ast.arg):  # a parameter of a method or lambda inside it
+            out.add(sub.arg)
     return out

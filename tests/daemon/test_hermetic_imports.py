@@ -309,7 +309,11 @@ class Kind(enum.IntEnum):
     \"\"\"newton's GeoType, JointType ... are such classes, read in kernels as `GeoType.BOX`.\"\"\"
 
     A = 1
+    \"\"\"a member's docstring\"\"\"
     B = A + 2
+
+    def doubled(self, by: int = 2) -> int:  # runs when called: newton's JointType.dof_count
+        return self * by
 
 
 class Flags(IntFlag):
@@ -349,7 +353,7 @@ def test_an_int_enum_of_literals_from_another_module_is_built(tmp_path: Path) ->
 
 @pytest.mark.parametrize(
     "member",
-    ["B = enum.auto()", "B = len('ab')", "def b(self):\n        return 2"],
+    ["B = enum.auto()", "B = len('ab')", "@enum.member\n    def b(self):\n        return 2"],
 )
 def test_an_enum_with_more_than_literals_is_refused(tmp_path: Path, member: str) -> None:
     _write(tmp_path, "kinds.py", f"import enum\n\n\nclass Kind(enum.IntEnum):\n    A = 1\n    {member}\n")
