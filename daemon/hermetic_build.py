@@ -199,23 +199,32 @@ def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
 # plans kept for the next decision or build that reaches the same text (a replay decides per
 # kernel, over the same modules): at most this much source text (a syntax tree takes ~60x its text)
 _PLANS_BUDGET = 4 * 1024 * 1024
-_PLANS: OrderedDict[tuple[str, str], tuple[int, _Plan]] = OrderedDict()
+_PLANS: OrderedDict[tuple[str, str], tuple[int, _Plan | str]] = OrderedDict()
 
 
 def _plan_of(source: str, filename: str) -> _Plan:
     """``_plan`` of a text, kept for the next build or decision that follows an import into it
-    (nothing changes a plan once made; the per-definition reads it fills are the text's)."""
+    (nothing changes a plan once made; the per-definition reads it fills are the text's); a
+    text's refusal is kept too (newton's 1 MB solver modules set options from a name)."""
     key = (filename, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
     found = _PLANS.get(key)
     if found is not None:
         _PLANS.move_to_end(key)
+        if isinstance(found[1], str):
+            raise NotHermetic(found[1])
         return found[1]
-    plan = _plan(source, filename)
-    _no_module_settings(plan, literal_options=True)
-    _PLANS[key] = (len(source), plan)
+    kept: _Plan | str
+    try:
+        kept = _plan(source, filename)
+        _no_module_settings(kept, literal_options=True)
+    except NotHermetic as exc:
+        kept = str(exc)
+    _PLANS[key] = (len(source), kept)
     while len(_PLANS) > 1 and sum(size for size, _ in _PLANS.values()) > _PLANS_BUDGET:
         _PLANS.popitem(last=False)
-    return plan
+    if isinstance(kept, str):
+        raise NotHermetic(kept)
+    return kept
 
 
 def _plan(source: str, filename: str) -> _Plan:
