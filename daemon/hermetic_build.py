@@ -120,6 +120,39 @@ def _is_constant_expr(node: ast.expr, aliases: set[str], constants: set[str]) ->
 
 
 _ENUM_BASES = {"IntEnum", "IntFlag", "Enum", "Flag"}
+_TYPE_CONSTRUCTORS = {"vector", "matrix"}
+
+
+def _is_type_class(node: ast.stmt, aliases: set[str]) -> bool:
+    """``class vec6f(wp.types.vector(length=6, dtype=wp.float32)): pass`` (newton's, mujoco-warp's
+    vector and matrix types): a Warp type constructor of literals as the only base, an empty body."""
+    if not isinstance(node, ast.ClassDef) or node.decorator_list or node.keywords or len(node.bases) != 1:
+        return False
+    base = node.bases[0]
+    if not (isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute)):
+        return False
+    root: ast.expr = base.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not (isinstance(root, ast.Name) and root.id in aliases) or base.func.attr not in _TYPE_CONSTRUCTORS:
+        return False
+    if not all(_is_type_argument(a, aliases) for a in [*base.args, *(k.value for k in base.keywords)]):
+        return False
+    return all(
+        isinstance(b, ast.Pass) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
+        for b in node.body
+    )
+
+
+def _is_type_argument(node: ast.expr, aliases: set[str]) -> bool:
+    """A literal, a tuple of literals, ``float``/``int``/``bool`` or a ``wp.<name>`` (a dtype)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float | bool)
+    if isinstance(node, ast.Tuple):
+        return all(_is_type_argument(e, aliases) for e in node.elts)
+    if isinstance(node, ast.Name):
+        return node.id in ("float", "int", "bool")
+    return _warp_attr(node, aliases) is not None
 
 
 def _is_enum_class(node: ast.stmt) -> bool:
@@ -252,13 +285,19 @@ def _plan(source: str, filename: str) -> _Plan:
                 rebound.add(name)
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
-            if (len(kinds) == 1 and kinds[0] is not None) or _is_enum_class(node):
+            if (
+                (len(kinds) == 1 and kinds[0] is not None)
+                or _is_enum_class(node)
+                or _is_type_class(node, aliases)
+            ):
                 definitions[node.name] = node
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value
             if value is not None and _is_constant_expr(value, aliases, constants):
                 definitions[names[0]] = node
                 constants.add(names[0])
+            elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
+                definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
     return _Plan(tree, aliases, library_names, definitions, constants, rebound, _imports(tree))
 
 

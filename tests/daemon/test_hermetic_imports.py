@@ -359,3 +359,54 @@ def test_an_enum_with_more_than_literals_is_refused(tmp_path: Path, member: str)
     _write(tmp_path, "kinds.py", f"import enum\n\n\nclass Kind(enum.IntEnum):\n    A = 1\n    {member}\n")
     kern = _write(tmp_path, "kern.py", USES_KINDS.replace("int(Flags.XY) * 10", "1").replace("Flags, ", ""))
     assert "`Kind` of the workspace module `kinds` is not" in (_decide(kern) or "")
+
+
+TYPES = """
+import warp as wp
+
+open(MARKER, "w").write("ran")
+
+
+class vec5f(wp.types.vector(length=5, dtype=wp.float32)):
+    pass
+
+
+vec5 = vec5f  # another name of it (mujoco-warp's `vec10 = vec10f`)
+"""
+
+USES_TYPES = """
+import warp as wp
+
+from mytypes import vec5
+
+
+@wp.kernel
+def k(x: wp.array(dtype=vec5), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = wp.dot(x[i], vec5(1.0, 1.0, 1.0, 1.0, 1.0))
+"""
+
+
+@pytest.mark.slow
+def test_a_vector_type_class_from_another_module_is_built(tmp_path: Path) -> None:
+    """newton's `class vec6f(wp.types.vector(length=6, dtype=wp.float32)): pass`."""
+    import warp as wp
+
+    marker = tmp_path / "marker"
+    _write(tmp_path, "mytypes.py", TYPES.replace("MARKER", repr(str(marker))))
+    kern = _write(tmp_path, "kern.py", USES_TYPES)
+    assert _decide(kern) is None
+    built = build(kern.read_text(encoding="utf-8"), str(kern), "k")
+    vec5 = sys.modules[built.module_name].vec5
+    data = np.arange(10, dtype=np.float32).reshape(2, 5)
+    y = wp.zeros(2, dtype=float, device="cpu")
+    wp.launch(built.kernel, dim=2, inputs=[wp.array(data, dtype=vec5, device="cpu"), y], device="cpu")
+    np.testing.assert_allclose(y.numpy(), data.sum(axis=1))
+    assert not marker.exists()
+    # a base made by anything else than a Warp type constructor of literals is refused
+    _write(
+        tmp_path,
+        "mytypes.py",
+        TYPES.replace("length=5", "length=len('abcde')").replace("MARKER", "'/dev/null'"),
+    )
+    assert "`vec5` of the workspace module `mytypes` is not" in (_decide(kern) or "")
