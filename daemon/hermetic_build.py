@@ -420,6 +420,11 @@ def _execute(
             for local, (module, attr) in own.imports.items():
                 namespace.__dict__[local] = _library_value(module, attr)
         exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
+        if graph is not None and unit is None:  # a workspace module importing back from this one
+            graph.root.namespace = namespace
+            for other in graph.units.values():
+                if other is not graph.root and other.namespace is not None:
+                    graph.bind(other, other.namespace)
     except Exception as exc:
         del sys.modules[module_name]
         raise NotHermetic(f"building from the source failed: {type(exc).__name__}: {exc}") from exc

@@ -410,3 +410,21 @@ def test_a_vector_type_class_from_another_module_is_built(tmp_path: Path) -> Non
         TYPES.replace("length=5", "length=len('abcde')").replace("MARKER", "'/dev/null'"),
     )
     assert "`vec5` of the workspace module `mytypes` is not" in (_decide(kern) or "")
+
+
+def test_a_module_importing_back_from_the_kernels_module(tmp_path: Path) -> None:
+    """A cycle through the kernel's own module: its constant is bound in the helper's namespace."""
+    _write(
+        tmp_path,
+        "helper.py",
+        "import warp as wp\nfrom kern import SCALE\n@wp.func\ndef f(v: float):\n    return v * SCALE\n",
+    )
+    kern = _write(
+        tmp_path,
+        "kern.py",
+        "import warp as wp\nfrom helper import f\nSCALE = 3.0\n@wp.kernel\ndef k(x: wp.array(dtype=float)):\n"
+        "    x[wp.tid()] = f(x[wp.tid()])\n",
+    )
+    assert _decide(kern) is None
+    built = build(kern.read_text(encoding="utf-8"), str(kern), "k")
+    assert sys.modules[built.module_name].f.func.__globals__["SCALE"] == 3.0
