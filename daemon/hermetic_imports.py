@@ -124,7 +124,7 @@ def find(sources: Sources, importer: str, level: int, module: str | None) -> Fou
     bases = [root]
     if level == 0:  # the folders above, up to the workspace (the worker's sys.path holds them)
         folder = root
-        while self_inside(sources, str(folder.parent)) and folder.parent != folder:
+        while sources.inside(os.path.realpath(folder.parent)) and folder.parent != folder:
             folder = folder.parent
             bases.append(folder)
     for base in bases:
@@ -132,10 +132,6 @@ def find(sources: Sources, importer: str, level: int, module: str | None) -> Fou
         if found is not None:
             return found
     return None
-
-
-def self_inside(sources: Sources, path: str) -> bool:
-    return sources.inside(os.path.realpath(path))
 
 
 def _under(sources: Sources, base: Path, absolute: str) -> Found | None:
