@@ -7,11 +7,17 @@ constants they read (literals, arithmetic of literals and other such constants,
 ``wp.constant(...)`` of those), and executes just those statements, in source order, in a fresh
 namespace that holds ``warp``, ``numpy`` and ``math`` and nothing of the workspace.
 
+A name the kernel (or what it reaches) imports from another workspace module is followed into
+that module's text (``hermetic_imports`` finds the file, as the static model names modules): the
+definitions it reaches there are built by the same rules in a fresh namespace of their own, bound
+under the importing name (``_Graph``); names imported from Warp, numpy, math or typing are bound
+from the interpreter's own folders.
+
 A kernel that cannot be built that way is refused with the reason (``NotHermetic``): a kernel
 made by a factory or inside a function, one that reaches a name bound by anything else than a
-definition or a constant (a call, an import from the workspace, a closure over run-time state),
-a decorator other than Warp's, a ``wp.static`` over something not a constant. Such a kernel is
-validated the old way, by importing its module.
+definition, a constant or such an import (a call, an installed package's name, a star import, a
+closure over run-time state), a decorator other than Warp's, a file linked out of the workspace.
+Such a kernel is validated the old way, by importing its module.
 
 ``build_module`` builds every kernel of a module so, and the contracts the module defines itself
 with what they reach (``hermetic_contract``), for the worker (``steps/load.py``), when
@@ -29,16 +35,21 @@ import linecache
 import os
 import sys
 import types
-from dataclasses import dataclass
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon import hermetic_contract
+from warp_harness.daemon import hermetic_contract, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
+from warp_harness.daemon.hermetic_imports import Found, Sources
 
 # the modules a hermetic namespace holds, under the names a module may import them as (imported
 # only when a kernel is built: the supervisor, which never imports Warp, runs ``why_not``)
-_LIBRARIES = ("warp", "numpy", "math")
+_LIBRARIES = hermetic_imports.LIBRARIES
+# how long a chain of imports (a re-export of a re-export ...) is followed
+_MAX_DEPTH = 24
 _DECORATORS = {"kernel", "func", "struct", "func_native"}
 
 
@@ -57,6 +68,7 @@ class HermeticKernel:
     kernel: Any  # the warp.Kernel
     module_name: str  # the fresh namespace's name (its Warp module)
     statements: tuple[str, ...]  # the top-level names whose statements were executed, in order
+    imported: tuple[str, ...] = ()  # the workspace modules (real paths) built beside it, from their text
 
 
 def _bound_names(node: ast.stmt) -> list[str]:
@@ -107,6 +119,81 @@ def _is_constant_expr(node: ast.expr, aliases: set[str], constants: set[str]) ->
     return False
 
 
+_ENUM_BASES = {"IntEnum", "IntFlag", "Enum", "Flag"}
+_TYPE_CONSTRUCTORS = {"vector", "matrix"}
+
+
+def _is_type_class(node: ast.stmt, aliases: set[str]) -> bool:
+    """``class vec6f(wp.types.vector(length=6, dtype=wp.float32)): pass`` (newton's, mujoco-warp's
+    vector and matrix types): a Warp type constructor of literals as the only base, an empty body."""
+    if not isinstance(node, ast.ClassDef) or node.decorator_list or node.keywords or len(node.bases) != 1:
+        return False
+    base = node.bases[0]
+    if not (isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute)):
+        return False
+    root: ast.expr = base.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not (isinstance(root, ast.Name) and root.id in aliases) or base.func.attr not in _TYPE_CONSTRUCTORS:
+        return False
+    if not all(_is_type_argument(a, aliases) for a in [*base.args, *(k.value for k in base.keywords)]):
+        return False
+    return all(
+        isinstance(b, ast.Pass) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))
+        for b in node.body
+    )
+
+
+def _is_type_argument(node: ast.expr, aliases: set[str]) -> bool:
+    """A literal, a tuple of literals, ``float``/``int``/``bool`` or a ``wp.<name>`` (a dtype)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, int | float | bool)
+    if isinstance(node, ast.Tuple):
+        return all(_is_type_argument(e, aliases) for e in node.elts)
+    if isinstance(node, ast.Name):
+        return node.id in ("float", "int", "bool")
+    return _warp_attr(node, aliases) is not None
+
+
+def _is_enum_class(node: ast.stmt) -> bool:
+    """``class GeoType(IntEnum)`` of integer literals only (newton's ``GeoType.BOX`` in a kernel:
+    Warp reads the member as a constant), with no decorator or keyword; its base must still be
+    reached through an import of ``enum``."""
+    if not isinstance(node, ast.ClassDef) or node.decorator_list or node.keywords or len(node.bases) != 1:
+        return False
+    base = node.bases[0]
+    if (base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)) not in _ENUM_BASES:
+        return False
+    members: set[str] = set()
+    for stmt in node.body:
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+        ):
+            continue  # a docstring
+        if isinstance(stmt, ast.FunctionDef) and _plain_method(stmt):
+            continue  # runs when called (what it reads is still reached, so still refused if not buildable)
+        if not (
+            isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        ):
+            return False
+        if not _is_constant_expr(stmt.value, set(), members):
+            return False
+        members.add(stmt.targets[0].id)
+    return bool(members)
+
+
+def _plain_method(node: ast.FunctionDef) -> bool:
+    """A method whose ``def`` runs nothing: builtin decorators only, literal defaults."""
+    decorators_ok = all(
+        isinstance(d, ast.Name) and d.id in ("property", "classmethod", "staticmethod")
+        for d in node.decorator_list
+    )
+    defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    return decorators_ok and all(isinstance(d, ast.Constant) for d in defaults)
+
+
 def _loads(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -119,6 +206,58 @@ class _Plan:
     definitions: dict[str, ast.stmt]
     constants: set[str]
     rebound: set[str]
+    # name -> (level, module, imported name or None for the module itself), the module's imports
+    # other than ``import <library>``: followed into the workspace when a build reaches the name
+    imports: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
+    # definition -> what it reads (``_reads``), filled on first use
+    reads: dict[str, tuple[list[str], _External] | str] = field(default_factory=dict)
+
+
+def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
+    out: dict[str, tuple[int, str | None, str | None]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = (0, a.name, None)
+                elif a.name.split(".")[0] not in _LIBRARIES:
+                    out[a.name.split(".")[0]] = (0, a.name.split(".")[0], None)
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name != "*":
+                    out[a.asname or a.name] = (node.level, node.module, a.name)
+    return out
+
+
+# plans kept for the next decision or build that reaches the same text (a replay decides per
+# kernel, over the same modules): at most this much source text (a syntax tree takes ~60x its text)
+_PLANS_BUDGET = 4 * 1024 * 1024
+_PLANS: OrderedDict[tuple[str, str], tuple[int, _Plan | str]] = OrderedDict()
+
+
+def _plan_of(source: str, filename: str) -> _Plan:
+    """``_plan`` of a text, kept for the next build or decision that follows an import into it
+    (nothing changes a plan once made; the per-definition reads it fills are the text's); a
+    text's refusal is kept too (newton's 1 MB solver modules set options from a name)."""
+    key = (filename, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+    found = _PLANS.get(key)
+    if found is not None:
+        _PLANS.move_to_end(key)
+        if isinstance(found[1], str):
+            raise NotHermetic(found[1])
+        return found[1]
+    kept: _Plan | str
+    try:
+        kept = _plan(source, filename)
+        _no_module_settings(kept, literal_options=True)
+    except NotHermetic as exc:
+        kept = str(exc)
+    _PLANS[key] = (len(source), kept)
+    while len(_PLANS) > 1 and sum(size for size, _ in _PLANS.values()) > _PLANS_BUDGET:
+        _PLANS.popitem(last=False)
+    if isinstance(kept, str):
+        raise NotHermetic(kept)
+    return kept
 
 
 def _plan(source: str, filename: str) -> _Plan:
@@ -146,17 +285,23 @@ def _plan(source: str, filename: str) -> _Plan:
                 rebound.add(name)
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
-            if len(kinds) == 1 and kinds[0] is not None:
+            if (
+                (len(kinds) == 1 and kinds[0] is not None)
+                or _is_enum_class(node)
+                or _is_type_class(node, aliases)
+            ):
                 definitions[node.name] = node
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value
             if value is not None and _is_constant_expr(value, aliases, constants):
                 definitions[names[0]] = node
                 constants.add(names[0])
-    return _Plan(tree, aliases, library_names, definitions, constants, rebound)
+            elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
+                definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
+    return _Plan(tree, aliases, library_names, definitions, constants, rebound, _imports(tree))
 
 
-def _reached(plan: _Plan, kernel_name: str) -> set[str]:
+def _reached(plan: _Plan, kernel_name: str, external: _External | None = None) -> set[str]:
     """The top-level names the kernel ``kernel_name`` needs (itself included)."""
     definitions = plan.definitions
     if kernel_name not in definitions or not isinstance(definitions[kernel_name], ast.FunctionDef):
@@ -168,12 +313,17 @@ def _reached(plan: _Plan, kernel_name: str) -> set[str]:
     assert isinstance(kernel_def, ast.FunctionDef)
     if _decorator_kind(kernel_def.decorator_list[0], plan.aliases) != "kernel":
         raise NotHermetic(f"`{kernel_name}` is not decorated with `@wp.kernel`")
-    return _reach(plan, [kernel_name])
+    return _reach(plan, [kernel_name], external)
 
 
-def _reach(plan: _Plan, roots: list[str]) -> set[str]:
-    """The top-level definitions and constants ``roots`` need (themselves included)."""
-    definitions = plan.definitions
+# a module's imported names the definitions reached read -> the attribute chains read on them
+# (``fb.f(...)``: ("f",); the name itself: ())
+_External = dict[str, set[tuple[str, ...]]]
+
+
+def _reach(plan: _Plan, roots: list[str], external: _External | None = None) -> set[str]:
+    """The top-level definitions and constants ``roots`` need (themselves included); the imported
+    names they read go to ``external`` (refused when it is None)."""
     needed: set[str] = set()
     todo = list(roots)
     while todo:
@@ -183,26 +333,71 @@ def _reach(plan: _Plan, roots: list[str]) -> set[str]:
         if name in plan.rebound:
             raise NotHermetic(f"`{name}` is bound more than once at the top of the module")
         needed.add(name)
-        node = definitions[name]
-        for used in sorted(_loads(node)):
-            if used in definitions:
-                todo.append(used)
-            elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used):
-                continue
-            elif _is_local(node, used):
-                continue
-            else:
-                raise NotHermetic(
-                    f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
-                    "constant of its own text)"
-                )
+        reads = _reads(plan, name)
+        if isinstance(reads, str):
+            raise NotHermetic(reads)
+        inside, outside = reads
+        todo.extend(inside)
+        for used, chains in outside.items():
+            if external is None:
+                raise NotHermetic(_runtime(name, used))
+            external.setdefault(used, set()).update(chains)
     return needed
 
 
+def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
+    """(the module's definitions the definition ``name`` reads, the imported names it reads with
+    their attribute chains), or why it cannot be built; kept on the plan (a replay decides per
+    kernel, over the same modules)."""
+    found = plan.reads.get(name)
+    if found is not None:
+        return found
+    node = plan.definitions[name]
+    local = _local_names(node)
+    inside: list[str] = []
+    outside: _External = {}
+    result: tuple[list[str], _External] | str = (inside, outside)
+    for used in sorted(_loads(node)):
+        if used in plan.definitions:
+            inside.append(used)
+        elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used) or used in local:
+            continue
+        elif used in plan.imports and used not in plan.rebound:
+            outside[used] = _chains(node, used)
+        else:
+            result = _runtime(name, used)
+            break
+    plan.reads[name] = result
+    return result
+
+
+def _runtime(name: str, used: str) -> str:
+    return (
+        f"`{name}` reads `{used}`, which the module binds at run time (not a definition or a "
+        "constant of its own text)"
+    )
+
+
 def _execute(
-    plan: _Plan, source: str, filename: str, needed: set[str], module_name: str, own: Any = None
+    plan: _Plan,
+    source: str,
+    filename: str,
+    needed: set[str],
+    module_name: str,
+    own: Any = None,
+    graph: _Graph | None = None,
+    settings: bool = False,
+    unit: _Unit | None = None,
 ) -> types.ModuleType:
+    """The namespace ``module_name`` built from the statements of ``needed``; with ``graph``, the
+    workspace modules the names reach are built first, each into its own namespace, and bound
+    under the names the module imports them as."""
+    if graph is not None and unit is None:
+        graph.build_imports()
     picked = {i for i, n in enumerate(plan.tree.body) if any(b in needed for b in _bound_names(n))}
+    picked = {i for i in picked if not isinstance(plan.tree.body[i], ast.Import | ast.ImportFrom)}
+    if settings:  # the module's own literal options, for its own (fresh) Warp module
+        picked |= {i for i, n in enumerate(plan.tree.body) if _literal_settings(n, plan.aliases)}
     if own is not None:
         picked |= own.statements
     first = list(own.future) if own is not None else []
@@ -219,14 +414,260 @@ def _execute(
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     sys.modules[module_name] = namespace  # Warp's module registry keys on the Python module
     try:
+        if graph is not None:
+            graph.bind(unit or graph.root, namespace)
         if own is not None:
             for local, (module, attr) in own.imports.items():
                 namespace.__dict__[local] = _library_value(module, attr)
         exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
+        if graph is not None and unit is None:  # a workspace module importing back from this one
+            graph.root.namespace = namespace
+            for other in graph.units.values():
+                if other is not graph.root and other.namespace is not None:
+                    graph.bind(other, other.namespace)
     except Exception as exc:
         del sys.modules[module_name]
         raise NotHermetic(f"building from the source failed: {type(exc).__name__}: {exc}") from exc
     return namespace
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What an imported name is bound to: ``name`` of the module ``unit`` (None: the module)."""
+
+    unit: str
+    name: str | None
+    library: str | None = None  # the module of a library value (``from typing import Any``)
+
+
+@dataclass
+class _Unit:
+    """A module of a build: the kernel's (``found`` None) or a workspace module it imports from."""
+
+    found: Found | None
+    filename: str
+    source: str
+    plan: _Plan | None  # None: a namespace package (a folder)
+    needed: set[str] = field(default_factory=set)
+    links: dict[str, _Target] = field(default_factory=dict)  # name -> what it is bound to
+    namespace: types.ModuleType | None = None
+
+    @property
+    def dotted(self) -> str:
+        return self.found.dotted if self.found is not None else Path(self.filename).stem
+
+
+class _Graph:
+    """The workspace modules a build follows imports into, from their texts (``hermetic_imports``):
+    what each must define (``needed``) and bind (``links``); ``NotHermetic`` with the reason when
+    a reached name is not a definition, constant or import a text can give."""
+
+    def __init__(self, sources: Sources, plan: _Plan, filename: str, source: str) -> None:
+        self.sources = sources
+        self.root_key = os.path.realpath(filename)
+        self.root = _Unit(None, filename, source, plan)
+        self.units: dict[str, _Unit] = {self.root_key: self.root}
+
+    def need(self, unit: _Unit, names: list[str], depth: int = 0) -> None:
+        """``unit`` defines ``names`` and what they reach, in it and through its imports."""
+        assert unit.plan is not None
+        fresh = [n for n in names if n not in unit.needed]
+        if not fresh:
+            return
+        external: _External = {}
+        try:
+            unit.needed |= _reach(unit.plan, fresh, external)
+        except NotHermetic as exc:
+            if unit is self.root:
+                raise
+            raise NotHermetic(f"in the workspace module `{unit.dotted}`: {exc}") from exc
+        self.follow(unit, external, depth)
+
+    def follow(self, unit: _Unit, external: _External, depth: int = 0) -> None:
+        for local in sorted(external):
+            target = self._binding(unit, local, depth + 1)
+            unit.links[local] = target
+            for chain in sorted(external[local]):
+                self._use(unit, local, target, chain, depth + 1)
+
+    def _use(self, unit: _Unit, local: str, target: _Target, chain: tuple[str, ...], depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise NotHermetic(f"`{local}`: a chain of more than {_MAX_DEPTH} imports")
+        if target.library is not None:
+            return  # bound from the library itself when built
+        owner = self.units[target.unit]
+        if target.name is not None:
+            self.need(owner, [target.name], depth)
+            return
+        if not chain:
+            raise NotHermetic(
+                f"`{unit.dotted}` uses the module `{owner.dotted}` itself (as `{local}`), not a name of it"
+            )
+        inner = self._attribute(owner, chain[0], depth + 1)
+        owner.links[chain[0]] = inner
+        self._use(owner, f"{local}.{chain[0]}", inner, chain[1:], depth + 1)
+
+    def _binding(self, unit: _Unit, local: str, depth: int) -> _Target:
+        """What ``unit``'s import of ``local`` binds it to."""
+        assert unit.plan is not None
+        level, module, name = unit.plan.imports[local]
+        spelled = "." * level + (module or "")
+        found = hermetic_imports.find(
+            self.sources, unit.found.path if unit.found else unit.filename, level, module
+        )
+        if isinstance(found, str):
+            return _Target("", name, library=found)
+        if found is None:
+            raise NotHermetic(
+                f"`{unit.dotted}` reads `{local}`, imported from `{spelled}`, which is not a module of the "
+                "workspace (an installed package's code would run at import)"
+            )
+        owner = self._unit(found)
+        if name is None:
+            return _Target(found.path, None)
+        return self._attribute(owner, name, depth)
+
+    def _attribute(self, owner: _Unit, name: str, depth: int) -> _Target:
+        """What the name ``name`` of the module ``owner`` is."""
+        if depth > _MAX_DEPTH:
+            raise NotHermetic(f"`{owner.dotted}.{name}`: a chain of more than {_MAX_DEPTH} imports")
+        key = owner.found.path if owner.found else self.root_key
+        plan = owner.plan
+        if plan is not None and name in plan.rebound:
+            raise NotHermetic(f"`{name}` is bound more than once at the top of `{owner.dotted}`")
+        if plan is not None and name in plan.definitions:
+            return _Target(key, name)
+        if plan is not None and name in plan.imports:
+            return self._binding(owner, name, depth + 1)
+        sub = hermetic_imports.submodule(self.sources, owner.found, name) if owner.found else None
+        if sub is not None:
+            self._unit(sub)
+            return _Target(sub.path, None)
+        raise NotHermetic(
+            f"`{name}` of the workspace module `{owner.dotted}` is not a `@wp.func`, `@wp.struct`, constant "
+            "or import of its text (it is bound at run time, if at all)"
+        )
+
+    def _unit(self, found: Found) -> _Unit:
+        unit = self.units.get(found.path)
+        if unit is not None:
+            return unit
+        if found.folder:
+            unit = _Unit(found, found.path, "", None)
+        else:
+            source = self.sources.text(found)
+            try:
+                plan = _plan_of(source, found.path)
+            except NotHermetic as exc:
+                raise NotHermetic(f"the workspace module `{found.dotted}`: {exc}") from exc
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                raise NotHermetic(
+                    f"the workspace module `{found.dotted}` does not parse ({type(exc).__name__})"
+                ) from exc
+            unit = _Unit(found, found.path, source, plan)
+        self.units[found.path] = unit
+        return unit
+
+    def unbuilt(self) -> _Graph:
+        """The same analysis, nothing of it built (a graph is built once)."""
+        fresh = _Graph(self.sources, self.root.plan, self.root.filename, self.root.source)  # type: ignore[arg-type]
+        fresh.units = {
+            k: _Unit(u.found, u.filename, u.source, u.plan, set(u.needed), dict(u.links))
+            for k, u in self.units.items()
+        }
+        fresh.root = fresh.units[self.root_key]
+        return fresh
+
+    @property
+    def imported(self) -> tuple[str, ...]:
+        return tuple(k for k in self.units if k != self.root_key)
+
+    def build_imports(self) -> None:
+        """Every workspace module of the graph, built into its own fresh namespace (dependencies
+        first; the names of a cycle bound once all are built: Warp reads a function's globals when
+        it generates code, not before)."""
+        done: set[str] = set()
+        order: list[str] = []
+
+        def visit(key: str) -> None:
+            if key in done:
+                return
+            done.add(key)
+            for target in self.units[key].links.values():
+                if target.library is None:
+                    visit(target.unit)
+            order.append(key)
+
+        for key in self.units:
+            visit(key)
+        for key in order:
+            unit = self.units[key]
+            if unit is not self.root and unit.namespace is None:
+                unit.namespace = self._build(unit)
+        for unit in self.units.values():
+            if unit is not self.root and unit.namespace is not None:
+                self.bind(unit, unit.namespace)
+
+    def _build(self, unit: _Unit) -> types.ModuleType:
+        assert unit.found is not None
+        body = [] if unit.plan is None else [n for n in unit.plan.tree.body if _binds(n, unit.needed)]
+        digest = hashlib.sha256(
+            (unit.found.path + ast.dump(ast.Module(body=body, type_ignores=[]))).encode()
+        ).hexdigest()[:16]
+        name = f"_wh_hermetic_{unit.dotted.replace('.', '_')}_{digest}"
+        if unit.plan is None:
+            namespace = types.ModuleType(name)
+            sys.modules[name] = namespace
+            return namespace
+        try:
+            return _execute(unit.plan, unit.source, unit.filename, unit.needed, name, graph=self, unit=unit)
+        except NotHermetic as exc:
+            raise NotHermetic(f"the workspace module `{unit.dotted}`: {exc}") from exc
+
+    def bind(self, unit: _Unit, namespace: types.ModuleType) -> None:
+        """``unit``'s imported names in ``namespace``, those whose module is built already."""
+        for local, target in unit.links.items():
+            if target.library is not None:
+                try:
+                    namespace.__dict__[local] = _library_value(target.library, target.name)
+                except (ImportError, AttributeError) as exc:
+                    raise NotHermetic(f"`{local}` of the library `{target.library}`: {exc}") from exc
+                continue
+            owner = self.units[target.unit].namespace
+            if owner is None:
+                continue
+            if target.name is None:
+                namespace.__dict__[local] = owner
+            elif target.name in owner.__dict__:
+                namespace.__dict__[local] = owner.__dict__[target.name]
+
+
+def _binds(node: ast.stmt, needed: set[str]) -> bool:
+    return not isinstance(node, ast.Import | ast.ImportFrom) and any(b in needed for b in _bound_names(node))
+
+
+def _chains(node: ast.AST, name: str) -> set[tuple[str, ...]]:
+    """The attribute chains ``node`` reads on the name ``name`` (``name.a.b``: ("a", "b"))."""
+    out: set[tuple[str, ...]] = set()
+
+    def visit(n: ast.AST) -> None:
+        if isinstance(n, ast.Attribute):
+            chain: list[str] = []
+            inner: ast.expr = n
+            while isinstance(inner, ast.Attribute):
+                chain.insert(0, inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id == name:
+                out.add(tuple(chain))
+                return
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+            out.add(())
+            return
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return out
 
 
 def _library_value(module: str, attr: str | None) -> Any:
@@ -257,57 +698,133 @@ def _library_module(name: str) -> types.ModuleType:
         sys.path[:] = saved
 
 
-def build(source: str, filename: str, kernel_name: str) -> HermeticKernel:
+def build(
+    source: str,
+    filename: str,
+    kernel_name: str,
+    workspace: Path | str | None = None,
+    texts: Mapping[str, str] | None = None,
+) -> HermeticKernel:
     """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
-    in a fresh namespace from the statements it reaches; ``NotHermetic`` when it cannot be."""
-    plan = _plan(source, filename)
-    needed = _reached(plan, kernel_name)
-    body = [n for n in plan.tree.body if any(b in needed for b in _bound_names(n))]
+    in a fresh namespace from the statements it reaches, the workspace modules it imports from
+    each in its own (``workspace``: where workspace code may be read, else the folder the module
+    is imported from; ``texts``: the only texts of them to use, by real path, see ``imported``);
+    ``NotHermetic`` when it cannot be."""
+    graph = _kernel_graph(source, filename, kernel_name, workspace, texts, _plan_of(source, filename))
+    plan, needed = graph.root.plan, graph.root.needed
+    assert plan is not None
+    body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan.aliases)]
     digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
     module_name = f"_wh_hermetic_{kernel_name}_{digest}"
     try:
-        namespace = _execute(plan, source, filename, needed, module_name)
+        namespace = _execute(plan, source, filename, needed, module_name, graph=graph, settings=True)
     except NotHermetic as exc:
         raise NotHermetic(f"`{kernel_name}`: {exc}") from exc
     kernel = namespace.__dict__.get(kernel_name)
     if not isinstance(kernel, importlib.import_module("warp").Kernel):
         raise NotHermetic(f"`{kernel_name}` did not build into a Warp kernel")
     order = tuple(b for n in body for b in _bound_names(n) if b in needed)
-    return HermeticKernel(kernel=kernel, module_name=module_name, statements=order)
+    return HermeticKernel(kernel=kernel, module_name=module_name, statements=order, imported=graph.imported)
 
 
-def build_module(source: str, filename: str, module_name: str) -> types.ModuleType:
+def _kernel_graph(
+    source: str,
+    filename: str,
+    kernel_name: str,
+    workspace: Path | str | None,
+    texts: Mapping[str, str] | None,
+    plan: _Plan | None = None,
+) -> _Graph:
+    plan = plan or _plan(source, filename)
+    graph = _Graph(Sources.for_file(filename, workspace, texts), plan, filename, source)
+    external: _External = {}
+    graph.root.needed = _reached(plan, kernel_name, external)
+    graph.follow(graph.root, external)
+    return graph
+
+
+def kernel_texts(
+    source: str, filename: str, kernel_name: str, workspace: Path | str | None = None
+) -> tuple[str | None, dict[str, str]]:
+    """(why the kernel cannot be built from texts alone, None: it can; the texts of the workspace
+    modules the decision read, by real path: what the builder is given, so it builds from exactly
+    the texts decided on). Text only: no Warp, nothing executed."""
+    graph: _Graph | None = None
+    try:
+        graph = _kernel_graph(source, filename, kernel_name, workspace, None, _plan_of(source, filename))
+    except NotHermetic as exc:
+        return str(exc), {}
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return f"its text does not parse ({type(exc).__name__})", {}
+    return None, dict(graph.sources.read)
+
+
+def build_module(
+    source: str,
+    filename: str,
+    module_name: str,
+    workspace: Path | str | None = None,
+    texts: Mapping[str, str] | None = None,
+) -> types.ModuleType:
     """A module named ``module_name`` holding every kernel of the module text ``source``, the
     ``@wp.func``s and ``@wp.struct``s they reach and the module's constants, and the module's own
     contracts with what they reach (``hermetic_contract``), built without running anything else
-    of it (what a sibling contract module imports in its place); ``NotHermetic`` when a kernel
-    or a contract of the text cannot be built so (a kernel made inside a function or by a call,
-    one reading a name bound at run time, a contract reaching code that runs at import)."""
-    plan, needed, own = _analysed(source, filename)
-    return _execute(plan, source, filename, needed, module_name, own)
+    of it (what a sibling contract module imports in its place); the workspace modules they
+    import from are built from their texts, each in its own namespace (``build``). ``NotHermetic``
+    when a kernel or a contract of the text cannot be built so (a kernel made inside a function
+    or by a call, one reading a name bound at run time, a contract reaching code that runs at
+    import)."""
+    graph, own = _analysed(source, filename, workspace, texts)
+    plan = graph.root.plan
+    assert plan is not None
+    return _execute(plan, source, filename, set(graph.root.needed), module_name, own, graph)
 
 
 # the last texts analysed (``why_not`` and ``build_module`` of one job read the same text: the
-# worker decides, then builds); nothing here is changed by a build (``compile`` leaves the tree)
-_ANALYSED: dict[tuple[str, str], tuple[_Plan, set[str], Any]] = {}
+# worker decides, then builds); nothing here is changed by a build (``compile`` leaves the tree).
+# An entry holds the imported modules' texts it was made from: it is used only while they are
+# the texts the caller would read now.
+_ANALYSED: dict[tuple[str, str, str], tuple[_Graph, Any]] = {}
 
 
-def _analysed(source: str, filename: str) -> tuple[_Plan, set[str], Any]:
-    """(plan, the top-level names the build executes, the module's own contracts' plan or None);
-    ``NotHermetic`` (not cached) when the module cannot be built from its text."""
-    key = (filename, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
+def _analysed(
+    source: str, filename: str, workspace: Path | str | None = None, texts: Mapping[str, str] | None = None
+) -> tuple[_Graph, Any]:
+    """(the module's graph: its own plan and the top-level names the build executes, the
+    workspace modules it imports from; the module's own contracts' plan or None); ``NotHermetic``
+    (not cached) when the module cannot be built from its text."""
+    sources = Sources.for_file(filename, workspace, texts)
+    key = (filename, sources.bound, hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest())
     found = _ANALYSED.get(key)
-    if found is not None:
-        return found[0], set(found[1]), found[2]
+    if found is not None and _same_texts(found[0], sources):
+        return found[0].unbuilt(), found[1]
     plan = _plan(source, filename)
-    needed = _module_needs(plan)
+    graph = _Graph(sources, plan, filename, source)
+    external: _External = {}
+    needed = _module_needs(plan, external)
     own = _own_contracts(plan)
     if own is not None:
-        needed |= _reach(plan, sorted(own.kernel_names))
+        needed |= _reach(plan, sorted(own.kernel_names), external)
+    graph.root.needed = needed
+    graph.follow(graph.root, external)
     if len(_ANALYSED) >= 4:
         _ANALYSED.clear()
-    _ANALYSED[key] = (plan, set(needed), own)
-    return plan, needed, own
+    _ANALYSED[key] = (graph, own)
+    return graph, own
+
+
+def _same_texts(graph: _Graph, sources: Sources) -> bool:
+    for path, text in graph.sources.read.items():
+        if sources.texts is not None:
+            now = sources.texts.get(path)
+        else:
+            try:
+                now = hermetic_imports.read_text(path)
+            except (OSError, ValueError):
+                return False
+        if now != text:
+            return False
+    return True
 
 
 def _own_contracts(plan: _Plan) -> Any:
@@ -326,7 +843,7 @@ def _module_kernels(plan: _Plan) -> list[str]:
     ]
 
 
-def _module_needs(plan: _Plan) -> set[str]:
+def _module_needs(plan: _Plan, external: _External | None = None) -> set[str]:
     """The top-level names a hermetic build of the whole module executes; ``NotHermetic`` when
     a kernel of the module cannot be built from its text."""
     for node in ast.walk(plan.tree):
@@ -340,19 +857,29 @@ def _module_needs(plan: _Plan) -> set[str]:
         raise NotHermetic("the module's text defines no module-level `@wp.kernel`")
     needed = set(plan.constants - plan.rebound)
     for name in kernels:
-        needed |= _reached(plan, name)
+        needed |= _reached(plan, name, external)
     return needed
 
 
-def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[str, str]]) -> str | None:
+def why_not(
+    source: str,
+    filename: str,
+    module_name: str,
+    contracts: list[tuple[str, str]],
+    workspace: Path | str | None = None,
+    texts: Mapping[str, str] | None = None,
+) -> str | None:
     """Why the module text ``source`` cannot be checked hermetically (None: it can), from text
     alone: no Warp, nothing executed. ``contracts``: (file name, text) of its sibling contract
     modules. The supervisor and the worker both decide with this, on the same text: the worker
     builds the module (``build_module``) exactly when it returns None, and the supervisor, which
-    runs no workspace code, reports every other verdict as not hermetic (WHD069)."""
+    runs no workspace code, reports every other verdict as not hermetic (WHD069). The workspace
+    modules the kernels import from are followed from their texts (``build``)."""
     try:
-        plan, needed, own = _analysed(source, filename)
-        _no_module_settings(plan)
+        graph, own = _analysed(source, filename, workspace, texts)
+        assert graph.root.plan is not None
+        _no_module_settings(graph.root.plan)
+        needed = graph.root.needed
     except NotHermetic as exc:
         return str(exc)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -399,11 +926,32 @@ def why_not(source: str, filename: str, module_name: str, contracts: list[tuple[
     return None
 
 
-def _no_module_settings(plan: _Plan) -> None:
+def _literal_settings(node: ast.stmt, aliases: set[str]) -> bool:
+    """Whether ``node`` is ``wp.set_module_options({...})`` of a dict of literals (a statement a
+    build of the captured path runs: it sets the options of the fresh namespace's own module)."""
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    call = node.value
+    if _warp_attr(call.func, aliases) != "set_module_options" or call.keywords or len(call.args) != 1:
+        return False
+    options = call.args[0]
+    return (
+        isinstance(options, ast.Dict)
+        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in options.keys)
+        and all(isinstance(v, ast.Constant) for v in options.values)
+    )
+
+
+def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
     """A top-level ``wp.set_module_options(...)`` or ``wp.config.X = ...`` changes how the kernels
-    build: a hermetic build runs no top-level call, so such a module is imported instead."""
+    build: a hermetic build runs no top-level call, so such a module is imported instead.
+    ``literal_options``: a top-level ``wp.set_module_options({...})`` of literals is allowed (the
+    captured path's ``build`` runs it in the fresh namespace; an imported module's options do not
+    apply to the kernel's module, where its funcs are compiled)."""
     for node in plan.tree.body:
-        for sub in ast.walk(node):
+        if literal_options and _literal_settings(node, plan.aliases):
+            continue
+        for sub in _runs_at_import(node):
             if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":
                 raise NotHermetic(
                     "its top level calls `wp.set_module_options`, which a hermetic build does not run"
@@ -418,13 +966,26 @@ def _no_module_settings(plan: _Plan) -> None:
                 )
 
 
-def _is_local(node: ast.stmt, name: str) -> bool:
-    """Whether ``name`` is a parameter, or bound inside ``node`` (a loop variable, a local)."""
+def _runs_at_import(node: ast.stmt) -> list[ast.AST]:
+    """The nodes of the top-level statement ``node`` that run when the module is imported: all
+    of it, but of a ``def`` only its decorators, defaults and annotations (its body runs when
+    called; newton's ``solver.py`` sets a module's options inside a function)."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        return list(ast.walk(node))
+    heads: list[ast.AST] = [*node.decorator_list, node.args]
+    if node.returns is not None:
+        heads.append(node.returns)
+    return [sub for head in heads for sub in ast.walk(head)]
+
+
+def _local_names(node: ast.stmt) -> set[str]:
+    """The parameters of ``node`` and the names bound inside it (loop variables, locals)."""
+    out: set[str] = set()
     if isinstance(node, ast.FunctionDef):
-        params = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
-        if name in params:
-            return True
+        out |= {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store) and sub.id == name:
-            return True
-    return False
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            out.add(sub.id)
+        elif isinstance(sub, ast.arg):  # a parameter of a method or lambda inside it
+            out.add(sub.arg)
+    return out

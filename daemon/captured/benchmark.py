@@ -117,8 +117,8 @@ class _Benchmark:
         self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int
     ) -> None:
         first = len(self.out.records)
-        not_hermetic = hermetic.why_not(self.text, str(self.path), src.name)
-        self._time(entry, src, launches, runs, not_hermetic is None)
+        not_hermetic, imported = hermetic.decision(self.text, str(self.path), src.name, self.workspace)
+        self._time(entry, src, launches, runs, not_hermetic is None, imported)
         if not_hermetic is not None and len(self.out.records) > first:  # timed in a worker that imported it
             self.out.records[first:] = hermetic.marked(self.out.records[first:])
             self.out.records.append(
@@ -126,7 +126,13 @@ class _Benchmark:
             )
 
     def _time(
-        self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int, whole: bool
+        self,
+        entry: KernelIndex,
+        src: KernelSource,
+        launches: list[dict[str, Any]],
+        runs: int,
+        whole: bool,
+        imported: dict[str, str] | None = None,
     ) -> None:
         """Time ``launches`` (``whole``: the kernel built from its text alone) and judge them."""
         folder = Path(tempfile.mkdtemp(prefix="wh-capbench-"))
@@ -151,7 +157,15 @@ class _Benchmark:
                 options=self.options.to_dict(),
                 folder=str(folder),
                 source=self.text,
-                kernels=[{"name": src.name, "hermetic": whole, "launches": prepared, "runs": runs}],
+                kernels=[
+                    {
+                        "name": src.name,
+                        "hermetic": whole,
+                        "imports": imported or {},
+                        "launches": prepared,
+                        "runs": runs,
+                    }
+                ],
             )
             outcome = self.call(msg)
         finally:

@@ -3,9 +3,10 @@
 The worker that launches and times a captured kernel must not run its module's top-level code, nor
 the workspace modules it imports. So the kernel is built the way the contract path builds one
 (``hermetic_build``): from the module's text, only the kernel's ``def``, the ``@wp.func``s and
-``@wp.struct``s it reaches and the constants they read, in a fresh namespace. A kernel that cannot
-be built so (it reads a name the module binds at run time: an import from the workspace, a
-factory's result; the module sets Warp options at its top level) is built from the module's
+``@wp.struct``s it reaches and the constants they read, in a fresh namespace, and likewise what it
+imports from other workspace modules (read as text, each built in its own namespace). A kernel that
+cannot be built so (it reads a name a module binds at run time: a call's or a factory's result, an
+import of an installed package; a module sets Warp options at its top level) is built from the module's
 definitions instead (``worker_side.definitions_only``: its imports run), and every record of its
 replay and timing says so, with a WHD069 record beside them (an error under
 ``--require-hermetic``).
@@ -16,9 +17,8 @@ worker (``why_not``); the worker builds the way the job says, from that same tex
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
 
 from warp_harness.capture.identity import KernelSource
 from warp_harness.daemon import findings as F
@@ -29,26 +29,19 @@ from warp_harness.record import Record, Severity, Stage
 _MARK = " [not hermetic (WHD069): the worker imported the module]"
 
 
-def why_not(source: str, filename: str, kernel: str) -> str | None:
-    """Why ``kernel`` of the module text ``source`` cannot be built from its text alone (None: it
-    can). Text only: no Warp, nothing executed."""
-    try:
-        plan = _plan(source, filename)
-        hermetic_build._reached(plan, kernel)
-    except hermetic_build.NotHermetic as exc:
-        return str(exc)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return f"its text does not parse ({type(exc).__name__})"
-    return None
+def why_not(source: str, filename: str, kernel: str, workspace: Path | str | None = None) -> str | None:
+    """Why ``kernel`` of the module text ``source`` cannot be built from its text alone, the
+    workspace modules it imports from followed from theirs (None: it can). Text only: no Warp,
+    nothing executed."""
+    return decision(source, filename, kernel, workspace)[0]
 
 
-@functools.lru_cache(maxsize=8)
-def _plan(source: str, filename: str) -> Any:
-    """The module's plan (``hermetic_build``), parsed once for all its kernels (a replay asks per
-    kernel, and again per shrinking trial); ``NotHermetic`` when its top level sets Warp options."""
-    plan = hermetic_build._plan(source, filename)
-    hermetic_build._no_module_settings(plan)
-    return plan
+def decision(
+    source: str, filename: str, kernel: str, workspace: Path | str | None = None
+) -> tuple[str | None, dict[str, str]]:
+    """(``why_not``; the texts of the workspace modules it read, by real path: sent with the job,
+    the worker builds from exactly them, ``hermetic_build.build(..., texts=...)``)."""
+    return hermetic_build.kernel_texts(source, filename, kernel, workspace)
 
 
 def marked(records: list[Record]) -> list[Record]:
@@ -72,5 +65,5 @@ def record(display: str, src: KernelSource, why: str, required: bool) -> Record:
         end_col=src.end_col,
         kernel=kernel,
         hint="define the kernel at module level with `@wp.kernel`, reading only `@wp.func`s, "
-        "`@wp.struct`s and constants of its own module",
+        "`@wp.struct`s and constants (of its module, or imported from workspace modules)",
     )

@@ -123,6 +123,7 @@ class _Replay:
         self.notes: list[str] = []  # the kernel's summary notes (looser workspace tolerances)
         # why the kernel being replayed cannot be built from its text alone (None: it is)
         self.not_hermetic: str | None = None
+        self.imported: dict[str, str] = {}  # the workspace modules' texts the decision followed
 
     def record(
         self,
@@ -172,7 +173,9 @@ class _Replay:
         replayed = len(self.out.kernels)
         self.cuda_status = None
         self.notes = []
-        self.not_hermetic = hermetic.why_not(self.text, str(self.path), src.name)
+        self.not_hermetic, self.imported = hermetic.decision(
+            self.text, str(self.path), src.name, self.workspace
+        )
         originals: dict[str, dict[str, Any]] = {}
         self._run(index, src, folder, originals)
         if self.shrink:
@@ -227,6 +230,7 @@ class _Replay:
                 {
                     "name": src.name,
                     "hermetic": self.not_hermetic is None,
+                    "imports": self.imported,
                     "bounds": True,
                     "launches": prepared,
                     "cross_devices": list(self.options.devices) if self.cross else None,

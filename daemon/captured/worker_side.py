@@ -172,7 +172,15 @@ def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
         name = str(entry["name"])
         try:
             if entry.get("hermetic"):
-                kernel = hermetic_build.build(text, str(job.path), name).kernel
+                # the workspace modules it imports from: the texts the supervisor decided on
+                imports = entry.get("imports")
+                kernel = hermetic_build.build(
+                    text,
+                    str(job.path),
+                    name,
+                    msg.get("workspace"),
+                    imports if isinstance(imports, dict) else None,
+                ).kernel
             else:
                 module = module or build_module(job.path, text)
                 kernel = getattr(module, name, None)

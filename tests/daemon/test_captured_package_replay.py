@@ -24,10 +24,12 @@ pytestmark = pytest.mark.slow
 
 HELPERS = """import warp as wp
 
+FACTOR = float("2.0")  # bound by a call: the func cannot be built from the text alone
+
 
 @wp.func
 def twice(v: float):
-    return v * 2.0
+    return v * FACTOR
 """
 
 KERNELS = """import warp as wp
@@ -65,8 +67,9 @@ def test_a_package_module_with_relative_imports_replays(tmp_path: Path) -> None:
     (tmp_path / "run.py").write_text(SCRIPT, encoding="utf-8")
     capture(tmp_path, "run.py", "captured 1 launch(es) of 1 kernel(s)")
     path = core / "kernels.py"
-    # `double` calls a @wp.func its package provides: it cannot be built from its own text, so it is
-    # replayed from an import of its module (WHD069 says so: tests/daemon/captured/test_replay_hermetic.py)
+    # `double` calls a @wp.func of its package that reads a name bound at run time: it cannot be built
+    # from the texts, so it is replayed from an import of its module (WHD069 says so:
+    # tests/daemon/captured/test_replay_hermetic.py; a func the texts give is built: test_hermetic_imports.py)
     with Supervisor(tmp_path, FAST, warmup=False) as sup:
         out = replay_module(
             tmp_path, path, "sim/core/kernels.py", FAST, supervisor_call(sup), only_changed=False

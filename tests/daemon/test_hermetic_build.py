@@ -156,3 +156,43 @@ def test_the_decision_imports_no_warp() -> None:
         "assert 'warp' not in sys.modules, 'warp imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_literal_module_options_apply_to_the_captured_build(tmp_path: Path) -> None:
+    """newton sets `wp.set_module_options({"enable_backward": False})` at the top of most kernel
+    modules (885 of its 1664 kernels): the captured path's build runs that statement, of literals
+    only, in the fresh namespace, so the options are the kernel's own module's; options from a
+    name, or ``wp.config`` set at the top, still refuse."""
+    from warp_harness.daemon.captured import hermetic
+
+    text = (
+        "import warp as wp\n"
+        'wp.set_module_options({"enable_backward": False, "max_unroll": 3})\n'
+        "@wp.kernel\ndef k(x: wp.array(dtype=float)):\n    x[wp.tid()] = 1.0\n"
+    )
+    path = tmp_path / "opts.py"
+    path.write_text(text, encoding="utf-8")
+    assert hermetic.why_not(text, str(path), "k") is None
+    built = build(text, str(path), "k")
+    assert built.kernel.module.options["enable_backward"] is False
+    assert built.kernel.module.options["max_unroll"] == 3
+    # the contract path (its module is named after the file, options would outlive an edit) still refuses
+    assert "set_module_options" in (why_not(text, str(path), "opts", [("opts_contract.py", "")]) or "")
+    for line in (
+        'OPTS = {"enable_backward": False}\nwp.set_module_options(OPTS)',
+        "wp.config.mode = 'debug'",
+    ):
+        other = text.replace('wp.set_module_options({"enable_backward": False, "max_unroll": 3})', line)
+        assert hermetic.why_not(other, str(path), "k") is not None
+
+
+def test_module_options_set_inside_a_function_do_not_refuse(tmp_path: Path) -> None:
+    """A call in a function's body runs when it is called, not at import (newton's
+    `solvers/solver.py`); one in a decorator or a default runs at import and still refuses."""
+    from warp_harness.daemon.captured import hermetic
+
+    kernel = "@wp.kernel\ndef k(x: wp.array(dtype=float)):\n    x[wp.tid()] = 1.0\n"
+    inside = "import warp as wp\ndef later(opts, m):\n    wp.set_module_options(opts, module=m)\n" + kernel
+    at_import = "import warp as wp\ndef later(m=wp.set_module_options({}, module='x')):\n    pass\n" + kernel
+    assert hermetic.why_not(inside, str(tmp_path / "a.py"), "k") is None
+    assert "set_module_options" in (hermetic.why_not(at_import, str(tmp_path / "b.py"), "k") or "")
