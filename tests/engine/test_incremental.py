@@ -247,3 +247,29 @@ def test_odd_texts(table: BuiltinTable, text: str) -> None:
     analyser = IncrementalAnalyser(table)
     _same(analyser, text, "odd.py", Settings(), table)
     _same(analyser, text + "\n", "odd.py", Settings(), table)
+
+
+def test_a_factory_kernel_is_judged_with_its_factory_call_as_in_a_fresh_analysis() -> None:
+    """The incremental analysis hands module-wide scans an index without the chunk being judged, so
+    WH015 found no factory around `made` and so no call `make(4)` fixing its tile's size: the fresh
+    analysis reported its 125 KiB tile, the incremental one nothing (benchmarks/record_identity.py,
+    two steps of the kernel-judgement corpus)."""
+    from warp_harness.config import Settings
+    from warp_harness.engine import analyse_source
+    from warp_harness.incremental import IncrementalAnalyser
+
+    text = (
+        "import warp as wp\n\n\n"
+        "def make(n: int = 4):\n"
+        "    @wp.kernel\n"
+        "    def made(a: wp.array(dtype=float)):\n"
+        '        t = wp.tile_load(a, shape=n * 8000, storage="shared")\n'
+        "        wp.tile_store(a, t)\n\n"
+        "    return made\n\n\n"
+        "staged = make(4)\n"
+    )
+    settings = Settings(target="sm_86")
+    fresh = [(r.rule, r.location.line) for r in analyse_source(text, "f.py", settings).records]
+    assert ("WH015", 7) in fresh
+    incremental = IncrementalAnalyser().analyse(text, "f.py", settings).records
+    assert [(r.rule, r.location.line) for r in incremental] == fresh

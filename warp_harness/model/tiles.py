@@ -282,6 +282,13 @@ def _enclosing_function(model: ModuleModel, kernel: KernelDef) -> ast.FunctionDe
     for node in model.index.of(ast.FunctionDef):
         if node is not kernel.node and any(stmt is kernel.node for stmt in node.body):
             return node
+    # the incremental analysis hands module-wide scans an index without the chunk being judged (the
+    # factory itself): look in the tree (record_identity: WH015 missed `make`'s kernel there)
+    for top in tree.body:
+        if isinstance(top, ast.FunctionDef):
+            for node in (top, *full_body_index(top).of(ast.FunctionDef)):
+                if node is not kernel.node and any(stmt is kernel.node for stmt in node.body):
+                    return node
     return None
 
 
