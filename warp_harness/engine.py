@@ -433,6 +433,8 @@ def check_file(
 
 @dataclass(frozen=True)
 class NotebookAnalysis:
+    """A notebook's analysis: the cells joined into one module, and its records mapped back to them."""
+
     notebook: Notebook
     joined: Joined
     records: list[Record]
