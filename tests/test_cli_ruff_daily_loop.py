@@ -176,8 +176,10 @@ def test_watch_checks_again_on_save(ws: Path) -> None:
         after = read_until(proc.stdout, "good.py:7:12: WH003")
         assert "bad.py" not in after
         os.killpg(proc.pid, signal.SIGINT)
-        assert proc.wait(timeout=90) == 0
+        # read what it still prints while it stops: a wait alone deadlocks once a pipe is full
+        out, err = proc.communicate(timeout=90)
+        assert proc.returncode == 0, (out[-2000:], err[-2000:])
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=10)
+            proc.communicate(timeout=10)
