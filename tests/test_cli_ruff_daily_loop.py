@@ -175,6 +175,7 @@ def test_watch_checks_again_on_save(ws: Path) -> None:
         (ws / "good.py").write_text(BAD, encoding="utf-8")  # a new bug elsewhere
         after = read_until(proc.stdout, "good.py:7:12: WH003")
         assert "bad.py" not in after
+        read_until(proc.stderr, "Watching for file changes.")  # that check done: Ctrl-C while it waits
         os.killpg(proc.pid, signal.SIGINT)
         # read what it still prints while it stops: a wait alone deadlocks once a pipe is full
         out, err = proc.communicate(timeout=90)
