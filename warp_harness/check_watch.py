@@ -8,6 +8,7 @@ re-run costs about what the changed files cost.
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -29,6 +30,7 @@ def watch_check(paths: Sequence[Path], run_once: Callable[[], int], *, debounce_
         if any(resolved == w or w in resolved.parents for w in wanted):
             changed.set()
 
+    _listen_for_ctrl_c()
     watchers = [Watcher(root, saved, debounce_s=debounce_s) for root in roots]
     for watcher in watchers:
         watcher.start()
@@ -53,3 +55,14 @@ def watch_check(paths: Sequence[Path], run_once: Callable[[], int], *, debounce_
     finally:
         for watcher in watchers:
             watcher.stop()
+
+
+def _listen_for_ctrl_c() -> None:
+    """Ctrl-C stops the watch even where the process was started with SIGINT ignored or blocked: a
+    shell's background job (``check --watch &`` in a script) and some CI runners start it so, Python
+    then keeps SIGINT ignored, and the watch, which only ends on Ctrl-C, could not be stopped but by
+    SIGKILL (as ``ruff check --watch``, whose handler is installed whatever it inherited)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
