@@ -267,6 +267,11 @@ def breakdown(results: list[tuple[float, dict[str, Any]]]) -> dict[str, float]:
             - (t.get("compile_stage_ms", 0) - parts["compile"]),
         )
         add("supervisor + IPC", (t.get("check_ms") or 0.0) - worker)
+        if t.get("supervisor_call_ms") is not None:
+            add("  of it: before the worker's call", t.get("supervisor_before_ms"))
+            add("  of it: the worker's call besides its work (IPC)", t["supervisor_call_ms"] - worker)
+            add("  of it: waiting for the references, judging", t.get("supervisor_judge_ms"))
+            add("  of it: hermetic decision, tamper scan", t.get("supervisor_hermetic_ms"))
         add("store (result cache, repros)", t.get("store_ms"))
         add("history", t.get("history_ms"))
         if r.get("elapsed_ms") is not None:

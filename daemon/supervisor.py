@@ -346,6 +346,7 @@ class Supervisor:
         ``seed``: the inputs' seed when the options name none (the jobs of one module split by
         kernel share one)."""
         with self._lock:
+            t_start = time.perf_counter()
             opts = options or self.options
             display = display_path or str(path)
             skip: dict[str, str] = {}
@@ -353,7 +354,9 @@ class Supervisor:
             failures: list[FailingCase] = []
             text = read_text(path) or ""
             # whether the module can be built from its text (WHD069), decided from the text while
-            # the worker runs: off the save's critical path
+            # the worker runs: off the save's critical path. Started at the worker's first message,
+            # not before the job is sent: its ~5 ms of parsing holds the GIL this thread needs to
+            # send the job (it delayed every save by 3-6 ms)
             hermetic = _Background(lambda: verdict.why_not_hermetic(path, text))
             positions = kernel_positions(text)
             # sent with the job: the worker need not parse the same text again
@@ -377,6 +380,14 @@ class Supervisor:
             # complete by then
             verdict_job: _VerdictJob | None = None
             first_launch: list[float] = []
+            user_callback = on_progress
+
+            def started(msg: dict[str, Any]) -> None:
+                hermetic.start()
+                if user_callback is not None:
+                    user_callback(msg)
+
+            on_progress = started
             if opts.verdict_worker and opts.validate and Step.VALIDATE in steps:
                 sample_seed = secrets.randbelow(2**31)  # the elements of large outputs compared
                 timed = opts.bench and Step.BENCH in steps
@@ -397,6 +408,8 @@ class Supervisor:
 
                 on_progress = tracking
 
+            call_ms = 0.0  # the kernel worker's calls, IPC included
+            t_before = time.perf_counter()
             for _attempt in range(len(positions) + 2):
                 msg = self._base(path, display, opts)
                 msg.update(
@@ -411,7 +424,9 @@ class Supervisor:
                     msg["kernels"] = selection
                 if seed is not None:
                     msg["seed"] = seed
+                t_call = time.perf_counter()
                 outcome = self._call(msg, on_progress)
+                call_ms += (time.perf_counter() - t_call) * 1e3
                 if outcome.kind == "done":
                     result = WorkerResult.from_dict(outcome.result or {})
                     break
@@ -442,8 +457,10 @@ class Supervisor:
                     if loc is not None:
                         extra.append(loc)
             shipped = result.extra.pop("verdict_cases", None) or []
+            t_judge = time.perf_counter()
             if verdict_job is not None:
                 self._judge(result, verdict_job, shipped, first_launch, display, positions)
+            t_hermetic = time.perf_counter()
             if result.status not in ("import-error", "stale"):  # hermetic (#37 item 1): WHD069
                 why = hermetic.result()
                 extra.extend(
@@ -456,6 +473,13 @@ class Supervisor:
                     if patched:  # no "matches its reference" beside a pass taken back
                         result.records = [r for r in result.records if r.rule != F.VALIDATED]
                         extra.extend(patched)
+            t_end = time.perf_counter()
+            result.timings.update(
+                supervisor_before_ms=(t_before - t_start) * 1e3,
+                supervisor_call_ms=call_ms,
+                supervisor_judge_ms=(t_hermetic - t_judge) * 1e3,
+                supervisor_hermetic_ms=(t_end - t_hermetic) * 1e3,
+            )
             result.records = sorted([*result.records, *extra], key=lambda r: r.sort_key())
             result.failures = [*failures, *result.failures]
             # the devices the job ran on, as resolved (cuda:0, not cuda); a job that ran to its end on
@@ -578,8 +602,8 @@ def _validated_device(record: Record) -> str:
 
 
 class _Background:
-    """``compute()`` in a thread of its own, started now; ``result()`` waits for it (None when it
-    raised: the caller computes it again, and sees the error)."""
+    """``compute()`` in a thread of its own, from ``start()``; ``result()`` waits for it (started
+    then if it was not; None when it raised: the caller computes it again, and sees the error)."""
 
     def __init__(self, compute: Callable[[], Any]) -> None:
         self._value: Any = None
@@ -591,9 +615,15 @@ class _Background:
                 self._value = None
 
         self._thread = threading.Thread(target=run, name="warp-harness-hermetic", daemon=True)
-        self._thread.start()
+        self._started = False
+
+    def start(self) -> None:
+        if not self._started:
+            self._started = True
+            self._thread.start()
 
     def result(self) -> Any:
+        self.start()
         self._thread.join()
         return self._value
 
