@@ -45,7 +45,7 @@ from warp_harness.daemon.crash_records import (
     localized_record,
     python_access,
 )
-from warp_harness.daemon.discovery import kernel_positions, read_text
+from warp_harness.daemon.discovery import contract_siblings, has_contracts, kernel_positions, read_text
 from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.pipeline import DEFAULT_STEPS, Step
 from warp_harness.daemon.results import FailingCase, WorkerResult
@@ -246,6 +246,7 @@ class Supervisor:
         sample_seed: int,
         selection: dict[str, list[str]] | None = None,
         timed: bool = False,
+        may_import: bool = True,
     ) -> dict[str, Any]:
         """The verdict worker's references for every validation case of ``path`` at ``seed``;
         raises ``VerdictUnavailable`` saying why there are none (then no pass is confirmed)."""
@@ -292,7 +293,15 @@ class Supervisor:
             except OSError:
                 self._verdict_spare = None
         msg = self._base(path, display, opts)
-        msg.update(kind="reference", seed=seed, skip=skip, id=job_id, sample_seed=sample_seed, timed=timed)
+        msg.update(
+            kind="reference",
+            seed=seed,
+            skip=skip,
+            id=job_id,
+            sample_seed=sample_seed,
+            timed=timed,
+            may_import=may_import,
+        )
         if timed and self._benches_cuda(opts):  # the inputs the gaps between CUDA windows time
             msg["timed_windows"] = max(1, opts.bench_windows)
         if selection:
@@ -410,11 +419,22 @@ class Supervisor:
 
             call_ms = 0.0  # the kernel worker's calls, IPC included
             t_before = time.perf_counter()
-            for _attempt in range(len(positions) + 2):
+            # a module with a contract is imported (its top-level code run) only once this process
+            # decided itself that it cannot be built from its text: were the workers left to decide
+            # alone, a module whose imported files change between their reading and this one's
+            # (its own top-level code can rewrite them) would run while its verdict says hermetic
+            may_import = not (contract_siblings(path) or has_contracts(text))
+            for _attempt in range(len(positions) + 3):
                 msg = self._base(path, display, opts)
                 msg.update(
-                    kind="check", skip=skip, steps=[s.value for s in steps], verdict=verdict_job is not None
+                    kind="check",
+                    skip=skip,
+                    steps=[s.value for s in steps],
+                    verdict=verdict_job is not None,
+                    may_import=may_import,
                 )
+                if verdict_job is not None:
+                    verdict_job.may_import = may_import
                 if verdict_job is not None:
                     msg["sample_seed"] = verdict_job.sample_seed
                 if source_sha256:
@@ -429,6 +449,12 @@ class Supervisor:
                 call_ms += (time.perf_counter() - t_call) * 1e3
                 if outcome.kind == "done":
                     result = WorkerResult.from_dict(outcome.result or {})
+                    refused = result.notes.get("needs_import") if result.status == Status.STALE else None
+                    if refused is not None and not may_import and hermetic.result() != verdict.HERMETIC:
+                        may_import = True  # this process agrees: it reports WHD069 for the import
+                        continue
+                    # else it builds from the texts this process read, not from the worker's:
+                    # they changed between the two readings, the job is stale (checked again)
                     break
                 record, failure = crash_record(outcome, display, positions, opts, path)
                 kernel = outcome.progress.get("kernel")
@@ -645,6 +671,7 @@ class _VerdictJob:
         timed: bool = False,
     ) -> None:
         self.sample_seed = sample_seed
+        self.may_import = True  # as the kernel worker's job that starts it (``Supervisor.check``)
         self.result: dict[str, Any] | None = None
         self.done_at: float | None = None
         self.failure = ""  # why there is no result
@@ -654,7 +681,7 @@ class _VerdictJob:
         def run() -> None:
             try:
                 self.result = sup._references(
-                    path, display, opts, seed, skip, job_id, sample_seed, selection, timed
+                    path, display, opts, seed, skip, job_id, sample_seed, selection, timed, self.may_import
                 )
             except Exception as exc:  # no references: the supervisor confirms no pass
                 self.result = None

@@ -210,6 +210,7 @@ def _make_fold(msg: Mapping[str, Any], progress: Progress, devices: list[str] | 
         known_positions_sha256=known_positions_sha256,
         verdict=bool(msg.get("verdict")),
         sample_seed=_sample_seed(msg),
+        may_import=msg.get("may_import", True) is not False,
     )
     return JobFold(spec, progress, skip={str(k): str(v) for k, v in (msg.get("skip") or {}).items()})
 

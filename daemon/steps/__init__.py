@@ -94,6 +94,11 @@ class JobSpec:
     # and which elements of large outputs (comparison.sampled)
     verdict: bool = False
     sample_seed: int | None = None
+    # whether the module may be imported (its top-level code run) when it cannot be built from its
+    # text: the supervisor grants it only after deciding so itself (daemon/supervisor.py), so a
+    # module whose files change between the two decisions never runs in a job the supervisor
+    # believes hermetic
+    may_import: bool = True
 
 
 @dataclass(frozen=True)

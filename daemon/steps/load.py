@@ -283,6 +283,13 @@ def _load(loading: _Loading) -> bool:
     loading.step.source_lines = tuple(loading.source_lines)
     name, root = module_name_for(loading.path)
     hermetic = _load_hermetic(loading, source, name, root)
+    if isinstance(hermetic, str) and not loading.step.spec.may_import:
+        # not hermetic by this worker's reading of the texts, and the supervisor has not agreed:
+        # nothing of the module runs; the supervisor decides and asks again (or drops the job)
+        loading.stale = True
+        loading.step.records.clear()
+        loading.step.notes["needs_import"] = hermetic
+        return False
     if not isinstance(hermetic, str):
         module: ModuleType | None = hermetic
         loading.source_sha256 = hashlib.sha256(data).hexdigest()
