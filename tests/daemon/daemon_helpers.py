@@ -160,3 +160,45 @@ def driven_ray_cluster(workers: int = 1) -> Iterator[Any]:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+# a kernel module that defines its contract itself (built from its text), ``bench_size`` filled in
+TWICE_WITH_CONTRACT = """
+import numpy as np
+import warp as wp
+from warp_harness.contract import Contract
+
+@wp.kernel
+def twice(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    y[wp.tid()] = 2.0 * x[wp.tid()]
+
+contract = Contract(
+    kernel=twice,
+    reference=lambda x: {{"y": 2.0 * x}},
+    inputs=lambda n, rng: {{"x": rng.random(n).astype(np.float32), "y": np.empty(n, np.float32)}},
+    outputs=["y"],
+    sizes=[1, 64],
+    bench_size={bench_size},
+)
+"""
+
+
+def timed_reference_cases(
+    path: Path, workspace: Path, options: RuntimeOptions, **job: Any
+) -> list[dict[str, Any]]:
+    """The verdict worker's job run in this process (no kernel is launched there): its timed cases
+    (``job``: the message's other fields, ``timed_windows`` say); asserts it found every reference."""
+    from warp_harness.daemon import worker
+
+    msg = {
+        "kind": "reference",
+        "path": str(path),
+        "workspace": str(workspace),
+        "options": options.to_dict(),
+        "timed": True,
+        "sample_seed": 1,
+        **job,
+    }
+    out = worker.run_reference_job(msg, lambda **_: None)
+    assert out["status"] == "ok" and not out["missing"], out
+    return [c for c in out["cases"] if c["timed"]]
