@@ -41,6 +41,22 @@ shrink = false
 debounce_ms = 30
 """
 
+# the examples a faults test's daemon checks: a good kernel, a hang, an out-of-bounds crash, a bug
+FAULT_EXAMPLES = ("saxpy.py", "hang.py", "oob_crash.py", "boundary_bug.py")
+
+
+def fault_workspace(root: Path) -> Path:
+    """``root/ws``: the fast runtime settings and ``FAULT_EXAMPLES`` copied from examples/contracts."""
+    from daemon_helpers import EXAMPLES
+
+    ws = root / "ws"
+    ws.mkdir()
+    (ws / "pyproject.toml").write_text(FAST_PYPROJECT)
+    for name in FAULT_EXAMPLES:
+        shutil.copy(EXAMPLES / name, ws / name)
+    return ws
+
+
 MARKER_IMPORT = 'import pathlib; pathlib.Path({marker!r}).write_text("executed {name}")\n'
 
 

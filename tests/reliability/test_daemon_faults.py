@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from daemon_helpers import EXAMPLES, by_rule, rules_of, write
 from reliability_helpers import (
-    FAST_PYPROJECT,
     Procs,
     alive,
+    fault_workspace,
     set_immutable,
     spawn_daemon,
     wait_for,
@@ -108,11 +108,7 @@ def storm_line(i: int) -> int:
 
 
 def _workspace(root: Path) -> Path:
-    ws = root / "ws"
-    ws.mkdir()
-    (ws / "pyproject.toml").write_text(FAST_PYPROJECT)
-    for name in ("saxpy.py", "hang.py", "oob_crash.py", "boundary_bug.py"):
-        shutil.copy(EXAMPLES / name, ws / name)
+    ws = fault_workspace(root)
     write(ws, "hog.py", HOG)
     write(ws, "hog_at_import.py", HOG_AT_IMPORT)
     return ws

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from daemon_helpers import EXAMPLES
 from reliability_helpers import (
-    FAST_PYPROJECT,
     Procs,
     alive,
+    fault_workspace,
     files_under,
     kill_mid_write,
     readable_map,
@@ -36,12 +34,7 @@ pytestmark = pytest.mark.slow
 
 
 def _workspace(root: Path) -> Path:
-    ws = root / "ws"
-    ws.mkdir()
-    (ws / "pyproject.toml").write_text(FAST_PYPROJECT)
-    for name in ("saxpy.py", "hang.py", "oob_crash.py", "boundary_bug.py"):
-        shutil.copy(EXAMPLES / name, ws / name)
-    return ws
+    return fault_workspace(root)
 
 
 def _store_files(ws: Path) -> list[Path]:
