@@ -236,9 +236,11 @@ def measure(
     # few 1 ms launches do not bring it back (measured on an H200: medians 4-5% apart
     # between runs of the same kernel with 3 warm-up launches)
     beat(_clock())
+    t_warm = _clock()
     if use_events:  # after the beat: the first time, the spin kernel is compiled (~1 s)
         filler = StreamFiller(device, device.stream)
     warm_up(opts.bench_warmup, opts.bench_warmup_s if use_events else 0.0)
+    _add_ms(ctx, "bench_warmup_ms", t_warm)
     # On CUDA the launches are timed in bench_windows windows bench_window_gap_s apart, and the
     # time reported is the best window's median. On an H200 the same launch on the same buffers
     # ran up to 7% slower in some windows than in others a few hundred ms away, at constant SM
@@ -263,6 +265,7 @@ def measure(
     windows_checked = 0  # gaps whose re-validation ran and passed
     reval_failed = False
     seeds = _set_seeds(ctx, sets)  # what each set's buffers hold (None: no seed describes them)
+    t_windows = _clock()
     for w in range(windows):
         if w:
             gap_until = _clock() + opts.bench_window_gap_s
@@ -289,6 +292,7 @@ def measure(
                 fresh = ctx.seed + REVALIDATE_SEED + 100 * w + refilled
                 seeds[refilled] = fresh if ok is not None and small else None
                 check_gaps = not reval_failed and _clock() - t_reval <= opts.bench_window_gap_s
+                _add_ms(ctx, "bench_gap_check_ms", t_reval)
             time.sleep(max(gap_until - _clock(), 0.0))
             warm_up(opts.bench_warmup, min(WINDOW_WARMUP_S, opts.bench_warmup_s))
         window: list[float] = []
@@ -320,13 +324,16 @@ def measure(
         window_medians.append(statistics.median(window))
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
+    _add_ms(ctx, "bench_windows_ms", t_windows)
     if windows == 1 and given is None:  # hermetic hook: the timed buffers, judged by the supervisor
         t_ship = _clock()
         ship_timed_outputs(ctx, info, alias, sets[:1] if use_events else sets, size)
         ctx.timings["ship_timed_ms"] = ctx.timings.get("ship_timed_ms", 0.0) + (_clock() - t_ship) * 1e3
     cold: list[float] = []
     if use_events and opts.bench_cold_l2:
+        t_cold = _clock()
         cold = _cold_l2_times(contract, kernel, sets, dim, device, block_dim, per_window)
+        _add_ms(ctx, "bench_cold_ms", t_cold)
     pooled = statistics.median(times)
     times.sort()
     median = min(window_medians) if len(window_medians) > 1 else pooled
@@ -384,6 +391,11 @@ def measure(
         if resources:
             out["resources"] = resources
     return out
+
+
+def _add_ms(ctx: StepContext, key: str, since: float) -> None:
+    """Adds the milliseconds since ``since`` to the step's timing ``key`` (where the time goes)."""
+    ctx.timings[key] = ctx.timings.get(key, 0.0) + (_clock() - since) * 1e3
 
 
 def _set_seeds(ctx: StepContext, sets: list[list[Any]]) -> list[int | None]:
