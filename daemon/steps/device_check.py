@@ -59,6 +59,17 @@ def _gather_words(
     out[i] = a[at[i]]
 
 
+@wp.kernel
+def _count_differing_words(
+    a: wp.array(dtype=wp.uint32),  # type: ignore[valid-type]
+    b: wp.array(dtype=wp.uint32),  # type: ignore[valid-type]
+    count: wp.array(dtype=wp.int64),  # type: ignore[valid-type]
+) -> None:
+    i = wp.tid()
+    if a[i] != b[i]:
+        wp.atomic_add(count, 0, wp.int64(1))
+
+
 def poison_word(np_dtype: Any) -> int | None:
     """The 32-bit word the poison of ``np_dtype`` repeats (None: not one repeated word)."""
     one = poison_like(np.empty(1, dtype=np_dtype))
@@ -95,6 +106,17 @@ def unwritten_elements(arr: Any, np_dtype: Any) -> tuple[int, int]:
     TRUSTED.launch(_count_words, dim=words.shape[0], inputs=inputs, device=arr.device)
     per_scalar = np.dtype(np_dtype).itemsize // 4
     return int(TRUSTED.array_numpy(count)[0]) // per_scalar, int(arr.capacity) // np.dtype(np_dtype).itemsize
+
+
+def differing_words(a: Any, b: Any) -> int:
+    """How many 32-bit words of two contiguous arrays of the same size on one device differ,
+    counted there (a bitwise comparison: NaNs of the same bits are equal)."""
+    wa, wb = _words(a), _words(b)
+    if wa.shape != wb.shape:
+        raise ValueError("arrays of different sizes")
+    count = wp.zeros(1, dtype=wp.int64, device=a.device)
+    TRUSTED.launch(_count_differing_words, dim=wa.shape[0], inputs=[wa, wb, count], device=a.device)
+    return int(TRUSTED.array_numpy(count)[0])
 
 
 def can_gather(arr: Any, np_dtype: Any) -> bool:
