@@ -141,10 +141,11 @@ def gathered(arr: Any, np_dtype: Any, flat: np.ndarray) -> np.ndarray:
     per_scalar = np.dtype(np_dtype).itemsize // 4
     words = _words(arr)
     at = (np.asarray(flat, dtype=np.int64)[:, None] * per_scalar + np.arange(per_scalar)).reshape(-1)
-    at_dev = wp.array(at, dtype=wp.int64, device=arr.device)
+    at_dev: Any = wp.array(at, dtype=wp.int64, device=arr.device)
     out = wp.empty(at.size, dtype=wp.uint32, device=arr.device)
     TRUSTED.launch(_gather_words, dim=at.size, inputs=[words, at_dev, out], device=arr.device)
-    return TRUSTED.array_numpy(out).view(np.dtype(np_dtype))
+    got: np.ndarray = np.asarray(TRUSTED.array_numpy(out)).view(np.dtype(np_dtype))
+    return got
 
 
 def prefix_views(buffers: list[Any], shapes: list[tuple[int, ...] | None]) -> list[Any] | None:
