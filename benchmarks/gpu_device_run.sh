@@ -5,6 +5,7 @@
 #   verdicts gpu_issue36.py l2 assert oob ci daemon
 #   verify   gpu_issue36.py stream, and the stream filler's GPU test (a short call)
 #   stream   gpu_issue36.py stream daemon turn2 TREE (TREE: the turn-2 harness's tree)
+#   profile  gpu_issue36.py stream turn2 TREE: where the time goes, then the wall times against turn 2
 # Results go to $OUT; a short table is printed last by each script.
 set -u
 PART=$1
@@ -28,10 +29,11 @@ case $PART in
     TAG=verify timeout 300 python3 benchmarks/gpu_issue36.py "$OUT" stream 2>&1 | tail -60
     timeout 120 python3 -m pytest -o addopts="" -p no:cacheprovider -q -m gpu tests/daemon/test_stream_filler.py 2>&1 | tail -5
     ;;
-  stream)
+  stream|profile)
     t2=$2
     [ -e $t2/warp_harness ] || ln -s core $t2/warp_harness
     for d in rules server daemon; do [ -e $t2/core/$d ] || ln -s ../$d $t2/core/$d; done
-    TAG=stream timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" stream daemon turn2 "$PWD/$t2" 2>&1 | tail -150
+    parts="stream daemon"; [ "$PART" = profile ] && parts=stream
+    TAG=$PART timeout 560 python3 benchmarks/gpu_issue36.py "$OUT" $parts turn2 "$PWD/$t2" 2>&1 | tail -150
     ;;
 esac

@@ -34,6 +34,7 @@ from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome, device_check
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
+from warp_harness.daemon.steps.timed_digest import PendingDigest
 from warp_harness.daemon.steps.validate import (
     REVALIDATE_SEED,
     TIMED_SEED,
@@ -60,6 +61,7 @@ WARMUP_MAX_LAUNCHES = 100_000
 MIN_TIME_MAX_LAUNCHES = 100_000
 WINDOW_WARMUP_S = 0.02  # warm-up before each window after the first (the clock is still up)
 REVALIDATE_SETS = 1  # the buffers of the first set; more cost time on every save
+PENDING_DIGEST_WAIT_S = 120.0  # the most the hashing of a timed set's inputs is waited for
 COLD_L2_FLUSH_BYTES = 256 << 20  # written between launches for cold-L2 timing (> any L2 today)
 _clock = TRUSTED.perf_counter  # the clock saved before any workspace code ran
 
@@ -106,8 +108,15 @@ def peaks(ctx: StepContext, alias: str, device: Any = None) -> tuple[float | Non
 
 
 def _launch_sets(
-    ctx: StepContext, info: KernelInfo, alias: str, device: Any, size: int
+    ctx: StepContext,
+    info: KernelInfo,
+    alias: str,
+    device: Any,
+    size: int,
+    hosts: dict[str, np.ndarray] | None = None,
 ) -> tuple[list[list[Any]], Any, int | None]:
+    """The rotated input sets (see below); ``hosts``, when given, gets the first set's input
+    arrays as uploaded (for its digest: steps/timed_digest.py)."""
     contract = info.contract
     assert contract is not None
     params = [(a.label, a.type) for a in info.runnable.adj.args]
@@ -125,6 +134,8 @@ def _launch_sets(
             if is_array(arg_type):
                 host = np.ascontiguousarray(value, dtype=_numpy_dtype(arg_type))
                 nbytes += host.nbytes
+                if hosts is not None and k == 0 and name not in contract.outputs:
+                    hosts[name] = host
                 arr = wp.array(host, dtype=arg_type.dtype, device=device)
                 args.append(arr)
                 if dim is None and name == contract.outputs[0]:
@@ -153,6 +164,30 @@ def _launch_sets(
     return sets, dim, block_dim
 
 
+def _pending_digest(
+    info: KernelInfo, sets: list[list[Any]], hosts: dict[str, np.ndarray]
+) -> PendingDigest | None:
+    """For a first set too large to read back cheaply (over device_check.REVALIDATE_MAX_BYTES):
+    its digest hashed from ``hosts`` while it is timed, and device copies of its inputs to compare
+    the timed buffers with (steps/timed_digest.py). None: the digest is read back when shipped."""
+    contract = info.contract
+    assert contract is not None
+    if not sets or not hosts or _array_bytes(sets[0]) <= device_check.REVALIDATE_MAX_BYTES:
+        return None
+    params = [(a.label, a.type) for a in info.runnable.adj.args]
+    first = sets[0]
+    try:
+        pristine = {
+            j: _device_copy(first[j])
+            for j, (name, t) in enumerate(params)
+            if is_array(t) and name not in contract.outputs
+        }
+    except Exception:  # no room on the device for the copies: read back when shipped
+        return None
+    scalars = {name: first[j] for j, (name, t) in enumerate(params) if not is_array(t)}
+    return PendingDigest(params, hosts, scalars, pristine, contract.outputs)
+
+
 def _device_copy(array: Any) -> Any:
     """A fresh allocation on the array's device holding the same data, copied there."""
     out = wp.empty(array.shape, dtype=array.dtype, device=array.device)
@@ -170,11 +205,16 @@ def measure(
     ctx: StepContext, info: KernelInfo, alias: str, device: Any, size: int, given: LaunchSets | None = None
 ) -> dict[str, Any]:
     t_sets = _clock()
-    sets, dim, block_dim = given if given is not None else _launch_sets(ctx, info, alias, device, size)
-    ctx.timings["bench_sets_ms"] = ctx.timings.get("bench_sets_ms", 0.0) + (_clock() - t_sets) * 1e3
-    kernel = info.runnable
     contract = info.contract
     assert contract is not None
+    hosts: dict[str, np.ndarray] | None = None
+    if given is None and getattr(device, "is_cuda", False) and ctx.verdict and not contract.inplace:
+        hosts = {}
+    sets, dim, block_dim = given if given is not None else _launch_sets(ctx, info, alias, device, size, hosts)
+    pending = _pending_digest(info, sets, hosts) if hosts is not None else None
+    hosts = None
+    ctx.timings["bench_sets_ms"] = ctx.timings.get("bench_sets_ms", 0.0) + (_clock() - t_sets) * 1e3
+    kernel = info.runnable
     opts = ctx.options
     last_progress = 0.0
 
@@ -236,9 +276,11 @@ def measure(
     # few 1 ms launches do not bring it back (measured on an H200: medians 4-5% apart
     # between runs of the same kernel with 3 warm-up launches)
     beat(_clock())
+    t_warm = _clock()
     if use_events:  # after the beat: the first time, the spin kernel is compiled (~1 s)
         filler = StreamFiller(device, device.stream)
     warm_up(opts.bench_warmup, opts.bench_warmup_s if use_events else 0.0)
+    _add_ms(ctx, "bench_warmup_ms", t_warm)
     # On CUDA the launches are timed in bench_windows windows bench_window_gap_s apart, and the
     # time reported is the best window's median. On an H200 the same launch on the same buffers
     # ran up to 7% slower in some windows than in others a few hundred ms away, at constant SM
@@ -263,6 +305,7 @@ def measure(
     windows_checked = 0  # gaps whose re-validation ran and passed
     reval_failed = False
     seeds = _set_seeds(ctx, sets)  # what each set's buffers hold (None: no seed describes them)
+    t_windows = _clock()
     for w in range(windows):
         if w:
             gap_until = _clock() + opts.bench_window_gap_s
@@ -289,6 +332,7 @@ def measure(
                 fresh = ctx.seed + REVALIDATE_SEED + 100 * w + refilled
                 seeds[refilled] = fresh if ok is not None and small else None
                 check_gaps = not reval_failed and _clock() - t_reval <= opts.bench_window_gap_s
+                _add_ms(ctx, "bench_gap_check_ms", t_reval)
             time.sleep(max(gap_until - _clock(), 0.0))
             warm_up(opts.bench_warmup, min(WINDOW_WARMUP_S, opts.bench_warmup_s))
         window: list[float] = []
@@ -315,18 +359,25 @@ def measure(
                 clock_gaps.append((host_s / len(window), statistics.median(window)))
         timed_s += _clock() - started
         if windows > 1:  # this window's outputs, judged by the supervisor (validate.py)
-            _ship_window(ctx, info, alias, sets, seeds, size, w)
+            _ship_window(ctx, info, alias, sets, seeds, size, w, pending)
         times += window
         window_medians.append(statistics.median(window))
         if len(times) >= 5 and timed_s > opts.bench_max_time_s:
             break
+    _add_ms(ctx, "bench_windows_ms", t_windows)
     if windows == 1 and given is None:  # hermetic hook: the timed buffers, judged by the supervisor
         t_ship = _clock()
-        ship_timed_outputs(ctx, info, alias, sets[:1] if use_events else sets, size)
+        ship_timed_outputs(ctx, info, alias, sets[:1] if use_events else sets, size, pending=pending)
         ctx.timings["ship_timed_ms"] = ctx.timings.get("ship_timed_ms", 0.0) + (_clock() - t_ship) * 1e3
+    if pending is not None:  # its digest was hashed while the device was timed
+        t_digest = _clock()
+        pending.finish(PENDING_DIGEST_WAIT_S)
+        _add_ms(ctx, "timed_digest_wait_ms", t_digest)
     cold: list[float] = []
     if use_events and opts.bench_cold_l2:
+        t_cold = _clock()
         cold = _cold_l2_times(contract, kernel, sets, dim, device, block_dim, per_window)
+        _add_ms(ctx, "bench_cold_ms", t_cold)
     pooled = statistics.median(times)
     times.sort()
     median = min(window_medians) if len(window_medians) > 1 else pooled
@@ -386,6 +437,11 @@ def measure(
     return out
 
 
+def _add_ms(ctx: StepContext, key: str, since: float) -> None:
+    """Adds the milliseconds since ``since`` to the step's timing ``key`` (where the time goes)."""
+    ctx.timings[key] = ctx.timings.get(key, 0.0) + (_clock() - since) * 1e3
+
+
 def _set_seeds(ctx: StepContext, sets: list[list[Any]]) -> list[int | None]:
     """The seed of each benchmark set's inputs as ``_launch_sets`` made them: ctx.seed + 5000 + k
     for the sets made on the host, the last of those for the device's copies of it."""
@@ -401,6 +457,7 @@ def _ship_window(
     seeds: list[int | None],
     size: int,
     w: int,
+    pending: PendingDigest | None = None,
 ) -> None:
     """At the end of window ``w`` (synchronised): the outputs of the set the next gap re-fills,
     while a seed still describes its inputs, to the supervisor. Above the host check's size only
@@ -411,7 +468,9 @@ def _ship_window(
     if seed is None or (w and _array_bytes(sets[k]) > device_check.REVALIDATE_MAX_BYTES):
         return
     t_ship = _clock()
-    ship_timed_outputs(ctx, info, alias, [sets[k]], size, seeds=[seed], window=w)
+    ship_timed_outputs(
+        ctx, info, alias, [sets[k]], size, seeds=[seed], window=w, pending=pending if k == 0 else None
+    )
     ctx.timings["ship_timed_ms"] = ctx.timings.get("ship_timed_ms", 0.0) + (_clock() - t_ship) * 1e3
 
 

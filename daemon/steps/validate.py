@@ -17,7 +17,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import warp as _warp
@@ -32,6 +32,7 @@ from warp_harness.daemon.comparison import (  # noqa: F401 - tests use them from
     decode_value,
     encode_array,
     poison_like,
+    sample_indices,
     sampled,
     unwritten_mask,
 )
@@ -42,6 +43,9 @@ from warp_harness.daemon.results import FailingCase
 from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome, device_check
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.record import Record, Severity, Stage
+
+if TYPE_CHECKING:
+    from warp_harness.daemon.steps.timed_digest import PendingDigest
 
 wp: Any = _warp  # Warp's annotations are partial; keep its calls untyped
 
@@ -895,13 +899,15 @@ def ship_timed_outputs(
     size: int,
     seeds: list[int] | None = None,
     window: int | None = None,
+    pending: PendingDigest | None = None,
 ) -> None:
     """Called by steps/bench.py after the timed loop (and, on CUDA timed in several windows, at the
     end of every window): what the benchmark's own buffers hold (the inputs it timed on: the seed
     ``seeds[k]`` of ``sets[k]``, by default ctx.seed + TIMED_SEED + k, and the outputs its last
     timed launch left), sent to the supervisor to be judged like a validation case. A kernel that
     is right only when checked is wrong here. Kernels with in-place outputs are left out (their
-    buffers hold many launches' worth of updates, no reference describes that)."""
+    buffers hold many launches' worth of updates, no reference describes that). ``pending``: the
+    first set's digest made from its host arrays while it was timed (steps/timed_digest.py)."""
     contract = info.contract
     if not ctx.verdict or contract is None or contract.inplace:
         return
@@ -917,20 +923,34 @@ def ship_timed_outputs(
         outputs: dict[str, Any] = {}
         nbytes = 0
         for n in contract.outputs:
-            host = to_numpy(args[names_index(params, n)])
-            nbytes += min(host.nbytes, SAMPLE_ELEMENTS * 8)
-            outputs[n] = encode_array(sampled(host, ctx.sample_seed))
-            del host
-        case = {
+            j = names_index(params, n)
+            outputs[n] = encode_array(_timed_sample(args[j], _numpy_dtype(params[j][1]), ctx.sample_seed))
+            nbytes += min(int(args[j].capacity), SAMPLE_ELEMENTS * 8)
+        case: dict[str, Any] = {
             "key": _case_key(info.name, size, seed, TIMED_CASE),
             "device": alias,
-            "digest": streamed_input_digest(params, args, contract.outputs, scalars),
             "outputs": outputs,
             "timed": True,
         }
+        if pending is not None and k == 0:
+            pending.digest_for(args, case, scalars)
+        else:
+            case["digest"] = streamed_input_digest(params, args, contract.outputs, scalars)
         if window is not None:
             case["window"] = window
         _ship(ctx, case, nbytes)
+
+
+def _timed_sample(array: Any, np_dtype: Any, sample_seed: int | None) -> np.ndarray:
+    """``sampled(array.numpy(), sample_seed)``: on a CUDA device gathered there (4,096 scalars
+    read back, not a 1 GiB output: stream_large's timed sets on an H100), else read back."""
+    shape = tuple(int(d) for d in array.shape)
+    per_element = int(np.prod(getattr(array.dtype, "_shape_", ()) or (1,)))
+    n = int(np.prod(shape)) * per_element
+    idx = sample_indices(n, sample_seed) if sample_seed is not None else None
+    if idx is not None and device_check.can_gather(array, np_dtype):
+        return device_check.gathered(array, np_dtype, idx)
+    return sampled(to_numpy(array), sample_seed)
 
 
 def refill_seeds(seed: int, windows: int) -> list[int]:

@@ -102,3 +102,28 @@ def test_the_verdict_worker_skips_the_references_of_sets_never_shipped(
     monkeypatch.setattr(device_check, "ROTATE_MAX_BYTES", 8 << 10)  # a set is 8 KiB: one set
     monkeypatch.setattr(device_check, "REVALIDATE_MAX_BYTES", 4 << 10)  # no refilled set
     assert timed_seeds() == [first]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "np_dtype", "shape"),
+    [("vec4", np.float32, (3000, 4)), ("float64", np.float64, (20000,)), ("int32", np.int32, (9001,))],
+)
+def test_outputs_gathered_on_the_device_are_the_sample_the_supervisor_compares(
+    dtype: str, np_dtype: type, shape: tuple[int, ...]
+) -> None:
+    """The timed outputs sampled where they lie (device_check.gathered: 4,096 scalars read back,
+    not a 1 GiB output) are exactly the elements the supervisor's sample of the whole output
+    holds (comparison.sampled at the same seed): a vec4 is four float32s, a float64 two words."""
+    from warp_harness.daemon.comparison import sample_indices, sampled
+    from warp_harness.daemon.steps import device_check
+
+    host = (np.random.default_rng(5).random(shape) * 1000).astype(np_dtype)
+    arr = wp.array(host, dtype=getattr(wp, dtype), device="cpu")
+    idx = sample_indices(host.size, 77)
+    assert idx is not None
+    got = device_check.gathered(arr, np_dtype, idx)
+    assert got.dtype == np.dtype(np_dtype)
+    np.testing.assert_array_equal(got, sampled(host, 77))
+    # the policy: only CUDA arrays are gathered (a CPU array is read as it is)
+    assert not device_check.can_gather(arr, np_dtype)
+    np.testing.assert_array_equal(validate._timed_sample(arr, np_dtype, 77), sampled(host, 77))
