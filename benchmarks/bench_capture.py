@@ -281,6 +281,7 @@ class Row:
     replay_s: list[float] = field(default_factory=list)
     false_alarms: list[str] = field(default_factory=list)
     not_hermetic: int = 0  # kernels replayed from an import of their module (WHD069)
+    not_hermetic_why: list[str] = field(default_factory=list)
     mutants: Counter[str] = field(default_factory=Counter)  # kind -> viable mutants
     stillborn: int = 0
     flagged: Counter[str] = field(default_factory=Counter)  # kind -> flagged by the replay
@@ -456,6 +457,11 @@ def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions)
                     replayed.append(index)
                 # WHD069 (replayed from an import of its module) is no verdict on the kernel: counted apart
                 row.not_hermetic += sum(r.rule == F.NOT_HERMETIC for r in out.records)
+                row.not_hermetic_why += [
+                    f"{index.path}::{index.name}: {r.message.rsplit(', because ', 1)[-1]}"
+                    for r in out.records
+                    if r.rule == F.NOT_HERMETIC
+                ]
                 row.false_alarms += [
                     f"{index.path}::{index.name} {r.rule}: {r.message[:300]}"
                     for r in out.records
@@ -551,6 +557,8 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
     for r in rows:
         replayed = len(r.replay_s)
         print(f"not hermetic (WHD069): {r.project.label}: {r.not_hermetic} of {replayed} replayed kernels")
+        for line in r.not_hermetic_why:
+            print(f"not hermetic: {r.project.label}: {line}")
         for line in r.false_alarms:
             print(f"false alarm: {r.project.label}: {line}")
         if args.verbose:

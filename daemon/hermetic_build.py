@@ -102,20 +102,77 @@ def _decorator_kind(dec: ast.expr, aliases: set[str]) -> str | None:
     return kind
 
 
-def _is_constant_expr(node: ast.expr, aliases: set[str], constants: set[str]) -> bool:
-    """Literals, names of constants, arithmetic of those, ``wp.constant(...)``, ``wp.<scalar>(...)``."""
+@dataclass(frozen=True)
+class _Scope:
+    """What else a module's constant may read, beyond literals, its own constants and Warp."""
+
+    numpy: frozenset[str] = frozenset()  # aliases of numpy
+    math: frozenset[str] = frozenset()  # aliases of math
+    imported: frozenset[str] = frozenset()  # names imported from modules other than the libraries
+    shadowed: frozenset[str] = frozenset()  # names the module binds itself (a builtin it shadows)
+
+
+_CASTS = {"int", "float", "bool"}
+_FINFO = {"finfo", "iinfo"}
+_FINFO_FIELDS = {"eps", "epsneg", "max", "min", "tiny", "smallest_normal", "resolution", "bits"}
+_LIBRARY_CONSTANTS = {"pi", "e", "tau", "inf", "nan"}
+
+
+def _is_constant_expr(
+    node: ast.expr, aliases: set[str], constants: set[str], scope: _Scope | None = None
+) -> bool:
+    """Literals, names of constants, arithmetic of those, ``wp.constant(...)``, ``wp.<scalar>(...)``;
+    with ``scope``, also ``int``/``float``/``bool`` of those, ``np.finfo(np.float32).eps`` (and
+    ``iinfo``), ``math.pi`` (and ``e``, ``tau``, ``inf``, ``nan``), and a name imported from a
+    workspace module or an attribute of one (``ShapeFlags.VISIBLE``: the build follows the import
+    into that module's text and refuses it unless it is a definition or a constant there)."""
+
+    def const(sub: ast.expr) -> bool:
+        return _is_constant_expr(sub, aliases, constants, scope)
+
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int | float | bool)
     if isinstance(node, ast.Name):
-        return node.id in constants
+        return node.id in constants or (scope is not None and node.id in scope.imported)
     if isinstance(node, ast.UnaryOp):
-        return _is_constant_expr(node.operand, aliases, constants)
+        return const(node.operand)
     if isinstance(node, ast.BinOp):
-        return _is_constant_expr(node.left, aliases, constants) and _is_constant_expr(
-            node.right, aliases, constants
-        )
+        return const(node.left) and const(node.right)
     if isinstance(node, ast.Call) and _warp_attr(node.func, aliases) is not None and not node.keywords:
-        return all(_is_constant_expr(a, aliases, constants) for a in node.args)
+        return all(const(a) for a in node.args)
+    if scope is None:
+        return False
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _CASTS
+        and node.func.id not in scope.shadowed
+        and not node.keywords
+        and len(node.args) == 1
+    ):
+        return const(node.args[0])
+    if isinstance(node, ast.Attribute):
+        root = node.value
+        if isinstance(root, ast.Name):
+            if root.id in scope.math | scope.numpy:
+                return node.attr in _LIBRARY_CONSTANTS
+            return root.id in scope.imported  # ShapeFlags.VISIBLE
+        if (  # np.finfo(np.float32).eps
+            isinstance(root, ast.Call)
+            and isinstance(root.func, ast.Attribute)
+            and isinstance(root.func.value, ast.Name)
+            and root.func.value.id in scope.numpy
+            and root.func.attr in _FINFO
+            and not root.keywords
+            and len(root.args) == 1
+            and isinstance(root.args[0], ast.Attribute)
+            and isinstance(root.args[0].value, ast.Name)
+            and root.args[0].value.id in scope.numpy | aliases
+            and node.attr in _FINFO_FIELDS
+        ):
+            return True
+        if isinstance(root, ast.Attribute):
+            return const(root) and isinstance(root.value, ast.Name) and root.value.id in scope.imported
     return False
 
 
@@ -278,6 +335,17 @@ def _plan(source: str, filename: str) -> _Plan:
     definitions: dict[str, ast.stmt] = {}
     constants: set[str] = set()
     rebound: set[str] = set()
+    imports = _imports(tree)
+    scope = _Scope(
+        numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
+        math=frozenset(k for k, v in library_names.items() if v == "math"),
+        imported=frozenset(
+            k
+            for k, (level, module, _) in imports.items()
+            if level or (module or "").split(".")[0] not in _LIBRARIES
+        ),
+        shadowed=frozenset(b for n in tree.body for b in _bound_names(n)),
+    )
     for node in tree.body:
         names = _bound_names(node)
         for name in names:
@@ -293,12 +361,12 @@ def _plan(source: str, filename: str) -> _Plan:
                 definitions[node.name] = node
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value
-            if value is not None and _is_constant_expr(value, aliases, constants):
+            if value is not None and _is_constant_expr(value, aliases, constants, scope):
                 definitions[names[0]] = node
                 constants.add(names[0])
             elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
                 definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
-    return _Plan(tree, aliases, library_names, definitions, constants, rebound, _imports(tree))
+    return _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
 
 
 def _reached(plan: _Plan, kernel_name: str, external: _External | None = None) -> set[str]:
