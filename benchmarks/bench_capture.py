@@ -40,6 +40,7 @@ import ast
 import copy
 import os
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,7 @@ from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.supervisor import Supervisor
 
 sys.path.insert(0, str(Path(__file__).parent))
-from real_trees import NEWTON, fetch
+from real_trees import MUJOCO_WARP, NEWTON, fetch
 
 WARP = Path(warp.__file__).parent
 PY = sys.executable
@@ -568,6 +569,38 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
                 print(f"mutant: {r.project.label}: {line}")
 
 
+def hermetic_share() -> None:
+    """Every ``@wp.kernel`` of newton's and mujoco-warp's packages (any depth, factories included):
+    how many the captured path builds from text alone (``captured/hermetic.why_not``, text only,
+    nothing executed), and the most common reasons of the others."""
+    from warp_harness.daemon.captured import hermetic
+
+    print("| package | kernels | hermetic | most common reasons of the others |\n|---|---|---|---|")
+    for release in (NEWTON, MUJOCO_WARP):
+        package = fetch(release)
+        total, built = 0, 0
+        reasons: Counter[str] = Counter()
+        for path in sorted(package.rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.FunctionDef) or not any(
+                    "kernel" in ast.unparse(d).split("(")[0] for d in node.decorator_list
+                ):
+                    continue
+                total += 1
+                why = hermetic.why_not(text, str(path), node.name, package.parent)
+                if why is None:
+                    built += 1
+                else:  # the reason without the names in it
+                    reasons[re.sub(r"`[^`]*`", "`X`", why)[:110]] += 1
+        top = "; ".join(f"{n}: {why}" for why, n in reasons.most_common(3))
+        print(f"| {release.label} | {total} | {built} | {top} |")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--projects", nargs="+", default=list(PROJECTS), choices=list(PROJECTS))
@@ -585,7 +618,15 @@ def main() -> int:
         "--overhead-only", action="store_true", help="the capture overhead alone: no replay, no mutants"
     )
     ap.add_argument("--recorder-before", metavar="REV", help="also time the recorder of git revision REV")
+    ap.add_argument(
+        "--hermetic-share",
+        action="store_true",
+        help="the share of newton's and mujoco-warp's kernels built hermetically",
+    )
     args = ap.parse_args()
+    if args.hermetic_share:
+        hermetic_share()
+        return 0
     if args.overhead_only or args.recorder_before:
         measured = [
             o

@@ -167,7 +167,7 @@ def _is_constant_expr(
             and len(root.args) == 1
             and isinstance(root.args[0], ast.Attribute)
             and isinstance(root.args[0].value, ast.Name)
-            and root.args[0].value.id in scope.numpy | aliases
+            and root.args[0].value.id in scope.numpy
             and node.attr in _FINFO_FIELDS
         ):
             return True
@@ -266,6 +266,8 @@ class _Plan:
     # name -> (level, module, imported name or None for the module itself), the module's imports
     # other than ``import <library>``: followed into the workspace when a build reaches the name
     imports: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
+    # names bound once to a literal options dict (``WARP_DETERMINISM_OFF = {"deterministic": ...}``)
+    option_dicts: set[str] = field(default_factory=set)
     # definition -> what it reads (``_reads``), filled on first use
     reads: dict[str, tuple[list[str], _External] | str] = field(default_factory=dict)
 
@@ -335,6 +337,7 @@ def _plan(source: str, filename: str) -> _Plan:
     definitions: dict[str, ast.stmt] = {}
     constants: set[str] = set()
     rebound: set[str] = set()
+    option_dicts: set[str] = set()
     imports = _imports(tree)
     scope = _Scope(
         numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
@@ -366,7 +369,16 @@ def _plan(source: str, filename: str) -> _Plan:
                 constants.add(names[0])
             elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
                 definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
-    return _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
+            elif (
+                isinstance(value, ast.Dict)
+                and (read := _option_names(value, aliases)) is not None
+                and all(n in option_dicts or n in scope.imported for n in read)
+            ):
+                definitions[names[0]] = node  # options for `wp.set_module_options(NAME)`
+                option_dicts.add(names[0])
+    plan = _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
+    plan.option_dicts = option_dicts - rebound
+    return plan
 
 
 def _reached(plan: _Plan, kernel_name: str, external: _External | None = None) -> set[str]:
@@ -465,7 +477,7 @@ def _execute(
     picked = {i for i, n in enumerate(plan.tree.body) if any(b in needed for b in _bound_names(n))}
     picked = {i for i in picked if not isinstance(plan.tree.body[i], ast.Import | ast.ImportFrom)}
     if settings:  # the module's own literal options, for its own (fresh) Warp module
-        picked |= {i for i, n in enumerate(plan.tree.body) if _literal_settings(n, plan.aliases)}
+        picked |= {i for i, n in enumerate(plan.tree.body) if _literal_settings(n, plan) is not None}
     if own is not None:
         picked |= own.statements
     first = list(own.future) if own is not None else []
@@ -781,7 +793,7 @@ def build(
     graph = _kernel_graph(source, filename, kernel_name, workspace, texts, _plan_of(source, filename))
     plan, needed = graph.root.plan, graph.root.needed
     assert plan is not None
-    body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan.aliases)]
+    body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan) is not None]
     digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
     module_name = f"_wh_hermetic_{kernel_name}_{digest}"
     try:
@@ -806,7 +818,7 @@ def _kernel_graph(
     plan = plan or _plan(source, filename)
     graph = _Graph(Sources.for_file(filename, workspace, texts), plan, filename, source)
     external: _External = {}
-    graph.root.needed = _reached(plan, kernel_name, external)
+    graph.root.needed = _reached(plan, kernel_name, external) | _settings_needs(plan, external)
     graph.follow(graph.root, external)
     return graph
 
@@ -994,20 +1006,61 @@ def why_not(
     return None
 
 
-def _literal_settings(node: ast.stmt, aliases: set[str]) -> bool:
-    """Whether ``node`` is ``wp.set_module_options({...})`` of a dict of literals (a statement a
+def _warp_chain(node: ast.expr, aliases: set[str]) -> bool:
+    """``wp.A.B`` (an attribute of Warp: ``wp.DeterministicMode.NOT_GUARANTEED``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in aliases
+
+
+def _option_names(node: ast.expr, aliases: set[str]) -> list[str] | None:
+    """The names a literal options dict reads (``{"enable_backward": False, **OTHER}``: ["OTHER"];
+    a bare name: itself), None when ``node`` is not one: string keys, values literals or attributes of
+    Warp, ``**`` of names only."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if not isinstance(node, ast.Dict):
+        return None
+    names: list[str] = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is None:
+            if not isinstance(value, ast.Name):
+                return None
+            names.append(value.id)
+        elif not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        elif not (isinstance(value, ast.Constant) or _warp_chain(value, aliases)):
+            return None
+    return names
+
+
+def _literal_settings(node: ast.stmt, plan: _Plan) -> list[str] | None:
+    """The option dicts ``node`` reads when it is ``wp.set_module_options(OPTIONS)`` of a literal
+    options dict, or of the name of one the module binds once (``WARP_DETERMINISM_OFF = {...}``) or
+    imports from a workspace module (newton's steel solver); None when it is not (a statement a
     build of the captured path runs: it sets the options of the fresh namespace's own module)."""
     if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
-        return False
+        return None
     call = node.value
-    if _warp_attr(call.func, aliases) != "set_module_options" or call.keywords or len(call.args) != 1:
-        return False
-    options = call.args[0]
-    return (
-        isinstance(options, ast.Dict)
-        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in options.keys)
-        and all(isinstance(v, ast.Constant) for v in options.values)
-    )
+    if _warp_attr(call.func, plan.aliases) != "set_module_options" or call.keywords or len(call.args) != 1:
+        return None
+    names = _option_names(call.args[0], plan.aliases)
+    if names is None or not all(n in plan.option_dicts or n in plan.imports for n in names):
+        return None
+    return names
+
+
+def _settings_needs(plan: _Plan, external: _External) -> set[str]:
+    """The module's own option dicts its literal settings read (the imported ones go to ``external``:
+    followed into their module, which must bind them as option dicts too)."""
+    needed: set[str] = set()
+    for node in plan.tree.body:
+        for name in _literal_settings(node, plan) or []:
+            if name in plan.option_dicts:
+                needed |= _reach(plan, [name], external)
+            else:
+                external.setdefault(name, set()).add(())
+    return needed
 
 
 def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
@@ -1017,7 +1070,7 @@ def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
     captured path's ``build`` runs it in the fresh namespace; an imported module's options do not
     apply to the kernel's module, where its funcs are compiled)."""
     for node in plan.tree.body:
-        if literal_options and _literal_settings(node, plan.aliases):
+        if literal_options and _literal_settings(node, plan) is not None:
             continue
         for sub in _runs_at_import(node):
             if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":
