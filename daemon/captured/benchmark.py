@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from warp_harness.capture.identity import KernelSource, kernel_sources
-from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace, Refusal
+from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
 from warp_harness.daemon.captured import benchmark_stats, hermetic
@@ -430,9 +430,11 @@ def benchmark_module(
         if not store.exists():
             return BenchmarkOutcome()
         rel = path.resolve().relative_to(workspace).as_posix()
-        entries = store.for_module(rel)
+        entries = [e for e in store.for_module(rel) if isinstance(e, KernelIndex)]
     except (ValueError, OSError, OutsideWorkspace):
         return BenchmarkOutcome()
+    if not entries:
+        return BenchmarkOutcome()  # a file with no captures: no parse, no private cache opened
     try:
         text = path.read_text(encoding="utf-8")
         sources = kernel_sources(text)
@@ -444,8 +446,6 @@ def benchmark_module(
         return BenchmarkOutcome()  # no private cache: nothing to compare with, nothing timed
     clean = replayed.clean if replayed is not None else set()
     for entry in entries:
-        if isinstance(entry, Refusal):
-            continue
         src = sources.get(entry.name)
         if src is None:
             continue

@@ -187,3 +187,33 @@ def test_ci_times_every_captured_launch_unless_no_bench(captured: Path, engine: 
     rules, moved = ci()
     assert rules.count(F.REPLAYED) == 3 and moved > 0
     assert not [r for r in rules if r in (F.CAPTURED_SLOWER, F.CAPTURED_FASTER, F.REPLAY_FAILED)], rules
+
+
+def test_a_file_with_no_captures_costs_no_job_and_stays_within_the_cached_save_budget(
+    captured: Path, engine: Engine
+) -> None:
+    """A save of a file the capture never saw, in a workspace that has captures: no replay, no timing,
+    no worker job, nothing parsed for the benchmark; a few index reads, far under the cached save's 200 ms
+    (benchmarks/bench_daemon.py's target)."""
+    import statistics
+    import time
+
+    from warp_harness.daemon.captured.hook import replay_for_engine
+
+    other = captured / "other.py"
+    other.write_text(SOURCE.replace("def steady", "def other_steady"), encoding="utf-8")
+    jobs: list[object] = []
+    sup = engine.supervisor
+    real_call = sup._call
+    sup._call = lambda msg, *a: jobs.append(msg) or real_call(msg, *a)  # type: ignore[method-assign]
+    try:
+        spent = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            assert replay_for_engine(engine, other, "other.py") == ([], [])
+            spent.append(time.perf_counter() - t0)
+    finally:
+        sup._call = real_call  # type: ignore[method-assign]
+        other.unlink()
+    assert jobs == []
+    assert statistics.median(spent) < 0.02, spent
