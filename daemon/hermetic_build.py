@@ -112,6 +112,14 @@ class _Scope:
     shadowed: frozenset[str] = frozenset()  # names the module binds itself (a builtin it shadows)
 
 
+def _alias_of(node: ast.expr, scope: _Scope) -> bool:
+    """``C = Contract``, ``G = kinds.GeoType``: another name of an imported value, not a constant
+    (a constant made of one is wrapped: ``wp.constant(...)``, ``int(...)``, arithmetic)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in scope.imported
+
+
 _CASTS = {"int", "float", "bool"}
 _FINFO = {"finfo", "iinfo"}
 _FINFO_FIELDS = {"eps", "epsneg", "max", "min", "tiny", "smallest_normal", "resolution", "bits"}
@@ -229,7 +237,7 @@ def _is_enum_class(node: ast.stmt) -> bool:
             and isinstance(stmt.value.value, str)
         ):
             continue  # a docstring
-        if isinstance(stmt, ast.FunctionDef) and _plain_method(stmt):
+        if isinstance(stmt, ast.FunctionDef) and _plain_method(stmt) and not _special(stmt.name):
             continue  # runs when called (what it reads is still reached, so still refused if not buildable)
         if not (
             isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
@@ -239,6 +247,12 @@ def _is_enum_class(node: ast.stmt) -> bool:
             return False
         members.add(stmt.targets[0].id)
     return bool(members)
+
+
+def _special(name: str) -> bool:
+    """A method Python or ``enum`` calls by itself (``__new__`` at the class's creation, ``__int__``
+    and ``__str__`` when a build converts a member, ``_missing_`` on a lookup): its body would run."""
+    return len(name) > 2 and name[0] == name[-1] == "_" and name.strip("_") != ""
 
 
 def _plain_method(node: ast.FunctionDef) -> bool:
@@ -364,7 +378,11 @@ def _plan(source: str, filename: str) -> _Plan:
                 definitions[node.name] = node
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value
-            if value is not None and _is_constant_expr(value, aliases, constants, scope):
+            if (
+                value is not None
+                and _is_constant_expr(value, aliases, constants, scope)
+                and not _alias_of(value, scope)
+            ):
                 definitions[names[0]] = node
                 constants.add(names[0])
             elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:

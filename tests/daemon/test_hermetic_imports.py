@@ -578,3 +578,17 @@ def test_module_options_that_need_running_code_are_still_refused(
     _write(tmp_path, "options.py", options_module.replace("MARKER", "'/dev/null'"))
     kern = _write(tmp_path, "kern.py", kernels or STEEL_KERNELS)
     assert _decide(kern) is not None
+
+
+@pytest.mark.parametrize("method", ["__int__", "__index__", "__new__", "__str__", "_missing_"])
+def test_an_enum_with_a_method_python_calls_by_itself_is_refused(tmp_path: Path, method: str) -> None:
+    """`int(Flags.X)` in a constant would run a member's `__int__` at the build (`__new__` runs as the
+    class is made, `__str__` when a member is formatted): such an enum is not a definition."""
+    body = f"    def {method}(self, *args):\n        open('/dev/null').read()\n        return 1\n"
+    _write(
+        tmp_path,
+        "kinds.py",
+        KINDS.replace("MARKER", "'/dev/null'").replace("    XY = X | Y\n", f"    XY = X | Y\n\n{body}"),
+    )
+    kern = _write(tmp_path, "kern.py", NEWTON_CONSTANTS.replace("MARKER", "'/dev/null'"))
+    assert "`Flags` of the workspace module `kinds` is not" in (_decide(kern) or "")
