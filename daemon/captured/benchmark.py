@@ -164,6 +164,9 @@ class _Benchmark:
             if done is None:
                 continue
             measured = {lid: got["pairs"] for lid, got in done.items() if got.get("pairs")}
+            alone = [x for x in group if str(x["id"]) not in measured]  # the accepted text did not build
+            if alone:
+                self._judge(entry, src, alone, done)
             for result in done.values():
                 self._noise_pairs(result)  # the spread of this moment, before anything is judged
             again = [
