@@ -40,6 +40,7 @@ import ast
 import copy
 import os
 import pstats
+import re
 import shutil
 import subprocess
 import sys
@@ -63,7 +64,7 @@ from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.supervisor import Supervisor
 
 sys.path.insert(0, str(Path(__file__).parent))
-from real_trees import NEWTON, fetch
+from real_trees import MUJOCO_WARP, NEWTON, fetch
 
 WARP = Path(warp.__file__).parent
 PY = sys.executable
@@ -281,6 +282,7 @@ class Row:
     replay_s: list[float] = field(default_factory=list)
     false_alarms: list[str] = field(default_factory=list)
     not_hermetic: int = 0  # kernels replayed from an import of their module (WHD069)
+    not_hermetic_why: list[str] = field(default_factory=list)
     mutants: Counter[str] = field(default_factory=Counter)  # kind -> viable mutants
     stillborn: int = 0
     flagged: Counter[str] = field(default_factory=Counter)  # kind -> flagged by the replay
@@ -456,6 +458,11 @@ def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions)
                     replayed.append(index)
                 # WHD069 (replayed from an import of its module) is no verdict on the kernel: counted apart
                 row.not_hermetic += sum(r.rule == F.NOT_HERMETIC for r in out.records)
+                row.not_hermetic_why += [
+                    f"{index.path}::{index.name}: {r.message.rsplit(', because ', 1)[-1]}"
+                    for r in out.records
+                    if r.rule == F.NOT_HERMETIC
+                ]
                 row.false_alarms += [
                     f"{index.path}::{index.name} {r.rule}: {r.message[:300]}"
                     for r in out.records
@@ -491,7 +498,10 @@ def _mutate(
                 _, code = _run(project.command, ws, args.timeout)
             finally:
                 path.write_text(text, encoding="utf-8")
-            rules = sorted({r.rule for r in out.records if r.severity.value != "info"})
+            # WHD069 (replayed from an import of its module) is no verdict on the mutant
+            rules = sorted(
+                {r.rule for r in out.records if r.severity.value != "info" and r.rule != F.NOT_HERMETIC}
+            )
             if rules == ["WHD085"]:  # the module does not build or the launch raises: Warp rejects it
                 row.stillborn += 1
                 row.mutant_log.append(f"{index.name} {kind} {what}: stillborn (Warp rejects it)")
@@ -551,6 +561,8 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
     for r in rows:
         replayed = len(r.replay_s)
         print(f"not hermetic (WHD069): {r.project.label}: {r.not_hermetic} of {replayed} replayed kernels")
+        for line in r.not_hermetic_why:
+            print(f"not hermetic: {r.project.label}: {line}")
         for line in r.false_alarms:
             print(f"false alarm: {r.project.label}: {line}")
         if args.verbose:
@@ -558,6 +570,38 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
                 print(f"not recorded: {r.project.label}: {line}")
             for line in r.mutant_log:
                 print(f"mutant: {r.project.label}: {line}")
+
+
+def hermetic_share() -> None:
+    """Every ``@wp.kernel`` of newton's and mujoco-warp's packages (any depth, factories included):
+    how many the captured path builds from text alone (``captured/hermetic.why_not``, text only,
+    nothing executed), and the most common reasons of the others."""
+    from warp_harness.daemon.captured import hermetic
+
+    print("| package | kernels | hermetic | most common reasons of the others |\n|---|---|---|---|")
+    for release in (NEWTON, MUJOCO_WARP):
+        package = fetch(release)
+        total, built = 0, 0
+        reasons: Counter[str] = Counter()
+        for path in sorted(package.rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.FunctionDef) or not any(
+                    "kernel" in ast.unparse(d).split("(")[0] for d in node.decorator_list
+                ):
+                    continue
+                total += 1
+                why = hermetic.why_not(text, str(path), node.name, package.parent)
+                if why is None:
+                    built += 1
+                else:  # the reason without the names in it
+                    reasons[re.sub(r"`[^`]*`", "`X`", why)[:110]] += 1
+        top = "; ".join(f"{n}: {why}" for why, n in reasons.most_common(3))
+        print(f"| {release.label} | {total} | {built} | {top} |")
 
 
 def main() -> int:
@@ -577,7 +621,15 @@ def main() -> int:
         "--overhead-only", action="store_true", help="the capture overhead alone: no replay, no mutants"
     )
     ap.add_argument("--recorder-before", metavar="REV", help="also time the recorder of git revision REV")
+    ap.add_argument(
+        "--hermetic-share",
+        action="store_true",
+        help="the share of newton's and mujoco-warp's kernels built hermetically",
+    )
     args = ap.parse_args()
+    if args.hermetic_share:
+        hermetic_share()
+        return 0
     if args.overhead_only or args.recorder_before:
         measured = [
             o

@@ -102,20 +102,85 @@ def _decorator_kind(dec: ast.expr, aliases: set[str]) -> str | None:
     return kind
 
 
-def _is_constant_expr(node: ast.expr, aliases: set[str], constants: set[str]) -> bool:
-    """Literals, names of constants, arithmetic of those, ``wp.constant(...)``, ``wp.<scalar>(...)``."""
+@dataclass(frozen=True)
+class _Scope:
+    """What else a module's constant may read, beyond literals, its own constants and Warp."""
+
+    numpy: frozenset[str] = frozenset()  # aliases of numpy
+    math: frozenset[str] = frozenset()  # aliases of math
+    imported: frozenset[str] = frozenset()  # names imported from modules other than the libraries
+    shadowed: frozenset[str] = frozenset()  # names the module binds itself (a builtin it shadows)
+
+
+def _alias_of(node: ast.expr, scope: _Scope) -> bool:
+    """``C = Contract``, ``G = kinds.GeoType``: another name of an imported value, not a constant
+    (a constant made of one is wrapped: ``wp.constant(...)``, ``int(...)``, arithmetic)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in scope.imported
+
+
+_CASTS = {"int", "float", "bool"}
+_FINFO = {"finfo", "iinfo"}
+_FINFO_FIELDS = {"eps", "epsneg", "max", "min", "tiny", "smallest_normal", "resolution", "bits"}
+_LIBRARY_CONSTANTS = {"pi", "e", "tau", "inf", "nan"}
+
+
+def _is_constant_expr(
+    node: ast.expr, aliases: set[str], constants: set[str], scope: _Scope | None = None
+) -> bool:
+    """Literals, names of constants, arithmetic of those, ``wp.constant(...)``, ``wp.<scalar>(...)``;
+    with ``scope``, also ``int``/``float``/``bool`` of those, ``np.finfo(np.float32).eps`` (and
+    ``iinfo``), ``math.pi`` (and ``e``, ``tau``, ``inf``, ``nan``), and a name imported from a
+    workspace module or an attribute of one (``ShapeFlags.VISIBLE``: the build follows the import
+    into that module's text and refuses it unless it is a definition or a constant there)."""
+
+    def const(sub: ast.expr) -> bool:
+        return _is_constant_expr(sub, aliases, constants, scope)
+
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int | float | bool)
     if isinstance(node, ast.Name):
-        return node.id in constants
+        return node.id in constants or (scope is not None and node.id in scope.imported)
     if isinstance(node, ast.UnaryOp):
-        return _is_constant_expr(node.operand, aliases, constants)
+        return const(node.operand)
     if isinstance(node, ast.BinOp):
-        return _is_constant_expr(node.left, aliases, constants) and _is_constant_expr(
-            node.right, aliases, constants
-        )
+        return const(node.left) and const(node.right)
     if isinstance(node, ast.Call) and _warp_attr(node.func, aliases) is not None and not node.keywords:
-        return all(_is_constant_expr(a, aliases, constants) for a in node.args)
+        return all(const(a) for a in node.args)
+    if scope is None:
+        return False
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _CASTS
+        and node.func.id not in scope.shadowed
+        and not node.keywords
+        and len(node.args) == 1
+    ):
+        return const(node.args[0])
+    if isinstance(node, ast.Attribute):
+        root = node.value
+        if isinstance(root, ast.Name):
+            if root.id in scope.math | scope.numpy:
+                return node.attr in _LIBRARY_CONSTANTS
+            return root.id in scope.imported  # ShapeFlags.VISIBLE
+        if (  # np.finfo(np.float32).eps
+            isinstance(root, ast.Call)
+            and isinstance(root.func, ast.Attribute)
+            and isinstance(root.func.value, ast.Name)
+            and root.func.value.id in scope.numpy
+            and root.func.attr in _FINFO
+            and not root.keywords
+            and len(root.args) == 1
+            and isinstance(root.args[0], ast.Attribute)
+            and isinstance(root.args[0].value, ast.Name)
+            and root.args[0].value.id in scope.numpy
+            and node.attr in _FINFO_FIELDS
+        ):
+            return True
+        if isinstance(root, ast.Attribute):
+            return const(root) and isinstance(root.value, ast.Name) and root.value.id in scope.imported
     return False
 
 
@@ -172,7 +237,7 @@ def _is_enum_class(node: ast.stmt) -> bool:
             and isinstance(stmt.value.value, str)
         ):
             continue  # a docstring
-        if isinstance(stmt, ast.FunctionDef) and _plain_method(stmt):
+        if isinstance(stmt, ast.FunctionDef) and _plain_method(stmt) and not _special(stmt.name):
             continue  # runs when called (what it reads is still reached, so still refused if not buildable)
         if not (
             isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
@@ -182,6 +247,12 @@ def _is_enum_class(node: ast.stmt) -> bool:
             return False
         members.add(stmt.targets[0].id)
     return bool(members)
+
+
+def _special(name: str) -> bool:
+    """A method Python or ``enum`` calls by itself (``__new__`` at the class's creation, ``__int__``
+    and ``__str__`` when a build converts a member, ``_missing_`` on a lookup): its body would run."""
+    return len(name) > 2 and name[0] == name[-1] == "_" and name.strip("_") != ""
 
 
 def _plain_method(node: ast.FunctionDef) -> bool:
@@ -209,6 +280,8 @@ class _Plan:
     # name -> (level, module, imported name or None for the module itself), the module's imports
     # other than ``import <library>``: followed into the workspace when a build reaches the name
     imports: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
+    # names bound once to a literal options dict (``WARP_DETERMINISM_OFF = {"deterministic": ...}``)
+    option_dicts: set[str] = field(default_factory=set)
     # definition -> what it reads (``_reads``), filled on first use
     reads: dict[str, tuple[list[str], _External] | str] = field(default_factory=dict)
 
@@ -278,6 +351,18 @@ def _plan(source: str, filename: str) -> _Plan:
     definitions: dict[str, ast.stmt] = {}
     constants: set[str] = set()
     rebound: set[str] = set()
+    option_dicts: set[str] = set()
+    imports = _imports(tree)
+    scope = _Scope(
+        numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
+        math=frozenset(k for k, v in library_names.items() if v == "math"),
+        imported=frozenset(
+            k
+            for k, (level, module, _) in imports.items()
+            if level or (module or "").split(".")[0] not in _LIBRARIES
+        ),
+        shadowed=frozenset(b for n in tree.body for b in _bound_names(n)),
+    )
     for node in tree.body:
         names = _bound_names(node)
         for name in names:
@@ -293,12 +378,25 @@ def _plan(source: str, filename: str) -> _Plan:
                 definitions[node.name] = node
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value
-            if value is not None and _is_constant_expr(value, aliases, constants):
+            if (
+                value is not None
+                and _is_constant_expr(value, aliases, constants, scope)
+                and not _alias_of(value, scope)
+            ):
                 definitions[names[0]] = node
                 constants.add(names[0])
             elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
                 definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
-    return _Plan(tree, aliases, library_names, definitions, constants, rebound, _imports(tree))
+            elif (
+                isinstance(value, ast.Dict)
+                and (read := _option_names(value, aliases)) is not None
+                and all(n in option_dicts or n in scope.imported for n in read)
+            ):
+                definitions[names[0]] = node  # options for `wp.set_module_options(NAME)`
+                option_dicts.add(names[0])
+    plan = _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
+    plan.option_dicts = option_dicts - rebound
+    return plan
 
 
 def _reached(plan: _Plan, kernel_name: str, external: _External | None = None) -> set[str]:
@@ -397,7 +495,7 @@ def _execute(
     picked = {i for i, n in enumerate(plan.tree.body) if any(b in needed for b in _bound_names(n))}
     picked = {i for i in picked if not isinstance(plan.tree.body[i], ast.Import | ast.ImportFrom)}
     if settings:  # the module's own literal options, for its own (fresh) Warp module
-        picked |= {i for i, n in enumerate(plan.tree.body) if _literal_settings(n, plan.aliases)}
+        picked |= {i for i, n in enumerate(plan.tree.body) if _literal_settings(n, plan) is not None}
     if own is not None:
         picked |= own.statements
     first = list(own.future) if own is not None else []
@@ -713,7 +811,7 @@ def build(
     graph = _kernel_graph(source, filename, kernel_name, workspace, texts, _plan_of(source, filename))
     plan, needed = graph.root.plan, graph.root.needed
     assert plan is not None
-    body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan.aliases)]
+    body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan) is not None]
     digest = hashlib.sha256(ast.dump(ast.Module(body=body, type_ignores=[])).encode()).hexdigest()[:16]
     module_name = f"_wh_hermetic_{kernel_name}_{digest}"
     try:
@@ -738,7 +836,7 @@ def _kernel_graph(
     plan = plan or _plan(source, filename)
     graph = _Graph(Sources.for_file(filename, workspace, texts), plan, filename, source)
     external: _External = {}
-    graph.root.needed = _reached(plan, kernel_name, external)
+    graph.root.needed = _reached(plan, kernel_name, external) | _settings_needs(plan, external)
     graph.follow(graph.root, external)
     return graph
 
@@ -926,20 +1024,61 @@ def why_not(
     return None
 
 
-def _literal_settings(node: ast.stmt, aliases: set[str]) -> bool:
-    """Whether ``node`` is ``wp.set_module_options({...})`` of a dict of literals (a statement a
+def _warp_chain(node: ast.expr, aliases: set[str]) -> bool:
+    """``wp.A.B`` (an attribute of Warp: ``wp.DeterministicMode.NOT_GUARANTEED``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in aliases
+
+
+def _option_names(node: ast.expr, aliases: set[str]) -> list[str] | None:
+    """The names a literal options dict reads (``{"enable_backward": False, **OTHER}``: ["OTHER"];
+    a bare name: itself), None when ``node`` is not one: string keys, values literals or attributes of
+    Warp, ``**`` of names only."""
+    if isinstance(node, ast.Name):
+        return [node.id]
+    if not isinstance(node, ast.Dict):
+        return None
+    names: list[str] = []
+    for key, value in zip(node.keys, node.values, strict=True):
+        if key is None:
+            if not isinstance(value, ast.Name):
+                return None
+            names.append(value.id)
+        elif not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        elif not (isinstance(value, ast.Constant) or _warp_chain(value, aliases)):
+            return None
+    return names
+
+
+def _literal_settings(node: ast.stmt, plan: _Plan) -> list[str] | None:
+    """The option dicts ``node`` reads when it is ``wp.set_module_options(OPTIONS)`` of a literal
+    options dict, or of the name of one the module binds once (``WARP_DETERMINISM_OFF = {...}``) or
+    imports from a workspace module (newton's steel solver); None when it is not (a statement a
     build of the captured path runs: it sets the options of the fresh namespace's own module)."""
     if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
-        return False
+        return None
     call = node.value
-    if _warp_attr(call.func, aliases) != "set_module_options" or call.keywords or len(call.args) != 1:
-        return False
-    options = call.args[0]
-    return (
-        isinstance(options, ast.Dict)
-        and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in options.keys)
-        and all(isinstance(v, ast.Constant) for v in options.values)
-    )
+    if _warp_attr(call.func, plan.aliases) != "set_module_options" or call.keywords or len(call.args) != 1:
+        return None
+    names = _option_names(call.args[0], plan.aliases)
+    if names is None or not all(n in plan.option_dicts or n in plan.imports for n in names):
+        return None
+    return names
+
+
+def _settings_needs(plan: _Plan, external: _External) -> set[str]:
+    """The module's own option dicts its literal settings read (the imported ones go to ``external``:
+    followed into their module, which must bind them as option dicts too)."""
+    needed: set[str] = set()
+    for node in plan.tree.body:
+        for name in _literal_settings(node, plan) or []:
+            if name in plan.option_dicts:
+                needed |= _reach(plan, [name], external)
+            else:
+                external.setdefault(name, set()).add(())
+    return needed
 
 
 def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
@@ -949,7 +1088,7 @@ def _no_module_settings(plan: _Plan, literal_options: bool = False) -> None:
     captured path's ``build`` runs it in the fresh namespace; an imported module's options do not
     apply to the kernel's module, where its funcs are compiled)."""
     for node in plan.tree.body:
-        if literal_options and _literal_settings(node, plan.aliases):
+        if literal_options and _literal_settings(node, plan) is not None:
             continue
         for sub in _runs_at_import(node):
             if isinstance(sub, ast.Call) and _warp_attr(sub.func, plan.aliases) == "set_module_options":

@@ -10,10 +10,12 @@ in the user's private cache (``benchmark_baselines``), never with anything the w
   timed twice: the second run is its baseline, the pair one measure of the machine's spread;
 - a kernel whose source is the captured one and has a timing (``ci``, ``bench``: every launch) is
   timed again: its timing is replaced and the pair is another measure of the machine's spread;
-- a kernel whose source changed (the daemon: on a save, after its replay passed) is timed and
-  judged against the accepted source's baseline (``benchmark_stats.judge``): WHD090 when it is
-  slower beyond the spread measured on this machine, WHD091 when it is faster; a rerun of the same
-  changed source measures the spread too.
+- a kernel whose source changed (the daemon: on a save, after its replay passed) is timed in one
+  job with its accepted source (the module text its baseline was timed on, kept in the private
+  cache), in interleaved pairs, and judged on the pairs' ratios (``benchmark_stats.judge``): WHD090
+  when every pair is slower beyond the spread measured on this machine, WHD091 when every one is
+  faster; a first round of pairs only screens, a change it sees is measured again before it is
+  reported.
 
 Only launches the replay judged clean are timed when the kernel changed (a replay that reads out
 of bounds is not run again without its bounds checks).
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from warp_harness.capture.identity import KernelSource, kernel_sources
-from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace, Refusal
+from warp_harness.capture.store import CaptureRefused, CaptureStore, KernelIndex, OutsideWorkspace
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import protocol
 from warp_harness.daemon.captured import benchmark_stats, hermetic
@@ -111,42 +113,177 @@ class _Benchmark:
         self.store = CaptureStore(workspace)
         self.timings = TimingStore(workspace)
         self._hosts: dict[str, TimingStore] = {}
+        self._source_sha: str | None = None
         self.out = BenchmarkOutcome()
 
     def kernel(
         self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int
     ) -> None:
+        """Time ``launches`` of ``src`` ``runs`` times (its accepted source: a baseline, a rerun)."""
         first = len(self.out.records)
         not_hermetic, imported = hermetic.decision(self.text, str(self.path), src.name, self.workspace)
-        self._time(entry, src, launches, runs, not_hermetic is None, imported)
+        spec = {"name": src.name, "hermetic": not_hermetic is None, "imports": imported, "runs": runs}
+        done = self._time(src, launches, spec)
+        if done is not None:
+            self._judge(entry, src, launches, done)
+        self._mark(src, first, not_hermetic)
+
+    def changed(self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]]) -> None:
+        """Time ``launches`` of the changed source ``src`` against its accepted source, in
+        interleaved pairs (launches whose accepted module text is not kept: timed alone, judged not)."""
+        first = len(self.out.records)
+        key = TimingStore.kernel_key(self.rel, src.name)
+        not_hermetic, imported = hermetic.decision(self.text, str(self.path), src.name, self.workspace)
+        spec: dict[str, Any] = {
+            "name": src.name,
+            "hermetic": not_hermetic is None,
+            "imports": imported,
+            "runs": 1,
+        }
+        by_text: dict[str | None, list[dict[str, Any]]] = {}
+        for launch in launches:
+            by_text.setdefault(self.timings.source_of(key, str(launch["id"]), entry.digest), []).append(
+                launch
+            )
+        slower: list[tuple[Timed, dict[str, Any]]] = []
+        faster: list[tuple[Timed, dict[str, Any]]] = []
+        for accepted_text, group in by_text.items():
+            if accepted_text is None:
+                done = self._time(src, group, spec)
+                if done is not None:
+                    self._judge(entry, src, group, done)
+                continue
+            why_old, old_imports = hermetic.decision(accepted_text, str(self.path), src.name, self.workspace)
+            not_hermetic = not_hermetic or why_old
+            paired = {
+                **spec,
+                "pairs": benchmark_stats.FIRST_PAIRS,
+                "baseline": {"source": accepted_text, "hermetic": why_old is None, "imports": old_imports},
+            }
+            done = self._time(src, group, paired)
+            if done is None:
+                continue
+            measured = {lid: got["pairs"] for lid, got in done.items() if got.get("pairs")}
+            alone = [x for x in group if str(x["id"]) not in measured]  # the accepted text did not build
+            if alone:
+                self._judge(entry, src, alone, done)
+            for result in done.values():
+                self._noise_pairs(result)  # the spread of this moment, before anything is judged
+            again = [
+                launch
+                for launch in group
+                if (v := self._verdict(measured.get(str(launch["id"])), done.get(str(launch["id"])) or {}))
+                and v.kind in ("slower", "faster")
+            ]  # beyond the band after the first round: measured again before anything is said
+            if again:
+                more = self._time(
+                    src,
+                    again,
+                    {**paired, "pairs": benchmark_stats.REPORT_PAIRS - benchmark_stats.FIRST_PAIRS},
+                )
+                for lid, again_got in (more or {}).items():
+                    if again_got.get("pairs") and lid in measured:
+                        measured[lid] = [*measured[lid], *again_got["pairs"]]
+                        self._noise_pairs(again_got)
+            for launch in group:
+                lid = str(launch["id"])
+                got = done.get(lid)
+                if got is None or lid not in measured:
+                    continue
+                verdict = self._verdict(measured[lid], got)
+                timed = self._save_changed(entry, src, lid, got, measured[lid], verdict)
+                if timed is None or verdict is None or not verdict.confirmed:
+                    continue
+                (slower if verdict.kind == "slower" else faster).append((timed, launch))
+        self._report(src, slower, len(launches), F.CAPTURED_SLOWER)
+        self._report(src, faster, len(launches), F.CAPTURED_FASTER)
+        self._mark(src, first, not_hermetic)
+
+    def _mark(self, src: KernelSource, first: int, not_hermetic: str | None) -> None:
         if not_hermetic is not None and len(self.out.records) > first:  # timed in a worker that imported it
             self.out.records[first:] = hermetic.marked(self.out.records[first:])
             self.out.records.append(
                 hermetic.record(self.display, src, not_hermetic, self.options.require_hermetic)
             )
 
-    def _time(
+    def _where(self, got: dict[str, Any]) -> tuple[TimingStore, str] | None:
+        """The timings of the host that measured ``got`` and the device it ran on."""
+        tag = device_tag(str(got.get("device") or "cpu"), str(got.get("device_name") or ""))
+        try:
+            return self._store(str(got.get("host") or "")), tag
+        except (ValueError, StateUnusable):
+            return None
+
+    def _noise_pairs(self, got: dict[str, Any]) -> None:
+        """The same-code spread within a paired measurement: the load of that moment."""
+        where = self._where(got)
+        if where is None:
+            return
+        for log_ratio in benchmark_stats.same_code_log_ratios(got.get("pairs") or []):
+            where[0].add_noise(where[1], log_ratio)
+            self.out.noise_added += 1
+
+    def _verdict(self, pairs: Any, got: dict[str, Any]) -> benchmark_stats.Verdict | None:
+        where = self._where(got)
+        if not pairs or where is None:
+            return None
+        try:
+            return benchmark_stats.judge(pairs, where[0].noise(where[1]))
+        except ValueError:
+            return None
+
+    def _save_changed(
         self,
         entry: KernelIndex,
         src: KernelSource,
-        launches: list[dict[str, Any]],
-        runs: int,
-        whole: bool,
-        imported: dict[str, str] | None = None,
-    ) -> None:
-        """Time ``launches`` (``whole``: the kernel built from its text alone) and judge them."""
+        lid: str,
+        got: dict[str, Any],
+        pairs: list[list[list[float]]],
+        verdict: benchmark_stats.Verdict | None,
+    ) -> Timed | None:
+        where = self._where(got)
+        times = [float(t) for t in pairs[-1][1] if t > 0] if pairs else []
+        olds = [float(t) for t in pairs[-1][0] if t > 0] if pairs else []
+        if where is None or not times:
+            return None
+        key = TimingStore.kernel_key(self.rel, src.name)
+        where[0].save(key, lid, src.digest, where[1], times, keep={entry.digest}, source=self.source())
+        timed = Timed(
+            src.name,
+            lid,
+            str(got.get("device") or "cpu"),
+            float(np.median(times)),
+            float(np.median(olds)) if olds else None,
+            verdict,
+            "changed",
+        )
+        self.out.timed.append(timed)
+        return timed
+
+    def source(self) -> str | None:
+        """The saved module text, kept for later paired timings (None: the cache refused it)."""
+        if self._source_sha is None:
+            try:
+                self._source_sha = self.timings.keep_source(self.text)
+            except (OSError, StateUnusable):
+                return None
+        return self._source_sha
+
+    def _time(
+        self, src: KernelSource, launches: list[dict[str, Any]], spec: dict[str, Any]
+    ) -> dict[str, dict[str, Any]] | None:
+        """The worker's timings of ``launches`` (``spec``: the job's kernel entry less its
+        launches), by launch id; None (and a WHD085 record) when the job failed."""
         folder = Path(tempfile.mkdtemp(prefix="wh-capbench-"))
         try:
             prepared: list[dict[str, Any]] = []
-            by_id: dict[str, dict[str, Any]] = {}
             for launch in launches:
                 try:
                     prepared.append(_prepare(self.store, launch, folder))
                 except (CaptureRefused, OSError, ValueError):
                     continue  # the replay reports a refused capture (WHD084)
-                by_id[str(launch["id"])] = launch
             if not prepared:
-                return
+                return None
             msg = protocol.message(
                 "job",
                 kind="replay",
@@ -157,15 +294,7 @@ class _Benchmark:
                 options=self.options.to_dict(),
                 folder=str(folder),
                 source=self.text,
-                kernels=[
-                    {
-                        "name": src.name,
-                        "hermetic": whole,
-                        "imports": imported or {},
-                        "launches": prepared,
-                        "runs": runs,
-                    }
-                ],
+                kernels=[{**spec, "launches": prepared}],
             )
             outcome = self.call(msg)
         finally:
@@ -186,65 +315,47 @@ class _Benchmark:
                     kernel=src.name,
                 )
             )
-            return
-        self._judge(entry, src, by_id, result.get("launches") or {})
+            return None
+        done = result.get("launches") or {}
+        return {str(k): v for k, v in done.items() if isinstance(v, dict)}
 
     def _judge(
         self,
         entry: KernelIndex,
         src: KernelSource,
-        by_id: dict[str, dict[str, Any]],
-        done: dict[str, Any],
+        launches: list[dict[str, Any]],
+        done: dict[str, dict[str, Any]],
     ) -> None:
+        """Keep the runs of ``launches`` (a baseline, a rerun of a source timed before, a changed
+        source with no accepted text to pair with) and the spread they measure; judges nothing."""
         key = TimingStore.kernel_key(self.rel, src.name)
         accepted = entry.digest
-        slower: list[tuple[Timed, dict[str, Any]]] = []
-        faster: list[tuple[Timed, dict[str, Any]]] = []
-        for lid, launch in by_id.items():
+        for launch in launches:
+            lid = str(launch["id"])
             got = done.get(lid)
-            if not isinstance(got, dict) or not got.get("runs"):
+            if got is None or not got.get("runs"):
                 continue
             measured = [[float(t) for t in run if t > 0] for run in got["runs"]]
             measured = [run for run in measured if run]
-            if not measured:
+            where = self._where(got)
+            if not measured or where is None:
                 continue
-            device = str(got.get("device") or "cpu")
-            tag = device_tag(device, str(got.get("device_name") or ""))
-            try:
-                timings = self._store(str(got.get("host") or ""))
-            except (ValueError, StateUnusable):
-                continue
+            timings, tag = where
             for earlier, later in itertools.pairwise(measured):  # a baseline's two runs
                 self._noise(timings, tag, earlier, later)
             times = measured[-1]
             previous = timings.timing(key, lid, src.digest, tag)  # this very source, timed before
             if previous is not None and len(measured) == 1:
                 self._noise(timings, tag, previous, times)
-            verdict: benchmark_stats.Verdict | None = None
-            base: list[float] | None = None
             role = "baseline" if previous is None and src.digest == accepted else "rerun"
             if src.digest != accepted:
                 role = "changed"
-                base = timings.timing(key, lid, accepted, tag)
-                if base is not None:
-                    verdict = benchmark_stats.judge(times, base, timings.noise(tag), seed=len(times))
-            timings.save(key, lid, src.digest, tag, times, keep={accepted})
-            timed = Timed(
-                src.name,
-                lid,
-                device,
-                float(np.median(times)),
-                float(np.median(base)) if base else None,
-                verdict,
-                role,
+            timings.save(key, lid, src.digest, tag, times, keep={accepted}, source=self.source())
+            self.out.timed.append(
+                Timed(
+                    src.name, lid, str(got.get("device") or "cpu"), float(np.median(times)), None, None, role
+                )
             )
-            self.out.timed.append(timed)
-            if verdict is not None and verdict.kind == "slower":
-                slower.append((timed, launch))
-            elif verdict is not None and verdict.kind == "faster":
-                faster.append((timed, launch))
-        self._report(src, slower, len(by_id), F.CAPTURED_SLOWER)
-        self._report(src, faster, len(by_id), F.CAPTURED_FASTER)
 
     def _store(self, host: str) -> TimingStore:
         """The timings of the host that measured (this one's unless a Ray node's)."""
@@ -322,9 +433,11 @@ def benchmark_module(
         if not store.exists():
             return BenchmarkOutcome()
         rel = path.resolve().relative_to(workspace).as_posix()
-        entries = store.for_module(rel)
+        entries = [e for e in store.for_module(rel) if isinstance(e, KernelIndex)]
     except (ValueError, OSError, OutsideWorkspace):
         return BenchmarkOutcome()
+    if not entries:
+        return BenchmarkOutcome()  # a file with no captures: no parse, no private cache opened
     try:
         text = path.read_text(encoding="utf-8")
         sources = kernel_sources(text)
@@ -336,8 +449,6 @@ def benchmark_module(
         return BenchmarkOutcome()  # no private cache: nothing to compare with, nothing timed
     clean = replayed.clean if replayed is not None else set()
     for entry in entries:
-        if isinstance(entry, Refusal):
-            continue
         src = sources.get(entry.name)
         if src is None:
             continue
@@ -345,10 +456,15 @@ def benchmark_module(
         if src.digest != entry.digest:
             todo = [x for x in launches if (src.name, x["id"]) in clean]
             if todo:
-                bench.kernel(entry, src, todo, 1)
+                bench.changed(entry, src, todo)
             continue
         key = TimingStore.kernel_key(rel, src.name)
         fresh = [x for x in launches if not bench.timings.has(key, str(x["id"]), src.digest)]
+        for x in launches:  # timed before the texts were kept: name this one, the accepted source's
+            if x not in fresh and bench.timings.source_of(key, str(x["id"]), src.digest) is None:
+                sha = bench.source()
+                if sha is not None:
+                    bench.timings.name_source(key, str(x["id"]), src.digest, sha)
         if fresh:
             bench.kernel(entry, src, fresh, BASELINE_RUNS)
         rest = [x for x in launches if x not in fresh] if every else []

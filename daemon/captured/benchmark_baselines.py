@@ -8,7 +8,10 @@ made with the user's secret; a file without a valid tag is read as empty.
   captured launch, per kernel source digest, the launch times of the latest run and the device
   they were measured on (a timing measured on another device is no baseline);
 - ``captured-timing-noise/<machine>.json``: the machine's spread, the log-ratios of the medians of
-  two runs of the *same* kernel source (any workspace), the most recent ``NOISE_KEPT``.
+  two runs of the *same* kernel source (any workspace), the most recent ``NOISE_KEPT``;
+- ``workspaces/<key>/captured-sources/<sha256>.json``: the module text a timed source was read
+  from (a timing names it), so that a changed kernel can be timed against its accepted source in
+  one job, interleaved (``benchmark``); the newest ``SOURCES_KEPT``.
 
 A *host* is this computer (its name, CPU model and count), a *machine* a host and one of its
 devices (the name Warp gives it), each by digest.
@@ -16,6 +19,7 @@ devices (the name Warp gives it), each by digest.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -32,6 +36,7 @@ from warp_harness.daemon.captured.benchmark_stats import NOISE_KEPT
 
 PURPOSE = "wh-capture-time"
 TIMES_KEPT = 256  # launch times kept per run
+SOURCES_KEPT = 256  # module texts kept per workspace
 _LOCK = threading.Lock()  # ci checks files on several threads
 
 
@@ -89,6 +94,7 @@ class TimingStore:
             raise ValueError(f"bad host key {host!r}")
         self.file = user_state.workspace_state_dir(workspace, "captured-timings") / f"{host}.json"
         self.noise_dir = user_state.private_dir(user_state.user_cache_root() / "captured-timing-noise")
+        self.sources_dir = user_state.workspace_state_dir(workspace, "captured-sources")
         self.host = host
 
     def _noise_file(self, device: str) -> Path:
@@ -110,16 +116,62 @@ class TimingStore:
         times = [float(t) for t in entry.get("times") or [] if isinstance(t, int | float) and t > 0]
         return times or None
 
+    def source_of(self, kernel: str, launch: str, digest: str) -> str | None:
+        """The module text ``kernel``'s source ``digest`` was timed from on ``launch`` (None: not kept)."""
+        entry = _read(self.file).get(kernel, {}).get(launch, {}).get(digest)
+        sha = entry.get("source") if isinstance(entry, dict) else None
+        if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha):
+            return None
+        text = _read(self.sources_dir / f"{sha}.json").get("text")
+        if (
+            not isinstance(text, str)
+            or hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() != sha
+        ):
+            return None
+        return text
+
+    def keep_source(self, text: str) -> str:
+        """Keep the module text ``text``; its name for `save`'s ``source``."""
+        sha = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        file = self.sources_dir / f"{sha}.json"
+        with _LOCK:
+            if file.is_file():
+                os.utime(file)
+                return sha
+            _write(file, {"text": text})
+            kept = sorted(self.sources_dir.glob("*.json"), key=lambda f: f.stat().st_mtime, reverse=True)
+            for old in kept[SOURCES_KEPT:]:
+                old.unlink(missing_ok=True)
+        return sha
+
+    def name_source(self, kernel: str, launch: str, digest: str, sha: str) -> None:
+        """Say that the timing of ``digest`` on ``launch`` was measured on the module text ``sha``."""
+        with _LOCK:
+            data = _read(self.file)
+            entry = data.get(kernel, {}).get(launch, {}).get(digest)
+            if isinstance(entry, dict) and entry.get("source") != sha:
+                entry["source"] = sha
+                _write(self.file, data)
+
     def noise(self, device: str) -> list[float]:
         """The same-code log-ratios measured on ``device`` (a `device_tag`) of this host."""
         values = _read(self._noise_file(device)).get("log_ratios") or []
         return [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
 
     def save(
-        self, kernel: str, launch: str, digest: str, device: str, times: list[float], *, keep: set[str]
+        self,
+        kernel: str,
+        launch: str,
+        digest: str,
+        device: str,
+        times: list[float],
+        *,
+        keep: set[str],
+        source: str | None = None,
     ) -> None:
-        """The latest run of ``digest``; timings of digests outside ``keep`` (``digest`` joins it)
-        are dropped: a kernel's accepted source and its current one are all a comparison needs."""
+        """The latest run of ``digest`` (``source``: the `keep_source` name of the module text it
+        was timed on); timings of digests outside ``keep`` (``digest`` joins it) are dropped: a
+        kernel's accepted source and its current one are all a comparison needs."""
         with _LOCK:
             data = _read(self.file)
             launches = data.setdefault(kernel, {})
@@ -127,6 +179,8 @@ class TimingStore:
             for old in [d for d in runs if d not in keep | {digest}]:
                 del runs[old]
             runs[digest] = {"times": times[:TIMES_KEPT], "device": device, "when": time.time()}
+            if source is not None:
+                runs[digest]["source"] = source
             _write(self.file, data)
 
     def add_noise(self, device: str, log_ratio: float) -> None:

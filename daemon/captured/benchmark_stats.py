@@ -2,23 +2,31 @@
 
 Two measured quantities decide it, no fixed percentage:
 
-- the **ratio** new/baseline of the two runs' median launch times, with a bootstrap confidence
-  interval (both runs' launch times resampled with replacement, the ratio of medians each time;
-  the percentile interval at ``CONFIDENCE``);
+- the **ratio** current/accepted of a kernel's launch times, measured as interleaved pairs: in one
+  job the worker builds the kernel's accepted source and its current one and times each captured
+  launch with one, then the other, alternating which goes first (``benchmark_worker``), so a load
+  that comes and goes on a shared machine falls on both sides. Each pair gives a ratio of medians;
+  under "no change" each is as likely to lie above 1 as below it, so the smallest of n pairs is a
+  lower confidence bound of the slowdown at ``1 - 2**-n`` (an order statistic, no assumption on how
+  the times are distributed), the largest an upper bound;
 - the **spread of this machine**: the log-ratios between two runs of the *same* kernel source on
-  this machine (``noise``: every rerun of an unchanged source adds one). Under "same code", a new
-  log-ratio is drawn from that spread; its prediction bound is ``t(CONFIDENCE, n) * rms(noise)``
+  this machine (``noise``: every rerun of an unchanged source adds one, and so do the runs of the
+  same source within a paired job, measured under the load of that moment). Under "same code", a
+  new log-ratio is drawn from that spread; its prediction bound is ``t(CONFIDENCE, n) * rms(noise)``
   (Student's t with n degrees of freedom: the mean of a same-code log-ratio is 0 by definition, so
   the spread is estimated about 0 and no degree of freedom is spent on a mean).
 
-A launch is **slower** when the whole confidence interval of its ratio lies above
-``exp(bound)``, **faster** when it lies below ``exp(-bound)``; otherwise its change is within what
-the machine does to unchanged code, and nothing is reported. With fewer than ``MIN_NOISE``
-same-code reruns the spread is unknown and nothing is reported either (the verdict says so).
+A launch is **slower** when every paired ratio lies above ``exp(bound)``, **faster** when every one
+lies below ``exp(-bound)``, with at least ``REPORT_PAIRS`` pairs (``1 - 2**-7``: above
+``CONFIDENCE``): a first round of ``FIRST_PAIRS`` only screens, and a launch it finds beyond the
+band is measured again before anything is reported. Otherwise its change is within what the machine
+does to unchanged code, and nothing is reported. With fewer than ``MIN_NOISE`` same-code reruns
+the spread is unknown and nothing is reported either (the verdict says so).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 CONFIDENCE = 0.99  # two-sided, for both the bootstrap interval and the machine's prediction bound
-BOOTSTRAP_RESAMPLES = 2000
+FIRST_PAIRS = 3  # interleaved pairs of a changed kernel's first measurement: a screen
+REPORT_PAIRS = 7  # pairs a report rests on: all 7 beyond the band by chance with probability 2**-7
 MIN_NOISE = 2  # same-code reruns needed before any verdict
 NOISE_KEPT = 64  # the machine's most recent same-code log-ratios (its load changes over a day)
 
@@ -49,23 +58,6 @@ def t_quantile_995(dof: int) -> float:
     return next(t for d, t in reversed(_T_995) if d <= dof)
 
 
-def bootstrap_ratio(
-    new: Sequence[float], base: Sequence[float], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES
-) -> tuple[float, float, float]:
-    """(ratio of medians new/base, lower, upper bound of its ``CONFIDENCE`` percentile interval)."""
-    a = np.asarray(new, dtype=np.float64)
-    b = np.asarray(base, dtype=np.float64)
-    if a.size == 0 or b.size == 0 or not (a > 0).all() or not (b > 0).all():
-        raise ValueError("two non-empty runs of positive times are needed")
-    rng = np.random.default_rng(seed)
-    ra = np.median(a[rng.integers(0, a.size, (resamples, a.size))], axis=1)
-    rb = np.median(b[rng.integers(0, b.size, (resamples, b.size))], axis=1)
-    ratios = ra / rb
-    tail = (1.0 - CONFIDENCE) / 2
-    lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
-    return float(np.median(a) / np.median(b)), float(lo), float(hi)
-
-
 def noise_bound(noise: Sequence[float]) -> float:
     """The prediction bound of a same-code log-ratio on this machine (inf: too few reruns)."""
     values = [float(x) for x in noise if math.isfinite(x)][-NOISE_KEPT:]
@@ -78,33 +70,65 @@ def noise_bound(noise: Sequence[float]) -> float:
 @dataclass(frozen=True)
 class Verdict:
     kind: str  # slower | faster | same | unknown (too few same-code reruns on this machine)
-    ratio: float
-    low: float  # the ratio's confidence interval
+    ratio: float  # the median paired ratio
+    low: float  # the smallest and the largest paired ratio: the confidence bounds
     high: float
     band: float  # same-code ratios on this machine lie within [1/band, band] (inf: unknown)
     reruns: int  # same-code reruns the band was estimated from
+    pairs: int  # interleaved pairs measured
+
+    @property
+    def confirmed(self) -> bool:
+        """A change measured on enough pairs to be reported."""
+        return self.kind in ("slower", "faster") and self.pairs >= REPORT_PAIRS
 
     def describe(self) -> str:
         band = f"{self.band:.3g}x" if math.isfinite(self.band) else "unknown"
+        confidence = 1.0 - 0.5**self.pairs
         return (
-            f"{self.ratio:.3g}x the baseline (99% interval {self.low:.3g}-{self.high:.3g}x; unchanged code "
-            f"on this machine varies within {band}, from {self.reruns} rerun(s))"
+            f"{self.ratio:.3g}x the baseline ({self.pairs} interleaved runs of both sources, each "
+            f"{self.low:.3g}-{self.high:.3g}x: a {confidence:.1%} bound; unchanged code on this machine "
+            f"varies within {band}, from {self.reruns} rerun(s))"
         )
 
 
-def judge(new: Sequence[float], base: Sequence[float], noise: Sequence[float], *, seed: int = 0) -> Verdict:
-    """``new`` and ``base``: launch times (s) of the two runs; ``noise``: the machine's same-code
-    log-ratios."""
-    ratio, lo, hi = bootstrap_ratio(new, base, seed=seed)
+def paired_ratios(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
+    """median(current) / median(accepted) of each (accepted times, current times) pair."""
+    out: list[float] = []
+    for old, new in pairs:
+        a = np.asarray([t for t in old if t > 0], dtype=np.float64)
+        b = np.asarray([t for t in new if t > 0], dtype=np.float64)
+        if a.size and b.size:
+            out.append(float(np.median(b) / np.median(a)))
+    return out
+
+
+def same_code_log_ratios(pairs: Sequence[tuple[Sequence[float], Sequence[float]]]) -> list[float]:
+    """The log-ratios between consecutive runs of the same source within paired measurements:
+    the machine's spread under the load of that moment."""
+    out: list[float] = []
+    for side in (0, 1):
+        medians = [float(np.median(p[side])) for p in pairs if len(p[side]) and min(p[side]) > 0]
+        out += [math.log(b / a) for a, b in itertools.pairwise(medians)]
+    return out
+
+
+def judge(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], noise: Sequence[float]) -> Verdict:
+    """``pairs``: (accepted times, current times) of interleaved runs (s); ``noise``: the
+    machine's same-code log-ratios."""
+    ratios = paired_ratios(pairs)
+    if not ratios:
+        raise ValueError("no pair of positive times")
     bound = noise_bound(noise)
     reruns = min(len([x for x in noise if math.isfinite(x)]), NOISE_KEPT)
     band = math.exp(bound) if math.isfinite(bound) else math.inf
+    low, high = min(ratios), max(ratios)
     if not math.isfinite(bound):
         kind = "unknown"
-    elif lo > band:
+    elif low > band:
         kind = "slower"
-    elif hi < 1.0 / band:
+    elif high < 1.0 / band:
         kind = "faster"
     else:
         kind = "same"
-    return Verdict(kind, ratio, lo, hi, band, reruns)
+    return Verdict(kind, float(np.median(ratios)), low, high, band, reruns, len(ratios))

@@ -8,6 +8,11 @@ launches excluded, every launch synchronised, CPU ``perf_counter`` / CUDA events
 kept busy, windows on CUDA, input sets rotated) at the captured size, on the release build of the
 kernel. It judges nothing: the launch times go back to the supervisor, which compares them with
 the baseline in the user's private cache (``benchmark``).
+
+A kernel whose source changed is timed against its accepted source in the same job: an entry with
+``baseline`` (the accepted module text, as the supervisor kept it in the user's private cache) and
+``pairs`` gets both built, and each launch timed ``pairs`` times as an interleaved pair (accepted,
+current; then current, accepted; ...), so a load that comes and goes on the machine falls on both.
 """
 
 from __future__ import annotations
@@ -41,12 +46,41 @@ def _nbytes(values: list[Any]) -> int:
     return sum(n for v in values if isinstance(n := getattr(v, "capacity", None), int))
 
 
+def _launch_sets(wp: Any, kernel: Any, launch: dict[str, Any], folder: Path, device: str) -> Any:
+    """The launch's argument sets for ``kernel`` (copies rotated between launches), dim, block_dim."""
+    from warp_harness.daemon.captured.worker_side import launch_values
+
+    sets = [launch_values(wp, kernel, launch, folder, device)]
+    while len(sets) < ROTATE_SETS and _nbytes(sets[0]) * (len(sets) + 1) <= ROTATE_MAX_BYTES:
+        sets.append(launch_values(wp, kernel, launch, folder, device))
+    return sets, tuple(int(x) for x in launch["dim"]), launch.get("block_dim")
+
+
+def _accepted_kernel(entry: dict[str, Any], msg: dict[str, Any], job: Any) -> Any:
+    """The kernel of ``entry``'s accepted module text, built as its current text is (hermetically
+    where the supervisor said so, else from the text's definitions); None when there is none."""
+    from warp_harness.daemon import hermetic_build
+    from warp_harness.daemon.captured.worker_side import build_module
+
+    baseline = entry.get("baseline")
+    if not isinstance(baseline, dict) or not isinstance(baseline.get("source"), str):
+        return None
+    text, name = str(baseline["source"]), str(entry["name"])
+    if baseline.get("hermetic"):
+        imports = baseline.get("imports")
+        return hermetic_build.build(
+            text, str(job.path), name, msg.get("workspace"), imports if isinstance(imports, dict) else None
+        ).kernel
+    return getattr(build_module(job.path, text), name, None)
+
+
 def run_benchmark_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) -> dict[str, Any]:
     """Launch times of ``msg``'s captured launches: ``{"launches": {id: {"runs": [[s, ...], ...],
-    "device": alias, "device_name": ...}}}``; ``runs`` timed runs of each (a baseline takes two)."""
+    "device": alias, "device_name": ...}}}``; ``runs`` timed runs of each (a baseline takes two).
+    An entry with ``baseline`` and ``pairs``: ``"pairs": [[accepted times, current times], ...]``
+    instead of ``runs`` (``"baseline_error"`` when the accepted text did not build)."""
     from warp_harness.daemon.captured.worker_side import (
         launch_device,
-        launch_values,
         load_for,
         saved_kernels,
     )
@@ -69,34 +103,57 @@ def run_benchmark_job(msg: dict[str, Any], progress: Any, job: Any, guard: Any) 
                 name=name, line=1, col=0, end_col=0, kernel=kernel, runnable=kernel,
                 contract=_launch_contract(name, list(kernel.adj.args)),
             )  # fmt: skip
-            built: set[str] = set()
+            pairs = max(0, int(entry.get("pairs") or 0))
+            accepted: KernelInfo | None = None
+            baseline_error: str | None = None
+            if pairs:
+                try:
+                    old = _accepted_kernel(entry, msg, job)
+                except Exception as exc:
+                    old, baseline_error = None, f"{type(exc).__name__}: {exc}"[:400]
+                if old is not None and isinstance(old, wp.Kernel):
+                    accepted = KernelInfo(
+                        name=name, line=1, col=0, end_col=0, kernel=old, runnable=old,
+                        contract=_launch_contract(name, list(old.adj.args)),
+                    )  # fmt: skip
+            built: set[tuple[str, int]] = set()
             for launch in entry["launches"]:
                 lid = str(launch["id"])
                 device = launch_device(wp, launch)
                 dev = wp.get_device(device)
+
+                done: dict[str, Any] = {"kernel": name, "device": device, "device_name": str(dev.name)}
                 try:
-                    if device not in built:
-                        progress(stage="compile", kernel=name, device=device, budget_s=job.options.timeout_s)
-                        load_for(wp, kernel, device, launch.get("block_dim"))
-                        built.add(device)
-                    sets = [launch_values(wp, kernel, launch, folder, device)]
-                    while len(sets) < ROTATE_SETS and _nbytes(sets[0]) * (len(sets) + 1) <= ROTATE_MAX_BYTES:
-                        sets.append(launch_values(wp, kernel, launch, folder, device))
-                    given = (sets, tuple(int(x) for x in launch["dim"]), launch.get("block_dim"))
-                    runs = [
-                        bench.measure(job, info, device, dev, 0, given)["times_s"]
-                        for _ in range(max(1, int(entry.get("runs") or 1)))
-                    ]
+                    sides = [info] if accepted is None else [accepted, info]
+                    for which in sides:
+                        if (device, id(which)) not in built:
+                            progress(
+                                stage="compile", kernel=name, device=device, budget_s=job.options.timeout_s
+                            )
+                            load_for(wp, which.kernel, device, launch.get("block_dim"))
+                            built.add((device, id(which)))
+                    given = [_launch_sets(wp, which.kernel, launch, folder, device) for which in sides]
+                    if accepted is not None:
+                        measured: list[list[Any]] = []
+                        for k in range(pairs):  # the order alternates: a trend falls on both
+                            order = (0, 1) if k % 2 == 0 else (1, 0)
+                            times = {
+                                i: bench.measure(job, sides[i], device, dev, 0, given[i])["times_s"]
+                                for i in order
+                            }
+                            measured.append([times[0], times[1]])
+                        done["pairs"] = measured
+                    else:
+                        runs = max(1, int(entry.get("runs") or 1))
+                        done["runs"] = [
+                            bench.measure(job, info, device, dev, 0, given[0])["times_s"] for _ in range(runs)
+                        ]
+                        if baseline_error is not None:
+                            done["baseline_error"] = baseline_error
                 except Exception as exc:
                     launches[lid] = {"kernel": name, "error": f"{type(exc).__name__}: {exc}"}
                     continue
-                launches[lid] = {
-                    "kernel": name,
-                    "runs": runs,
-                    "device": device,
-                    "device_name": str(dev.name),
-                    "host": host,
-                }
+                launches[lid] = {**done, "host": host}
         return {"status": "ok", "launches": launches, "notes": saved.notes}
     finally:
         guard().restore()

@@ -1,5 +1,6 @@
 """When a captured launch's timing is a change (daemon/captured/benchmark_stats.py), on numbers:
-the ratio's bootstrap interval against the spread unchanged code shows on the machine."""
+the ratios of interleaved pairs of runs (accepted source, current source) against the spread unchanged
+code shows on the machine."""
 
 from __future__ import annotations
 
@@ -20,15 +21,78 @@ def _noise(rms: float, n: int, seed: int = 1) -> list[float]:
     return list(np.random.default_rng(seed).normal(0.0, rms, n))
 
 
-def test_the_bootstrap_interval_holds_the_ratio_and_narrows_with_cleaner_runs() -> None:
-    base = _times(1e-3, 0.05, seed=2)
-    new = _times(2e-3, 0.05, seed=3)
-    ratio, lo, hi = S.bootstrap_ratio(new, base)
-    assert lo < ratio < hi and lo < 2.0 < hi and hi / lo < 1.2
-    noisy_ratio, noisy_lo, noisy_hi = S.bootstrap_ratio(_times(2e-3, 0.5, seed=3), _times(1e-3, 0.5, seed=2))
-    assert noisy_lo < noisy_ratio < noisy_hi and noisy_hi / noisy_lo > 1.5
+def _pairs(
+    ratio: float, spread: float, n: int, seed: int = 0, drift: float = 0.0
+) -> list[tuple[list[float], list[float]]]:
+    """``n`` pairs of runs of 20 launches; ``drift``: the machine's load, a factor on both runs of a pair
+    that changes from pair to pair (a shared machine)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(n):
+        load = math.exp(rng.normal(0.0, drift)) if drift else 1.0
+        out.append(
+            (
+                _times(1e-3 * load, spread, 20, seed + 2 * k),
+                _times(1e-3 * load * ratio, spread, 20, seed + 2 * k + 1),
+            )
+        )
+    return out
+
+
+def test_too_few_same_code_reruns_give_no_verdict() -> None:
+    v = S.judge(_pairs(5.0, 0.01, S.REPORT_PAIRS), _noise(0.02, 1))
+    assert v.kind == "unknown" and math.isinf(v.band) and v.ratio == pytest.approx(5, rel=0.05)
+    assert not v.confirmed
+
+
+def test_an_unchanged_kernel_is_the_same_and_a_much_slower_one_is_slower() -> None:
+    noise = _noise(0.05, 20)
+    assert S.judge(_pairs(1.0, 0.05, S.REPORT_PAIRS, seed=4), noise).kind == "same"
+    slower = S.judge(_pairs(40.0, 0.05, S.REPORT_PAIRS, seed=4), noise)
+    assert slower.kind == "slower" and slower.low > slower.band and slower.confirmed
+    faster = S.judge(_pairs(0.3, 0.05, S.REPORT_PAIRS, seed=4), noise)
+    assert faster.kind == "faster" and faster.high < 1 / faster.band and faster.confirmed
+    assert "x the baseline (7 interleaved runs of both sources, each 38.1-40.8x" in slower.describe()
+    assert "a 99.2% bound" in slower.describe()
+
+
+def test_a_first_round_only_screens() -> None:
+    """Three pairs beyond the band are a reason to measure again, not a report."""
+    v = S.judge(_pairs(40.0, 0.05, S.FIRST_PAIRS), _noise(0.05, 20))
+    assert v.kind == "slower" and v.pairs == S.FIRST_PAIRS and not v.confirmed
+    assert 1 - 0.5**S.REPORT_PAIRS >= S.CONFIDENCE > 1 - 0.5 ** (S.REPORT_PAIRS - 1)
+
+
+def test_the_threshold_is_the_machines_spread_not_a_fixed_percentage() -> None:
+    """The same 1.3x change: a change on a quiet machine, within the spread on a noisy one."""
+    pairs = _pairs(1.3, 0.01, S.REPORT_PAIRS, seed=6)
+    quiet = S.judge(pairs, _noise(0.01, 30))
+    noisy = S.judge(pairs, _noise(0.2, 30))
+    assert quiet.kind == "slower" and noisy.kind == "same"
+    assert quiet.band < 1.1 < 1.5 < noisy.band
+    assert "1.3x the baseline" in quiet.describe() and "from 30 rerun(s)" in quiet.describe()
+
+
+def test_a_load_that_comes_and_goes_falls_on_both_sides_of_a_pair() -> None:
+    """A load that changes each run by up to ~2x (a shared machine): a baseline timed on a quiet
+    moment against a run under load reads as a slowdown; interleaved pairs of the same code do not,
+    and their own same-code log-ratios widen the band to the load of the moment."""
+    pairs = _pairs(1.0, 0.05, S.REPORT_PAIRS, seed=12, drift=0.4)
+    spread = S.same_code_log_ratios(pairs)
+    assert len(spread) == 2 * (S.REPORT_PAIRS - 1)
+    v = S.judge(pairs, _noise(0.02, 10) + spread)
+    assert v.kind == "same" and 0.8 < v.ratio < 1.25
+    # what a baseline timed at another moment would have seen: runs of the same code, across pairs
+    unpaired = [float(np.median(new) / np.median(old)) for _, new in pairs for old, _ in pairs]
+    assert max(unpaired) > 1.4  # the CI run's 1.45x: a false alarm against a stored baseline
+    slower = S.judge(_pairs(50.0, 0.05, S.REPORT_PAIRS, seed=12, drift=0.4), _noise(0.02, 10) + spread)
+    assert slower.kind == "slower" and slower.confirmed
+
+
+def test_paired_ratios_skip_empty_runs() -> None:
+    assert S.paired_ratios([([1e-3, 1e-3], [2e-3, 2e-3]), ([], [1e-3]), ([1e-3], [0.0])]) == [2.0]
     with pytest.raises(ValueError):
-        S.bootstrap_ratio([], base)
+        S.judge([([], [])], _noise(0.02, 10))
 
 
 def test_t_quantiles() -> None:
@@ -37,36 +101,6 @@ def test_t_quantiles() -> None:
     assert S.t_quantile_995(11) == pytest.approx(3.169)  # a row between: the wider bound
     assert S.t_quantile_995(1000) == pytest.approx(2.576)
     assert math.isinf(S.t_quantile_995(0))
-
-
-def test_too_few_same_code_reruns_give_no_verdict() -> None:
-    v = S.judge(_times(5e-3, 0.01), _times(1e-3, 0.01), _noise(0.02, 1))
-    assert v.kind == "unknown" and math.isinf(v.band) and v.ratio == pytest.approx(5, rel=0.05)
-
-
-def test_an_unchanged_kernel_is_the_same_and_a_much_slower_one_is_slower() -> None:
-    noise = _noise(0.05, 20)
-    assert S.judge(_times(1e-3, 0.05, seed=4), _times(1e-3, 0.05, seed=5), noise).kind == "same"
-    slower = S.judge(_times(40e-3, 0.05, seed=4), _times(1e-3, 0.05, seed=5), noise)
-    assert slower.kind == "slower" and slower.low > slower.band
-    faster = S.judge(_times(0.3e-3, 0.05, seed=4), _times(1e-3, 0.05, seed=5), noise)
-    assert faster.kind == "faster" and faster.high < 1 / faster.band
-
-
-def test_the_threshold_is_the_machines_spread_not_a_fixed_percentage() -> None:
-    """The same 1.3x change: a change on a quiet machine, within the spread on a noisy one."""
-    new, base = _times(1.3e-3, 0.01, seed=6), _times(1e-3, 0.01, seed=7)
-    quiet = S.judge(new, base, _noise(0.01, 30))
-    noisy = S.judge(new, base, _noise(0.2, 30))
-    assert quiet.kind == "slower" and noisy.kind == "same"
-    assert quiet.band < 1.1 < 1.5 < noisy.band
-    assert "1.31x the baseline" in quiet.describe() and "from 30 rerun(s)" in quiet.describe()
-
-
-def test_a_wide_interval_is_no_verdict_even_beyond_the_band() -> None:
-    """The medians differ by 1.5x but the runs themselves are too scattered to say so."""
-    v = S.judge(_times(1.5e-3, 0.9, n=8, seed=8), _times(1e-3, 0.9, n=8, seed=9), _noise(0.02, 30))
-    assert v.band < 1.1 and v.low < v.band and v.kind == "same"
 
 
 def test_the_band_uses_the_most_recent_reruns_only() -> None:

@@ -162,7 +162,8 @@ def test_literal_module_options_apply_to_the_captured_build(tmp_path: Path) -> N
     """newton sets `wp.set_module_options({"enable_backward": False})` at the top of most kernel
     modules (885 of its 1664 kernels): the captured path's build runs that statement, of literals
     only, in the fresh namespace, so the options are the kernel's own module's; options from a
-    name, or ``wp.config`` set at the top, still refuse."""
+    name bound by running code, or ``wp.config`` set at the top, still refuse (a name bound once to
+    a literal dict does not: test_hermetic_imports.py)."""
     from warp_harness.daemon.captured import hermetic
 
     text = (
@@ -179,7 +180,8 @@ def test_literal_module_options_apply_to_the_captured_build(tmp_path: Path) -> N
     # the contract path (its module is named after the file, options would outlive an edit) still refuses
     assert "set_module_options" in (why_not(text, str(path), "opts", [("opts_contract.py", "")]) or "")
     for line in (
-        'OPTS = {"enable_backward": False}\nwp.set_module_options(OPTS)',
+        "OPTS = dict(enable_backward=False)\nwp.set_module_options(OPTS)",
+        'wp.set_module_options({"enable_backward": bool(len("a"))})',
         "wp.config.mode = 'debug'",
     ):
         other = text.replace('wp.set_module_options({"enable_backward": False, "max_unroll": 3})', line)

@@ -428,3 +428,167 @@ def test_a_module_importing_back_from_the_kernels_module(tmp_path: Path) -> None
     assert _decide(kern) is None
     built = build(kern.read_text(encoding="utf-8"), str(kern), "k")
     assert sys.modules[built.module_name].f.func.__globals__["SCALE"] == 3.0
+
+
+NEWTON_CONSTANTS = """
+import math
+
+import numpy as np
+import warp as wp
+
+from kinds import Flags
+
+open(MARKER, "w").write("ran")
+
+# newton 1.8.0 geometry/bvh.py and geometry/inertia.py: constants of an imported enum's member and of
+# numpy's float facts (both kernels were replayed from an import of their module, WHD069)
+_FLAG_X = wp.constant(wp.int32(int(Flags.X)))
+_FLOAT32_EPS = wp.constant(float(np.finfo(np.float32).eps))
+_TWO_PI = wp.constant(2.0 * math.pi)
+
+
+@wp.kernel
+def k(flags: wp.array(dtype=wp.int32), y: wp.array(dtype=float)):
+    i = wp.tid()
+    flags[i] = flags[i] & ~_FLAG_X
+    y[i] = _FLOAT32_EPS * _TWO_PI
+"""
+
+
+@pytest.mark.slow
+def test_constants_of_an_imported_enum_member_and_of_numpy_float_facts_are_built(tmp_path: Path) -> None:
+    """newton 1.8.0's `_SHAPE_FLAG_VISIBLE = wp.constant(wp.int32(int(ShapeFlags.VISIBLE)))` (bvh.py,
+    `compute_enabled_shapes`) and `_FLOAT32_EPS = wp.constant(float(np.finfo(np.float32).eps))`
+    (inertia.py, `validate_and_correct_inertia_kernel`): built from the texts, the enum's module not run."""
+    import warp as wp
+
+    marker = tmp_path / "marker"
+    _write(tmp_path, "kinds.py", KINDS.replace("MARKER", repr(str(marker))))
+    kern = _write(tmp_path, "kern.py", NEWTON_CONSTANTS.replace("MARKER", "'/dev/null'"))
+    assert _decide(kern) is None
+    built = build(kern.read_text(encoding="utf-8"), str(kern), "k")
+    flags = wp.array(np.array([3, 1, 2], dtype=np.int32), device="cpu")
+    y = wp.zeros(3, dtype=float, device="cpu")
+    wp.launch(built.kernel, dim=3, inputs=[flags, y], device="cpu")
+    np.testing.assert_array_equal(flags.numpy(), [2, 0, 2])
+    np.testing.assert_allclose(y.numpy(), np.finfo(np.float32).eps * 2 * np.pi, rtol=1e-6)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("constant", "why"),
+    [
+        ("wp.constant(float(np.finfo(np.float32).eps) + len('ab'))", "`_FLOAT32_EPS`"),  # a call
+        ("wp.constant(float(np.random.rand()))", "`_FLOAT32_EPS`"),  # numpy, but not a float fact
+        ("wp.constant(float(np.finfo(np.float32).dtype))", "`_FLOAT32_EPS`"),  # not a number
+        ("wp.constant(math.sqrt(2.0))", "`_FLOAT32_EPS`"),  # math, but a call
+    ],
+)
+def test_constants_that_need_running_code_are_still_refused(tmp_path: Path, constant: str, why: str) -> None:
+    _write(tmp_path, "kinds.py", KINDS.replace("MARKER", "'/dev/null'"))
+    text = NEWTON_CONSTANTS.replace("MARKER", "'/dev/null'")
+    kern = _write(tmp_path, "kern.py", text.replace("wp.constant(float(np.finfo(np.float32).eps))", constant))
+    assert why in (_decide(kern) or "")
+
+
+def test_a_shadowed_cast_or_a_constant_of_an_imported_non_constant_is_refused(tmp_path: Path) -> None:
+    _write(tmp_path, "kinds.py", KINDS.replace("MARKER", "'/dev/null'") + "\nLIMIT = len('abc')\n")
+    text = NEWTON_CONSTANTS.replace("MARKER", "'/dev/null'")
+    shadowed = _write(tmp_path, "kern.py", text.replace("import math\n", "import math\nfloat = len\n"))
+    assert "`_FLOAT32_EPS`" in (_decide(shadowed) or "")
+    imported = text.replace("from kinds import Flags", "from kinds import Flags, LIMIT")
+    imported = imported.replace("_TWO_PI = wp.constant(2.0 * math.pi)", "_TWO_PI = wp.constant(float(LIMIT))")
+    kern = _write(tmp_path, "kern.py", imported)
+    assert "`LIMIT` of the workspace module `kinds` is not" in (_decide(kern) or "")
+
+
+STEEL_OPTIONS = """
+import warp as wp
+
+open(MARKER, "w").write("ran")
+
+WARP_DETERMINISM_OFF = {"deterministic": wp.DeterministicMode.NOT_GUARANTEED}
+wp.set_module_options(WARP_DETERMINISM_OFF)
+"""
+
+STEEL_KERNELS = """
+import warp as wp
+
+from options import WARP_DETERMINISM_OFF
+
+# newton 1.8.0 solvers/steel/kernels.py; sleeping.py has `wp.set_module_options(WARP_DETERMINISM_OFF)`
+wp.set_module_options({"enable_backward": False, **WARP_DETERMINISM_OFF})
+LOCAL = {"max_unroll": 2}
+wp.set_module_options(LOCAL)
+
+
+@wp.kernel
+def k(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = x[i] * 2.0
+"""
+
+
+@pytest.mark.slow
+def test_module_options_from_a_literal_dict_of_this_or_an_imported_module_are_built(tmp_path: Path) -> None:
+    """newton's steel solver sets its modules' options from `WARP_DETERMINISM_OFF`, a module-level dict
+    of literals and a Warp enum member, imported from another module (the kernels were replayed from an
+    import of their module, WHD069): the options apply to the hermetic build's own module, the dict's
+    module is built from its text, its top-level code not run."""
+    import warp as wp
+
+    marker = tmp_path / "marker"
+    _write(tmp_path, "options.py", STEEL_OPTIONS.replace("MARKER", repr(str(marker))))
+    kern = _write(tmp_path, "kern.py", STEEL_KERNELS)
+    assert _decide(kern) is None
+    built = build(kern.read_text(encoding="utf-8"), str(kern), "k")
+    options = built.kernel.module.options
+    assert options["enable_backward"] is False and options["max_unroll"] == 2
+    assert options["deterministic"] == wp.DeterministicMode.NOT_GUARANTEED
+    x = wp.array(np.array([1.0, 2.0], dtype=np.float32), device="cpu")
+    wp.launch(built.kernel, dim=2, inputs=[x], device="cpu")
+    np.testing.assert_array_equal(x.numpy(), [2.0, 4.0])
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    ("options_module", "kernels"),
+    [
+        # the imported dict is built by a call: running code
+        (
+            STEEL_OPTIONS.replace('{"deterministic"', 'dict(**{"deterministic"').replace(
+                "GUARANTEED}", "GUARANTEED})"
+            ),
+            None,
+        ),
+        # bound twice
+        (STEEL_OPTIONS + "WARP_DETERMINISM_OFF = {}\n", None),
+        # a local options dict read from a function's result
+        (STEEL_OPTIONS, STEEL_KERNELS.replace('{"max_unroll": 2}', '{"max_unroll": len("ab")}')),
+        # options from a name that is no dict of this module
+        (
+            STEEL_OPTIONS,
+            STEEL_KERNELS.replace("wp.set_module_options(LOCAL)", "wp.set_module_options(make())"),
+        ),
+    ],
+)
+def test_module_options_that_need_running_code_are_still_refused(
+    tmp_path: Path, options_module: str, kernels: str | None
+) -> None:
+    _write(tmp_path, "options.py", options_module.replace("MARKER", "'/dev/null'"))
+    kern = _write(tmp_path, "kern.py", kernels or STEEL_KERNELS)
+    assert _decide(kern) is not None
+
+
+@pytest.mark.parametrize("method", ["__int__", "__index__", "__new__", "__str__", "_missing_"])
+def test_an_enum_with_a_method_python_calls_by_itself_is_refused(tmp_path: Path, method: str) -> None:
+    """`int(Flags.X)` in a constant would run a member's `__int__` at the build (`__new__` runs as the
+    class is made, `__str__` when a member is formatted): such an enum is not a definition."""
+    body = f"    def {method}(self, *args):\n        open('/dev/null').read()\n        return 1\n"
+    _write(
+        tmp_path,
+        "kinds.py",
+        KINDS.replace("MARKER", "'/dev/null'").replace("    XY = X | Y\n", f"    XY = X | Y\n\n{body}"),
+    )
+    kern = _write(tmp_path, "kern.py", NEWTON_CONSTANTS.replace("MARKER", "'/dev/null'"))
+    assert "`Flags` of the workspace module `kinds` is not" in (_decide(kern) or "")
