@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import atexit
+import json
 import os
 
 # every rule runs under the check of the facts it declares (rules/base.py: a read of an undeclared fact
@@ -74,14 +75,33 @@ def pytest_configure(config: pytest.Config) -> None:
         atexit.register(shutil.rmtree, short, True)
 
 
+# the seconds each test file took on one pytest-xdist worker (tests/file_seconds.json: the README's
+# command on 2 cores, `--junitxml`, the times of a file's tests added up); a file not listed is given
+# UNLISTED_SLOW_TEST_S for each of its slow tests
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
+UNLISTED_SLOW_TEST_S = 5.0
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The files with the most slow tests (they compile kernels with Warp, start daemons) first, each
-    file's tests in their order: pytest-xdist hands whole files (`--dist loadfile`) to idle workers in
-    this order, and a long file handed out last (the top-level test files come after the folders) kept
-    one worker busy for minutes while the other had nothing left to do."""
+    """The longest files first (`FILE_SECONDS`), each file's tests in their order: pytest-xdist hands whole
+    files (`--dist loadfile`) to idle workers in this order, and a long file handed out last kept one worker
+    busy for minutes while the other had nothing left to do. `--no-loadscope-reorder` (pyproject.toml)
+    keeps this order: xdist's own, the files with the most tests first, started the sm_90 builds of
+    test_shared_memory_aot.py (12 tests, the longest file) 19 minutes into a 37-minute run."""
+    try:
+        listed: dict[str, float] = json.loads(FILE_SECONDS.read_text())
+    except (OSError, ValueError):
+        listed = {}
+    root = Path(__file__).parent.parent
     slow = Counter(item.path for item in items if item.get_closest_marker("slow") is not None)
     first_seen = {path: n for n, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (-slow[item.path], first_seen[item.path]))
+
+    def seconds(path: Path) -> float:
+        known = listed.get(path.relative_to(root).as_posix()) if path.is_relative_to(root) else None
+        return known if known is not None else slow[path] * UNLISTED_SLOW_TEST_S
+
+    expected = {path: seconds(path) for path in first_seen}
+    items.sort(key=lambda item: (-expected[item.path], first_seen[item.path]))
 
 
 # CI explores the same examples every run (seeded from each test's name), so a red CI means a
