@@ -282,6 +282,12 @@ class _Plan:
     imports: dict[str, tuple[int, str | None, str | None]] = field(default_factory=dict)
     # names bound once to a literal options dict (``WARP_DETERMINISM_OFF = {"deterministic": ...}``)
     option_dicts: set[str] = field(default_factory=set)
+    # the library module of the text's one star import (``from warp.tests.unittest_utils import *``),
+    # None when it has none, or another star import too; a name the text binds nowhere is that
+    # module's (``_reads`` adds it to ``imports`` and ``star_names``; bound by ``_star_value``)
+    star_library: str | None = None
+    star_names: set[str] = field(default_factory=set)
+    bound: frozenset[str] = frozenset()  # every name a top-level statement binds
     # definition -> what it reads (``_reads``), filled on first use
     reads: dict[str, tuple[list[str], _External] | str] = field(default_factory=dict)
 
@@ -396,7 +402,20 @@ def _plan(source: str, filename: str) -> _Plan:
                 option_dicts.add(names[0])
     plan = _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
     plan.option_dicts = option_dicts - rebound
+    plan.star_library = _star_library(tree)
+    plan.bound = scope.shadowed
     return plan
+
+
+def _star_library(tree: ast.Module) -> str | None:
+    """The module of the text's star import when there is exactly one and it is a library's
+    (installed with the interpreter, never the workspace's): warp-lang's own tests take their
+    helpers so (``from warp.tests.unittest_utils import *``)."""
+    stars = [n for n in tree.body if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
+    if len(stars) != 1 or stars[0].level or not stars[0].module:
+        return None
+    module = stars[0].module
+    return module if module.split(".")[0] in hermetic_imports.FROM_LIBRARIES else None
 
 
 def _reached(plan: _Plan, kernel_name: str, external: _External | None = None) -> set[str]:
@@ -461,6 +480,10 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
         elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used) or used in local:
             continue
         elif used in plan.imports and used not in plan.rebound:
+            outside[used] = _chains(node, used)
+        elif plan.star_library is not None and used not in plan.bound:
+            plan.imports[used] = (0, plan.star_library, used)  # the star import's, as Python binds it
+            plan.star_names.add(used)
             outside[used] = _chains(node, used)
         else:
             result = _runtime(name, used)
@@ -536,6 +559,7 @@ class _Target:
     unit: str
     name: str | None
     library: str | None = None  # the module of a library value (``from typing import Any``)
+    star: bool = False  # bound by the library module's star import (``_star_value``)
 
 
 @dataclass
@@ -614,7 +638,7 @@ class _Graph:
             self.sources, unit.found.path if unit.found else unit.filename, level, module
         )
         if isinstance(found, str):
-            return _Target("", name, library=found)
+            return _Target("", name, library=found, star=local in unit.plan.star_names)
         if found is None:
             raise NotHermetic(
                 f"`{unit.dotted}` reads `{local}`, imported from `{spelled}`, which is not a module of the "
@@ -727,7 +751,10 @@ class _Graph:
         for local, target in unit.links.items():
             if target.library is not None:
                 try:
-                    namespace.__dict__[local] = _library_value(target.library, target.name)
+                    if target.star:
+                        _bind_star(namespace, local, target.library)
+                    else:
+                        namespace.__dict__[local] = _library_value(target.library, target.name)
                 except (ImportError, AttributeError) as exc:
                     raise NotHermetic(f"`{local}` of the library `{target.library}`: {exc}") from exc
                 continue
@@ -777,6 +804,18 @@ def _library_value(module: str, attr: str | None) -> Any:
     if hasattr(loaded, attr):
         return getattr(loaded, attr)
     return _library_module(f"{module}.{attr}")
+
+
+def _bind_star(namespace: types.ModuleType, name: str, module: str) -> None:
+    """``name`` in ``namespace`` as ``from module import *`` binds it (a name of the module's
+    ``__all__``, or a public name when it has none), or left unbound as the import leaves it: Warp's
+    codegen then resolves a kernel's bare name among its builtins (warp-lang's tests call
+    ``expect_eq`` so), and a name neither binds fails Warp's codegen, as after the import."""
+    loaded = _library_module(module)
+    public = getattr(loaded, "__all__", None)
+    exported = name in public if public is not None else not name.startswith("_")
+    if exported and hasattr(loaded, name):
+        namespace.__dict__[name] = getattr(loaded, name)
 
 
 def _library_module(name: str) -> types.ModuleType:

@@ -198,3 +198,61 @@ def test_module_options_set_inside_a_function_do_not_refuse(tmp_path: Path) -> N
     at_import = "import warp as wp\ndef later(m=wp.set_module_options({}, module='x')):\n    pass\n" + kernel
     assert hermetic.why_not(inside, str(tmp_path / "a.py"), "k") is None
     assert "set_module_options" in (hermetic.why_not(at_import, str(tmp_path / "b.py"), "k") or "")
+
+
+# ---------------------------------------------------------------- a library's star import
+
+# warp-lang's own tests take their helpers by a star import and call Warp builtins bare, e.g.
+# https://github.com/NVIDIA/warp/blob/main/warp/tests/test_operators.py (`from
+# warp.tests.unittest_utils import *`, `expect_eq(...)` in the kernels): their replays carried WHD069
+STAR = """
+import warp as wp
+from {module} import *
+
+@wp.kernel
+def k(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    {body}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("module", "body", "expected"),
+    [
+        # `expect_eq` is not bound by the star import: Warp's codegen finds its builtin, as after the import
+        ("warp.tests.unittest_utils", "expect_eq(x[i], x[i])\n    y[i] = x[i]", [1.0, 2.0]),
+        ("math", "y[i] = x[i] * pi", [np.pi, 2 * np.pi]),  # `pi` is bound from the module
+    ],
+)
+def test_a_library_star_import_builds(tmp_path: Path, module: str, body: str, expected: list[float]) -> None:
+    import warp as wp
+
+    from warp_harness.daemon.captured import hermetic
+
+    text = STAR.format(module=module, body=body)
+    path = tmp_path / "ops.py"
+    path.write_text(text, encoding="utf-8")
+    assert hermetic.why_not(text, str(path), "k") is None
+    assert why_not(text, str(path), "ops", [("ops_contract.py", "")]) is None
+    built = build(text, str(path), "k")
+    x = wp.array([1.0, 2.0], dtype=float, device="cpu")
+    y = wp.zeros(2, dtype=float, device="cpu")
+    wp.launch(built.kernel, dim=2, inputs=[x, y], device="cpu")
+    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-6)
+
+
+def test_a_star_import_binds_no_name_of_the_workspace_or_of_running_code(tmp_path: Path) -> None:
+    from warp_harness.daemon.captured import hermetic
+
+    kernel = "@wp.kernel\ndef k(x: wp.array(dtype=float)):\n    x[wp.tid()] = HELPER\n"
+    (tmp_path / "helpers.py").write_text("HELPER = 1.0\n", encoding="utf-8")
+    for head in (
+        "import warp as wp\nfrom helpers import *\n",  # a workspace module's star import
+        "import warp as wp\nfrom math import *\nfrom helpers import *\n",  # two: which binds it?
+        "import warp as wp\nfrom math import *\nHELPER = float(len('ab'))\n",  # bound by running code
+    ):
+        text = head + kernel
+        path = tmp_path / "ops.py"
+        path.write_text(text, encoding="utf-8")
+        assert "HELPER" in (hermetic.why_not(text, str(path), "k") or ""), head
