@@ -488,8 +488,47 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
         else:
             result = _runtime(name, used)
             break
+    else:
+        # an operator on a struct calls the function of its name in the kernel's module (Warp's
+        # codegen resolves `a + b` to `add`): read though the text never names it
+        for used in sorted(_operator_names(node) - local):
+            if used in plan.definitions and used not in inside:
+                inside.append(used)
+            elif used in plan.imports and used not in plan.rebound:
+                outside.setdefault(used, set()).add(())
     plan.reads[name] = result
     return result
+
+
+# the operators whose function Warp looks up by name (warp/_src/codegen.py ``builtin_operators``)
+_OPERATOR_FUNCTIONS: dict[type[ast.AST], str] = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.MatMult: "mul",
+    ast.Div: "div",
+    ast.FloorDiv: "floordiv",
+    ast.Pow: "pow",
+    ast.Mod: "mod",
+    ast.UAdd: "pos",
+    ast.USub: "neg",
+    ast.Not: "unot",
+    ast.BitAnd: "bit_and",
+    ast.BitOr: "bit_or",
+    ast.BitXor: "bit_xor",
+    ast.Invert: "invert",
+    ast.LShift: "lshift",
+    ast.RShift: "rshift",
+}
+
+
+def _operator_names(node: ast.AST) -> set[str]:
+    return {
+        name
+        for n in ast.walk(node)
+        if isinstance(n, ast.BinOp | ast.UnaryOp | ast.AugAssign)
+        and (name := _OPERATOR_FUNCTIONS.get(type(n.op))) is not None
+    }
 
 
 def _runtime(name: str, used: str) -> str:

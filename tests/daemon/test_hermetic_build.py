@@ -256,3 +256,32 @@ def test_a_star_import_binds_no_name_of_the_workspace_or_of_running_code(tmp_pat
         path = tmp_path / "ops.py"
         path.write_text(text, encoding="utf-8")
         assert "HELPER" in (hermetic.why_not(text, str(path), "k") or ""), head
+
+
+@pytest.mark.slow
+def test_an_operator_on_a_struct_reaches_the_function_of_its_name(tmp_path: Path) -> None:
+    """Warp resolves `a + b` on structs to the module's `add` (warp-lang's test_operators.py
+    `test_operators_overload`, linked above): the build includes the functions an operator calls
+    although the kernel's text never names them (it failed Warp's codegen once its star import
+    was followed)."""
+    import warp as wp
+
+    text = (
+        "import warp as wp\n\n"
+        "@wp.struct\nclass Complex:\n    real: float\n    imag: float\n\n"
+        "@wp.func\ndef add(a: Complex, b: Complex) -> Complex:\n"
+        "    return Complex(a.real + b.real, a.imag + b.imag)\n\n"
+        "@wp.func\ndef mul(a: Complex, b: Complex) -> Complex:\n"
+        "    return Complex(a.real * b.real - a.imag * b.imag, a.real * b.imag + a.imag * b.real)\n\n"
+        "@wp.kernel\ndef k(out: wp.array(dtype=float)):\n"
+        "    a = Complex(1.0, 2.0)\n    b = Complex(3.0, 4.0)\n"
+        "    c = a + b\n    d = a * b\n"
+        "    out[0] = c.real\n    out[1] = c.imag\n    out[2] = d.real\n    out[3] = d.imag\n"
+    )
+    path = tmp_path / "complex_ops.py"
+    path.write_text(text, encoding="utf-8")
+    built = build(text, str(path), "k")
+    assert {"add", "mul"} <= set(built.statements)
+    out = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(built.kernel, dim=1, inputs=[out], device="cpu")
+    np.testing.assert_allclose(out.numpy(), [4.0, 6.0, -5.0, 10.0])
