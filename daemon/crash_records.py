@@ -320,21 +320,30 @@ def crashed_building(outcome: CallOutcome) -> bool:
 
 
 def python_access(assertion: NativeAssertion, path: Path) -> tuple[int, int, int, str] | None:
-    """(line, col, end col, source text) of the array access a bounds probe assertion names,
-    when it points into ``path``; None for any other assertion."""
+    """(line, col, end col, source text) of the array access a bounds probe assertion names, in
+    ``path``; None for any other assertion.
+
+    The build that fired may name another place than the kernel's now: Warp's module hash leaves
+    out where a kernel's text stands, so a kernel cache serves a build of the same text made when
+    it stood at other lines, or in another file (the same kernel in two files, a file moved), and
+    its ``#line``s name that place. The access is then where its text is in ``path``, nearest the
+    named line."""
     where = assertion.python_location
     text = assertion.python_source
     if where is None or text is None or "[" not in text or text.lstrip().startswith("assert"):
         return None
     file, line = where
     try:
-        if Path(file).resolve() != path.resolve():
-            return None
+        same_file = Path(file).resolve() == path.resolve()
     except OSError:
-        return None
+        same_file = False
     lines = (read_text(path) or "").splitlines()
-    source = lines[line - 1] if 0 < line <= len(lines) else ""
-    col = source.find(text)
-    if col < 0:
-        return line, 0, 0, text
+    if same_file and 0 < line <= len(lines) and text in lines[line - 1]:
+        col = lines[line - 1].find(text)
+        return line, col, col + len(text), text
+    found = [n for n, source in enumerate(lines, 1) if text in source]
+    if not found:
+        return (line, 0, 0, text) if same_file else None
+    line = min(found, key=lambda n: abs(n - line))
+    col = lines[line - 1].find(text)
     return line, col, col + len(text), text

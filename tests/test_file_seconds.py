@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FILE_SECONDS
-
 ROOT = Path(__file__).parent.parent
+# tests/conftest.py's own path to it (not imported from there: the name `conftest` is whichever
+# folder's conftest pytest loaded first, tests/server/'s in a full run)
+FILE_SECONDS = Path(__file__).with_name("file_seconds.json")
 
 
 def test_every_listed_file_exists_and_has_a_time() -> None:
