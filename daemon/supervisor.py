@@ -366,7 +366,8 @@ class Supervisor:
             # the worker runs: off the save's critical path. Started at the worker's first message,
             # not before the job is sent: its ~5 ms of parsing holds the GIL this thread needs to
             # send the job (it delayed every save by 3-6 ms)
-            hermetic = _Background(lambda: verdict.why_not_hermetic(path, text))
+            siblings = contract_siblings(path)
+            hermetic = _Background(lambda: verdict.why_not_hermetic(path, text, siblings))
             positions = kernel_positions(text)
             # sent with the job: the worker need not parse the same text again
             known_positions = {
@@ -423,7 +424,7 @@ class Supervisor:
             # decided itself that it cannot be built from its text: were the workers left to decide
             # alone, a module whose imported files change between their reading and this one's
             # (its own top-level code can rewrite them) would run while its verdict says hermetic
-            may_import = not (contract_siblings(path) or has_contracts(text))
+            may_import = not (siblings or has_contracts(text))
             for _attempt in range(len(positions) + 3):
                 msg = self._base(path, display, opts)
                 msg.update(

@@ -480,14 +480,16 @@ def tampering(
 HERMETIC = ""  # ``why_not_hermetic``'s answer for a module built from its text (or with no contract)
 
 
-def why_not_hermetic(path: Path, text: str) -> str:
+def why_not_hermetic(path: Path, text: str, siblings: Sequence[Path] | None = None) -> str:
     """Why the module ``path`` (its text ``text``) is not checked hermetically, from text alone
     (``hermetic_build.why_not`` on it and its sibling contracts); ``HERMETIC`` when it is, or when
-    it has no contract (no verdict to be hermetic or not)."""
+    it has no contract (no verdict to be hermetic or not). ``siblings``: its contract siblings
+    when the caller listed them already (the supervisor does, to decide ``may_import``)."""
     from warp_harness.daemon import hermetic_build
     from warp_harness.daemon.discovery import contract_siblings, has_contracts
 
-    siblings = contract_siblings(path)
+    if siblings is None:
+        siblings = contract_siblings(path)
     if not siblings and not has_contracts(text):
         return HERMETIC
     texts = []
