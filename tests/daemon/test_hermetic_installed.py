@@ -171,6 +171,24 @@ def test_a_package_inside_the_workspace_is_refused_and_never_runs(
     assert not marker.exists()
 
 
+def test_a_value_made_by_calling_the_package_is_refused(
+    tmp_path: Path, names: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build reads the package's attributes; it calls none of its functions (``X = pkg.f()``
+    is bound by running code, as any call's result)."""
+    ws, site_dir, marker = tmp_path / "ws", tmp_path / "site", tmp_path / "ran"
+    pkg = _package(site_dir, names, marker)
+    monkeypatch.syspath_prepend(str(site_dir))
+    kern = _write(
+        ws / "kern.py",
+        f"import warp as wp\nimport {pkg}\nX = {pkg}.Mode(2)\n@wp.kernel\n"
+        "def k(x: wp.array(dtype=int)):\n    x[wp.tid()] = X\n",
+    )
+    why = hermetic.why_not(kern.read_text(encoding="utf-8"), str(kern), "k", ws)
+    assert why is not None and "`k` reads `X`, which the module binds at run time" in why, why
+    assert not marker.exists()
+
+
 def test_a_package_found_nowhere_is_refused(tmp_path: Path, names: list[str]) -> None:
     kern, source = _kernel(tmp_path / "ws", "wh_no_such_package_here")
     why = hermetic.why_not(source, str(kern), "k", tmp_path / "ws")
