@@ -64,7 +64,7 @@ from warp_harness.daemon.options import RuntimeOptions
 from warp_harness.daemon.supervisor import Supervisor
 
 sys.path.insert(0, str(Path(__file__).parent))
-from real_trees import MUJOCO_WARP, NEWTON, fetch
+from real_trees import MUJOCO_WARP, NEWTON, Release, fetch
 
 WARP = Path(warp.__file__).parent
 PY = sys.executable
@@ -572,12 +572,20 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
                 print(f"mutant: {r.project.label}: {line}")
 
 
+# what the projects' kernels read from installed packages (mujoco-warp: `mujoco.mjMINVAL`, enums)
+INSTALLED_DEPENDENCIES = (Release("mujoco", "4.0.0", "mujoco"),)
+
+
 def hermetic_share() -> None:
     """Every ``@wp.kernel`` of newton's and mujoco-warp's packages (any depth, factories included):
     how many the captured path builds from text alone (``captured/hermetic.why_not``, text only,
-    nothing executed), and the most common reasons of the others."""
+    nothing executed), and the most common reasons of the others. The packages they import from
+    (mujoco-warp's ``mujoco``) are fetched into the cache and put on ``sys.path``, outside the
+    projects' folders: installed, as where the projects run (the decision imports none of them)."""
     from warp_harness.daemon.captured import hermetic
 
+    for dependency in INSTALLED_DEPENDENCIES:
+        sys.path.append(str(fetch(dependency).parent))
     print("| package | kernels | hermetic | most common reasons of the others |\n|---|---|---|---|")
     for release in (NEWTON, MUJOCO_WARP):
         package = fetch(release)

@@ -11,7 +11,9 @@ A name the kernel (or what it reaches) imports from another workspace module is 
 that module's text (``hermetic_imports`` finds the file, as the static model names modules): the
 definitions it reaches there are built by the same rules in a fresh namespace of their own, bound
 under the importing name (``_Graph``); names imported from Warp, numpy, math or typing are bound
-from the interpreter's own folders.
+from the interpreter's own folders. On the captured path (the workspace given), a module installed
+outside the workspace (the user's environment: ``hermetic_imports.installed``, decided without
+importing it) is imported by the build and its values bound (``mujoco.mjMINVAL``).
 
 A kernel that cannot be built that way is refused with the reason (``NotHermetic``): a kernel
 made by a factory or inside a function, one that reaches a name bound by anything else than a
@@ -43,7 +45,7 @@ from typing import Any
 
 from warp_harness.daemon import hermetic_contract, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
-from warp_harness.daemon.hermetic_imports import Found, Sources
+from warp_harness.daemon.hermetic_imports import Found, Installed, Sources
 
 # the modules a hermetic namespace holds, under the names a module may import them as (imported
 # only when a kernel is built: the supervisor, which never imports Warp, runs ``why_not``)
@@ -220,10 +222,22 @@ def _is_type_argument(node: ast.expr, aliases: set[str]) -> bool:
     return _warp_attr(node, aliases) is not None
 
 
-def _is_enum_class(node: ast.stmt) -> bool:
+def _imported_attribute(node: ast.expr, scope: _Scope) -> bool:
+    """``mujoco.mjMINVAL``, ``kinds.GeoType.BOX``: an attribute of a name imported from a module
+    other than the libraries (the build follows the import: a workspace module's definition, or a
+    module installed outside the workspace, ``hermetic_imports.installed``)."""
+    if not isinstance(node, ast.Attribute):
+        return False
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in scope.imported
+
+
+def _is_enum_class(node: ast.stmt, scope: _Scope | None = None) -> bool:
     """``class GeoType(IntEnum)`` of integer literals only (newton's ``GeoType.BOX`` in a kernel:
     Warp reads the member as a constant), with no decorator or keyword; its base must still be
-    reached through an import of ``enum``."""
+    reached through an import of ``enum``. With ``scope``, a member may also be an attribute of an
+    imported name (mujoco-warp's ``CONSTRAINT = mujoco.mjtDisableBit.mjDSBL_CONSTRAINT``)."""
     if not isinstance(node, ast.ClassDef) or node.decorator_list or node.keywords or len(node.bases) != 1:
         return False
     base = node.bases[0]
@@ -243,7 +257,9 @@ def _is_enum_class(node: ast.stmt) -> bool:
             isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
         ):
             return False
-        if not _is_constant_expr(stmt.value, set(), members):
+        if not _is_constant_expr(stmt.value, set(), members) and not (
+            scope is not None and _imported_attribute(stmt.value, scope)
+        ):
             return False
         members.add(stmt.targets[0].id)
     return bool(members)
@@ -290,6 +306,9 @@ class _Plan:
     bound: frozenset[str] = frozenset()  # every name a top-level statement binds
     # definition -> what it reads (``_reads``), filled on first use
     reads: dict[str, tuple[list[str], _External] | str] = field(default_factory=dict)
+    # names bound once to an attribute of an imported name (``MJ_MINVAL = mujoco.mjMINVAL``): built
+    # when reached, the import followed; no constant of the contract path's whole-module build
+    values: set[str] = field(default_factory=set)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
@@ -358,6 +377,7 @@ def _plan(source: str, filename: str) -> _Plan:
     constants: set[str] = set()
     rebound: set[str] = set()
     option_dicts: set[str] = set()
+    values: set[str] = set()
     imports = _imports(tree)
     scope = _Scope(
         numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
@@ -378,7 +398,7 @@ def _plan(source: str, filename: str) -> _Plan:
             kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
             if (
                 (len(kinds) == 1 and kinds[0] is not None)
-                or _is_enum_class(node)
+                or _is_enum_class(node, scope)
                 or _is_type_class(node, aliases)
             ):
                 definitions[node.name] = node
@@ -393,6 +413,9 @@ def _plan(source: str, filename: str) -> _Plan:
                 constants.add(names[0])
             elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
                 definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
+            elif value is not None and _imported_attribute(value, scope):
+                definitions[names[0]] = node  # `MJ_MINVAL = mujoco.mjMINVAL`
+                values.add(names[0])
             elif (
                 isinstance(value, ast.Dict)
                 and (read := _option_names(value, aliases)) is not None
@@ -402,6 +425,7 @@ def _plan(source: str, filename: str) -> _Plan:
                 option_dicts.add(names[0])
     plan = _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
     plan.option_dicts = option_dicts - rebound
+    plan.values = values
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
@@ -599,6 +623,7 @@ class _Target:
     name: str | None
     library: str | None = None  # the module of a library value (``from typing import Any``)
     star: bool = False  # bound by the library module's star import (``_star_value``)
+    installed: str | None = None  # ``library`` is installed outside the workspace: its top's origin
 
 
 @dataclass
@@ -678,11 +703,15 @@ class _Graph:
         )
         if isinstance(found, str):
             return _Target("", name, library=found, star=local in unit.plan.star_names)
+        if isinstance(found, Installed):
+            return _Target("", name, library=found.name, installed=found.origin)
         if found is None:
-            raise NotHermetic(
-                f"`{unit.dotted}` reads `{local}`, imported from `{spelled}`, which is not a module of the "
-                "workspace (an installed package's code would run at import)"
+            where = (
+                "found neither in the workspace nor installed outside it"
+                if self.sources.trust_installed
+                else "not a module of the workspace (an installed package's code would run at import)"
             )
+            raise NotHermetic(f"`{unit.dotted}` reads `{local}`, imported from `{spelled}`, which is {where}")
         owner = self._unit(found)
         if name is None:
             return _Target(found.path, None)
@@ -790,7 +819,11 @@ class _Graph:
         for local, target in unit.links.items():
             if target.library is not None:
                 try:
-                    if target.star:
+                    if target.installed is not None:
+                        namespace.__dict__[local] = _installed_value(
+                            target.library, target.name, target.installed, self.sources.bound
+                        )
+                    elif target.star:
                         _bind_star(namespace, local, target.library)
                     else:
                         namespace.__dict__[local] = _library_value(target.library, target.name)
@@ -843,6 +876,44 @@ def _library_value(module: str, attr: str | None) -> Any:
     if hasattr(loaded, attr):
         return getattr(loaded, attr)
     return _library_module(f"{module}.{attr}")
+
+
+def _installed_value(module: str, attr: str | None, origin: str, bound: str) -> Any:
+    """``module`` (or its ``attr``) of the user's environment, imported from the origin the
+    decision found (``hermetic_imports.installed``) with the workspace's folders off ``sys.path``;
+    ``NotHermetic`` when what loads is another file, or a submodule inside the workspace."""
+    loaded = _installed_module(module, origin, bound)
+    if attr is None:
+        return loaded
+    if hasattr(loaded, attr):
+        return getattr(loaded, attr)
+    return _installed_module(f"{module}.{attr}", origin, bound)
+
+
+def _installed_module(name: str, origin: str, bound: str) -> types.ModuleType:
+    top = name.split(".")[0]
+    saved = list(sys.path)
+    sys.path[:] = hermetic_imports.outside_path(bound)
+    try:
+        first = sys.modules.get(top) or importlib.import_module(top)
+        if _file_of(first) != origin:
+            raise NotHermetic(f"`{top}` loaded from {_file_of(first)}, not {origin} as decided")
+        loaded = importlib.import_module(name)
+    finally:
+        sys.path[:] = saved
+    where = _file_of(loaded)
+    if where.startswith(bound.rstrip(os.sep) + os.sep):
+        raise NotHermetic(f"`{name}` loaded from {where}, inside the workspace")
+    return loaded
+
+
+def _file_of(module: types.ModuleType) -> str:
+    """The real path of the file a module was loaded from (``built-in`` for one compiled in)."""
+    file = getattr(module, "__file__", None)
+    if isinstance(file, str):
+        return os.path.realpath(file)
+    origin = getattr(getattr(module, "__spec__", None), "origin", None)
+    return "built-in" if origin == "built-in" else f"no file ({origin})"
 
 
 def _bind_star(namespace: types.ModuleType, name: str, module: str) -> None:
@@ -923,8 +994,9 @@ def kernel_texts(
     source: str, filename: str, kernel_name: str, workspace: Path | str | None = None
 ) -> tuple[str | None, dict[str, str]]:
     """(why the kernel cannot be built from texts alone, None: it can; the texts of the workspace
-    modules the decision read, by real path: what the builder is given, so it builds from exactly
-    the texts decided on). Text only: no Warp, nothing executed."""
+    modules the decision read, by real path, and the origins of the installed modules it may
+    import, ``Sources.decided``: what the builder is given, so it builds from exactly what was
+    decided on). Text only: no Warp, nothing imported or executed."""
     graph: _Graph | None = None
     try:
         graph = _kernel_graph(source, filename, kernel_name, workspace, None, _plan_of(source, filename))
@@ -932,7 +1004,7 @@ def kernel_texts(
         return str(exc), {}
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return f"its text does not parse ({type(exc).__name__})", {}
-    return None, dict(graph.sources.read)
+    return None, graph.sources.decided()
 
 
 def build_module(
@@ -1006,7 +1078,7 @@ def _same_texts(graph: _Graph, sources: Sources) -> bool:
 def _own_contracts(plan: _Plan) -> Any:
     """The module's own contract statements and what they reach (``hermetic_contract.ContractPlan``),
     None when it defines none at its top level."""
-    kernel_defs = set(plan.definitions) - plan.rebound
+    kernel_defs = set(plan.definitions) - plan.rebound - plan.values
     return hermetic_contract.plan_contracts(plan.tree, kernel_defs, plan.rebound)
 
 

@@ -12,13 +12,27 @@ are workspace code: a file whose real path is elsewhere (a symlink out of the wo
 not read. ``texts``, when given, is the only source of text (the texts the supervisor decided on,
 sent to the worker, which builds from exactly them); otherwise files are read and every text read
 is kept in ``read`` (what the supervisor sends on).
+
+**Installed packages** (the captured path, where the workspace is known: ``trust_installed``). A
+module that is no workspace file and resolves, on the interpreter's path, to a file outside the
+workspace is the user's own environment, trusted as the user is (mujoco-warp's
+``MJ_MINVAL = mujoco.mjMINVAL``): the build may import it (``hermetic_build`` binds it). Where it
+resolves is found without importing anything (``PathFinder.find_spec`` of the top-level name, then
+of each submodule inside the package's own folders: no parent package is imported, no ``.pth`` is
+read), and judged by real path: a module inside the workspace (a folder of it on ``PYTHONPATH``, a
+virtual environment it ships, a link into either) or found nowhere is refused. The decision keeps
+each such module's origin (``installed``; sent to the worker among the texts, under
+``INSTALLED + name``); the worker imports the module only from that origin, with the workspace's
+folders off ``sys.path`` (``hermetic_build``), never deciding again.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 from warp_harness.daemon.hermetic_contract import NotHermetic
@@ -34,6 +48,8 @@ FROM_LIBRARIES = (*LIBRARIES, "typing", "enum")
 MAX_MODULES = 48  # workspace modules one build follows
 MAX_BYTES = 16 * 1024 * 1024  # their texts together
 MAX_FILE_BYTES = 4 * 1024 * 1024
+# the key prefix, among the texts a decision sends the worker, of an installed module's origin
+INSTALLED = "installed:"
 
 
 @dataclass(frozen=True)
@@ -47,20 +63,43 @@ class Found:
     folder: bool = False  # a namespace package: no text, only submodules
 
 
+@dataclass(frozen=True)
+class Installed:
+    """A module of the user's environment outside the workspace: its dotted name and the real path
+    of its top-level module's file (``built-in`` for a module compiled into the interpreter)."""
+
+    name: str
+    origin: str
+
+
 @dataclass
 class Sources:
     bound: str  # real path of the folder holding all workspace code
     texts: Mapping[str, str] | None = None
     read: dict[str, str] = field(default_factory=dict)
     _total: int = 0
+    trust_installed: bool = False  # modules installed outside the workspace may be imported
+    installed: dict[str, str] = field(default_factory=dict)  # top-level name -> origin (``Installed``)
 
     @classmethod
     def for_file(
         cls, filename: str, workspace: Path | str | None, texts: Mapping[str, str] | None
     ) -> Sources:
+        """``workspace`` given (the captured path) trusts installed modules outside it; none (the
+        contract path: the folder the module is imported from bounds it) refuses them."""
+        trust = workspace is not None
         if workspace is None:
             workspace = import_root(Path(filename))
-        return cls(os.path.realpath(workspace), dict(texts) if texts is not None else None)
+        sources = cls(os.path.realpath(workspace), dict(texts) if texts is not None else None)
+        sources.trust_installed = trust
+        if texts is not None and trust:  # the worker: the origins decided on, never looked up again
+            sources.installed = {k[len(INSTALLED) :]: v for k, v in texts.items() if k.startswith(INSTALLED)}
+        return sources
+
+    def decided(self) -> dict[str, str]:
+        """What a decision read: the workspace texts by real path, the installed modules' origins
+        under ``INSTALLED + name`` (the worker builds from exactly these)."""
+        return {**self.read, **{INSTALLED + k: v for k, v in self.installed.items()}}
 
     def inside(self, path: str) -> bool:
         return path == self.bound or path.startswith(self.bound.rstrip(os.sep) + os.sep)
@@ -107,11 +146,12 @@ def import_root(path: Path) -> Path:
     return folder
 
 
-def find(sources: Sources, importer: str, level: int, module: str | None) -> Found | str | None:
+def find(sources: Sources, importer: str, level: int, module: str | None) -> Found | str | Installed | None:
     """The module ``from <level dots><module> import`` (or ``import <module>``) in the file
-    ``importer`` names: a workspace module, the name of a library of ``LIBRARIES`` (a str), or
-    None (neither: not installed here, or a library the build does not bind). ``NotHermetic``
-    for a file whose real path is outside the workspace."""
+    ``importer`` names: a workspace module, the name of a library of ``LIBRARIES`` (a str), a
+    module installed outside the workspace (``Installed``, where trusted), or None (none of
+    these). ``NotHermetic`` for a file whose real path is outside the workspace, and for an
+    installed module that resolves inside it."""
     path = Path(importer)
     dotted = module_name(path)
     package = path.name == "__init__.py" or path.is_dir()
@@ -131,7 +171,76 @@ def find(sources: Sources, importer: str, level: int, module: str | None) -> Fou
         found = _under(sources, base, absolute)
         if found is not None:
             return found
+    if level == 0 and sources.trust_installed:
+        return installed(sources, absolute)
     return None
+
+
+def installed(sources: Sources, dotted: str) -> Installed | None:
+    """``dotted`` as a module of the user's environment outside the workspace (None: not found, or
+    not among the origins the decision sent); ``NotHermetic`` when it resolves inside the
+    workspace. Nothing is imported: ``PathFinder`` looks the names up in the path's folders."""
+    parts = dotted.split(".")
+    if not all(p.isidentifier() for p in parts):
+        return None
+    top = parts[0]
+    if sources.texts is not None:  # the worker builds from the decision's origins only
+        origin = sources.installed.get(top)
+        return Installed(dotted, origin) if origin is not None else None
+    if top in sys.builtin_module_names:
+        sources.installed[top] = "built-in"
+        return Installed(dotted, "built-in")
+    spec = PathFinder.find_spec(top, search_path())
+    if spec is None:
+        return None
+    origin = _spec_file(sources, dotted, top, spec)
+    for depth in range(1, len(parts)):  # submodules, inside the package's own folders
+        locations = list(spec.submodule_search_locations or [])
+        spec = PathFinder.find_spec(".".join(parts[: depth + 1]), locations) if locations else None
+        if spec is None:
+            raise NotHermetic(
+                f"`{dotted}` is not a module file of the installed package `{top}` (made when it runs)"
+            )
+        _spec_file(sources, dotted, ".".join(parts[: depth + 1]), spec)
+    sources.installed[top] = origin
+    return Installed(dotted, origin)
+
+
+def search_path() -> list[str]:
+    """The folders an import searches (the worker runs this interpreter with this process's path)."""
+    return [p or os.getcwd() for p in sys.path if isinstance(p, str)]
+
+
+def _spec_file(sources: Sources, dotted: str, name: str, spec: object) -> str:
+    """The real path of the module ``spec`` finds; ``NotHermetic`` when it (or a folder of its
+    package) is inside the workspace, or it has no file (a namespace package spans folders)."""
+    origin = getattr(spec, "origin", None)
+    if not getattr(spec, "has_location", False) or not isinstance(origin, str):
+        raise NotHermetic(
+            f"`{dotted}`: `{name}` is a namespace package, not one installed module (its folders may "
+            "include the workspace's)"
+        )
+    real = os.path.realpath(origin)
+    folders = [os.path.realpath(f) for f in getattr(spec, "submodule_search_locations", None) or []]
+    for where in (real, *folders):
+        if sources.inside(where):
+            raise NotHermetic(
+                f"`{dotted}` is imported from {where}, inside the workspace (a folder or virtual "
+                "environment of the workspace is no installed package: its code would run)"
+            )
+    return real
+
+
+def outside_path(bound: str) -> list[str]:
+    """``sys.path`` without the folders inside the workspace ``bound`` (an installed module is
+    imported with the workspace's folders off the path)."""
+    inside = bound.rstrip(os.sep) + os.sep
+    out: list[str] = []
+    for p in sys.path:
+        real = os.path.realpath(p or os.getcwd())
+        if real != bound and not real.startswith(inside):
+            out.append(p)
+    return out
 
 
 def _under(sources: Sources, base: Path, absolute: str) -> Found | None:

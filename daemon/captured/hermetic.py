@@ -6,8 +6,8 @@ the workspace modules it imports. So the kernel is built the way the contract pa
 ``@wp.struct``s it reaches and the constants they read, in a fresh namespace, and likewise what it
 imports from other workspace modules (read as text, each built in its own namespace). A kernel that
 cannot be built so (it reads a name a module binds at run time: a call's or a factory's result, an
-import of an installed package; a module sets Warp options at its top level) is built from the module's
-definitions instead (``worker_side.definitions_only``: its imports run), and every record of its
+import of a package inside the workspace; a module sets Warp options at its top level) is built from
+the module's definitions instead (``worker_side.definitions_only``: its imports run), and every record of its
 replay and timing says so, with a WHD069 record beside them (an error under
 ``--require-hermetic``).
 
@@ -39,8 +39,9 @@ def why_not(source: str, filename: str, kernel: str, workspace: Path | str | Non
 def decision(
     source: str, filename: str, kernel: str, workspace: Path | str | None = None
 ) -> tuple[str | None, dict[str, str]]:
-    """(``why_not``; the texts of the workspace modules it read, by real path: sent with the job,
-    the worker builds from exactly them, ``hermetic_build.build(..., texts=...)``)."""
+    """(``why_not``; the texts of the workspace modules it read, by real path, and the origins of
+    the packages installed outside the workspace it may import (``hermetic_imports.INSTALLED``):
+    sent with the job, the worker builds from exactly them, ``hermetic_build.build(..., texts=...)``)."""
     return hermetic_build.kernel_texts(source, filename, kernel, workspace)
 
 

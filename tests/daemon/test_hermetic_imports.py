@@ -161,10 +161,10 @@ def test_the_builder_takes_the_texts_decided_on(ws: tuple[Path, Path, Path]) -> 
             "from helpers import f\n",
             "`f` of the workspace module `helpers` is not a `@wp.func`",
         ),
-        (  # not a module of the workspace: an installed package runs code at import
+        (  # neither a module of the workspace nor installed outside it
             {},
-            "from scipy.special import f\n",
-            "imported from `scipy.special`, which is not a module of the workspace",
+            "from wh_not_installed.special import f\n",
+            "imported from `wh_not_installed.special`, which is found neither in the workspace nor installed",
         ),
         (  # an import no reached definition reads is never followed
             {"helpers.py": "import warp as wp\n"},
