@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon import hermetic_contract, hermetic_imports
+from warp_harness.daemon import hermetic_contract, hermetic_factory, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
 from warp_harness.daemon.hermetic_imports import Found, Installed, Sources
 
@@ -358,8 +358,8 @@ def _plan_of(source: str, filename: str) -> _Plan:
     return kept
 
 
-def _plan(source: str, filename: str) -> _Plan:
-    tree = ast.parse(source, filename)
+def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
+    tree = tree or ast.parse(source, filename)
     aliases = {"wp"} | {
         a.asname or a.name
         for n in tree.body
@@ -951,13 +951,17 @@ def build(
     kernel_name: str,
     workspace: Path | str | None = None,
     texts: Mapping[str, str] | None = None,
+    closure: Mapping[str, Any] | None = None,
 ) -> HermeticKernel:
     """The kernel ``kernel_name`` of the module text ``source`` (its file ``filename``), built
     in a fresh namespace from the statements it reaches, the workspace modules it imports from
     each in its own (``workspace``: where workspace code may be read, else the folder the module
     is imported from; ``texts``: the only texts of them to use, by real path, see ``imported``);
+    ``closure``: the capture's record of a kernel made inside a function (``hermetic_factory``);
     ``NotHermetic`` when it cannot be."""
-    graph = _kernel_graph(source, filename, kernel_name, workspace, texts, _plan_of(source, filename))
+    graph = _kernel_graph(
+        source, filename, kernel_name, workspace, texts, _factory_plan(source, filename, kernel_name, closure)
+    )
     plan, needed = graph.root.plan, graph.root.needed
     assert plan is not None
     body = [n for n in plan.tree.body if _binds(n, needed) or _literal_settings(n, plan) is not None]
@@ -972,6 +976,24 @@ def build(
         raise NotHermetic(f"`{kernel_name}` did not build into a Warp kernel")
     order = tuple(b for n in body for b in _bound_names(n) if b in needed)
     return HermeticKernel(kernel=kernel, module_name=module_name, statements=order, imported=graph.imported)
+
+
+def _factory_plan(source: str, filename: str, kernel_name: str, closure: Mapping[str, Any] | None) -> _Plan:
+    """The module's plan (``_plan_of``); with the capture's ``closure`` record of a kernel made
+    inside a function, the plan of its text with that kernel hoisted to the top level, its free
+    names bound from the record (``hermetic_factory.hoisted``)."""
+    plan = _plan_of(source, filename)
+    if not closure:
+        return plan
+    tree, names = hermetic_factory.hoisted(plan.tree, kernel_name, dict(closure), plan.aliases)
+    hoisted = _plan(source, filename, tree)
+    _no_module_settings(hoisted, literal_options=True)
+    nodes = {n: node for node in tree.body for n in _bound_names(node) if n in names or n == kernel_name}
+    for name, literal in names.items():
+        hoisted.definitions[name] = nodes[name]  # `T = wp.float32` too: a Warp type the kernel reads
+        if literal:
+            hoisted.constants.add(name)
+    return hoisted
 
 
 def _kernel_graph(
@@ -991,7 +1013,11 @@ def _kernel_graph(
 
 
 def kernel_texts(
-    source: str, filename: str, kernel_name: str, workspace: Path | str | None = None
+    source: str,
+    filename: str,
+    kernel_name: str,
+    workspace: Path | str | None = None,
+    closure: Mapping[str, Any] | None = None,
 ) -> tuple[str | None, dict[str, str]]:
     """(why the kernel cannot be built from texts alone, None: it can; the texts of the workspace
     modules the decision read, by real path, and the origins of the installed modules it may
@@ -999,7 +1025,8 @@ def kernel_texts(
     decided on). Text only: no Warp, nothing imported or executed."""
     graph: _Graph | None = None
     try:
-        graph = _kernel_graph(source, filename, kernel_name, workspace, None, _plan_of(source, filename))
+        plan = _factory_plan(source, filename, kernel_name, closure)
+        graph = _kernel_graph(source, filename, kernel_name, workspace, None, plan)
     except NotHermetic as exc:
         return str(exc), {}
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

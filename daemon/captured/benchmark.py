@@ -92,6 +92,14 @@ def _prepare(store: CaptureStore, launch: dict[str, Any], folder: Path) -> dict[
     }
 
 
+def _by_closure(launches: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None, list[dict[str, Any]]]]:
+    """``launches`` by the closure record each was captured with (``hermetic.closures``' order)."""
+    return [
+        (closure, [x for x in launches if hermetic.closure_of(x) == closure])
+        for closure in hermetic.closures(launches)
+    ]
+
+
 class _Benchmark:
     def __init__(
         self,
@@ -119,10 +127,30 @@ class _Benchmark:
     def kernel(
         self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]], runs: int
     ) -> None:
-        """Time ``launches`` of ``src`` ``runs`` times (its accepted source: a baseline, a rerun)."""
+        """Time ``launches`` of ``src`` ``runs`` times (its accepted source: a baseline, a rerun);
+        a kernel made by a factory, once per closure its launches were captured with."""
+        for closure, group in _by_closure(launches):
+            self._kernel(entry, src, group, runs, closure)
+
+    def _kernel(
+        self,
+        entry: KernelIndex,
+        src: KernelSource,
+        launches: list[dict[str, Any]],
+        runs: int,
+        closure: dict[str, Any] | None,
+    ) -> None:
         first = len(self.out.records)
-        not_hermetic, imported = hermetic.decision(self.text, str(self.path), src.name, self.workspace)
-        spec = {"name": src.name, "hermetic": not_hermetic is None, "imports": imported, "runs": runs}
+        not_hermetic, imported = hermetic.decision(
+            self.text, str(self.path), src.name, self.workspace, closure
+        )
+        spec = {
+            "name": src.name,
+            "hermetic": not_hermetic is None,
+            "imports": imported,
+            "closure": closure,
+            "runs": runs,
+        }
         done = self._time(src, launches, spec)
         if done is not None:
             self._judge(entry, src, launches, done)
@@ -130,14 +158,28 @@ class _Benchmark:
 
     def changed(self, entry: KernelIndex, src: KernelSource, launches: list[dict[str, Any]]) -> None:
         """Time ``launches`` of the changed source ``src`` against its accepted source, in
-        interleaved pairs (launches whose accepted module text is not kept: timed alone, judged not)."""
+        interleaved pairs (launches whose accepted module text is not kept: timed alone, judged not);
+        a kernel made by a factory, once per closure its launches were captured with."""
+        for closure, group in _by_closure(launches):
+            self._changed(entry, src, group, closure)
+
+    def _changed(
+        self,
+        entry: KernelIndex,
+        src: KernelSource,
+        launches: list[dict[str, Any]],
+        closure: dict[str, Any] | None,
+    ) -> None:
         first = len(self.out.records)
         key = TimingStore.kernel_key(self.rel, src.name)
-        not_hermetic, imported = hermetic.decision(self.text, str(self.path), src.name, self.workspace)
+        not_hermetic, imported = hermetic.decision(
+            self.text, str(self.path), src.name, self.workspace, closure
+        )
         spec: dict[str, Any] = {
             "name": src.name,
             "hermetic": not_hermetic is None,
             "imports": imported,
+            "closure": closure,
             "runs": 1,
         }
         by_text: dict[str | None, list[dict[str, Any]]] = {}
@@ -153,7 +195,9 @@ class _Benchmark:
                 if done is not None:
                     self._judge(entry, src, group, done)
                 continue
-            why_old, old_imports = hermetic.decision(accepted_text, str(self.path), src.name, self.workspace)
+            why_old, old_imports = hermetic.decision(
+                accepted_text, str(self.path), src.name, self.workspace, closure
+            )
             not_hermetic = not_hermetic or why_old
             paired = {
                 **spec,

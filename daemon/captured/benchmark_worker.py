@@ -67,9 +67,14 @@ def _accepted_kernel(entry: dict[str, Any], msg: dict[str, Any], job: Any) -> An
         return None
     text, name = str(baseline["source"]), str(entry["name"])
     if baseline.get("hermetic"):
-        imports = baseline.get("imports")
+        imports, closure = baseline.get("imports"), entry.get("closure")
         return hermetic_build.build(
-            text, str(job.path), name, msg.get("workspace"), imports if isinstance(imports, dict) else None
+            text,
+            str(job.path),
+            name,
+            msg.get("workspace"),
+            imports if isinstance(imports, dict) else None,
+            closure if isinstance(closure, dict) else None,
         ).kernel
     return getattr(build_module(job.path, text), name, None)
 

@@ -17,8 +17,10 @@ worker (``why_not``); the worker builds the way the job says, from that same tex
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from warp_harness.capture.identity import KernelSource
 from warp_harness.daemon import findings as F
@@ -37,12 +39,49 @@ def why_not(source: str, filename: str, kernel: str, workspace: Path | str | Non
 
 
 def decision(
-    source: str, filename: str, kernel: str, workspace: Path | str | None = None
+    source: str,
+    filename: str,
+    kernel: str,
+    workspace: Path | str | None = None,
+    closure: dict[str, Any] | None = None,
 ) -> tuple[str | None, dict[str, str]]:
     """(``why_not``; the texts of the workspace modules it read, by real path, and the origins of
     the packages installed outside the workspace it may import (``hermetic_imports.INSTALLED``):
-    sent with the job, the worker builds from exactly them, ``hermetic_build.build(..., texts=...)``)."""
-    return hermetic_build.kernel_texts(source, filename, kernel, workspace)
+    sent with the job, the worker builds from exactly them, ``hermetic_build.build(..., texts=...)``).
+    ``closure``: the capture's record of a kernel made inside a function (``closure_of``): the
+    kernel is decided as if at the module's top level, its free names bound from the record
+    (``hermetic_factory``)."""
+    return hermetic_build.kernel_texts(source, filename, kernel, workspace, closure)
+
+
+def closure_of(launch: dict[str, Any]) -> dict[str, Any] | None:
+    """The closure record a launch was captured with (None: a module-level kernel's launch)."""
+    closure = launch.get("closure")
+    return closure if isinstance(closure, dict) else None
+
+
+def closures(launches: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
+    """The distinct closure records of ``launches``, in order (one build of a kernel per record)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for launch in launches:
+        closure = closure_of(launch)
+        out.setdefault(json.dumps(closure, sort_keys=True), closure)
+    return list(out.values()) or [None]
+
+
+def closure_note(closure: dict[str, Any] | None) -> str:
+    """`` (made by `make` closing over n=3, f=twice)`` for a record's summary; "" for none."""
+    if not closure:
+        return ""
+    cells = closure.get("cells") if isinstance(closure.get("cells"), dict) else {}
+    assert isinstance(cells, dict)
+    said = ", ".join(
+        f"{name}={c.get('value', c.get('qualname', c.get('name', c.get('type'))))}"
+        for name, c in sorted(cells.items())
+        if isinstance(c, dict)
+    )
+    factory = str(closure.get("qualname", "")).rsplit(".<locals>.", 1)[0]
+    return f" (made by `{factory}`{' closing over ' + said if said else ''})"
 
 
 def marked(records: list[Record]) -> list[Record]:

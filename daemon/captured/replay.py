@@ -124,6 +124,7 @@ class _Replay:
         # why the kernel being replayed cannot be built from its text alone (None: it is)
         self.not_hermetic: str | None = None
         self.imported: dict[str, str] = {}  # the workspace modules' texts the decision followed
+        self.closure: dict[str, Any] | None = None  # the closure record of the launches being run
 
     def record(
         self,
@@ -169,22 +170,27 @@ class _Replay:
 
     # ------------------------------------------------------------------ one kernel
     def kernel(self, index: KernelIndex, src: KernelSource, folder: Path) -> None:
-        first_failure, first_record = len(self.out.failures), len(self.out.records)
+        first_failure = len(self.out.failures)
         replayed = len(self.out.kernels)
         self.cuda_status = None
         self.notes = []
-        self.not_hermetic, self.imported = hermetic.decision(
-            self.text, str(self.path), src.name, self.workspace
-        )
         originals: dict[str, dict[str, Any]] = {}
-        self._run(index, src, folder, originals)
+        # a kernel made by a factory: one build (and job) per closure its launches were captured with
+        for closure in hermetic.closures(index.launches):
+            self.closure = closure
+            self.not_hermetic, self.imported = hermetic.decision(
+                self.text, str(self.path), src.name, self.workspace, closure
+            )
+            first_group, jobs = len(self.out.records), len(self.out.kernels)
+            self._run(index, src, folder, originals)
+            if self.not_hermetic is not None and len(self.out.kernels) > jobs:  # the worker imported it
+                self.out.records[first_group:] = hermetic.marked(self.out.records[first_group:])
+                self.out.records.append(
+                    hermetic.record(self.display, src, self.not_hermetic, self.options.require_hermetic)
+                )
+        del self.out.kernels[replayed + 1 :]  # the kernel once, however many closures it was built with
         if self.shrink:
             self._minimise(index, src, originals, first_failure)
-        if self.not_hermetic is not None and len(self.out.kernels) > replayed:  # the worker imported it
-            self.out.records[first_record:] = hermetic.marked(self.out.records[first_record:])
-            self.out.records.append(
-                hermetic.record(self.display, src, self.not_hermetic, self.options.require_hermetic)
-            )
 
     def _run(
         self, index: KernelIndex, src: KernelSource, folder: Path, originals: dict[str, dict[str, Any]]
@@ -195,6 +201,8 @@ class _Replay:
             index.launches, key=lambda x: sum(int(d.get("bytes") or 0) for d in _flat_arrays(x["args"]))
         ):
             if self.only_launches is not None and launch["id"] not in self.only_launches:
+                continue
+            if hermetic.closure_of(launch) != self.closure:
                 continue
             if launch.get("incomplete"):
                 skipped.append(f"{launch['id'][:8]}: {'; '.join(launch['incomplete'])}")
@@ -231,6 +239,7 @@ class _Replay:
                     "name": src.name,
                     "hermetic": self.not_hermetic is None,
                     "imports": self.imported,
+                    "closure": self.closure,
                     "bounds": True,
                     "launches": prepared,
                     "cross_devices": list(self.options.devices) if self.cross else None,
@@ -289,6 +298,7 @@ class _Replay:
                 src,
                 f"{clean} captured launch(es) of `{src.name}` replayed with bounds checks: outputs match "
                 f"the baseline ({index.launches[0].get('baseline_from', 'capture')})"
+                f"{hermetic.closure_note(self.closure)}"
                 f"{cuda_oracle.summary_note(self.cuda_status)}{note}",
                 stage=Stage.NUMERIC,
             )

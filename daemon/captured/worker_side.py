@@ -173,13 +173,14 @@ def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
         try:
             if entry.get("hermetic"):
                 # the workspace modules it imports from: the texts the supervisor decided on
-                imports = entry.get("imports")
+                imports, closure = entry.get("imports"), entry.get("closure")
                 kernel = hermetic_build.build(
                     text,
                     str(job.path),
                     name,
                     msg.get("workspace"),
                     imports if isinstance(imports, dict) else None,
+                    closure if isinstance(closure, dict) else None,
                 ).kernel
             else:
                 module = module or build_module(job.path, text)

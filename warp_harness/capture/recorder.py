@@ -65,7 +65,9 @@ class Recorder:
         self.busy = threading.local()
         self.signatures: dict[int, inspect.Signature] = {}
         # id(kernel) -> (the kernel, kept alive so that its id is not reused; its identity or None)
-        self.identities: dict[int, tuple[Any, tuple[str, str, str] | None]] = {}
+        # id(kernel) -> (the kernel, kept alive so that its id is not reused; its identity or None;
+        # the record of its closure when it was made inside a function, ``closure_record``)
+        self.identities: dict[int, tuple[Any, tuple[str, str, str] | None, dict[str, Any] | None]] = {}
         # frames of these files are not the user's launch site: Warp's, the recorder's, frozen modules
         import warp
 
@@ -155,8 +157,10 @@ class Recorder:
         kernel = a["kernel"]
         known = self.identities.get(id(kernel))
         if known is None or known[0] is not kernel:
-            known = self.identities[id(kernel)] = (kernel, self.kernel_identity(kernel))
-        identity = known[1]
+            identity = self.kernel_identity(kernel)
+            closure = closure_record(kernel, identity[0], self.workspace) if identity else None
+            known = self.identities[id(kernel)] = (kernel, identity, closure)
+        identity, closure = known[1], known[2]
         if identity is None:
             return None
         rel, name, digest = identity
@@ -184,7 +188,9 @@ class Recorder:
             for p, v in zip(params, values, strict=True)
         ]
         shapes = [(d["name"], d["kind"], d.get("dtype"), d.get("shape")) for d in described]
-        distinct = repr((str(device), dims, a.get("block_dim"), shapes))
+        # one factory makes kernels of one name over different closures: each its own launches
+        cells = json.dumps(closure, sort_keys=True) if closure is not None else None
+        distinct = repr((str(device), dims, a.get("block_dim"), shapes, cells))
         key = (rel, name)
         with self.lock:
             seen = self.seen.setdefault(key, set())
@@ -194,7 +200,10 @@ class Recorder:
                 self.skip(label, f"more than {self.max_per_kernel} distinct launches (--max-per-kernel)")
                 return None
             seen.add(distinct)
-        sig_src = json.dumps([str(device), dims, a.get("block_dim"), shapes], sort_keys=True)
+        signed: list[Any] = [str(device), dims, a.get("block_dim"), shapes]
+        if closure is not None:  # a module-level kernel's launch ids are those of before
+            signed.append(closure)
+        sig_src = json.dumps(signed, sort_keys=True)
         signature = hashlib.sha256(sig_src.encode()).hexdigest()[:16]
         before: dict[str, np.ndarray] = {}
         incomplete: list[str] = []
@@ -212,6 +221,8 @@ class Recorder:
             "incomplete": incomplete,
             "provenance": self.provenance(),
         }
+        if closure is not None:
+            meta["closure"] = closure
         return {"meta": meta, "before": before, "arrays": arrays}
 
     def _copy(
@@ -315,6 +326,56 @@ class Recorder:
             numpy.savez(fh, **blobs)
         os.replace(tmp, self.raw / f"{stem}.npz")
         self._write_json(f"{stem}.json", meta)
+
+
+def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | None:
+    """What a kernel made inside a function (a factory) closes over, as data: its qualname, its
+    module's path ``rel`` and per closure cell a literal (``int``/``float``/``bool``), a Warp type
+    (``{"kind": "warp", "name": "float32"}``), a ``@wp.func``/``@wp.struct`` defined at the top of
+    a workspace file (``{"kind": "func", "file", "qualname"}``), else ``{"kind": "other", "type"}``.
+    None for a kernel defined at a module's top level. The replay builds the kernel from its text
+    with these values (``daemon/hermetic_factory.py``); nothing here is ever executed."""
+    func = getattr(kernel, "func", None)
+    qualname = str(getattr(func, "__qualname__", ""))
+    if "<locals>" not in qualname:
+        return None
+    code = getattr(func, "__code__", None)
+    names = tuple(getattr(code, "co_freevars", ()))
+    cells = getattr(func, "__closure__", None) or ()
+    record: dict[str, Any] = {}
+    for name, cell in zip(names, cells, strict=False):
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell: the factory had not bound it yet
+            record[name] = {"kind": "other", "type": "empty cell"}
+            continue
+        record[name] = _cell(value, workspace)
+    return {"qualname": qualname, "path": rel, "cells": record}
+
+
+def _cell(value: Any, workspace: Path) -> dict[str, Any]:
+    import warp as wp
+
+    if type(value) in (bool, int, float):
+        return {"kind": type(value).__name__, "value": value}
+    type_name = str(getattr(value, "__name__", "")) if isinstance(value, type) else ""
+    if type_name and getattr(wp, type_name, None) is value:
+        return {"kind": "warp", "name": type_name}  # wp.float32, wp.vec3f
+    struct_type: Any = getattr(sys.modules.get("warp._src.codegen"), "Struct", ())
+    if isinstance(value, wp.Function):
+        kind, py = "func", getattr(value, "func", None)
+    elif struct_type and isinstance(value, struct_type):
+        kind, py = "struct", getattr(value, "cls", None)
+    else:
+        return {"kind": "other", "type": type(value).__name__}
+    try:
+        file = inspect.getsourcefile(py) if py is not None else None
+        rel = Path(os.path.realpath(file)).relative_to(workspace).as_posix() if file else None
+    except (TypeError, ValueError):
+        rel = None
+    if rel is None:
+        return {"kind": "other", "type": f"{kind} outside the workspace"}
+    return {"kind": kind, "file": rel, "qualname": str(getattr(py, "__qualname__", ""))}
 
 
 def _np() -> Any:

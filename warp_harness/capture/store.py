@@ -308,7 +308,9 @@ class CaptureStore:
             sha, n = self.put_blob(blobs[f"a/{name}"])
             after[name] = sha
             report.bytes_added += n
+        closure = meta.get("closure")
         return {
+            **({"closure": closure} if isinstance(closure, dict) else {}),  # a factory's kernel
             "id": str(meta["signature"]),
             "device": str(meta["device"]),
             "dim": [int(d) for d in meta["dim"]],
