@@ -988,10 +988,16 @@ def _factory_plan(source: str, filename: str, kernel_name: str, closure: Mapping
     tree, names = hermetic_factory.hoisted(plan.tree, kernel_name, dict(closure), plan.aliases)
     hoisted = _plan(source, filename, tree)
     _no_module_settings(hoisted, literal_options=True)
+    if kernel_name not in hoisted.definitions:
+        raise NotHermetic(
+            f"`{closure.get('qualname')}` is not decorated with `@wp.kernel` alone, with literal keywords"
+        )
     nodes = {n: node for node in tree.body for n in _bound_names(node) if n in names or n == kernel_name}
-    for name, literal in names.items():
+    for name, what in names.items():
+        if what == "import":
+            continue  # in the plan's imports: followed into the workspace module's text
         hoisted.definitions[name] = nodes[name]  # `T = wp.float32` too: a Warp type the kernel reads
-        if literal:
+        if what == "constant":
             hoisted.constants.add(name)
     return hoisted
 

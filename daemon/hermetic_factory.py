@@ -106,49 +106,62 @@ def _free_names(kernel: ast.FunctionDef) -> set[str]:
     return loads - local
 
 
-def _value(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) -> tuple[ast.expr, bool]:
-    """(the expression binding the free name ``name`` to its recorded ``cell``, whether it is a
-    literal constant)."""
+def _dotted(name: str, file: str) -> str:
+    """The module ``file`` (a path relative to the workspace) as a dotted name."""
+    parts = file.removesuffix(".py").split("/")
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    if not file.endswith(".py") or not parts or not all(p.isidentifier() for p in parts):
+        raise NotHermetic(f"the closure cell `{name}` is defined in `{file}`, not an importable module")
+    return ".".join(parts)
+
+
+def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) -> tuple[ast.stmt, str]:
+    """(the statement binding the free name ``name`` to its recorded ``cell``; what it binds:
+    ``constant`` (a literal), ``definition`` (a Warp type, a definition of the module), ``import``
+    (a definition of another workspace module, followed into its text))."""
     if not isinstance(cell, dict):
         raise NotHermetic(f"the closure cell `{name}` was not recorded")
     kind = cell.get("kind")
+    value: ast.expr
     if kind in _LITERALS:
-        value: Any = cell.get("value")
+        literal: Any = cell.get("value")
         ok = {"int": int, "float": float, "bool": bool}[str(kind)]
-        if type(value) is not ok and not (kind == "float" and type(value) is int):
+        if type(literal) is not ok and not (kind == "float" and type(literal) is int):
             raise NotHermetic(f"the closure cell `{name}` holds no {kind}")
-        if isinstance(value, float) and not math.isfinite(value):
+        if isinstance(literal, float) and not math.isfinite(literal):
             raise NotHermetic(f"the closure cell `{name}` is not a finite float")
-        return ast.copy_location(ast.Constant(ok(value)), node), True
-    if kind == "warp":
+        value, what = ast.Constant(ok(literal)), "constant"
+    elif kind == "warp":
         attr = str(cell.get("name") or "")
         if not attr.isidentifier() or not aliases:
             raise NotHermetic(f"the closure cell `{name}` names no Warp type")
-        return ast.copy_location(
-            ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), attr, ast.Load()), node
-        ), False
-    if kind in ("func", "struct"):
+        value, what = ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), attr, ast.Load()), "definition"
+    elif kind in ("func", "struct"):
         qualname = str(cell.get("qualname") or "")
-        if cell.get("file") != home:
-            raise NotHermetic(
-                f"the closure cell `{name}` is the {kind} `{qualname}` of another module "
-                f"(`{cell.get('file')}`): not followed from a closure yet"
-            )
         if not qualname.isidentifier():
             raise NotHermetic(f"the closure cell `{name}` is a {kind} made inside a function (`{qualname}`)")
-        return ast.copy_location(ast.Name(qualname, ast.Load()), node), False
-    what = cell.get("type") if kind == "other" else kind
-    raise NotHermetic(
-        f"the closure cell `{name}` holds a value of type `{what}`, which a build cannot take from "
-        "the text (a lambda, an object, a func made inside a function)"
-    )
+        if cell.get("file") != home:
+            # another workspace file: imported by its dotted path from the workspace root, which
+            # the build follows into that file's text (``hermetic_imports``), never importing it
+            module = _dotted(name, str(cell.get("file") or ""))
+            return ast.copy_location(ast.ImportFrom(module, [ast.alias(qualname, name)], 0), node), "import"
+        value, what = ast.Name(qualname, ast.Load()), "definition"
+    else:
+        shown = cell.get("type") if kind == "other" else kind
+        raise NotHermetic(
+            f"the closure cell `{name}` holds a value of type `{shown}`, which a build cannot take from "
+            "the text (a lambda, an object, a func made inside a function)"
+        )
+    target = ast.Name(name, ast.Store())
+    return ast.copy_location(ast.Assign([target], ast.copy_location(value, node)), node), what
 
 
 def hoisted(
     tree: ast.Module, kernel_name: str, closure: dict[str, Any], aliases: set[str]
-) -> tuple[ast.Module, dict[str, bool]]:
+) -> tuple[ast.Module, dict[str, str]]:
     """(a copy of ``tree`` with the bindings of the kernel's free names and its ``def`` appended
-    at its top level; the names bound, each with whether it is a literal constant)."""
+    at its top level; the names bound, each with what it binds, ``_binding``)."""
     qualname = str(closure.get("qualname") or "")
     if qualname.rsplit(".", 1)[-1] != kernel_name:
         raise NotHermetic(f"the recorded closure is of `{qualname}`, not `{kernel_name}`")
@@ -158,7 +171,7 @@ def hoisted(
     kernel, factories = _kernel_def(tree, qualname)
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
     bindings: list[ast.stmt] = []
-    names: dict[str, bool] = {}
+    names: dict[str, str] = {}
     for free in sorted(_free_names(kernel)):
         owner = next((f for f in reversed(factories) if free in bound[f.name][0] | bound[f.name][1]), None)
         if owner is None:
@@ -169,10 +182,9 @@ def hoisted(
                 f"`{kernel_name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
                 "(only a factory's parameters are bound from the capture)"
             )
-        value, literal = _value(free, cells.get(free), aliases, str(closure.get("path")), kernel)
-        target = ast.copy_location(ast.Name(free, ast.Store()), kernel)
-        bindings.append(ast.copy_location(ast.Assign([target], value), kernel))
-        names[free] = literal
+        statement, what = _binding(free, cells.get(free), aliases, str(closure.get("path")), kernel)
+        bindings.append(statement)
+        names[free] = what
     tree.body.extend([*bindings, kernel])
     ast.fix_missing_locations(tree)
     return tree, names

@@ -60,6 +60,15 @@ def make(n: int, op):
     return shifted
 """
 
+HELPERS = """
+import warp as wp
+
+
+@wp.func
+def thrice(v: float):
+    return 3.0 * v
+"""
+
 LOCAL = """
 import warp as wp
 
@@ -82,6 +91,7 @@ import numpy as np
 import warp as wp
 
 import factory
+import helpers
 import local_factory
 
 x = wp.array(np.arange(8, dtype=np.float32))
@@ -89,6 +99,7 @@ y = wp.zeros(8, dtype=float)
 wp.launch(factory.make(1, factory.twice), dim=8, inputs=[x, y])
 assert y.numpy().tolist() == [2.0 * v + 1.0 for v in range(8)]
 wp.launch(factory.make(5, factory.twice), dim=8, inputs=[x, wp.zeros(8, dtype=float)])
+wp.launch(factory.make(2, helpers.thrice), dim=8, inputs=[x, wp.zeros(8, dtype=float)])
 wp.launch(local_factory.make_local(3), dim=8, inputs=[x, wp.zeros(8, dtype=float)])
 """
 
@@ -118,9 +129,10 @@ def test_factory_kernels_replay_from_their_closure_records(tmp_path: Path) -> No
     marks = tmp_path / "marks.log"
     write(tmp_path, "factory.py", FACTORY.format(marks=str(marks)))
     write(tmp_path, "local_factory.py", LOCAL)
+    write(tmp_path, "helpers.py", HELPERS)
     write(tmp_path, "run.py", RUN)
     write(tmp_path, "pyproject.toml", PYPROJECT)
-    capture(tmp_path, "run.py", "captured 3 launch(es) of 2 kernel(s)")
+    capture(tmp_path, "run.py", "captured 4 launch(es) of 2 kernel(s)")
 
     # the closure records are data in the signed index: two launches of `shifted`, one per closure
     (index,) = [
@@ -129,6 +141,10 @@ def test_factory_kernels_replay_from_their_closure_records(tmp_path: Path) -> No
     closures = sorted(json.dumps(x["closure"], sort_keys=True) for x in index.launches)
     assert [json.loads(c)["cells"] for c in closures] == [
         {"n": {"kind": "int", "value": 1}, "op": {"kind": "func", "file": "factory.py", "qualname": "twice"}},
+        {
+            "n": {"kind": "int", "value": 2},
+            "op": {"kind": "func", "file": "helpers.py", "qualname": "thrice"},
+        },
         {"n": {"kind": "int", "value": 5}, "op": {"kind": "func", "file": "factory.py", "qualname": "twice"}},
     ]
 
@@ -139,15 +155,17 @@ def test_factory_kernels_replay_from_their_closure_records(tmp_path: Path) -> No
     code, records = _ci(tmp_path)
     shifted = [r for r in records if r["location"]["kernel"] == "shifted"]
     local = [r for r in records if r["location"]["kernel"] == "local"]
-    # both closures of `shifted` replayed hermetically, their outputs the captured ones
-    assert sorted((r["rule"], r["severity"]) for r in shifted) == [(F.REPLAYED, "info")] * 2, shifted
+    # the three closures of `shifted` replayed hermetically, their outputs the captured ones
+    assert sorted((r["rule"], r["severity"]) for r in shifted) == [(F.REPLAYED, "info")] * 3, shifted
     said = sorted(r["message"] for r in shifted)
-    assert "closing over n=1, op=twice" in said[0] and "closing over n=5, op=twice" in said[1], said
+    # the func of another workspace module is built from helpers.py's text
+    for closure, message in zip(["n=1, op=twice", "n=2, op=thrice", "n=5, op=twice"], said, strict=True):
+        assert f"closing over {closure})" in message, said
     assert not [r for r in shifted if "not hermetic" in r["message"]], shifted
     # the func made inside the factory cannot be taken from the text: replayed from an import (WHD069)
     (why,) = [r for r in local if r["rule"] == F.NOT_HERMETIC]
     assert "`local` reads `inner`, which its factory `make_local` computes" in why["message"], why
-    # both closures timed (the timing path builds them from the records too: no WHD069 above)
+    # every closure timed (the timing path builds them from the records too: no WHD069 above)
     key = TimingStore.kernel_key("factory.py", "shifted")
     assert all(TimingStore(tmp_path).has(key, str(x["id"]), index.digest) for x in index.launches)
     # the compile step imports factory.py (that is how a module without a contract is compiled);
@@ -164,6 +182,6 @@ def test_factory_kernels_replay_from_their_closure_records(tmp_path: Path) -> No
     )
     code, records = _ci(tmp_path, "--no-bench")
     flagged = [r for r in records if r["location"]["kernel"] == "shifted" and r["severity"] != "info"]
-    assert [r["rule"] for r in flagged if r["rule"] == F.REPLAY_BOUNDS] == [F.REPLAY_BOUNDS] * 2, records
+    assert [r["rule"] for r in flagged if r["rule"] == F.REPLAY_BOUNDS] == [F.REPLAY_BOUNDS] * 3, records
     assert not [r for r in flagged if r["rule"] == F.NOT_HERMETIC], flagged
     assert code == 1
