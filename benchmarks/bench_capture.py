@@ -109,6 +109,8 @@ PROJECTS: dict[str, Callable[[int, int], Project]] = {
     "warp-test_lvalue": lambda f, _: _warp_test("test_lvalue"),
     "warp-test_operators": lambda f, _: _warp_test("test_operators"),
     "warp-test_adam": lambda f, _: _warp_test("test_adam"),  # losses summed with wp.atomic_add
+    # kernels made inside functions (factories closing over ints, funcs, structs): #31's closure records
+    "warp-test_codegen_instancing": lambda f, _: _warp_test("test_codegen_instancing"),
     # its `--test` checks fail on the CPU at 10 and 30 frames (a link not yet where it expects), hold at 100
     "newton-pendulum": lambda _, n: _newton("basic_pendulum", n),
 }

@@ -387,7 +387,7 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
             for k, (level, module, _) in imports.items()
             if level or (module or "").split(".")[0] not in _LIBRARIES
         ),
-        shadowed=frozenset(b for n in tree.body for b in _bound_names(n)),
+        shadowed=frozenset(_top_level_names(tree)),
     )
     for node in tree.body:
         names = _bound_names(node)
@@ -429,6 +429,21 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    """Every name the module's top level binds: definitions, imports, and any assignment target
+    (``a, b = make()``, a loop's, a ``with``'s), not the names bound inside functions and classes."""
+    out: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        out.update(_bound_names(node) if isinstance(node, ast.stmt) else ())
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _star_library(tree: ast.Module) -> str | None:

@@ -246,9 +246,9 @@ class _Benchmark:
     def _mark(self, src: KernelSource, first: int, not_hermetic: str | None) -> None:
         if not_hermetic is not None and len(self.out.records) > first:  # timed in a worker that imported it
             self.out.records[first:] = hermetic.marked(self.out.records[first:])
-            self.out.records.append(
-                hermetic.record(self.display, src, not_hermetic, self.options.require_hermetic)
-            )
+            record = hermetic.record(self.display, src, not_hermetic, self.options.require_hermetic)
+            if record not in self.out.records:  # once per kernel and reason (a factory's closures)
+                self.out.records.append(record)
 
     def _where(self, got: dict[str, Any]) -> tuple[TimingStore, str] | None:
         """The timings of the host that measured ``got`` and the device it ran on."""

@@ -175,6 +175,7 @@ class _Replay:
         self.cuda_status = None
         self.notes = []
         originals: dict[str, dict[str, Any]] = {}
+        said: set[str] = set()  # WHD069 once per kernel and reason, however many closures share it
         # a kernel made by a factory: one build (and job) per closure its launches were captured with
         for closure in hermetic.closures(index.launches):
             self.closure = closure
@@ -185,9 +186,11 @@ class _Replay:
             self._run(index, src, folder, originals)
             if self.not_hermetic is not None and len(self.out.kernels) > jobs:  # the worker imported it
                 self.out.records[first_group:] = hermetic.marked(self.out.records[first_group:])
-                self.out.records.append(
-                    hermetic.record(self.display, src, self.not_hermetic, self.options.require_hermetic)
-                )
+                if self.not_hermetic not in said:
+                    said.add(self.not_hermetic)
+                    self.out.records.append(
+                        hermetic.record(self.display, src, self.not_hermetic, self.options.require_hermetic)
+                    )
         del self.out.kernels[replayed + 1 :]  # the kernel once, however many closures it was built with
         if self.shrink:
             self._minimise(index, src, originals, first_failure)

@@ -251,6 +251,10 @@ def test_a_star_import_binds_no_name_of_the_workspace_or_of_running_code(tmp_pat
         "import warp as wp\nfrom helpers import *\n",  # a workspace module's star import
         "import warp as wp\nfrom math import *\nfrom helpers import *\n",  # two: which binds it?
         "import warp as wp\nfrom math import *\nHELPER = float(len('ab'))\n",  # bound by running code
+        # bound by unpacking a factory's result: warp-lang's test_codegen_instancing.py
+        # (`fk_closure_func_1, fk_closure_kernel_1 = create_fk_closure(10, 7)`) failed Warp's codegen
+        "import warp as wp\nfrom math import *\nHELPER, OTHER = divmod(3, 2)\n",
+        "import warp as wp\nfrom math import *\nfor HELPER in range(2):\n    pass\n",
     ):
         text = head + kernel
         path = tmp_path / "ops.py"

@@ -32,6 +32,7 @@ import json
 import os
 import sys
 import threading
+import weakref
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,8 @@ class Recorder:
         self.busy = threading.local()
         self.signatures: dict[int, inspect.Signature] = {}
         # id(kernel) -> (the kernel, kept alive so that its id is not reused; its identity or None)
-        # id(kernel) -> (the kernel, kept alive so that its id is not reused; its identity or None;
+        # id(kernel) -> (a weak reference to the kernel: a reused id is told apart, and the kernel
+        # is not kept alive, as Warp's tests of kernels made per call expect; its identity or None;
         # the record of its closure when it was made inside a function, ``closure_record``)
         self.identities: dict[int, tuple[Any, tuple[str, str, str] | None, dict[str, Any] | None]] = {}
         # frames of these files are not the user's launch site: Warp's, the recorder's, frozen modules
@@ -156,10 +158,14 @@ class Recorder:
         a = bound.arguments
         kernel = a["kernel"]
         known = self.identities.get(id(kernel))
-        if known is None or known[0] is not kernel:
+        if known is None or known[0]() is not kernel:
             identity = self.kernel_identity(kernel)
             closure = closure_record(kernel, identity[0], self.workspace) if identity else None
-            known = self.identities[id(kernel)] = (kernel, identity, closure)
+            try:
+                ref: Any = weakref.ref(kernel)
+            except TypeError:  # not weakly referenceable: kept alive, its id never reused
+                ref = lambda kernel=kernel: kernel  # noqa: E731
+            known = self.identities[id(kernel)] = (ref, identity, closure)
         identity, closure = known[1], known[2]
         if identity is None:
             return None
