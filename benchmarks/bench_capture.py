@@ -116,6 +116,22 @@ PROJECTS: dict[str, Callable[[int, int], Project]] = {
 }
 
 
+def _count_factories(row: Row, ws: Path, index: KernelIndex, alarms: int) -> None:
+    """Count ``index``'s kernels made inside functions and the closures the replay builds from text."""
+    from warp_harness.daemon.captured import hermetic
+
+    text = (ws / index.path).read_text(encoding="utf-8")
+    for closure in hermetic.closures(index.launches):
+        if closure is None:
+            continue
+        key = f"{index.path}::{closure.get('qualname')}"
+        why = hermetic.decision(text, str(ws / index.path), index.name, ws, closure)[0]
+        n, built = row.factories.get(key, (0, 0))
+        row.factories[key] = (n + 1, built + (why is None))
+    if any(closure is not None for closure in hermetic.closures(index.launches)):
+        row.factory_false_alarms += alarms
+
+
 # ------------------------------------------------------------------------------------------ mutants
 KINDS = ("operator", "off-by-one", "swapped-args", "atomic-plain", "guard-dropped")
 _SWAPS: dict[type[ast.operator], type[ast.operator]] = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Add}
@@ -285,6 +301,9 @@ class Row:
     false_alarms: list[str] = field(default_factory=list)
     not_hermetic: int = 0  # kernels replayed from an import of their module (WHD069)
     not_hermetic_why: list[str] = field(default_factory=list)
+    # kernels made inside functions (#31's closure records): (closures, built from the text) by kernel
+    factories: dict[str, tuple[int, int]] = field(default_factory=dict)
+    factory_false_alarms: int = 0
     mutants: Counter[str] = field(default_factory=Counter)  # kind -> viable mutants
     stillborn: int = 0
     flagged: Counter[str] = field(default_factory=Counter)  # kind -> flagged by the replay
@@ -436,7 +455,7 @@ def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions)
         for _ in range(args.repeats):
             shutil.rmtree(ws / ".warp-harness", ignore_errors=True)
             t0 = time.perf_counter()
-            run = run_capture(ws, project.command)
+            run = run_capture(ws, project.command, max_per_kernel=args.max_per_kernel)
             best = min(best, time.perf_counter() - t0)
         row.capture_s = best
         row.not_recorded = len(run.report.skipped)
@@ -465,11 +484,13 @@ def measure(project: Project, args: argparse.Namespace, options: RuntimeOptions)
                     for r in out.records
                     if r.rule == F.NOT_HERMETIC
                 ]
-                row.false_alarms += [
+                alarms = [
                     f"{index.path}::{index.name} {r.rule}: {r.message[:300]}"
                     for r in out.records
                     if r.severity.value != "info" and r.rule != F.NOT_HERMETIC
                 ]
+                row.false_alarms += alarms
+                _count_factories(row, ws, index, len(alarms))
             for index in replayed[: args.max_kernels]:
                 _mutate(row, ws, index, project, args, options, call)
     finally:
@@ -565,6 +586,15 @@ def print_tables(rows: list[Row], args: argparse.Namespace) -> None:
         print(f"not hermetic (WHD069): {r.project.label}: {r.not_hermetic} of {replayed} replayed kernels")
         for line in r.not_hermetic_why:
             print(f"not hermetic: {r.project.label}: {line}")
+        if r.factories:
+            closures = sum(n for n, _ in r.factories.values())
+            built = sum(b for _, b in r.factories.values())
+            whole = sum(n == b for n, b in r.factories.values())
+            print(
+                f"made inside functions: {r.project.label}: {whole} of {len(r.factories)} kernels "
+                f"({built} of {closures} closures) built from the text with their closure records; "
+                f"false alarms on them: {r.factory_false_alarms}"
+            )
         for line in r.false_alarms:
             print(f"false alarm: {r.project.label}: {line}")
         if args.verbose:
@@ -622,6 +652,9 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2, help="timed runs with and without capture")
     ap.add_argument("--mutants", type=int, default=1, help="sites per mutation kind and kernel")
     ap.add_argument("--max-kernels", type=int, default=3, help="captured kernels mutated per project")
+    ap.add_argument(
+        "--max-per-kernel", type=int, default=4, help="distinct launches captured per kernel name (`capture`)"
+    )
     ap.add_argument(
         "--max-replay-kernels", type=int, default=40, help="captured kernels replayed per project"
     )

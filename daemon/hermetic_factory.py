@@ -4,8 +4,8 @@
 when it runs, closing over its arguments, so the module's text alone does not say what ``k`` is.
 The capture records, per kernel object, its ``__qualname__`` and the value of each closure cell
 (``warp_harness.capture.recorder.closure_record``): a literal (``int``, ``float``, ``bool``), a Warp
-type (``wp.float32``, ``wp.vec3``), or a ``@wp.func``/``@wp.struct`` defined at the top of a module
-of the workspace (by file and qualname); anything else is ``other``.
+type (``wp.float32``, ``wp.vec3``) or a Python scalar type (``float``), or a ``@wp.func``/``@wp.struct``
+defined at the top of a module of the workspace (by file and qualname); anything else is ``other``.
 
 ``hoisted`` takes a module's syntax tree and such a record and returns a tree whose top level
 ends with each free name of the kernel bound to its recorded value (``n = 3``, ``T = wp.float32``,
@@ -137,6 +137,10 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
         if not attr.isidentifier() or not aliases:
             raise NotHermetic(f"the closure cell `{name}` names no Warp type")
         value, what = ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), attr, ast.Load()), "definition"
+    elif kind == "builtin":
+        if cell.get("name") not in _LITERALS:
+            raise NotHermetic(f"the closure cell `{name}` names no scalar type")
+        value, what = ast.Name(str(cell["name"]), ast.Load()), "definition"
     elif kind in ("func", "struct"):
         qualname = str(cell.get("qualname") or "")
         if not qualname.isidentifier():

@@ -65,6 +65,7 @@ def _why(tmp_path: Path, text: str, closure: dict[str, Any] | None, kernel: str 
 
 def test_a_factory_kernel_is_decided_from_its_closure_record(tmp_path: Path) -> None:
     assert _why(tmp_path, FACTORY, _cells()) is None
+    assert _why(tmp_path, FACTORY, _cells(T={"kind": "builtin", "name": "float"})) is None
     # without a record (a capture taken before records existed) it is refused as before
     assert "not a module-level `@wp.kernel`" in str(_why(tmp_path, FACTORY, None))
 
@@ -80,6 +81,7 @@ def test_a_factory_kernel_is_decided_from_its_closure_record(tmp_path: Path) -> 
             "made inside a function",
         ),
         (None, _cells(n={"kind": "int", "value": 2.5}), "holds no int"),
+        (None, _cells(T={"kind": "builtin", "name": "print"}), "names no scalar type"),
         (None, _cells(n={"kind": "float", "value": float("inf")}), "not a finite float"),
         (None, {**_cells(), "cells": {}}, "the closure cell `T` was not recorded"),
         # the factory rebinds a parameter the kernel reads: the recorded value is not what the

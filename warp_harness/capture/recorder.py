@@ -364,6 +364,8 @@ def _cell(value: Any, workspace: Path) -> dict[str, Any]:
 
     if type(value) in (bool, int, float):
         return {"kind": type(value).__name__, "value": value}
+    if value in (bool, int, float):  # a scalar type spelled as Python's (``scalar_type=float``)
+        return {"kind": "builtin", "name": value.__name__}
     type_name = str(getattr(value, "__name__", "")) if isinstance(value, type) else ""
     if type_name and getattr(wp, type_name, None) is value:
         return {"kind": "warp", "name": type_name}  # wp.float32, wp.vec3f
