@@ -51,18 +51,53 @@ def _calls_ok(node: ast.AST) -> bool:
 
 
 def definitions_only(tree: ast.Module) -> ast.Module:
-    """The module's imports, definitions and constant assignments (top-level statements only)."""
+    """The module's imports, definitions and constant assignments (top-level statements only), and
+    the assignments of names those definitions read that only running code binds
+    (`_bindings_read`: warp's ``SimpleStruct1 = create_struct_simple()``, read by its kernels).
+    Leaving such a binding out made the build fail with a NameError (WHD085 on correct code);
+    this path runs the module's code anyway (its records carry WHD069)."""
+    needed = _bindings_read(tree)
     kept: list[ast.stmt] = []
     for stmt in tree.body:
         if isinstance(stmt, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef):
             kept.append(stmt)
-        elif (
-            isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None and _calls_ok(stmt.value)
-        ):
-            kept.append(stmt)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
+            if _calls_ok(stmt.value) or id(stmt) in needed:
+                kept.append(stmt)
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and _calls_ok(stmt.value):
             kept.append(stmt)  # wp.set_module_options({...})
     return ast.Module(body=kept, type_ignores=[])
+
+
+def _assigned_names(stmt: ast.Assign | ast.AnnAssign) -> set[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
+def _read_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _bindings_read(tree: ast.Module) -> set[int]:
+    """The top-level assignments (by ``id``) of names that the module's functions and classes read,
+    and, transitively, of names those assignments read."""
+    assigns = [s for s in tree.body if isinstance(s, ast.Assign | ast.AnnAssign) and s.value is not None]
+    wanted: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+            wanted |= _read_names(stmt)
+    needed: set[int] = set()
+    grew = True
+    while grew:
+        grew = False
+        for stmt in assigns:
+            if id(stmt) not in needed and _assigned_names(stmt) & wanted:
+                needed.add(id(stmt))
+                value = stmt.value
+                assert value is not None
+                wanted |= _read_names(value)
+                grew = True
+    return needed
 
 
 def _package_of(path: Path) -> str:

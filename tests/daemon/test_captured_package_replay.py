@@ -97,3 +97,54 @@ def test_a_constant_made_from_numpys_type_limits_is_kept() -> None:
         "EPS = wp.constant(float(np.finfo(np.float32).eps))",
         "BIG = wp.constant(np.iinfo(np.int32).max)",
     ]  # an arbitrary call (leggauss) still does not run
+
+
+STRUCT_FROM_A_FACTORY = """import warp as wp
+
+open({marker!r}, "a").write("top\\n")
+
+
+def create_struct_simple():
+    @wp.struct
+    class SimpleStruct:
+        k: float
+
+    return SimpleStruct
+
+
+SimpleStruct1 = create_struct_simple()
+unused = open({marker!r}, "a").write("unused\\n")
+
+
+@wp.kernel
+def scale(s: SimpleStruct1, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = s.k * x[i]
+"""
+
+
+def test_a_name_the_kernels_read_bound_by_a_factory_is_kept(tmp_path: Path) -> None:
+    """warp-lang 1.19's tests/test_codegen_instancing.py: `SimpleStruct1 = create_struct_simple()` at the
+    top level, read by its kernels' annotations. The replay's module of definitions left the call out
+    (not a constant), every such kernel's build raised NameError and its captured launches got WHD085 on
+    correct code (`bench_capture.py --projects warp-test_codegen_instancing`: 30). A binding the module's
+    definitions read is kept (the path runs module code anyway: WHD069); one nothing reads still is not."""
+    import numpy as np
+    import warp as wp
+
+    from warp_harness.daemon.captured.worker_side import build_module
+
+    marker = tmp_path / "ran.txt"
+    path = tmp_path / "instancing.py"
+    path.write_text(STRUCT_FROM_A_FACTORY.format(marker=str(marker)), encoding="utf-8")
+    kept = [ast.unparse(s).splitlines()[0] for s in definitions_only(ast.parse(path.read_text())).body]
+    assert "SimpleStruct1 = create_struct_simple()" in kept
+    assert not any(line.startswith(("unused", "open(")) for line in kept)
+    module = build_module(path)
+    s = module.SimpleStruct1()
+    s.k = 3.0
+    x = wp.array(np.arange(4, dtype=np.float32), device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(module.scale, dim=4, inputs=[s, x, y], device="cpu")
+    assert y.numpy().tolist() == [0.0, 3.0, 6.0, 9.0]
+    assert not marker.exists()  # the module's other top-level statements did not run
