@@ -121,8 +121,8 @@ class _Walk:
                 return  # no read of a candidate on these lines
         # `walk`: ast.walk's order (the first read of a name is the one reported) at a third of its cost
         for sub in walk_nodes(node):
-            if type(sub) is ast.Name and type(sub.ctx) is ast.Load:  # type: ignore[attr-defined]
-                self.read(sub, state)  # type: ignore[arg-type]
+            if type(sub) is ast.Name and type(sub.ctx) is ast.Load:
+                self.read(sub, state)
 
     def read(self, name: ast.Name, state: _State) -> None:
         assert state.definite is not None
