@@ -27,7 +27,8 @@ machine every millisecond of CPU this process spends before its answer delays th
 parent's share of the CPU included (processes of one session share one scheduling group where autogroup
 is on, as on desktop kernels). So on a busy machine the process imports the analysis stack and indexes
 the workspace only when an answer needs them (no entry, or a stamp that no longer holds); with a core to
-spare (`spare_core`) it does both ahead, while the parent imports pygls, for a document it must analyse.
+spare (`spare_core`), or with no answer kept in the cache yet (`_answers_kept`), it does both ahead, while
+the parent imports pygls, for a document it must analyse.
 """
 
 from __future__ import annotations
@@ -118,7 +119,13 @@ def _serve(requests: int, answers: int) -> None:
         from warp_harness import safe_read  # noqa: F401
         from warp_harness.server import start_up_stamps  # noqa: F401
     workspace = _Workspace(tier)
-    ahead = spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    # with no answer in the cache (none made yet, or no cache), every document must be analysed: the stack
+    # and the workspace model are needed, and made ahead on a busy machine too
+    ahead = (
+        cache is None
+        or not _answers_kept(cache)
+        or spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    )
     if ahead:
         tier.warm_up()
     while (request := _receive(requests)) is not None:
@@ -182,6 +189,18 @@ def _load_average() -> float | None:
         return os.getloadavg()[0]
     except OSError:
         return None
+
+
+def _answers_kept(cache: CheckCache) -> bool:
+    """Whether ``cache`` may hold an answer of this process: it holds a stamp (`start_up_stamps`, written
+    with every answer it stores)."""
+    from warp_harness.server.start_up_stamps import FOLDER
+
+    try:
+        with os.scandir(cache.root / FOLDER) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
 
 
 def _result_cache() -> CheckCache | None:
