@@ -89,13 +89,14 @@ def run(
     pause_s: float,
     root: Path | None = None,
     timeout: float = 60.0,
+    settle_s: float = 0.0,
 ) -> dict[str, Any]:
     text = path.read_text()
     uri = path.as_uri()
     root = root or path.parent
     client = StdioClient(command, root, env=SERVER_ENV)
     try:
-        return _measure(client, name, settings, path, text, uri, root, edits, pause_s, timeout)
+        return _measure(client, name, settings, path, text, uri, root, edits, pause_s, timeout, settle_s)
     except BaseException:
         client.proc.kill()  # a server that did not answer in time must not run on
         client.proc.wait()
@@ -113,7 +114,10 @@ def _measure(
     edits: int,
     pause_s: float,
     timeout: float,
+    settle_s: float = 0.0,
 ) -> dict[str, Any]:
+    """``settle_s`` > 0: also the arrival of the last publication of the opened text, the first after which
+    none came for ``settle_s`` (a server may publish the first screen's diagnostics ahead of the whole)."""
     client.request(
         "initialize",
         {
@@ -133,6 +137,9 @@ def _measure(
     )
     first = client.wait_diagnostics(uri, 1, timeout=timeout, unversioned_ok=True)[0] - client.started
     first_cpu = cpu_ms(client.proc.pid)
+    last = first
+    if settle_s > 0:
+        last = last_publication(client, uri, settle_s) or first
     line, col = edit_position(text)
     latencies = []
     version = 1
@@ -167,7 +174,25 @@ def _measure(
         **summary(name, path.name, latencies, [first * 1000], [rss]),
         "first_cpu": first_cpu,
         "replied": replied * 1000,
+        "last": last * 1000,
     }
+
+
+def last_publication(client: StdioClient, uri: str, settle_s: float) -> float | None:
+    """When (since the server's start) the last publication for ``uri`` arrived, the first after which none
+    came for ``settle_s``; None: none came."""
+    import queue
+
+    last = None
+    while True:
+        try:
+            at, message = client.notifications.get(timeout=settle_s)
+        except queue.Empty:
+            return last
+        params = message.get("params") or {}
+        if message.get("method") == "textDocument/publishDiagnostics" and params.get("uri") == uri:
+            client.last_diagnostics[uri] = (params.get("version"), params.get("diagnostics") or [])
+            last = at - client.started
 
 
 def cpu_ms(pid: int) -> float:
@@ -253,13 +278,16 @@ def first_only(
     rounds: int,
     roots: dict[Path, Path] | None = None,
     warm: tuple[str, ...] = (),
+    settle_s: float = 1.5,
 ) -> None:
     """Start-up to first diagnostics only (one keystroke a run), the servers in turn, ``rounds`` times:
     the wall time, and the CPU time the server had used by then (steadier on a loaded machine), the wall
     time split where the client waits: for the reply to ``initialize`` (the server's start and imports),
     then from that reply to the diagnostics (didOpen and its analysis, or the answer from the cache). The
     caches of the first server and of those named in ``warm`` are filled by one run per file before the
-    rounds (``roots``: a file's workspace folder, other than its own folder)."""
+    rounds (``roots``: a file's workspace folder, other than its own folder). Also the arrival of each
+    run's last publication of the text (none after it for ``settle_s``): a server may publish the first
+    screen's diagnostics ahead of the whole."""
     load = os.getloadavg()[0]
     print(f"start-up to first diagnostics: median of {rounds} runs each, in turn; load {load:.2f}")
     roots = roots or {}
@@ -267,19 +295,22 @@ def first_only(
         walls: dict[str, list[float]] = {name: [] for name, _, _ in servers}
         cpus: dict[str, list[float]] = {name: [] for name, _, _ in servers}
         replies: dict[str, list[float]] = {name: [] for name, _, _ in servers}
+        lasts: dict[str, list[float]] = {name: [] for name, _, _ in servers}
         for server in servers:
             if server is servers[0] or server[0] in warm:  # its cache filled
                 run(*server, path, 1, 0.0, root=roots.get(path))
         for _ in range(rounds):
             for name, command, settings in servers:
-                row = run(name, command, settings, path, 1, 0.0, root=roots.get(path))
+                row = run(name, command, settings, path, 1, 0.0, root=roots.get(path), settle_s=settle_s)
                 walls[name].append(row["first"])
+                lasts[name].append(row["last"])
                 cpus[name].append(row["first_cpu"])
                 replies[name].append(row["replied"])
         cells = [
             f"{name} {statistics.median(walls[name]):.0f} ms (CPU {statistics.median(cpus[name]):.0f} ms, "
             f"min {min(cpus[name]):.0f}; initialize replied {statistics.median(replies[name]):.0f}, "
-            f"then {statistics.median(w - r for w, r in zip(walls[name], replies[name], strict=True)):.0f})"
+            f"then {statistics.median(w - r for w, r in zip(walls[name], replies[name], strict=True)):.0f}"
+            + (f"; last publication {statistics.median(lasts[name]):.0f})" if settle_s > 0 else ")")
             for name, _, _ in servers
         ]
         floor = servers[1][0]
@@ -383,6 +414,7 @@ def main() -> None:
         ]
         if args.baseline is not None:  # as a user has it too: its own cache, filled before the rounds
             measured.append(("baseline", with_cache(baseline_command(args.baseline), folder / "old"), {}))
+            measured.append(("baseline empty cache", with_cache(baseline_command(args.baseline), None), {}))
         roots: dict[Path, Path] = {}
         if args.newton_only:
             files = []

@@ -59,6 +59,7 @@ from warp_harness.model.definite_assignment import UnboundRead, unbound_reads
 from warp_harness.model.index import body_index, full_body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import BOOL, FLOAT32, INT32, Scalar, Vector, WarpType, warp_type_name
+from warp_harness.model.walk import walk
 from warp_harness.record import Fix, Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
@@ -71,7 +72,7 @@ def _module_names(body: list[ast.stmt]) -> frozenset[str]:
         elif isinstance(stmt, ast.Import | ast.ImportFrom):
             names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
         else:
-            for sub in ast.walk(stmt):
+            for sub in walk(stmt):
                 if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                     names.add(sub.id)
     return frozenset(names)
@@ -93,7 +94,7 @@ def _stored(node: ast.FunctionDef) -> set[str]:
 
 def _reads_only(test: ast.expr, names: AbstractSet[str]) -> bool:
     """Whether ``test`` reads no name but module-level ones (and at least one)."""
-    read = [n.id for n in ast.walk(test) if isinstance(n, ast.Name)]
+    read = [n.id for n in walk(test) if isinstance(n, ast.Name)]
     return bool(read) and all(name in names for name in read)
 
 

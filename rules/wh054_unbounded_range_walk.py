@@ -58,6 +58,7 @@ from collections.abc import Iterator
 from warp_harness.model.index import body_index
 from warp_harness.model.kernel import KernelDef
 from warp_harness.model.types import Array
+from warp_harness.model.walk import walk
 from warp_harness.record import Record, Related, Severity
 from warp_harness.rules.base import Fact, Rule, RuleContext, Scope
 
@@ -161,7 +162,7 @@ class UnboundedRangeWalk(Rule):
     def _check_loop(
         self, ctx: RuleContext, kernel: KernelDef, loop: ast.While, arrays: set[str]
     ) -> Record | None:
-        nodes = list(ast.walk(loop))
+        nodes = walk(loop)
         counters = {name for name in map(_step, nodes) if name is not None}
         if not counters:
             return None

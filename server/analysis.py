@@ -13,6 +13,7 @@ from warp_harness.config import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
     from warp_harness.engine import Analysis
+    from warp_harness.incremental import Early
     from warp_harness.model.project import ProjectIndex, ProjectView
 
 # The analysis stack (engine, incremental, the model, the rules: ~60 ms of imports) is imported on the
@@ -135,7 +136,9 @@ class StaticTier:
         settings = self.last_settings.get(path) or self.settings_for(path)
         return settings.debounce_ms / 1000
 
-    def analyse(self, text: str, path: str) -> Analysis:
+    def analyse(self, text: str, path: str, early: Early | None = None) -> Analysis:
+        """The records of ``text`` (as ``path``); ``early``: `IncrementalAnalyser.analyse`'s (the first
+        screen's records handed on ahead of the whole)."""
         from warp_harness.engine import Analysis
         from warp_harness.incremental import IncrementalAnalyser
 
@@ -146,9 +149,11 @@ class StaticTier:
         try:
             if view is not None:
                 assert isinstance(self.analyser, IncrementalAnalyser)
-                analysis = self.analyser.analyse(text, path, settings, view)
+                analysis = self.analyser.analyse(text, path, settings, view, early)
                 self.deps[path] = dict(view.deps)
                 return analysis
+            if early is not None and isinstance(self.analyser, IncrementalAnalyser):
+                return self.analyser.analyse(text, path, settings, None, early)
             return self.analyser.analyse(text, path, settings)
         except Exception as exc:  # the profile named by a pyproject is unknown, or worse
             self._report_once(f"warp-harness: analysis of {Path(path).name} failed: {exc}")

@@ -154,7 +154,7 @@ class WarpHarnessServer(LanguageServer):
         if start_up is None or self.stack_warm or self.loop is None:
             return None
 
-        def answered(records: list[Record]) -> None:
+        def publish(records: list[Record]) -> None:
             document = self.workspace.text_documents.get(uri)
             # not when its own analysis came first, or the document changed since (or closed)
             if (
@@ -171,9 +171,15 @@ class WarpHarnessServer(LanguageServer):
                 own.static = own.from_start_up = state
                 publishing.publish(self, uri)
                 self.start_up_published += 1
+
+        def answered(records: list[Record]) -> None:
+            publish(records)
             self.end_start_up()
 
-        return start_up.ask(self.loop, uri, text, path, self.tier.overrides, self.roots, answered)
+        # a large text's first screen comes first (a subset of the whole): published, then replaced; not to
+        # a client that pulls (it would pull the part, and be told to pull again only once the whole is in)
+        early = None if pull.client_pulls(self) else publish
+        return start_up.ask(self.loop, uri, text, path, self.tier.overrides, self.roots, answered, early)
 
     def attach_start_up(self, start_up: StartUpProcess | None) -> None:
         """The start-up process `serve` forked (None: there is none)."""

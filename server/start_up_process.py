@@ -27,7 +27,8 @@ machine every millisecond of CPU this process spends before its answer delays th
 parent's share of the CPU included (processes of one session share one scheduling group where autogroup
 is on, as on desktop kernels). So on a busy machine the process imports the analysis stack and indexes
 the workspace only when an answer needs them (no entry, or a stamp that no longer holds); with a core to
-spare (`spare_core`) it does both ahead, while the parent imports pygls, for a document it must analyse.
+spare (`spare_core`), or with no answer kept in the cache yet (`_answers_kept`), it does both ahead, while
+the parent imports pygls, for a document it must analyse.
 """
 
 from __future__ import annotations
@@ -118,7 +119,13 @@ def _serve(requests: int, answers: int) -> None:
         from warp_harness import safe_read  # noqa: F401
         from warp_harness.server import start_up_stamps  # noqa: F401
     workspace = _Workspace(tier)
-    ahead = spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    # with no answer in the cache (none made yet, or no cache), every document must be analysed: the stack
+    # and the workspace model are needed, and made ahead on a busy machine too
+    ahead = (
+        cache is None
+        or not _answers_kept(cache)
+        or spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    )
     if ahead:
         tier.warm_up()
     while (request := _receive(requests)) is not None:
@@ -130,8 +137,15 @@ def _serve(requests: int, answers: int) -> None:
             if ahead:
                 workspace.model()
             continue
+
+        def early(records: list[Record], ident: int = ident) -> None:
+            try:
+                _send(answers, (ident, records, True))
+            except OSError:  # the parent is gone: the whole answer's send tells
+                pass
+
         try:
-            records: list[Record] | None = _records(workspace, cache, text, path)
+            records: list[Record] | None = _records(workspace, cache, text, path, early)
         except Exception:
             records = None
         try:
@@ -177,6 +191,18 @@ def _load_average() -> float | None:
         return None
 
 
+def _answers_kept(cache: CheckCache) -> bool:
+    """Whether ``cache`` may hold an answer of this process: it holds a stamp (`start_up_stamps`, written
+    with every answer it stores)."""
+    from warp_harness.server.start_up_stamps import FOLDER
+
+    try:
+        with os.scandir(cache.root / FOLDER) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
+
+
 def _result_cache() -> CheckCache | None:
     """The user's result cache (`warp_harness/check_cache.py`), or None when it cannot be used. Its key
     names the builtin table by `cached_identity`, read from the table's cache file without decoding it
@@ -214,18 +240,33 @@ class _Workspace:
         return self.tier.project
 
 
-def _records(workspace: _Workspace, cache: CheckCache | None, text: str, path: str) -> list[Record]:
+# a text this long (newton's 10k-line steel solver: 380 KB, ~330 ms of analysis) gets the records of its
+# first screen ahead of the rest when it must be analysed (`_analysed`); below it, the whole takes little
+# more than the parse and model that this costs again
+EARLY_MIN_CHARS = 64 * 1024
+# the lines an editor shows of a file it opens (its first screen): the kernels starting there
+FIRST_SCREEN_LINES = 100
+
+
+def _records(
+    workspace: _Workspace,
+    cache: CheckCache | None,
+    text: str,
+    path: str,
+    early: Answered = lambda records: None,
+) -> list[Record]:
     """The records of ``text`` as the server analyses it: from the result cache when it holds them for
     this text, path and settings and the modules its launches resolved against are unchanged (a large file
     opened again is not analysed again before its first diagnostics), else analysed and stored. Whether
-    they are unchanged is told by the entry's stamp when it still holds, else by the workspace model."""
+    they are unchanged is told by the entry's stamp when it still holds, else by the workspace model.
+    ``early`` is handed the first screen's records of a large text analysed here, ahead of the whole."""
     from warp_harness.server import start_up_stamps
 
     tier = workspace.tier
     workspace.texts[path] = text
     if cache is None:
         workspace.model()
-        return tier.analyse(text, path).records
+        return _analysed(tier, text, path, early)
     key = cache.key(text.encode("utf-8", "surrogatepass"), path, tier.settings_for(path), SCOPE)
     stamps = cache.root / start_up_stamps.FOLDER
     current = start_up_stamps.digests(stamps, key, workspace.roots, workspace.texts)
@@ -243,7 +284,7 @@ def _records(workspace: _Workspace, cache: CheckCache | None, text: str, path: s
     deps: Iterable[str] | None = asked
     if stored is None:
         tier.deps.pop(path, None)
-        records = tier.analyse(text, path).records
+        records = _analysed(tier, text, path, early)
         deps = tier.deps.get(path)
         if deps is not None:  # analysed in the workspace model, not in the fallback after an error
             cache.put(key, tuple(records), deps)
@@ -252,6 +293,14 @@ def _records(workspace: _Workspace, cache: CheckCache | None, text: str, path: s
     if deps is not None and project is not None:  # the next start needs no model for this entry
         start_up_stamps.write(stamps, key, workspace.roots, project, deps)
     return records
+
+
+def _analysed(tier: StaticTier, text: str, path: str, early: Answered) -> list[Record]:
+    """``tier``'s analysis of ``text``; for a large text, its first screen's records handed to ``early``
+    once its model is built (`IncrementalAnalyser.analyse`: a subset of the whole, which replaces them)."""
+    if len(text) >= EARLY_MIN_CHARS:
+        return tier.analyse(text, path, (FIRST_SCREEN_LINES, early)).records
+    return tier.analyse(text, path).records
 
 
 def _receive(fd: int) -> Any:
@@ -294,8 +343,10 @@ class StartUpProcess:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._unsent = bytearray()
         self._received = bytearray()
-        # per request: its key, whom to hand the answer, and what is set once it is settled
+        # per request: its key, whom to hand the answer, and what is set once it is settled; whom to hand
+        # an early answer (the first screen's records of a large text, ahead of the whole)
         self._due: dict[int, tuple[str, Answered, threading.Event]] = {}
+        self._early: dict[int, Answered] = {}
         self._next = 0
         self.closed = False
         # set once the answers asked for so far are in (or never to be), and when it is closed
@@ -310,14 +361,19 @@ class StartUpProcess:
         overrides: Mapping[str, Any],
         roots: list[Path],
         answered: Answered,
+        early: Answered | None = None,
     ) -> threading.Event | None:
         """Ask for the analysis of ``text`` (as ``path``, with the client's ``overrides``, in the workspace
-        of ``roots``); ``answered`` is called on ``loop`` with its records. What this returns is set once
-        the request is settled: answered, dropped, or never to be. None: the process is gone."""
+        of ``roots``); ``answered`` is called on ``loop`` with its records, and before it ``early`` with
+        those of the first screen when the process sends them ahead (a subset of the whole). What this
+        returns is set once the request is settled: answered, dropped, or never to be. None: the process is
+        gone."""
         settled = threading.Event()
         if not self._request(loop, text, path, overrides, roots):
             return None
         self._due[self._next] = (key, answered, settled)
+        if early is not None:
+            self._early[self._next] = early
         self.quiet.clear()
         _ahead_of_answers()
         return settled
@@ -357,6 +413,7 @@ class StartUpProcess:
     def drop(self, key: str) -> None:
         """Forget the requests for ``key`` (its own analysis came first): their answers are not handed on."""
         for ident in [ident for ident, due in self._due.items() if due[0] == key]:
+            self._early.pop(ident, None)
             self._due.pop(ident)[2].set()
         self.quiet_if_idle()
 
@@ -402,12 +459,23 @@ class StartUpProcess:
             body = bytes(self._received[_HEADER : _HEADER + size])
             del self._received[: _HEADER + size]
             try:
-                ident, records = pickle.loads(body)
+                # (ident, records), or (ident, records, True): the early answer, the whole to follow
+                ident, records, *ahead = pickle.loads(body)
                 if records is not None and not isinstance(records, list):
                     raise TypeError(type(records))
+                if ahead not in ([], [True]) or (ahead and records is None):
+                    raise ValueError(ahead)
             except Exception:  # a malformed answer: the process is no longer trusted to give any
                 self.close()
                 return
+            if ahead:
+                early = self._early.get(ident) if ident in self._due else None
+                if early is not None and records is not None:
+                    early(records)
+                if self.closed:
+                    return
+                continue
+            self._early.pop(ident, None)
             due = self._due.pop(ident, None)
             if due is not None:
                 try:
@@ -429,6 +497,7 @@ class StartUpProcess:
         for due in self._due.values():
             due[2].set()
         self._due.clear()
+        self._early.clear()
         self.quiet.set()
         if self._loop is not None:
             self._loop.remove_reader(self._answers)

@@ -18,6 +18,8 @@ from warp_harness.suppressions import Suppressions, may_hold_comments
 from warp_harness.workspace import iter_python_files
 
 if TYPE_CHECKING:
+    import ast
+
     from warp_harness.builtins import BuiltinTable
     from warp_harness.model.module import ModuleModel
     from warp_harness.model.project import ProjectIndex, ProjectView
@@ -222,6 +224,77 @@ def analyse_parsed(
         records.extend(found)
         records.extend(judged_findings(ctx, found, frozenset(failed)))
     return Analysis(finish_records(records, parsed, settings), model, parsed)
+
+
+def first_screen_records(
+    parsed: ParsedSource,
+    path: str,
+    settings: Settings,
+    table: BuiltinTable,
+    model: ModuleModel,
+    last_line: int,
+    project: ProjectView | None = None,
+) -> list[Record] | None:
+    """The records `analyse_parsed` gives inside the kernels and Warp functions that start on lines 1 to
+    ``last_line`` (what an editor shows of a file it opens), from their rules alone: a subset of the full
+    analysis, published ahead of it for a large file. None where that cannot be told without the rest: a
+    syntax error, or a rule that failed.
+
+    A kernel's records depend on the model and the kernel, never on the rules' other items (the incremental
+    analyser reuses them per kernel on the same ground); the only rules of other scopes are about launches
+    (records at the sites, in host code, never inside a kernel), unused suppressions (judged from all
+    records: left to the full analysis) and syntax. So what is kept, records placed inside those kernels,
+    is what the full analysis keeps there: the same conflicts between them, suppressions and severities."""
+    from warp_harness.rules import all_rules
+    from warp_harness.rules.base import Scope
+
+    if parsed.syntax_error is not None:
+        return None
+    shown = [
+        (position, kernel)
+        for position, kernel in enumerate(model.kernels)
+        if _first_line(kernel.node) <= last_line
+    ]
+    if not shown:
+        return []
+    from warp_harness.hardware import load_profile
+    from warp_harness.rules.base import RuleContext
+
+    view = project.attach(model) if project is not None and model.launches else None
+    ctx = RuleContext(model, load_profile(settings.target), table, settings, project=view)
+    spans = [_span(kernel.node) for _, kernel in shown]
+    # a kernel nested in a shown one but starting below: its records are not made here (a nested factory)
+    others = [_span(kernel.node) for kernel in model.kernels if _first_line(kernel.node) > last_line]
+    found: list[Record] = []
+    for rule in all_rules():
+        if rule.scope not in (Scope.KERNEL, Scope.KERNEL_OR_FUNC) or not settings.rule_enabled(rule.id):
+            continue
+        try:
+            if not rule.applies(ctx):
+                continue
+            for _, kernel in shown:
+                if rule.scope is Scope.KERNEL and not kernel.is_kernel:
+                    continue
+                found.extend(rule.check_kernel(ctx, kernel))
+        except Exception:
+            return None  # the full analysis reports it (WH999)
+    inside = [
+        r
+        for r in found
+        if r.location.path == path
+        and any(first <= r.location.line <= last for first, last in spans)
+        and not any(first <= r.location.line <= last for first, last in others)
+    ]
+    return finish_records(inside, parsed, settings)
+
+
+def _span(node: ast.FunctionDef) -> tuple[int, int]:
+    return _first_line(node), node.end_lineno or node.lineno
+
+
+def _first_line(node: ast.FunctionDef) -> int:
+    """The first line of a function with its decorators."""
+    return min([node.lineno, *(d.lineno for d in node.decorator_list)])
 
 
 def judged_findings(ctx: RuleContext, found: list[Record], failed: frozenset[str]) -> list[Record]:

@@ -61,6 +61,7 @@ from warp_harness.engine import (
     analyse_parsed,
     analyse_source,
     finish_records,
+    first_screen_records,
     judged_findings,
     scoped_records,
     syntax_record,
@@ -88,6 +89,8 @@ DOCUMENT_CACHE_SIZE = 64
 REST_CACHE_SIZE = 4
 # how long reading a lagging model (another thread, during an analysis) waits to move its nodes
 SETTLE_WAIT_S = 0.05
+# `IncrementalAnalyser.analyse`'s early records: the last line of the first screen, and whom to hand them
+Early = tuple[int, Callable[[list[Record]], None]]
 
 
 @dataclass(frozen=True)
@@ -850,6 +853,7 @@ class IncrementalAnalyser:
         # held by `analyse`; a lagging model read by another thread (the server's hover) moves its nodes
         # only between analyses
         self._lock = threading.Lock()
+        self._early: Early | None = None  # what the analysis under way hands its first screen's records
 
     def _settle(self, parser: ChunkParser) -> bool:
         """Move the nodes of ``parser``'s chunks to their lines (False: an analysis ran all along)."""
@@ -868,18 +872,29 @@ class IncrementalAnalyser:
             del self._units[key]
 
     def analyse(
-        self, text: str, path: str, settings: Settings, project: ProjectView | None = None
+        self,
+        text: str,
+        path: str,
+        settings: Settings,
+        project: ProjectView | None = None,
+        early: Early | None = None,
     ) -> Analysis:
         """``project``: the workspace model seen from ``path`` (kernels launched from other modules); the
         records of launches resolved through it are keyed by the digests of the modules they resolved
         into, and a caller that changes one of those modules calls `forget` for the documents launching
-        its kernels."""
+        its kernels. ``early``: (a last line, whom to hand records): a text analysed afresh hands on the
+        records of its kernels starting up to that line (`engine.first_screen_records`, a subset of the
+        whole) once its model is built, before the rules run on the rest."""
         table = self._builtins()
         enabled = gc.isenabled()
         gc.disable()  # same reason as in `analyse_source`
         try:
             with self._lock:
-                return self._analyse(text, path, settings or Settings(), table, project)
+                self._early = early
+                try:
+                    return self._analyse(text, path, settings or Settings(), table, project)
+                finally:
+                    self._early = None
         except Exception:  # never worse than the full analysis
             self._documents.pop(path, None)
             return analyse_source(text, path, settings, builtins=table, project=project)
@@ -887,6 +902,24 @@ class IncrementalAnalyser:
             # when to collect what the analysis made is the caller's (the server's `server.collector`)
             if enabled:
                 gc.enable()
+
+    @staticmethod
+    def _hand_early(
+        early: Early,
+        parsed: ParsedSource,
+        path: str,
+        settings: Settings,
+        table: BuiltinTable,
+        model: ModuleModel,
+        project: ProjectView | None,
+    ) -> None:
+        last_line, hand = early
+        try:
+            records = first_screen_records(parsed, path, settings, table, model, last_line, project)
+        except Exception:  # the whole analysis reports what went wrong
+            return
+        if records is not None:
+            hand(records)
 
     def _builtins(self) -> BuiltinTable:
         if self._table is None:
@@ -939,6 +972,8 @@ class IncrementalAnalyser:
         model = build_model(text, path, table, parsed, index)
         if not (model.kernels or model.launches):
             return analyse_parsed(parsed, path, settings, table, model, project)
+        if self._early is not None:
+            self._hand_early(self._early, parsed, path, settings, table, model, project)
         view = project.attach(model) if project is not None and model.launches else None
         try:
             found, whole, kept = self._rule_records(document, model, chunks, settings, table, facts, view)
