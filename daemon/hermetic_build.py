@@ -618,7 +618,10 @@ def _execute(
         if own is not None:
             for local, (module, attr) in own.imports.items():
                 namespace.__dict__[local] = _library_value(module, attr)
-        exec(compile(ast.Module(body=body, type_ignores=[]), filename, "exec"), namespace.__dict__)
+        exec(
+            compile(ast.Module(body=body, type_ignores=[]), filename, "exec", dont_inherit=True),
+            namespace.__dict__,
+        )
         if graph is not None and unit is None:  # a workspace module importing back from this one
             graph.root.namespace = namespace
             for other in graph.units.values():

@@ -133,7 +133,7 @@ def build_module(path: Path, source: str | None = None) -> types.ModuleType:
     if folder not in sys.path:
         sys.path.insert(0, folder)
     try:
-        exec(compile(tree, str(path), "exec"), module.__dict__)
+        exec(compile(tree, str(path), "exec", dont_inherit=True), module.__dict__)
     except BaseException:
         sys.modules.pop(name, None)
         raise

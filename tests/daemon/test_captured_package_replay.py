@@ -148,3 +148,46 @@ def test_a_name_the_kernels_read_bound_by_a_factory_is_kept(tmp_path: Path) -> N
     wp.launch(module.scale, dim=4, inputs=[s, x, y], device="cpu")
     assert y.numpy().tolist() == [0.0, 3.0, 6.0, 9.0]
     assert not marker.exists()  # the module's other top-level statements did not run
+
+
+ANNOTATED_BY_A_FACTORY = """import warp as wp
+
+
+def create_func_closure_nonoverload(dtype, value):
+    @wp.func
+    def f(x: dtype):
+        return x * value
+
+    return f
+
+
+closure_func_nonoverload_1 = create_func_closure_nonoverload(int, 2)
+closure_func_nonoverload_2 = create_func_closure_nonoverload(float, 2.0)
+
+
+@wp.kernel
+def apply(i: wp.array(dtype=int), f: wp.array(dtype=float)):
+    t = wp.tid()
+    i[t] = closure_func_nonoverload_1(i[t])
+    f[t] = closure_func_nonoverload_2(f[t])
+"""
+
+
+def test_a_factory_annotating_by_its_parameter_builds(tmp_path: Path) -> None:
+    """warp-lang 1.19's tests/test_codegen_instancing.py, `create_func_closure_nonoverload(dtype, value)`:
+    `def f(x: dtype)` inside the factory. The module of definitions was compiled with the harness's own
+    `from __future__ import annotations`, so `dtype` became a string Warp evaluated where the factory's
+    parameter is not bound: NameError, WHD085 on correct code. Compiled with the module's own flags."""
+    import numpy as np
+    import warp as wp
+
+    from warp_harness.daemon.captured.worker_side import build_module
+
+    path = tmp_path / "annotated.py"
+    path.write_text(ANNOTATED_BY_A_FACTORY, encoding="utf-8")
+    module = build_module(path)
+    i = wp.array(np.array([1, 2, 3], dtype=np.int32), device="cpu")
+    f = wp.array(np.array([0.5, 1.5, 2.5], dtype=np.float32), device="cpu")
+    wp.launch(module.apply, dim=3, inputs=[i, f], device="cpu")
+    assert i.numpy().tolist() == [2, 4, 6]
+    assert f.numpy().tolist() == [1.0, 3.0, 5.0]

@@ -289,3 +289,15 @@ def test_an_operator_on_a_struct_reaches_the_function_of_its_name(tmp_path: Path
     out = wp.zeros(4, dtype=float, device="cpu")
     wp.launch(built.kernel, dim=1, inputs=[out], device="cpu")
     np.testing.assert_allclose(out.numpy(), [4.0, 6.0, -5.0, 10.0])
+
+
+@pytest.mark.slow
+def test_the_build_compiles_with_the_modules_own_future_flags(module: tuple[str, Path, Path]) -> None:
+    """The build compiled the module's statements inheriting this harness's `from __future__ import
+    annotations`: every annotation became a string that Warp evaluates later in another scope (the
+    definitions path failed so on warp-lang's test_codegen_instancing: `def f(x: dtype)` in a factory,
+    NameError: dtype). A module without the future import keeps its annotations evaluated."""
+    text, path, _marker = module
+    built = build(text, str(path), "apply")
+    annotations = built.kernel.func.__annotations__
+    assert annotations and not any(isinstance(v, str) for v in annotations.values())
