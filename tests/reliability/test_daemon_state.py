@@ -29,6 +29,7 @@ from reliability_helpers import (
     ping,
     spawn_daemon,
     start_lsp_stdio,
+    wait_for,
     wait_ready,
 )
 
@@ -168,7 +169,10 @@ def test_daemons_started_at_once_on_one_workspace_leave_exactly_one(tmp_path: Pa
             assert report["rc"] == 1 and f"already serves {ws.resolve()}" in report["err"], report
         # the winner still answers once the losers are gone, on the socket its state names
         (winner,) = (r for i, r in enumerate(racers) if i not in ended)
-        state = P.read_daemon_state(ws)
+        # the losers end on the claimed socket, before the winner has listened and written its state
+        state = wait_for(
+            lambda ws=ws: P.read_daemon_state(ws), 30, f"round {round_}: the winner's daemon.json"
+        )
         assert state is not None and state["pid"] == winner.pid
         sock = P.socket_path_for(ws)
         assert ping(sock) < 5
