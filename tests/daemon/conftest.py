@@ -22,7 +22,12 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def supervisor(workspace: Path) -> Iterator[Supervisor]:
-    sup = Supervisor(workspace, FAST, warmup=True)
+    """Without the warm-up build: a worker's first compile costs about 1.8 CPU s more than the next
+    (Warp's per-process start of its compiler), and the warm-up pays it up front with a throwaway
+    kernel; every module switch and restart starts a worker, and one whose modules are cache hits
+    never compiles, so the warm-up was all it spent. The first compile of a worker that does compile
+    pays it instead."""
+    sup = Supervisor(workspace, FAST, warmup=False)
     sup.start()
     yield sup
     sup.close()

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -139,7 +140,25 @@ def small_tile_gemm(tmp_path: Path) -> Path:
     return path
 
 
-def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class GemmTune:
+    """A sequential tune of `small_tile_gemm` in a workspace of its own: what `run_tune` returned."""
+
+    path: Path
+    kernel: str
+    rows: list[Candidate]
+
+
+@pytest.fixture(scope="module")
+def gemm_tuned(tmp_path_factory: pytest.TempPathFactory) -> GemmTune:
+    """One sequential tune of the small tile GEMM for the module: it compiles every candidate (the
+    module's slowest step), and both tests below read its rows without changing them."""
+    path = small_tile_gemm(tmp_path_factory.mktemp("gemm"))
+    kernel, rows = run_tune(path, target="sm_86", runtime_overrides={"bench_repeats": 5})
+    return GemmTune(path, kernel, rows)
+
+
+def test_tile_gemm_tuning_on_the_cpu(gemm_tuned: GemmTune) -> None:
     """Warp's tile GEMM as a tiled contract: every candidate launched with wp.launch_tiled and its
     block_dim; one the target's shared memory forbids is dropped by WH015 before it runs; the
     current configuration is measured and marked; the result is stored for the editor."""
@@ -147,8 +166,9 @@ def test_tile_gemm_tuning_on_the_cpu(tmp_path: Path) -> None:
 
     from warp_harness.daemon.tune import best, report, store_result
 
-    path = small_tile_gemm(tmp_path)
-    kernel, rows = run_tune(path, target="sm_86", runtime_overrides={"bench_repeats": 5})
+    path, kernel, rows = gemm_tuned.path, gemm_tuned.kernel, gemm_tuned.rows
+    tmp_path = path.parent
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == ["gemm.py"]  # candidates removed
     by_config = {(r.config["TILE_M"], r.config["TILE_K"]): r for r in rows}
     assert kernel == "tile_gemm" and len(rows) == 4
     forbidden = by_config[(32, 512)]
@@ -181,13 +201,12 @@ def test_pareto_front_with_registers() -> None:
     assert rows[0].to_dict()["registers"] == 96
 
 
-def test_tile_gemm_tuning_in_parallel_matches_sequential(tmp_path: Path) -> None:
+def test_tile_gemm_tuning_in_parallel_matches_sequential(gemm_tuned: GemmTune, tmp_path: Path) -> None:
     """--jobs 2: candidates compiled and validated two at a time, then timed one by one; each
-    candidate ends up classified as the sequential run classifies it."""
+    candidate ends up classified as the sequential run (the module's) classifies it."""
     path = small_tile_gemm(tmp_path)
-    overrides = {"bench_repeats": 5}
-    _, seq = run_tune(path, target="sm_86", runtime_overrides=overrides)
-    kernel, par = run_tune(path, target="sm_86", runtime_overrides=overrides, jobs=2)
+    seq = gemm_tuned.rows
+    kernel, par = run_tune(path, target="sm_86", runtime_overrides={"bench_repeats": 5}, jobs=2)
     assert kernel == "tile_gemm"
     statuses = {(r.config["TILE_M"], r.config["TILE_K"]): r.status for r in par}
     assert statuses == {(r.config["TILE_M"], r.config["TILE_K"]): r.status for r in seq}

@@ -54,10 +54,18 @@ def same(
     spy: Spy | None,
     path: str,
     settings: Settings,
+    memo: dict[str, tuple[Record, ...]] | None = None,
 ) -> list[Record]:
     """Assert the analyser's records of ``text`` are those of a fresh analysis (``spy``: reset before the
-    analyser's, which it counts); return them."""
-    fresh = analyse_source(text, path, settings, builtins=table).records
+    analyser's, which it counts); return them. ``memo``: the fresh records by text, for a caller whose every
+    call passes the same ``path``, ``settings`` and ``table`` (the fresh analysis is then a function of the
+    text alone: a hypothesis test re-analysed its unedited source for every example)."""
+    known = memo.get(text) if memo is not None else None
+    if known is None:
+        known = tuple(analyse_source(text, path, settings, builtins=table).records)
+        if memo is not None:
+            memo[text] = known
+    fresh = list(known)
     if spy is not None:
         spy.reset()
     records = analyser.analyse(text, path, settings).records

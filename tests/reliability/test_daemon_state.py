@@ -29,6 +29,7 @@ from reliability_helpers import (
     ping,
     spawn_daemon,
     start_lsp_stdio,
+    wait_for,
     wait_ready,
 )
 
@@ -162,18 +163,25 @@ def test_daemons_started_at_once_on_one_workspace_leave_exactly_one(tmp_path: Pa
             while len(ended) < n - 1:
                 i, report = reports.get(timeout=30)
                 ended[i] = report
-            i, report = reports.get(timeout=1.0)  # a second daemon would have ended by now
-            ended[i] = report
         serving = n - len(ended)
         assert serving == 1, f"round {round_}: {serving} daemons serve one workspace"
         for report in ended.values():
             assert report["rc"] == 1 and f"already serves {ws.resolve()}" in report["err"], report
         # the winner still answers once the losers are gone, on the socket its state names
         (winner,) = (r for i, r in enumerate(racers) if i not in ended)
-        state = P.read_daemon_state(ws)
+        # the losers end on the claimed socket, before the winner has listened and written its state
+        state = wait_for(
+            lambda ws=ws: P.read_daemon_state(ws), 30, f"round {round_}: the winner's daemon.json"
+        )
         assert state is not None and state["pid"] == winner.pid
         sock = P.socket_path_for(ws)
         assert ping(sock) < 5
+        # and it has not ended: its report comes only at the shutdown below (this replaces a 1 s wait for
+        # an nth report in every round, 30 s of the test's 34; a winner that ends before the shutdown
+        # also fails the shutdown's request and its rc check)
+        if not reports.empty():
+            i, report = reports.get_nowait()
+            raise AssertionError(f"round {round_}: the winner ended before its shutdown: {i} {report}")
         with P.Client(sock, timeout=10) as client:
             client.request("shutdown")
         _, report = reports.get(timeout=30)
