@@ -291,8 +291,13 @@ def main() -> int:
     ap.add_argument("--bench-min-time-s", type=float, help="RuntimeOptions.bench_min_time_s for the harness")
     ap.add_argument("--bench-windows", type=int, help="RuntimeOptions.bench_windows for the harness")
     ap.add_argument("--bench-window-gap-s", type=float, help="RuntimeOptions.bench_window_gap_s")
+    ap.add_argument(
+        "--bench-windows-agree", type=int, help="RuntimeOptions.bench_windows_agree (15: never early)"
+    )
+    ap.add_argument("--bench-windows-within", type=float, help="RuntimeOptions.bench_windows_within")
     a = ap.parse_args()
-    for key in ("bench_warmup_s", "bench_min_time_s", "bench_windows", "bench_window_gap_s"):
+    keys = ("bench_warmup_s", "bench_min_time_s", "bench_windows", "bench_window_gap_s")
+    for key in (*keys, "bench_windows_agree", "bench_windows_within"):
         if getattr(a, key) is not None:
             BENCH_OVERRIDES[key] = getattr(a, key)
     results_overrides = dict(BENCH_OVERRIDES)
@@ -423,6 +428,7 @@ def main() -> int:
                                 "median_s": h["median_s"],
                                 "pooled_median_s": h.get("pooled_median_s"),
                                 "window_medians_s": h.get("window_medians_s"),
+                                "windows_stop": h.get("windows_stop"),
                                 "repeats": h["repeats"],
                                 "set_medians_s": h.get("set_medians_s"),
                                 "t": [t0, t1],
@@ -441,7 +447,8 @@ def main() -> int:
                     print(f"{key}: medians {[round(m * 1e3, 4) for m in medians]} ms", flush=True)
                     for r in runs:
                         print(
-                            f"    windows {[round(m * 1e3, 4) for m in r['window_medians_s'] or []]} "
+                            f"    windows ({r['windows_stop']}) "
+                            f"{[round(m * 1e3, 4) for m in r['window_medians_s'] or []]} "
                             f"sets {[round(m * 1e3, 4) for m in r['set_medians_s'] or []]} "
                             f"clocks {r['clocks']}",
                             flush=True,
@@ -526,7 +533,8 @@ def main() -> int:
             lines.append(
                 f"repeat     {name:12} medians {', '.join(f'{m * 1e3:.4f}' for m in r['medians_s'])} ms, "
                 f"spread {r['spread'] * 100:.2f}% "
-                f"(all launches' medians: {r.get('pooled_spread', 0) * 100:.2f}%)"
+                f"(all launches' medians: {r.get('pooled_spread', 0) * 100:.2f}%), windows taken "
+                f"{[len(x['window_medians_s'] or []) for x in r['runs']]}"
             )
         verdict["repeat_under_2pct"] = all(r["spread"] < 0.02 for r in rep.values())
     if alloc:

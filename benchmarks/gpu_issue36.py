@@ -15,7 +15,8 @@ installed). Prints a short table last; full results as JSON to the folder given 
 - ``daemon``: a real daemon on cuda:0 watching a folder; oob_crash.py then the good contracts
   saved into it one by one, then saxpy.py saved again: each save's result.
 - ``turn2 TREE``: ``bench stream_large.py --trust --device cuda:0`` with the package tree TREE
-  (the turn-2 harness) and with this one, back to back, at the default limits and at 48,000 MB.
+  (the turn-2 harness) and with this one (its default; with the windows' early stop off), back to
+  back, in TURN2_ROUNDS rounds (2), at the default limits (and at 48,000 MB with TURN2_BIG=1).
 """
 
 from __future__ import annotations
@@ -222,26 +223,54 @@ def turn2(tree: Path) -> dict[str, Any]:
     # with TURN2_BIG=1 also at 48,000 MB): the second round runs with both trees' Warp caches warm
     rounds = int(os.environ.get("TURN2_ROUNDS", "2"))
     limits = [[], ["--memory-mb", "48000"]] if os.environ.get("TURN2_BIG") else [[]]
-    # "now 1 window": this tree timing in one window as turn 2 did (bench_windows = 1 in the
-    # workspace's pyproject), which separates the cost of the windows from that of the checks
-    trees = (("turn2", tree), ("now", ROOT), ("now 1 window", ROOT))
-    for r, label, where in [(r, *pair) for r in range(rounds) for pair in trees]:
+    # "now all 15 windows": this tree with the early stop off (bench_windows_agree = 15 in the
+    # workspace's pyproject: the protocol before it); "now 1 window": timed in one window as turn 2
+    # did (bench_windows = 1), which separates the cost of the windows from that of the checks
+    variants = {
+        "turn2": (tree, ""),
+        "now": (ROOT, ""),
+        "now all 15 windows": (ROOT, "bench_windows_agree = 15\n"),
+        "now 1 window": (ROOT, "bench_windows = 1\n"),
+    }
+    wanted = os.environ.get("TURN2_TREES", "turn2,now,now all 15 windows").split(",")
+    for r, label in [(r, label) for r in range(rounds) for label in wanted]:
+        where, runtime = variants[label]
         for limit in limits:
             with tempfile.TemporaryDirectory() as tmp:
                 ws = Path(tmp)
                 shutil.copy(where / "examples" / "contracts" / "stream_large.py", ws / "stream_large.py")
-                if label.endswith("1 window"):
-                    (ws / "pyproject.toml").write_text("[tool.warp-harness.runtime]\nbench_windows = 1\n")
+                if runtime:
+                    (ws / "pyproject.toml").write_text("[tool.warp-harness.runtime]\n" + runtime)
+                report = ["--format", "json", "-o", str(ws / "bench.json")] if where == ROOT else []
                 t0 = time.monotonic()
                 p = _cli(
-                    "bench", str(ws / "stream_large.py"), "--trust", "--device", DEVICE, *limit, tree=where
+                    "bench",
+                    str(ws / "stream_large.py"),
+                    "--trust",
+                    "--device",
+                    DEVICE,
+                    *limit,
+                    *report,
+                    tree=where,
                 )
-                out[f"{label} {' '.join(limit) or 'default limits'} round {r + 1}"] = {
+                row: dict[str, Any] = {
                     "rc": p.returncode,
                     "wall_s": round(time.monotonic() - t0, 1),
                     "stdout_tail": p.stdout[-2500:],
                     "stderr_tail": p.stderr[-800:],
                 }
+                if report and (ws / "bench.json").exists():  # the windows each kernel took, and why
+                    rows = json.loads((ws / "bench.json").read_text()).get("rows", [])
+                    row["kernels"] = {
+                        x["kernel"]: [
+                            round((x.get("median_s") or 0) * 1e6, 1),
+                            x.get("windows"),
+                            x.get("windows_stop"),
+                        ]
+                        for x in rows
+                    }
+                    row.pop("stdout_tail")
+                out[f"{label} {' '.join(limit) or 'default limits'} round {r + 1}"] = row
     return out
 
 

@@ -44,6 +44,8 @@ class BenchRow:
     timer: str = ""
     metrics: dict[str, float] = field(default_factory=dict)
     targets: list[dict[str, Any]] = field(default_factory=list)  # {target, value, verdict}
+    windows: int | None = None  # CUDA: timed windows taken, and why they stopped (steps/bench_windows.py)
+    windows_stop: str = ""
 
     @property
     def ok(self) -> bool:
@@ -64,6 +66,8 @@ class BenchRow:
             "timer": self.timer,
             "metrics": dict(self.metrics),
             "targets": list(self.targets),
+            "windows": self.windows,
+            "windows_stop": self.windows_stop,
         }
 
 
@@ -114,6 +118,8 @@ def rows_of(report: CheckReport) -> list[BenchRow]:
                     timer=str(m.get("timer") or ""),
                     metrics=dict(m.get("metrics") or {}),
                     targets=list(m.get("targets") or []),
+                    windows=m.get("windows"),
+                    windows_stop=str(m.get("windows_stop") or ""),
                 )
             )
     return rows

@@ -18,8 +18,10 @@
     bench_warmup_s = 0.1        # (an idle GPU clocks down; a few launches do not bring it back)
     bench_min_time_s = 0.25     # on CUDA, time launches for at least this long (50 launches of a
                                 # 0.5 ms kernel: medians of 5 runs 2.8% apart on an H200; 0.2 s: 0.3%)
-    bench_windows = 15          # on CUDA, in this many windows, bench_window_gap_s apart; the time
-    bench_window_gap_s = 0.1    # is the best window's median (a GPU has slow spells: see bench.py)
+    bench_windows = 15          # on CUDA, in at most this many windows, bench_window_gap_s apart; the
+    bench_window_gap_s = 0.1    # time is the best window's median (a GPU has slow spells: see bench.py)
+    bench_windows_agree = 4     # ... fewer: stop once the last 4 windows' medians are all within
+    bench_windows_within = 0.003  # 0.3% of the best window's (steps/bench_windows.py); 15: never
     bench_cold_l2 = false       # CUDA: also time launches after a 256 MB flush (warm and cold)
     verdict_worker = true       # references computed in a second worker that never runs a kernel,
                                 # the outputs judged in the daemon (docs/reliability.md); a defence:
@@ -96,6 +98,8 @@ class RuntimeOptions:
     bench_min_time_s: float = 0.25
     bench_windows: int = 15
     bench_window_gap_s: float = 0.1
+    bench_windows_agree: int = 4
+    bench_windows_within: float = 0.003
     bench_cold_l2: bool = False
     verdict_worker: bool = True
     isolate_modules: bool = True  # a fresh worker for each module (a defence, like verdict_worker)
@@ -145,10 +149,18 @@ _BOOL = (
     "require_hermetic",
 )
 _INT_OR_NONE = ("optimization_level", "max_unroll", "seed")
-_POS_INT = ("memory_mb", "bench_repeats", "bench_windows", "kernel_cache_keep", "kernel_cache_max_mb")
+_POS_INT = (
+    "memory_mb",
+    "bench_repeats",
+    "bench_windows",
+    "bench_windows_agree",
+    "kernel_cache_keep",
+    "kernel_cache_max_mb",
+)
 _NONNEG_INT = ("bench_warmup", "debounce_ms")
 _POS_FLOAT = ("timeout_s", "launch_timeout_s", "bench_max_time_s")
 _NONNEG_FLOAT = ("bench_warmup_s", "bench_min_time_s", "bench_window_gap_s")
+_FRACTION = ("bench_windows_within",)  # 0 <= value < 1
 # beyond these a value only overflows somewhere (rlimits, timers, float conversion)
 MAX_INT = 2**62
 MAX_SECONDS = 1e7
@@ -230,6 +242,12 @@ def _validate(table: Mapping[str, Any], where: str) -> dict[str, Any]:
             if not _number_ok(value, key) or value < 0:
                 raise ConfigError(
                     f"{where}: `{key}` must be a number of seconds >= 0, got {show_value(value)}"
+                )
+            out[key] = float(value)
+        elif key in _FRACTION:
+            if not _number_ok(value, key) or not 0 <= value < 1:
+                raise ConfigError(
+                    f"{where}: `{key}` must be a fraction >= 0 and < 1, got {show_value(value)}"
                 )
             out[key] = float(value)
         elif key in ("peak_bandwidth_gbs", "peak_gflops"):

@@ -32,6 +32,7 @@ from warp_harness.daemon.integrity import (
 )
 from warp_harness.daemon.pipeline import Step
 from warp_harness.daemon.steps import KernelInfo, StepContext, StepOutcome, device_check
+from warp_harness.daemon.steps.bench_windows import WindowStop, describe, spread, stop_after
 from warp_harness.daemon.steps.launching import block_dim_of, end_if_context_lost, launch
 from warp_harness.daemon.steps.stream_filler import StreamFiller
 from warp_harness.daemon.steps.timed_digest import PendingDigest
@@ -288,7 +289,9 @@ def measure(
     # device, not of the kernel, that only ever slows it down. One window of any length is at
     # its mercy (medians of 5 runs up to 6% apart); the best of 5 windows 0.2 s apart still
     # missed 2% in 2 of 6 sets of runs, the best of 15 windows 0.1 s apart held (0.16-0.97%),
-    # 25 windows with no idle gap between them did not (3.46%). About 2 s per kernel and device;
+    # 25 windows with no idle gap between them did not (3.46%). About 2 s per kernel and device,
+    # so the windows stop early once the last bench_windows_agree of them are all within
+    # bench_windows_within of the best (a device showing no slow spell: steps/bench_windows.py);
     # bench_windows = 1 is one window (the median of all launches).
     windows = max(1, opts.bench_windows) if use_events else 1
     per_window = max(1, -(-opts.bench_repeats // windows))
@@ -305,6 +308,7 @@ def measure(
     windows_checked = 0  # gaps whose re-validation ran and passed
     reval_failed = False
     seeds = _set_seeds(ctx, sets)  # what each set's buffers hold (None: no seed describes them)
+    stop: WindowStop | None = None
     t_windows = _clock()
     for w in range(windows):
         if w:
@@ -362,7 +366,10 @@ def measure(
             _ship_window(ctx, info, alias, sets, seeds, size, w, pending)
         times += window
         window_medians.append(statistics.median(window))
-        if len(times) >= 5 and timed_s > opts.bench_max_time_s:
+        stop = stop_after(window_medians, windows, opts.bench_windows_agree, opts.bench_windows_within)
+        if stop is None and len(times) >= 5 and timed_s > opts.bench_max_time_s:
+            stop = WindowStop.TIME
+        if stop is not None:
             break
     _add_ms(ctx, "bench_windows_ms", t_windows)
     if windows == 1 and given is None:  # hermetic hook: the timed buffers, judged by the supervisor
@@ -393,6 +400,10 @@ def measure(
         "pooled_median_s": pooled,
         "windows": len(window_medians),
         "window_medians_s": window_medians,
+        # why they ended (steps/bench_windows.py), out of at most windows_most
+        "windows_stop": (stop or WindowStop.ALL).value,
+        "windows_most": windows,
+        "window_spread": spread(window_medians),
         "rotated_sets": len(sets),
         # one per rotated allocation: apart, the buffers' placement moves the time; together, a
         # slow spell of the device does (on the H200 they agreed within 0.6%, runs 7-8)
@@ -905,13 +916,14 @@ def bench_kernel(ctx: StepContext, info: KernelInfo, alias: str, device: Any) ->
         metrics["local_bytes_per_thread"] = float(resources["local_bytes"])
     m["metrics"] = metrics
     ctx.set_bench(info.name, alias, m)
-    spread = (
-        f"best of {m['windows']} windows; all launches: median {m['pooled_median_s'] * 1e6:.1f}, "
+    windowed = (
+        f"best of {m['windows']} windows ({describe(m, ctx.options.bench_windows_within)}); "
+        f"all launches: median {m['pooled_median_s'] * 1e6:.1f}, "
         if m["windows"] > 1
         else ""
     )
     parts = [
-        f"median {metrics['latency_us']:.1f} µs ({spread}min {m['min_s'] * 1e6:.1f}, "
+        f"median {metrics['latency_us']:.1f} µs ({windowed}min {m['min_s'] * 1e6:.1f}, "
         f"max {m['max_s'] * 1e6:.1f}, IQR {m['iqr_s'] * 1e6:.1f}, n={m['repeats']})"
     ]
     if "bandwidth_gbs" in metrics:

@@ -95,6 +95,8 @@ def test_bench_json_with_a_calibrated_profile(ws: Path, tmp_path_factory: pytest
     assert m["bandwidth_util"] == pytest.approx(m["bandwidth_gbs"] / 2.5)
     assert row["targets"] == [{"target": "latency_us <= 100000", "value": m["latency_us"], "verdict": "met"}]
     assert row["timer"] == "perf_counter+synchronize"
+    # the CPU times in one window (the windows and their early stop are CUDA's: steps/bench_windows.py)
+    assert row["windows"] == 1 and row["windows_stop"] == "one window"
 
 
 def test_bench_rejects_an_unknown_profile(ws: Path) -> None:
@@ -184,10 +186,22 @@ class _FakeCuda:
         self.stream = _FakeStream()
 
 
-def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Events go on the device's own stream (not the current device's), the warm-up lasts at
-    least bench_warmup_s, and inputs too big for host-made rotation are re-uploaded into
-    fresh allocations: with Warp's launch and arrays stubbed out."""
+@dataclasses.dataclass
+class _FakeCudaBench:
+    """The benchmark stage's ``measure`` on a stubbed CUDA device (Warp's launch, arrays, events and
+    the clocks replaced): each launch takes 1 ms of the fake clock, ``elapsed(gaps)`` gives the
+    events' time of a launch after that many gaps between windows."""
+
+    measure: Any
+    launches: list[Any]
+    allocs: list[Any]
+    gaps: list[float]
+    checks: list[dict[str, Any]]
+    fills: list[float]
+    device: Any
+
+
+def _fake_cuda_bench(monkeypatch: pytest.MonkeyPatch, elapsed: Any, **options: Any) -> _FakeCudaBench:
     import numpy as np
 
     from warp_harness.contract import Contract
@@ -245,8 +259,7 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
             "launch": staticmethod(launch),
             "synchronize_device": staticmethod(lambda d: None),
             "synchronize_event": staticmethod(lambda e: None),
-            # a slow spell of the device: 5% slower in the first two windows
-            "get_event_elapsed_time": staticmethod(lambda a, b: 1.0 if len(gaps) == 2 else 1.05),
+            "get_event_elapsed_time": staticmethod(lambda a, b: elapsed(len(gaps))),
         },
     )
     monkeypatch.setattr(B, "wp", fake_wp)
@@ -298,16 +311,28 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
         bench_warmup_s=0.02,
         bench_min_time_s=0.03,
         bench_max_time_s=10.0,
-        bench_windows=3,
         bench_window_gap_s=0.2,
-    )
+    ).merged(options)
     job = StepContext(JobSpec(0, Path("k.py"), "k.py", Path("."), opts, seed=1), progress=lambda **_: None)
     info = KernelInfo("k", 1, 0, 0, kernel=kernel, runnable=kernel, contract=contract)
     device = _FakeCuda()
-    m = B.measure(job, info, "cuda:1", device, n)
+    return _FakeCudaBench(
+        lambda: B.measure(job, info, "cuda:1", device, n), launches, allocs, gaps, checks, fills, device
+    )
+
+
+def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Events go on the device's own stream (not the current device's), the warm-up lasts at
+    least bench_warmup_s, and inputs too big for host-made rotation are re-uploaded into
+    fresh allocations: with Warp's launch and arrays stubbed out."""
+    # a slow spell of the device: 5% slower in the first two windows
+    fake = _fake_cuda_bench(monkeypatch, lambda gaps: 1.0 if gaps == 2 else 1.05, bench_windows=3)
+    m = fake.measure()
+    gaps, checks, launches, device = fake.gaps, fake.checks, fake.launches, fake.device
     # three windows, 0.2 s apart, each of at least 0.01 s of 1 ms launches (past 10/3 repeats);
     # the time is the best window's median, not the median of all launches
     assert m["windows"] == 3 and gaps == [0.2, 0.2]
+    assert m["windows_stop"] == "all windows" and m["window_spread"] == pytest.approx(0.05)
     # in each gap, the buffers just timed re-validated on inputs of their own; then the final one
     assert [(c.get("first"), c.get("window"), c.get("seed_check")) for c in checks] == [
         (0, 1, False),
@@ -317,15 +342,40 @@ def test_bench_stage_cuda_paths_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -
     assert m["window_medians_s"] == pytest.approx([1.05e-3, 1.05e-3, 1e-3])
     assert m["timer"] == "cuda events" and m["median_s"] == pytest.approx(1e-3)
     assert 30 <= m["repeats"] <= 33 and m["pooled_median_s"] == pytest.approx(1.05e-3)
-    assert m["rotated_sets"] == 5 and len(allocs) == 10  # one host-made set, four more uploads of it
+    assert m["rotated_sets"] == 5 and len(fake.allocs) == 10  # one host-made set, four more uploads of it
     assert len(m["set_medians_s"]) == 5 and all(t == pytest.approx(1.05e-3) for t in m["set_medians_s"])
     timed = [(args, stream) for args, stream in launches if stream is device.stream]
     assert len(timed) == m["repeats"]
     warm = len(launches) - len(timed)
     assert warm >= 60  # 0.02 s of 1 ms launches before each window, not just bench_warmup=2
     assert len(device.stream.recorded) == 2 * m["repeats"]  # start and end of each timed launch
-    assert len(fills) == m["repeats"]  # the stream kept busy ahead of every timed launch
+    assert len(fake.fills) == m["repeats"]  # the stream kept busy ahead of every timed launch
     assert len({id(args[0]) for args, _ in timed}) == 5  # rotating between the allocations
+
+
+def test_a_quiet_device_stops_the_windows_once_they_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #36 item 3: of at most 15 windows, a device that shows no slow spell (every window's
+    median the same within 0.3%) is timed in bench_windows_agree = 4 (3 gaps, each re-validated),
+    which is where the default's cost over one window went (about 2 s per kernel on an H100)."""
+    jitter = [1.002, 1.0, 1.0025, 1.001]  # ms, per window: within 0.3% of the best
+    fake = _fake_cuda_bench(monkeypatch, lambda gaps: jitter[gaps % 4], bench_windows=15)
+    m = fake.measure()
+    assert m["windows"] == 4 and m["windows_most"] == 15 and m["windows_stop"] == "agreed"
+    assert fake.gaps == pytest.approx([0.2, 0.2, 0.2])
+    assert [c.get("window") for c in fake.checks] == [1, 2, 3, 0]  # the gaps', then the final check
+    assert m["median_s"] == pytest.approx(1e-3) and m["window_spread"] == pytest.approx(0.0025)
+
+
+def test_a_slow_spell_takes_every_window_and_the_best_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device in a slow spell (windows 2-4% slower, scattered, the fast state only from window 13 on:
+    the H200's vec4 copy in run 10) is timed in all 15 windows, and the time is the fast window's:
+    windows 5-8 agree within 0.3% of the best so far, but window 2 was 1.4% above it (a spell)."""
+    spell = [1.030, 1.045, 1.031, 1.040, 1.033, 1.032, 1.030, 1.031, 1.030, 1.036, 1.031, 1.040]
+    spell += [1.0, 1.002, 1.001]
+    fake = _fake_cuda_bench(monkeypatch, lambda gaps: spell[gaps], bench_windows=15)
+    m = fake.measure()
+    assert m["windows"] == 15 and m["windows_stop"] == "all windows" and len(fake.gaps) == 14
+    assert m["median_s"] == pytest.approx(1e-3) and m["window_spread"] == pytest.approx(0.045)
 
 
 @pytest.mark.slow

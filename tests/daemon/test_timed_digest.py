@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from timed_helpers import TimedSet, timed_set
 
 from warp_harness.daemon.steps import device_check, validate
 from warp_harness.daemon.steps.timed_digest import PendingDigest
@@ -16,23 +17,8 @@ from warp_harness.daemon.steps.timed_digest import PendingDigest
 wp = pytest.importorskip("warp")
 
 
-def _timed_set() -> tuple[list[tuple[str, Any]], dict[str, np.ndarray], list[Any]]:
-    rng = np.random.default_rng(11)
-    x = rng.random((513, 4), dtype=np.float32)
-    ids = rng.integers(0, 9, 1001).astype(np.int32)
-    params = [
-        ("x", wp.array(dtype=wp.vec4)),
-        ("ids", wp.array(dtype=wp.int32)),
-        ("a", wp.float32),
-        ("y", wp.array(dtype=wp.vec4)),
-    ]
-    args = [
-        wp.array(x, dtype=wp.vec4, device="cpu"),
-        wp.array(ids, dtype=wp.int32, device="cpu"),
-        np.float32(0.25),
-        wp.zeros(513, dtype=wp.vec4, device="cpu"),
-    ]
-    return params, {"x": x, "ids": ids}, args
+def _timed_set() -> TimedSet:
+    return timed_set(513, 11, 0.25)
 
 
 def _pending(params: list[tuple[str, Any]], hosts: dict[str, np.ndarray], args: list[Any]) -> PendingDigest:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from timed_helpers import timed_set
 
 from warp_harness.daemon.steps import validate
 
@@ -24,26 +25,12 @@ def test_the_streamed_digest_is_the_digest_of_the_whole_arrays(
     row; the whole array at once), the digest is the one the verdict worker computes from the
     inputs it regenerates, so the two workers still agree which inputs a timed set held."""
     monkeypatch.setattr(validate, "DIGEST_CHUNK_BYTES", chunk)
-    rng = np.random.default_rng(3)
-    x = rng.random((257, 4), dtype=np.float32)
-    ids = rng.integers(0, 100, 1001).astype(np.int32)
-    y = np.zeros((257, 4), np.float32)
-    params = [
-        ("x", wp.array(dtype=wp.vec4)),
-        ("ids", wp.array(dtype=wp.int32)),
-        ("a", wp.float32),
-        ("y", wp.array(dtype=wp.vec4)),
-    ]
-    args = [
-        wp.array(x, dtype=wp.vec4, device="cpu"),
-        wp.array(ids, dtype=wp.int32, device="cpu"),
-        np.float32(0.5),
-        wp.array(y, dtype=wp.vec4, device="cpu"),
-    ]
-    whole = validate.input_digest(params, {"x": x, "ids": ids}, {"a": np.float32(0.5)})
-    assert validate.streamed_input_digest(params, args, ["y"], {"a": np.float32(0.5)}) == whole
-    other = [*args[:1], wp.array(ids[::-1].copy(), dtype=wp.int32, device="cpu"), *args[2:]]
-    assert validate.streamed_input_digest(params, other, ["y"], {"a": np.float32(0.5)}) != whole
+    params, hosts, args = timed_set(257, 3, 0.5)
+    whole = validate.input_digest(params, hosts, {"a": args[2]})
+    assert validate.streamed_input_digest(params, args, ["y"], {"a": args[2]}) == whole
+    reversed_ids = wp.array(hosts["ids"][::-1].copy(), dtype=wp.int32, device="cpu")
+    other = [*args[:1], reversed_ids, *args[2:]]
+    assert validate.streamed_input_digest(params, other, ["y"], {"a": args[2]}) != whole
 
 
 @pytest.mark.slow
