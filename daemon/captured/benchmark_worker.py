@@ -59,23 +59,14 @@ def _launch_sets(wp: Any, kernel: Any, launch: dict[str, Any], folder: Path, dev
 def _accepted_kernel(entry: dict[str, Any], msg: dict[str, Any], job: Any) -> Any:
     """The kernel of ``entry``'s accepted module text, built as its current text is (hermetically
     where the supervisor said so, else from the text's definitions); None when there is none."""
-    from warp_harness.daemon import hermetic_build
-    from warp_harness.daemon.captured.worker_side import build_module
+    from warp_harness.daemon.captured.worker_side import build_module, hermetic_kernel
 
     baseline = entry.get("baseline")
     if not isinstance(baseline, dict) or not isinstance(baseline.get("source"), str):
         return None
     text, name = str(baseline["source"]), str(entry["name"])
     if baseline.get("hermetic"):
-        imports, closure = baseline.get("imports"), entry.get("closure")
-        return hermetic_build.build(
-            text,
-            str(job.path),
-            name,
-            msg.get("workspace"),
-            imports if isinstance(imports, dict) else None,
-            closure if isinstance(closure, dict) else None,
-        ).kernel
+        return hermetic_kernel(text, job.path, name, msg.get("workspace"), baseline, entry)
     return getattr(build_module(job.path, text), name, None)
 
 

@@ -193,6 +193,23 @@ class SavedKernels:
     error: str | None = None  # the module (or a hermetic kernel) could not be built: nothing ran
 
 
+def hermetic_kernel(
+    text: str, path: Path, name: str, workspace: Any, decided: dict[str, Any], entry: dict[str, Any]
+) -> Any:
+    """Kernel ``name`` built from ``text`` alone (``hermetic_build.build``), with the workspace
+    modules' texts the supervisor decided on (``decided["imports"]``) and the factory's closure
+    the capture recorded (``entry["closure"]``)."""
+    imports, closure = decided.get("imports"), entry.get("closure")
+    return hermetic_build.build(
+        text,
+        str(path),
+        name,
+        workspace,
+        imports if isinstance(imports, dict) else None,
+        closure if isinstance(closure, dict) else None,
+    ).kernel
+
+
 def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
     """The kernels of ``msg["kernels"]``, each built from the text the supervisor sent: from that
     text alone where its entry says ``hermetic`` (a failure is an error, never an import), else from
@@ -207,16 +224,7 @@ def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
         name = str(entry["name"])
         try:
             if entry.get("hermetic"):
-                # the workspace modules it imports from: the texts the supervisor decided on
-                imports, closure = entry.get("imports"), entry.get("closure")
-                kernel = hermetic_build.build(
-                    text,
-                    str(job.path),
-                    name,
-                    msg.get("workspace"),
-                    imports if isinstance(imports, dict) else None,
-                    closure if isinstance(closure, dict) else None,
-                ).kernel
+                kernel = hermetic_kernel(text, job.path, name, msg.get("workspace"), entry, entry)
             else:
                 module = module or build_module(job.path, text)
                 kernel = getattr(module, name, None)

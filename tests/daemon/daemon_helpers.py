@@ -45,6 +45,31 @@ def capture(ws: Path, script: str, expect: str) -> None:
     assert p.returncode == 0 and expect in p.stdout, p.stdout + p.stderr
 
 
+# a workspace's runtime settings for `ci --trust` tests of captured launches: the CPU, short benchmarks
+CPU_CI_PYPROJECT = """
+[tool.warp-harness.runtime]
+devices = ["cpu"]
+bench_repeats = 5
+bench_max_time_s = 0.05
+bench_warmup = 1
+"""
+
+
+def ci_results(ws: Path, *flags: str) -> tuple[int, list[dict[str, Any]]]:
+    """``warp-harness ci . --trust --output-format json FLAGS`` in ``ws``: its exit code and records."""
+    import json
+
+    p = subprocess.run(
+        [sys.executable, "-m", "warp_harness", "ci", ".", "--trust", "--output-format", "json", *flags],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert p.stdout, p.stderr
+    return p.returncode, list(json.loads(p.stdout)["results"])
+
+
 def captured_script(ws: Path, source: str, expect: str, name: str = "kernels.py") -> Path:
     """``ws`` with the script ``name`` (its text ``source``) written and its launches captured."""
     (ws / name).write_text(source, encoding="utf-8")

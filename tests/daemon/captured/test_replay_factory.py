@@ -12,13 +12,11 @@ types and funcs: https://github.com/google-deepmind/mujoco_warp/blob/main/mujoco
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import capture, write
+from daemon_helpers import CPU_CI_PYPROJECT, capture, ci_results, write
 
 from warp_harness.capture.store import CaptureStore, KernelIndex
 from warp_harness.daemon import findings as F
@@ -103,26 +101,12 @@ wp.launch(factory.make(2, helpers.thrice), dim=8, inputs=[x, wp.zeros(8, dtype=f
 wp.launch(local_factory.make_local(3), dim=8, inputs=[x, wp.zeros(8, dtype=float)])
 """
 
-PYPROJECT = """
-[tool.warp-harness.runtime]
-devices = ["cpu"]
-bench_repeats = 5
-bench_max_time_s = 0.05
-bench_warmup = 1
-"""
+PYPROJECT = CPU_CI_PYPROJECT
 
 
 def _ci(ws: Path, *flags: str) -> tuple[int, list[dict[str, Any]]]:
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "ci", ".", "--trust", "--output-format", "json", *flags],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert p.stdout, p.stderr
-    results = json.loads(p.stdout)["results"]
-    return p.returncode, [r for r in results if r["location"]["path"].endswith("factory.py")]
+    code, results = ci_results(ws, *flags)
+    return code, [r for r in results if r["location"]["path"].endswith("factory.py")]
 
 
 def test_factory_kernels_replay_from_their_closure_records(tmp_path: Path) -> None:

@@ -12,14 +12,11 @@ stack that ran it: none may come from the replay's or the timing's worker code.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from daemon_helpers import capture, write
+from daemon_helpers import CPU_CI_PYPROJECT, capture, ci_results, write
 
 from warp_harness.daemon import findings as F
 
@@ -123,25 +120,12 @@ wp.launch(mixed.shifted, dim=8, inputs=[x, wp.zeros(8, dtype=float)])
 wp.launch(late.late, dim=8, inputs=[x, wp.zeros(8, dtype=float)])
 """
 
-PYPROJECT = """
-[tool.warp-harness.runtime]
-devices = ["cpu"]
-bench_repeats = 5
-bench_max_time_s = 0.05
-bench_warmup = 1
-"""
+PYPROJECT = CPU_CI_PYPROJECT
 
 
 def _ci(ws: Path, *flags: str) -> tuple[int, list[dict[str, Any]]]:
-    p = subprocess.run(
-        [sys.executable, "-m", "warp_harness", "ci", ".", "--trust", "--output-format", "json", *flags],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert p.stdout, p.stderr
-    return p.returncode, [r for r in json.loads(p.stdout)["results"] if r["rule"].startswith("WHD0")]
+    code, results = ci_results(ws, *flags)
+    return code, [r for r in results if r["rule"].startswith("WHD0")]
 
 
 def test_replay_and_timing_never_run_the_kernel_modules_code(tmp_path: Path) -> None:
