@@ -920,7 +920,7 @@ def _installed_module(name: str, origin: str, bound: str) -> types.ModuleType:
     finally:
         sys.path[:] = saved
     where = _file_of(loaded)
-    if where.startswith(bound.rstrip(os.sep) + os.sep):
+    if hermetic_imports.within(bound, where):
         raise NotHermetic(f"`{name}` loaded from {where}, inside the workspace")
     return loaded
 

@@ -102,7 +102,7 @@ class Sources:
         return {**self.read, **{INSTALLED + k: v for k, v in self.installed.items()}}
 
     def inside(self, path: str) -> bool:
-        return path == self.bound or path.startswith(self.bound.rstrip(os.sep) + os.sep)
+        return within(self.bound, path)
 
     def text(self, found: Found) -> str:
         """The module's text (read once per build; from ``texts`` when they were given)."""
@@ -231,16 +231,15 @@ def _spec_file(sources: Sources, dotted: str, name: str, spec: object) -> str:
     return real
 
 
+def within(bound: str, path: str) -> bool:
+    """Whether the real path ``path`` is the folder ``bound`` or inside it."""
+    return path == bound or path.startswith(bound.rstrip(os.sep) + os.sep)
+
+
 def outside_path(bound: str) -> list[str]:
     """``sys.path`` without the folders inside the workspace ``bound`` (an installed module is
     imported with the workspace's folders off the path)."""
-    inside = bound.rstrip(os.sep) + os.sep
-    out: list[str] = []
-    for p in sys.path:
-        real = os.path.realpath(p or os.getcwd())
-        if real != bound and not real.startswith(inside):
-            out.append(p)
-    return out
+    return [p for p in sys.path if not within(bound, os.path.realpath(p or os.getcwd()))]
 
 
 def _under(sources: Sources, base: Path, absolute: str) -> Found | None:

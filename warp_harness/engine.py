@@ -233,7 +233,7 @@ def first_screen_records(
     table: BuiltinTable,
     model: ModuleModel,
     last_line: int,
-    project: ProjectView | None = None,
+    view: ProjectView | None = None,
 ) -> list[Record] | None:
     """The records `analyse_parsed` gives inside the kernels and Warp functions that start on lines 1 to
     ``last_line`` (what an editor shows of a file it opens), from their rules alone: a subset of the full
@@ -244,7 +244,8 @@ def first_screen_records(
     analyser reuses them per kernel on the same ground); the only rules of other scopes are about launches
     (records at the sites, in host code, never inside a kernel), unused suppressions (judged from all
     records: left to the full analysis) and syntax. So what is kept, records placed inside those kernels,
-    is what the full analysis keeps there: the same conflicts between them, suppressions and severities."""
+    is what the full analysis keeps there: the same conflicts between them, suppressions and severities.
+    ``view``: the workspace model attached to ``model`` (as the full analysis attaches it), or None."""
     from warp_harness.rules import all_rules
     from warp_harness.rules.base import Scope
 
@@ -260,7 +261,6 @@ def first_screen_records(
     from warp_harness.hardware import load_profile
     from warp_harness.rules.base import RuleContext
 
-    view = project.attach(model) if project is not None and model.launches else None
     ctx = RuleContext(model, load_profile(settings.target), table, settings, project=view)
     spans = [_span(kernel.node) for _, kernel in shown]
     # a kernel nested in a shown one but starting below: its records are not made here (a nested factory)

@@ -911,11 +911,11 @@ class IncrementalAnalyser:
         settings: Settings,
         table: BuiltinTable,
         model: ModuleModel,
-        project: ProjectView | None,
+        view: ProjectView | None,
     ) -> None:
         last_line, hand = early
         try:
-            records = first_screen_records(parsed, path, settings, table, model, last_line, project)
+            records = first_screen_records(parsed, path, settings, table, model, last_line, view)
         except Exception:  # the whole analysis reports what went wrong
             return
         if records is not None:
@@ -972,9 +972,9 @@ class IncrementalAnalyser:
         model = build_model(text, path, table, parsed, index)
         if not (model.kernels or model.launches):
             return analyse_parsed(parsed, path, settings, table, model, project)
-        if self._early is not None:
-            self._hand_early(self._early, parsed, path, settings, table, model, project)
         view = project.attach(model) if project is not None and model.launches else None
+        if self._early is not None:  # the view attached once: its summary serves both
+            self._hand_early(self._early, parsed, path, settings, table, model, view)
         try:
             found, whole, kept = self._rule_records(document, model, chunks, settings, table, facts, view)
         except _RuleFailed:
