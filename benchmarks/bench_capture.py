@@ -625,12 +625,7 @@ def hermetic_share() -> None:
         package = fetch(release)
         total, built = 0, 0
         reasons: Counter[str] = Counter()
-        for path in sorted(package.rglob("*.py")):
-            text = path.read_text(encoding="utf-8")
-            try:
-                tree = ast.parse(text)
-            except SyntaxError:
-                continue
+        for path, text, tree in _parsed_files(package):
             for node in ast.walk(tree):
                 if not isinstance(node, ast.FunctionDef) or not any(
                     "kernel" in ast.unparse(d).split("(")[0] for d in node.decorator_list
@@ -654,6 +649,18 @@ def hermetic_share() -> None:
         )
 
 
+def _parsed_files(package: Path) -> Iterator[tuple[Path, str, ast.Module]]:
+    """Each Python file of ``package`` with its text and tree, in order (a file that does not parse
+    is left out)."""
+    for path in sorted(package.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        yield path, text, tree
+
+
 def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
     """(kernels made inside functions, those whose text admits a closure record, why not the others):
     each decided with a record binding every free name its factories bind to an int (text only)."""
@@ -661,12 +668,7 @@ def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
 
     nested = eligible = 0
     why_not: Counter[str] = Counter()
-    for path in sorted(package.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        try:
-            tree = ast.parse(text)
-        except SyntaxError:
-            continue
+    for path, text, tree in _parsed_files(package):
         todo: list[tuple[ast.AST, str]] = [(tree, "")]
         while todo:
             node, prefix = todo.pop()
