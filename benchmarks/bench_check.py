@@ -20,8 +20,8 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 ``--phase-profile``: instead of the rows, one ``check --no-cache --jobs N --output-format concise`` in this
 process (its pool's workers forked from it) with timers around its phases (reading, parsing, the model, each
 rule, the shared analyses, launch resolution, the workspace model, freeing, ...): each phase's own CPU (what
-it calls that is timed too is not counted in it), summed over the processes, beside the CPU of reading and
-``ast.parse``-ing the same files in this process (the floor's work).
+it calls that is timed too is not counted in it), summed over the processes, beside the floor row's CPU (reading and
+``ast.parse``-ing the same files, in a process of its own).
 
 ``--background-load N``: every row is also run with N busy processes beside it (benchmarks/load_generator.py:
 another program of the user keeping a core busy), in the same rounds, and a second table printed.
@@ -306,7 +306,7 @@ def phase_profile(trees: list[Path], jobs: int) -> None:
     print(
         f"load {os.getloadavg()[0]:.2f}: check --no-cache --jobs {jobs}: CPU {total:.2f} s "
         f"(this process {main_cpu:.2f}, {len(workers)} workers {sum(w['cpu'] for w in workers):.2f}); "
-        f"reading and ast.parse of the same files here: {floor:.2f} s ({total / floor:.2f}x)"
+        f"the floor row (read, ast.parse): {floor:.2f} s ({total / floor:.2f}x)"
     )
     if workers:
         print(
@@ -320,18 +320,14 @@ def phase_profile(trees: list[Path], jobs: int) -> None:
 
 
 def _floor_cpu(trees: list[Path]) -> float:
-    """CPU seconds of reading and ``ast.parse``-ing the files `check` sees under ``trees`` (the floor row)."""
+    """CPU seconds of the floor row's process (reading and ``ast.parse``-ing the files `check` sees under
+    ``trees``), a fresh one: in this process the check's heap would slow its collections."""
     from warp_harness.engine import iter_python_files
 
-    gc.collect()
-    start = time.process_time()
-    for path in iter_python_files(trees):
-        try:
-            tree = ast.parse(path.read_bytes())
-        except (SyntaxError, ValueError):
-            continue
-        del tree
-    return time.process_time() - start
+    with tempfile.TemporaryDirectory() as work:
+        listed = Path(work) / "files.txt"
+        listed.write_text("\n".join(str(p) for p in iter_python_files(trees)))
+        return run_once([sys.executable, __file__, "--parse-only", str(listed)], dict(os.environ))[1]
 
 
 # how often the memory of a command's process tree is sampled (seconds)
