@@ -20,8 +20,8 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 ``--phase-profile``: instead of the rows, one ``check --no-cache --jobs N --output-format concise`` in this
 process (its pool's workers forked from it) with timers around its phases (reading, parsing, the model, each
 rule, the shared analyses, launch resolution, the workspace model, freeing, ...): each phase's own CPU (what
-it calls that is timed too is not counted in it), summed over the processes, beside the floor row's CPU (reading and
-``ast.parse``-ing the same files, in a process of its own).
+it calls that is timed too is not counted in it), summed over the processes, beside the floor row's CPU
+(reading and ``ast.parse``-ing the same files, in a process of its own).
 
 ``--background-load N``: every row is also run with N busy processes beside it (benchmarks/load_generator.py:
 another program of the user keeping a core busy), in the same rounds, and a second table printed.
