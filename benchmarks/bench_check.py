@@ -17,6 +17,12 @@ the examples and tests of the installed warp-lang. Rows, each a fresh process, i
 ``ast.parse``, ``symtable`` and ``gc.collect`` counted and timed: how many texts are parsed more than once
 (a large file is parsed in pieces: its pieces count as parses of their own), and their share of the CPU.
 
+``--phase-profile``: instead of the rows, one ``check --no-cache --jobs N --output-format concise`` in this
+process (its pool's workers forked from it) with timers around its phases (reading, parsing, the model, each
+rule, the shared analyses, launch resolution, the workspace model, freeing, ...): each phase's own CPU (what
+it calls that is timed too is not counted in it), summed over the processes, beside the floor row's CPU
+(reading and ``ast.parse``-ing the same files, in a process of its own).
+
 ``--background-load N``: every row is also run with N busy processes beside it (benchmarks/load_generator.py:
 another program of the user keeping a core busy), in the same rounds, and a second table printed.
 
@@ -29,6 +35,7 @@ median against the parse floor, pyflakes and ruff, and its peak RSS and PSS agai
     python benchmarks/bench_check.py [--repeat 3] [--jobs 2] [--old-pythonpath DIR] [--corpus newton]
         [--background-load 1] [--only floor cold pyflakes]
     python benchmarks/bench_check.py --parse-profile [--corpus newton]
+    python benchmarks/bench_check.py --phase-profile [--jobs 2] [--corpus newton]
 """
 
 from __future__ import annotations
@@ -140,6 +147,189 @@ def parse_profile(trees: list[Path]) -> None:
         )
 
 
+class _PhaseClock:
+    """Each timed phase's own CPU seconds (process time) and calls: a stack of the phases running, a phase's
+    time less that of the timed phases it called."""
+
+    def __init__(self) -> None:
+        self.own: collections.defaultdict[str, float] = collections.defaultdict(float)
+        self.calls: collections.Counter[str] = collections.Counter()
+        self._stack: list[list[Any]] = []  # [phase, start, time of timed callees]
+
+    def enter(self, phase: str) -> None:
+        self._stack.append([phase, time.process_time(), 0.0])
+
+    def leave(self) -> None:
+        phase, start, inner = self._stack.pop()
+        spent = time.process_time() - start
+        self.own[phase] += spent - inner
+        self.calls[phase] += 1
+        if self._stack:
+            self._stack[-1][2] += spent
+
+    def wrap(self, owner: Any, name: str, phase: str) -> None:
+        """Time ``owner.name`` as ``phase``, also where a module imported it by name."""
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self.enter(phase)
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.leave()
+
+        setattr(owner, name, timed)
+        if isinstance(owner, type):
+            return
+        for module in list(sys.modules.values()):
+            if (
+                getattr(module, "__name__", "").startswith("warp_harness")
+                and vars(module).get(name) is original
+            ):
+                setattr(module, name, timed)
+
+
+# (module, attribute in it, phase): what `--phase-profile` times (own CPU, less the timed phases it calls)
+_PHASES = [
+    ("warp_harness.safe_read", "read_regular", "read files"),
+    ("warp_harness.model.source", "decode_source", "decode bytes"),
+    ("warp_harness.model.source", "_parse", "ast.parse"),
+    ("warp_harness.model.source", "parses_cleanly", "syntax check by symtable (files without kernels)"),
+    ("warp_harness.model.source", "parse_in_pieces", "parse: cutting into pieces, joining"),
+    ("warp_harness.model.source", "parse_source", "parse: cutting into pieces, joining"),
+    ("warp_harness.batch", "_Job.settings_for", "settings (pyproject)"),
+    ("warp_harness.batch", "launch_targets", "check order (launch targets from the bytes)"),
+    ("warp_harness.model.module", "build_model", "model: build_model"),
+    ("warp_harness.model.index", "NodeIndex.__init__", "shared: node indexes"),
+    ("warp_harness.model.launches", "find_launches", "model: finding launches"),
+    ("warp_harness.model.inference", "Inference.run", "shared: type inference"),
+    ("warp_harness.model.definite_assignment", "unbound_reads", "shared: definite assignment"),
+    ("warp_harness.model.host_dtypes", "HostDtypes.array_type", "shared: host array types of launch args"),
+    ("warp_harness.model.project", "ProjectIndex.for_paths", "workspace index (file walk, module names)"),
+    ("warp_harness.model.project", "ProjectIndex.summary", "workspace: module summaries"),
+    ("warp_harness.model.project", "ProjectIndex.view", "workspace: making room (frees models)"),
+    ("warp_harness.model.project", "ProjectView.kernel_of", "launch resolution (other modules' models)"),
+    ("warp_harness.engine", "analyse_parsed", "engine: rule loop"),
+    ("warp_harness.engine", "_analyse_in_project", "engine: frees of a file's tree and model"),
+    ("warp_harness.batch", "_analyse", "engine: frees of a file's tree and model"),
+    ("warp_harness.engine", "check_file", "engine: frees of a file's tree and model"),
+    ("warp_harness.engine", "judged_findings", "records: findings, suppressions, sorting"),
+    ("warp_harness.engine", "finish_records", "records: findings, suppressions, sorting"),
+    ("warp_harness.engine", "release_freed_memory", "malloc_trim"),
+    ("gc", "collect", "gc.collect between files"),
+]
+
+
+def phase_profile(trees: list[Path], jobs: int) -> None:
+    """``check --no-cache --jobs N`` over ``trees`` in this process, each phase's own CPU timed (`_PHASES`,
+    every rule; in the pool's workers too, which write theirs to a folder after each task)."""
+    import importlib
+    import json
+    import pickle
+
+    clock = _PhaseClock()
+    start = time.process_time()
+    clock.enter("start-up: imports, builtin table")
+    import warp_harness.batch as batch
+    import warp_harness.engine as engine
+    from warp_harness.builtins import load_table
+    from warp_harness.cli import main as check_main
+
+    importlib.import_module("warp_harness.rules")  # every rule, as the pool imports them before it forks
+    load_table()
+    clock.leave()
+    for module_name, attribute, phase in _PHASES:
+        *parents, name = attribute.split(".")
+        owner: Any = importlib.import_module(module_name)
+        for parent in parents:
+            owner = getattr(owner, parent)
+        clock.wrap(owner, name, phase)
+    scoped = engine.scoped_records
+
+    def rule_records(rule: Any, ctx: Any) -> Any:
+        clock.enter(f"rule {rule.id}")
+        try:
+            found = list(scoped(rule, ctx))
+        finally:
+            clock.leave()
+        yield from found
+
+    engine.scoped_records = rule_records
+    folder = Path(tempfile.mkdtemp(prefix="bench-phases-"))
+    check_group, init_worker = batch._check_group, batch._init_worker
+    inherited: dict[str, float] = {}
+
+    def worker_init(job: Any) -> None:
+        # a forked worker: its CPU so far is its start-up; what the parent had timed is not its own
+        inherited.update(clock.own)
+        clock.own["pool: worker start-up (fork to first task)"] += time.process_time()
+        init_worker(job)
+
+    def timed_group(paths: list[Path]) -> list[Any]:
+        results = check_group(paths)
+        clock.enter("pool: pickling results (timed aside, once more)")
+        size = len(pickle.dumps(results))
+        clock.leave()
+        clock.own["pool: results pickled, bytes"] += size
+        own = {k: v - inherited.get(k, 0.0) for k, v in clock.own.items()}
+        calls = dict(clock.calls)
+        record = {"own": own, "calls": calls, "cpu": time.process_time()}
+        (folder / f"{os.getpid()}.json").write_text(json.dumps(record))
+        return results
+
+    # the pool sends its task function by name: the timed one goes by the name of the one it wraps
+    timed_group.__module__, timed_group.__qualname__ = batch.__name__, "_check_group"
+    batch._check_group, batch._init_worker = timed_group, worker_init
+    with open(os.devnull, "w") as sink:
+        saved = sys.stdout
+        sys.stdout = sink
+        try:
+            check_main(
+                ["check", "--no-cache", "--jobs", str(jobs), "--exit-zero", "--output-format", "concise"]
+                + [str(t) for t in trees]
+            )
+        finally:
+            sys.stdout = saved
+    main_cpu = time.process_time() - start
+    own, calls = collections.defaultdict(float, clock.own), collections.Counter(clock.calls)
+    workers = [json.loads(f.read_text()) for f in sorted(folder.glob("*.json"))]
+    shutil.rmtree(folder, ignore_errors=True)
+    for worker in workers:
+        for phase, seconds in worker["own"].items():
+            own[phase] += seconds
+        calls.update({k: v - clock.calls.get(k, 0) for k, v in worker["calls"].items()})
+    pickled = own.pop("pool: results pickled, bytes", 0.0)
+    aside = own.pop("pool: pickling results (timed aside, once more)", 0.0)
+    total = main_cpu + sum(w["cpu"] for w in workers) - aside
+    own["untimed (the rest of the engine and batch)"] = total - sum(own.values())
+    floor = _floor_cpu(trees)
+    print(
+        f"load {os.getloadavg()[0]:.2f}: check --no-cache --jobs {jobs}: CPU {total:.2f} s "
+        f"(this process {main_cpu:.2f}, {len(workers)} workers {sum(w['cpu'] for w in workers):.2f}); "
+        f"the floor row (read, ast.parse): {floor:.2f} s ({total / floor:.2f}x)"
+    )
+    if workers:
+        print(
+            f"results pickled back: {pickled / 1024:.0f} KiB, {aside:.3f} s CPU to pickle them (timed aside)"
+        )
+    rules = sum(v for k, v in own.items() if k.startswith("rule "))
+    print(f"every rule: {rules:.2f} s ({100 * rules / total:.1f}%)")
+    print("| phase | calls | CPU s | share |\n|---|---:|---:|---:|")
+    for phase, seconds in sorted(own.items(), key=lambda item: -item[1]):
+        print(f"| {phase} | {calls.get(phase, '')} | {seconds:.2f} | {100 * seconds / total:.1f}% |")
+
+
+def _floor_cpu(trees: list[Path]) -> float:
+    """CPU seconds of the floor row's process (reading and ``ast.parse``-ing the files `check` sees under
+    ``trees``), a fresh one: in this process the check's heap would slow its collections."""
+    from warp_harness.engine import iter_python_files
+
+    with tempfile.TemporaryDirectory() as work:
+        listed = Path(work) / "files.txt"
+        listed.write_text("\n".join(str(p) for p in iter_python_files(trees)))
+        return run_once([sys.executable, __file__, "--parse-only", str(listed)], dict(os.environ))[1]
+
+
 # how often the memory of a command's process tree is sampled (seconds)
 PSS_INTERVAL = 0.05
 
@@ -242,6 +432,11 @@ def main() -> int:
     ap.add_argument(
         "--parse-profile", action="store_true", help="count and time the parses of one check (no rows)"
     )
+    ap.add_argument(
+        "--phase-profile",
+        action="store_true",
+        help="time each phase of one check, every process (no rows)",
+    )
     ap.add_argument("--parse-only", metavar="LIST", help=argparse.SUPPRESS)
     ap.add_argument("--list-files", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -257,6 +452,9 @@ def main() -> int:
     trees = corpus(args.corpus)
     if args.parse_profile:
         parse_profile(trees)
+        return 0
+    if args.phase_profile:
+        phase_profile(trees, args.jobs)
         return 0
     # the files `check` sees (its exclusions), listed by a child for the same reason as warp_trees
     listing = subprocess.run(

@@ -108,6 +108,31 @@ def test_an_empty_file_or_none_is_checked_in_one_process(tmp_path: Path) -> None
     assert check_files([tmp_path / "nothing-here"], jobs=8, cache=False) == []
 
 
+def test_small_files_without_kernels_in_a_tree_are_syntax_checked_without_their_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a check of many files, a small file without kernels is syntax-checked by symtable (a third of the
+    parse: 0.9 MB of newton's files) and gets the same records; a file alone is still parsed (`check_bytes`:
+    symtable's import costs more than a small parse)."""
+    from warp_harness.model import source
+
+    for i in range(MIN_PARALLEL_FILES):
+        (tmp_path / f"plain{i}.py").write_text(f"import os\n\nX{i} = os.getcwd()\n")
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    expected = check_paths([tmp_path])
+    assert [r.rule for r in expected[0].records] == ["WH000"]  # broken.py: the syntax error is still found
+
+    def no_tree(text: str) -> source.ParsedSource:
+        assert "def f(:" in text, "a file that parses was parsed into a tree"
+        return original(text)
+
+    original = source.parse_source
+    monkeypatch.setattr(source, "parse_source", no_tree)
+    assert check_files([tmp_path], jobs=1, cache=False) == expected
+    with pytest.raises(AssertionError, match="parsed into a tree"):
+        check_files([tmp_path / "plain0.py"], jobs=1, cache=False)
+
+
 def test_check_imports_neither_the_daemon_nor_the_server_nor_asyncio(tmp_path: Path) -> None:
     empty = tmp_path / "empty.py"
     empty.write_text("")

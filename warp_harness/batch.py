@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from warp_harness.config import Settings, load_settings
-from warp_harness.engine import KeepLines, check_bytes, check_file, iter_python_files, kept_lines
+from warp_harness.engine import (
+    SYMTABLE_MIN_CHARS,
+    KeepLines,
+    check_bytes,
+    check_file,
+    iter_python_files,
+    kept_lines,
+)
 from warp_harness.output.model import FileResult
 
 if TYPE_CHECKING:
@@ -60,6 +67,9 @@ class _Job:
     roots: Sequence[Path] = ()
     # folder -> the settings of its files (`settings_for`)
     settings: dict[Path, Settings] = field(default_factory=dict)
+    # `check_bytes`: from what size a file without kernels is syntax-checked by symtable, without its tree
+    # (a third of ast.parse's time); every size in a check of many files, which pays symtable's import once
+    symtable_from: int = SYMTABLE_MIN_CHARS
 
     def settings_for(self, path: Path) -> Settings:
         """``load_settings(path, overrides)``, loaded once per folder: the search for a pyproject starts at
@@ -134,7 +144,15 @@ def _analyse(data: bytes, shown: str, settings: Settings, table: BuiltinTable | 
     view = project.view(shown) if project is not None else None
     handed = [data]  # not held here while it is analysed (`engine.check_bytes`)
     del data
-    result = check_bytes(handed.pop(), shown, settings, table, project=view, keep_lines=_keep(job.lines))
+    result = check_bytes(
+        handed.pop(),
+        shown,
+        settings,
+        table,
+        project=view,
+        keep_lines=_keep(job.lines),
+        symtable_from=job.symtable_from,
+    )
     if cache is not None:
         # the modules its launches resolved against (and failed to): their digests key the entry too
         cache.put(key, result.records, view.deps if view is not None else None)
@@ -416,6 +434,8 @@ def check_files(
         store = cache
     jobs = default_jobs() if jobs is None else max(1, jobs)
     job = _Job(overrides, lines, store, None, roots=list(paths))
+    if len(files) >= MIN_PARALLEL_FILES:
+        job.symtable_from = 0
     _job = job
     # Files are checked launchers next to their targets (`check_units`), found by reading every file
     # first: with a result cache most files are not analysed, and that read would cost a warm check more

@@ -352,6 +352,10 @@ def finish_records(records: list[Record], parsed: ParsedSource, settings: Settin
 KeepLines = bool | Literal["records"]
 
 
+# the size from which a text without kernels is syntax-checked without building its tree
+SYMTABLE_MIN_CHARS = 16_384
+
+
 def check_bytes(
     data: bytes,
     path: str,
@@ -360,10 +364,12 @@ def check_bytes(
     project: ProjectView | None = None,
     *,
     keep_lines: KeepLines = True,
+    symtable_from: int = SYMTABLE_MIN_CHARS,
 ) -> FileResult:
     """The records of one file's bytes, with its source lines unless ``keep_lines`` is False (an output
     that shows no source text: newton's 819k lines are not cut again for nothing); "records": only the
-    lines the records point at (`kept_lines`)."""
+    lines the records point at (`kept_lines`). ``symtable_from``: the size from which a text without
+    kernels is syntax-checked without its tree (a check of many files: 0, symtable's import paid once)."""
     from warp_harness.model.source import decode_source, parses_cleanly
     from warp_harness.output.model import FileResult
 
@@ -374,7 +380,7 @@ def check_bytes(
     if not may_hold_kernels(text):
         # no record at all: the tree `_syntax_only` would build is not needed (a small text is parsed:
         # importing symtable costs more than its parse, the whole of a one-file check of an empty file)
-        if len(text) >= SYMTABLE_MIN_CHARS and parses_cleanly(text):
+        if len(text) >= symtable_from and parses_cleanly(text):
             lines = kept_lines(text.splitlines(keepends=True), (), keep_lines) if keep_lines else None
             return FileResult(path, (), lines)
         analysis = _syntax_only(text, path, settings or Settings())
@@ -407,10 +413,6 @@ def kept_lines(lines: Iterable[str], records: Iterable[Record], keep: KeepLines)
         wanted = {r.location.line for r in records}
         return tuple(line.rstrip("\r\n") if n in wanted else "" for n, line in enumerate(lines, 1))
     return tuple(line.rstrip("\r\n") for line in lines)
-
-
-# the size from which a text without kernels is syntax-checked without building its tree
-SYMTABLE_MIN_CHARS = 16_384
 
 
 def may_hold_kernels(text: str) -> bool:

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import NamedTuple
 
 from warp_harness.model import parse_freezing
@@ -298,8 +299,11 @@ def top_level_pieces(text: str, lines: list[str] | None = None) -> Iterator[Piec
     bounds: list[tuple[int, bool, int]] = []
     size = 0
     starts = _chunk_starts(lines)
+    # where each line starts in the text: a chunk's size without a sum over its lines (a third of this
+    # function's time went to those sums over newton)
+    offsets = list(accumulate(map(len, lines), initial=0))
     for first, end in zip(starts, [*starts[1:], len(lines)], strict=True):
-        chunk = sum(len(line) for line in lines[first:end])
+        chunk = offsets[end] - offsets[first]
         cuts = _class_cuts(lines, first, end) if chunk > 2 * PIECE_CHARS else []
         if cuts:
             bounds.extend((cut, True, end) for cut in cuts)
