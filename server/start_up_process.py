@@ -264,14 +264,17 @@ def _records(
 
     tier = workspace.tier
     workspace.texts[path] = text
+    once = _Once(early)
     if cache is None:
+        _sliced_first_screen(tier, text, path, once)
         workspace.model()
-        return _analysed(tier, text, path, early)
+        return _analysed(tier, text, path, once)
     key = cache.key(text.encode("utf-8", "surrogatepass"), path, tier.settings_for(path), SCOPE)
     stamps = cache.root / start_up_stamps.FOLDER
     current = start_up_stamps.digests(stamps, key, workspace.roots, workspace.texts)
     if current is not None and (stored := cache.get(key, current)) is not None:
         return list(stored)
+    _sliced_first_screen(tier, text, path, once)  # ahead of the workspace model and the whole's parse
     project = workspace.model()
     tier.document_changed(path, text)  # the other modules' digests are read with this text in place
     asked: list[str] = []  # the entry's modules (on a hit, all of them are asked)
@@ -284,7 +287,7 @@ def _records(
     deps: Iterable[str] | None = asked
     if stored is None:
         tier.deps.pop(path, None)
-        records = _analysed(tier, text, path, early)
+        records = _analysed(tier, text, path, once)
         deps = tier.deps.get(path)
         if deps is not None:  # analysed in the workspace model, not in the fallback after an error
             cache.put(key, tuple(records), deps)
@@ -295,10 +298,44 @@ def _records(
     return records
 
 
-def _analysed(tier: StaticTier, text: str, path: str, early: Answered) -> list[Record]:
+class _Once:
+    """Whom an early answer is handed, once: the first screen from the slice (`_sliced_first_screen`),
+    else from the whole's model."""
+
+    def __init__(self, hand: Answered) -> None:
+        self._hand: Answered | None = hand
+
+    @property
+    def handed(self) -> bool:
+        return self._hand is None
+
+    def __call__(self, records: list[Record]) -> None:
+        hand, self._hand = self._hand, None
+        if hand is not None:
+            hand(records)
+
+
+def _sliced_first_screen(tier: StaticTier, text: str, path: str, early: _Once) -> None:
+    """For a large text, hand ``early`` the records of the kernels on its first screen from a parse of
+    its statements up to there (`warp_harness.first_screen`: a few milliseconds where the whole's parse
+    and model take ~100), where the rest cannot change them; else the whole's model hands them on."""
+    if len(text) < EARLY_MIN_CHARS:
+        return
+    from warp_harness.builtins import load_table
+    from warp_harness.first_screen import first_screen_records
+
+    try:
+        records = first_screen_records(text, path, tier.settings_for(path), load_table(), FIRST_SCREEN_LINES)
+    except Exception:  # the whole's analysis reports what went wrong
+        return
+    if records is not None:
+        early(records)
+
+
+def _analysed(tier: StaticTier, text: str, path: str, early: _Once) -> list[Record]:
     """``tier``'s analysis of ``text``; for a large text, its first screen's records handed to ``early``
     once its model is built (`IncrementalAnalyser.analyse`: a subset of the whole, which replaces them)."""
-    if len(text) >= EARLY_MIN_CHARS:
+    if len(text) >= EARLY_MIN_CHARS and not early.handed:
         return tier.analyse(text, path, (FIRST_SCREEN_LINES, early)).records
     return tier.analyse(text, path).records
 
