@@ -122,7 +122,8 @@ def first_screen_records(
         shown = [k for k in model.kernels if _first_line(k.node) <= last_line]
         if not shown:
             return []
-        if model.launches:  # what a launch's arguments are may be told by host code anywhere
+        # what a launch of theirs passes may be told by host code anywhere (array dtypes, shapes)
+        if any(model.launches_of(kernel) for kernel in shown if kernel.is_kernel):
             return None
         _check_names(model, shown, rest)
         context = partial(_SliceContext, rest=rest)
