@@ -28,7 +28,9 @@ parent's share of the CPU included (processes of one session share one schedulin
 is on, as on desktop kernels). So on a busy machine the process imports the analysis stack and indexes
 the workspace only when an answer needs them (no entry, or a stamp that no longer holds); with a core to
 spare (`spare_core`), or with no answer kept in the cache yet (`_answers_kept`), it does both ahead, while
-the parent imports pygls, for a document it must analyse.
+the parent imports pygls, for a document it must analyse; on a busy machine the index waits for a document
+already on its way (`INDEX_WAIT_S`): a large one's first screen, judged from its slice alone
+(`warp_harness/first_screen.py`, `_sliced_first_screen`), goes out before it.
 """
 
 from __future__ import annotations
@@ -121,11 +123,8 @@ def _serve(requests: int, answers: int) -> None:
     workspace = _Workspace(tier)
     # with no answer in the cache (none made yet, or no cache), every document must be analysed: the stack
     # and the workspace model are needed, and made ahead on a busy machine too
-    ahead = (
-        cache is None
-        or not _answers_kept(cache)
-        or spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
-    )
+    spare = spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    ahead = cache is None or not _answers_kept(cache) or spare
     if ahead:
         tier.warm_up()
     while (request := _receive(requests)) is not None:
@@ -134,7 +133,9 @@ def _serve(requests: int, answers: int) -> None:
             tier.set_overrides(overrides)
         workspace.roots = roots  # the parent's workspace model, so launches across modules are judged
         if text is None:  # only the workspace, ahead of the first document
-            if ahead:
+            # on a busy machine, not ahead of a document already on its way: a large one's first screen
+            # needs no workspace model (`_sliced_first_screen`), and this process's CPU is the parent's
+            if ahead and (spare or not _request_within(requests, INDEX_WAIT_S)):
                 workspace.model()
             continue
 
@@ -152,6 +153,22 @@ def _serve(requests: int, answers: int) -> None:
             _send(answers, (ident, records))
         except BrokenPipeError:  # the parent is gone, or done with this process
             return
+
+
+# how long a busy machine's process waits for a document before it indexes the workspace ahead of it: the
+# documents an editor opens at start-up follow the reply to `initialize` (under load, ~0.1 s after the
+# request that asks for the index)
+INDEX_WAIT_S = 0.5
+
+
+def _request_within(requests: int, seconds: float) -> bool:
+    """Whether a request is readable within ``seconds``."""
+    import select
+
+    try:
+        return bool(select.select([requests], [], [], seconds)[0])
+    except (OSError, ValueError):
+        return False
 
 
 # the scope of the entries this process writes in the user's result cache (`check_cache.CheckCache.key`):

@@ -97,26 +97,27 @@ def first_screen_records(
     or where no slice parses (a syntax error: the whole tells)."""
     from warp_harness import engine
     from warp_harness.model.module import build_model
-    from warp_harness.model.source import parse_source, parses_cleanly
+    from warp_harness.model.source import ParsedSource
 
-    odd = _ODD_BREAKS if text.isascii() else _ODD_BREAKS + _ODD_UNICODE_BREAKS
-    if any(c in text for c in odd) or text.count("\r") != text.count("\r\n"):
-        return None
     lines = text[:MAX_SLICE_CHARS].splitlines(keepends=True)
     if len(text) > MAX_SLICE_CHARS:
         lines.pop()  # maybe cut short
+    prefix = "".join(lines)
+    odd = _ODD_BREAKS if prefix.isascii() else _ODD_BREAKS + _ODD_UNICODE_BREAKS
+    # the slice's lines numbered as Python numbers them; below, a lone carriage return starts a line
+    if any(c in prefix for c in odd) or ("\r" in text and text.count("\r") != text.count("\r\n")):
+        return None
     for end in slice_ends(lines, last_line):
         head = "".join(lines[:end])
-        if parses_cleanly(head):
+        tree = _parsed(head)
+        if tree is not None:
             break
     else:
         return None
     rest = _Rest(text[len(head) :])
     if _FILE_SUPPRESSION in rest.text:
         return None
-    parsed = parse_source(head)
-    if parsed.syntax_error is not None:
-        return None
+    parsed = ParsedSource(head, lines[:end], tree)  # as `parse_source` makes it of a text that parses
     model = build_model(head, path, table, parsed)
     try:
         shown = [k for k in model.kernels if _first_line(k.node) <= last_line]
@@ -195,30 +196,49 @@ def _identifiers(node: ast.AST) -> set[str]:
     """Every identifier in ``node`` (names, attributes, parameters, keywords, imported names), and the
     words of its strings but docstrings (a string annotation names a type)."""
     found: set[str] = set()
-    docstrings = {id(doc) for doc in _docstrings(node)}
+    docstrings: set[int] = set()
+    add = found.add
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Constant):
-            if isinstance(sub.value, str) and id(sub) not in docstrings:
-                found.update(_WORD.findall(sub.value))
-            continue
-        for name in sub._fields:
-            value = getattr(sub, name, None)
-            if isinstance(value, str):
-                found.update(value.split("."))
-            elif isinstance(value, list):
-                for item in value:
+        kind = type(sub)
+        if kind is ast.Name:
+            add(sub.id)  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:
+            add(sub.attr)  # type: ignore[attr-defined]
+        elif kind is ast.Constant:
+            value = sub.value  # type: ignore[attr-defined]
+            if type(value) is str and id(sub) not in docstrings:
+                found.update(_WORD.findall(value))
+        elif kind is ast.arg or kind is ast.keyword:
+            if sub.arg:  # type: ignore[attr-defined]
+                add(sub.arg)  # type: ignore[attr-defined]
+        elif kind in _DEFINITION_KINDS:
+            if kind is not ast.Module:
+                add(sub.name)  # type: ignore[attr-defined]
+            body = sub.body  # type: ignore[attr-defined]
+            if body and type(body[0]) is ast.Expr and type(body[0].value) is ast.Constant:
+                docstrings.add(id(body[0].value))
+        elif kind in _NAMING_KINDS:
+            for field in _NAMING_KINDS[kind]:
+                value = getattr(sub, field, None)
+                for item in value if isinstance(value, list) else [value]:
                     if isinstance(item, str):
                         found.update(item.split("."))
     return found
 
 
-def _docstrings(node: ast.AST) -> Iterator[ast.Constant]:
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module) and sub.body:
-            first = sub.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                if isinstance(first.value.value, str):
-                    yield first.value
+_DEFINITION_KINDS = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module})
+# the other nodes that hold identifiers, and where
+_NAMING_KINDS: dict[type[ast.AST], tuple[str, ...]] = {
+    ast.alias: ("name", "asname"),
+    ast.ImportFrom: ("module",),
+    ast.Global: ("names",),
+    ast.Nonlocal: ("names",),
+    ast.ExceptHandler: ("name",),
+    ast.MatchAs: ("name",),
+    ast.MatchStar: ("name",),
+    ast.MatchMapping: ("rest",),
+    ast.MatchClass: ("kwd_attrs",),
+}
 
 
 def _first_line(node: ast.FunctionDef) -> int:
