@@ -76,6 +76,7 @@ def fork() -> StartUpProcess | None:
         try:
             os.close(requests_w)
             os.close(answers_r)
+            _own_session()
             _leave_stdio()
             _serve(requests_r, answers_w)
             code = 0
@@ -100,6 +101,17 @@ def _widen(pipe: int) -> None:
         limit = int(_read_text("/proc/sys/fs/pipe-max-size") or 0)
         fcntl.fcntl(pipe, setpipe, min(limit, _WIDE_PIPE_BYTES) or _WIDE_PIPE_BYTES)
     except (OSError, ValueError):
+        pass
+
+
+def _own_session() -> None:
+    """A session of its own: where the scheduler groups processes by session (autogroup, as on desktop
+    kernels), this process gets a share of the CPU of its own instead of taking it from the server's, whose
+    imports and reply to `initialize` it slowed on a busy machine. It still ends with the server: at the end
+    of its pipes (`_serve`)."""
+    try:
+        os.setsid()
+    except OSError:
         pass
 
 
