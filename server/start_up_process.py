@@ -28,7 +28,9 @@ parent's share of the CPU included (processes of one session share one schedulin
 is on, as on desktop kernels). So on a busy machine the process imports the analysis stack and indexes
 the workspace only when an answer needs them (no entry, or a stamp that no longer holds); with a core to
 spare (`spare_core`), or with no answer kept in the cache yet (`_answers_kept`), it does both ahead, while
-the parent imports pygls, for a document it must analyse.
+the parent imports pygls, for a document it must analyse; on a busy machine the index waits for a document
+already on its way (`INDEX_WAIT_S`): a large one's first screen, judged from its slice alone
+(`warp_harness/first_screen.py`, `_sliced_first_screen`), goes out before it.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def fork() -> StartUpProcess | None:
         try:
             os.close(requests_w)
             os.close(answers_r)
+            _own_session()
             _leave_stdio()
             _serve(requests_r, answers_w)
             code = 0
@@ -101,6 +104,17 @@ def _widen(pipe: int) -> None:
         pass
 
 
+def _own_session() -> None:
+    """A session of its own: where the scheduler groups processes by session (autogroup, as on desktop
+    kernels), this process gets a share of the CPU of its own instead of taking it from the server's, whose
+    imports and reply to `initialize` it slowed on a busy machine. It still ends with the server: at the end
+    of its pipes (`_serve`)."""
+    try:
+        os.setsid()
+    except OSError:
+        pass
+
+
 def _leave_stdio() -> None:
     """The LSP stdio is the parent's: a client must see their end when the parent exits."""
     null = os.open(os.devnull, os.O_RDWR)
@@ -121,11 +135,8 @@ def _serve(requests: int, answers: int) -> None:
     workspace = _Workspace(tier)
     # with no answer in the cache (none made yet, or no cache), every document must be analysed: the stack
     # and the workspace model are needed, and made ahead on a busy machine too
-    ahead = (
-        cache is None
-        or not _answers_kept(cache)
-        or spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
-    )
+    spare = spare_core(_read_text("/proc/pressure/cpu"), _load_average(), os.cpu_count() or 1)
+    ahead = cache is None or not _answers_kept(cache) or spare
     if ahead:
         tier.warm_up()
     while (request := _receive(requests)) is not None:
@@ -134,7 +145,9 @@ def _serve(requests: int, answers: int) -> None:
             tier.set_overrides(overrides)
         workspace.roots = roots  # the parent's workspace model, so launches across modules are judged
         if text is None:  # only the workspace, ahead of the first document
-            if ahead:
+            # on a busy machine, not ahead of a document already on its way: a large one's first screen
+            # needs no workspace model (`_sliced_first_screen`), and this process's CPU is the parent's
+            if ahead and (spare or not _request_within(requests, INDEX_WAIT_S)):
                 workspace.model()
             continue
 
@@ -152,6 +165,22 @@ def _serve(requests: int, answers: int) -> None:
             _send(answers, (ident, records))
         except BrokenPipeError:  # the parent is gone, or done with this process
             return
+
+
+# how long a busy machine's process waits for a document before it indexes the workspace ahead of it: the
+# documents an editor opens at start-up follow the reply to `initialize` (under load, ~0.1 s after the
+# request that asks for the index)
+INDEX_WAIT_S = 0.5
+
+
+def _request_within(requests: int, seconds: float) -> bool:
+    """Whether a request is readable within ``seconds``."""
+    import select
+
+    try:
+        return bool(select.select([requests], [], [], seconds)[0])
+    except (OSError, ValueError):
+        return False
 
 
 # the scope of the entries this process writes in the user's result cache (`check_cache.CheckCache.key`):
@@ -264,14 +293,17 @@ def _records(
 
     tier = workspace.tier
     workspace.texts[path] = text
+    once = _Once(early)
     if cache is None:
+        _sliced_first_screen(tier, text, path, once)
         workspace.model()
-        return _analysed(tier, text, path, early)
+        return _analysed(tier, text, path, once)
     key = cache.key(text.encode("utf-8", "surrogatepass"), path, tier.settings_for(path), SCOPE)
     stamps = cache.root / start_up_stamps.FOLDER
     current = start_up_stamps.digests(stamps, key, workspace.roots, workspace.texts)
     if current is not None and (stored := cache.get(key, current)) is not None:
         return list(stored)
+    _sliced_first_screen(tier, text, path, once)  # ahead of the workspace model and the whole's parse
     project = workspace.model()
     tier.document_changed(path, text)  # the other modules' digests are read with this text in place
     asked: list[str] = []  # the entry's modules (on a hit, all of them are asked)
@@ -284,7 +316,7 @@ def _records(
     deps: Iterable[str] | None = asked
     if stored is None:
         tier.deps.pop(path, None)
-        records = _analysed(tier, text, path, early)
+        records = _analysed(tier, text, path, once)
         deps = tier.deps.get(path)
         if deps is not None:  # analysed in the workspace model, not in the fallback after an error
             cache.put(key, tuple(records), deps)
@@ -295,10 +327,44 @@ def _records(
     return records
 
 
-def _analysed(tier: StaticTier, text: str, path: str, early: Answered) -> list[Record]:
+class _Once:
+    """Whom an early answer is handed, once: the first screen from the slice (`_sliced_first_screen`),
+    else from the whole's model."""
+
+    def __init__(self, hand: Answered) -> None:
+        self._hand: Answered | None = hand
+
+    @property
+    def handed(self) -> bool:
+        return self._hand is None
+
+    def __call__(self, records: list[Record]) -> None:
+        hand, self._hand = self._hand, None
+        if hand is not None:
+            hand(records)
+
+
+def _sliced_first_screen(tier: StaticTier, text: str, path: str, early: _Once) -> None:
+    """For a large text, hand ``early`` the records of the kernels on its first screen from a parse of
+    its statements up to there (`warp_harness.first_screen`: a few milliseconds where the whole's parse
+    and model take ~100), where the rest cannot change them; else the whole's model hands them on."""
+    if len(text) < EARLY_MIN_CHARS:
+        return
+    from warp_harness.builtins import load_table
+    from warp_harness.first_screen import first_screen_records
+
+    try:
+        records = first_screen_records(text, path, tier.settings_for(path), load_table(), FIRST_SCREEN_LINES)
+    except Exception:  # the whole's analysis reports what went wrong
+        return
+    if records is not None:
+        early(records)
+
+
+def _analysed(tier: StaticTier, text: str, path: str, early: _Once) -> list[Record]:
     """``tier``'s analysis of ``text``; for a large text, its first screen's records handed to ``early``
     once its model is built (`IncrementalAnalyser.analyse`: a subset of the whole, which replaces them)."""
-    if len(text) >= EARLY_MIN_CHARS:
+    if len(text) >= EARLY_MIN_CHARS and not early.handed:
         return tier.analyse(text, path, (FIRST_SCREEN_LINES, early)).records
     return tier.analyse(text, path).records
 

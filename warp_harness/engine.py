@@ -234,6 +234,7 @@ def first_screen_records(
     model: ModuleModel,
     last_line: int,
     view: ProjectView | None = None,
+    context: Callable[..., RuleContext] | None = None,
 ) -> list[Record] | None:
     """The records `analyse_parsed` gives inside the kernels and Warp functions that start on lines 1 to
     ``last_line`` (what an editor shows of a file it opens), from their rules alone: a subset of the full
@@ -245,7 +246,9 @@ def first_screen_records(
     (records at the sites, in host code, never inside a kernel), unused suppressions (judged from all
     records: left to the full analysis) and syntax. So what is kept, records placed inside those kernels,
     is what the full analysis keeps there: the same conflicts between them, suppressions and severities.
-    ``view``: the workspace model attached to ``model`` (as the full analysis attaches it), or None."""
+    ``view``: the workspace model attached to ``model`` (as the full analysis attaches it), or None.
+    ``context``: what makes the rules' context (`RuleContext` by default; `first_screen` passes one that
+    raises where a rule reads what the model of a part of the file cannot tell)."""
     from warp_harness.rules import all_rules
     from warp_harness.rules.base import Scope
 
@@ -261,7 +264,7 @@ def first_screen_records(
     from warp_harness.hardware import load_profile
     from warp_harness.rules.base import RuleContext
 
-    ctx = RuleContext(model, load_profile(settings.target), table, settings, project=view)
+    ctx = (context or RuleContext)(model, load_profile(settings.target), table, settings, project=view)
     spans = [_span(kernel.node) for _, kernel in shown]
     # a kernel nested in a shown one but starting below: its records are not made here (a nested factory)
     others = [_span(kernel.node) for kernel in model.kernels if _first_line(kernel.node) > last_line]

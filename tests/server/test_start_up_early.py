@@ -1,8 +1,9 @@
 """A large document never analysed before: the start-up process publishes the records of the kernels on
-its first screen once the model is built, ahead of the whole (server/start_up_process.py, `_analysed`;
-`engine.first_screen_records`), and the whole replaces them. The early publication is a subset of the
-whole, never a record the whole does not give. Real `warp-harness serve` processes over stdio, an empty
-result cache."""
+its first screen ahead of the whole (server/start_up_process.py): from a parse of its statements up to
+there (`warp_harness.first_screen`) where the rest cannot change them, else once the whole's model is
+built (`_analysed`; `engine.first_screen_records`), and the whole replaces them. The early publication is a
+subset of the whole, never a record the whole does not give. Real `warp-harness serve` processes over
+stdio, an empty result cache."""
 
 from __future__ import annotations
 
@@ -37,9 +38,9 @@ def _large_module() -> str:
     return text
 
 
-def _diagnostics(root: Path, source: Path, *flags: str) -> list[list[dict[str, Any]]]:
+def _diagnostics(root: Path, source: Path, *flags: str, early: bool = True) -> list[list[dict[str, Any]]]:
     """Every publication of ``source`` by a fresh server (its own cache folder, empty) until its own
-    analysis is done."""
+    analysis is done (``early``: the start-up process publishes twice, the first screen then the whole)."""
     client = StdioClient(
         [*module_command("warp_harness", "serve"), *flags],
         root,
@@ -47,7 +48,7 @@ def _diagnostics(root: Path, source: Path, *flags: str) -> list[list[dict[str, A
     )
     try:
         published = [_open_at_start_up(client, root, source)]
-        if not flags:  # the whole, from the start-up process
+        if early and not flags:  # the whole, from the start-up process
             published.append(_next_publication(client, source.as_uri()))
         position = {"line": 0, "character": 0}  # the hover waits for the server's own analysis
         client.request("textDocument/hover", {"textDocument": {"uri": source.as_uri()}, "position": position})
@@ -77,6 +78,53 @@ def test_the_first_screen_is_published_ahead_and_the_whole_replaces_it(tmp_path:
     assert all(d in whole for d in early)  # nothing the whole does not give: the same diagnostic
     assert whole == own[-1]  # the whole: the server's own analysis, which then publishes nothing new
     assert later == []
+
+
+def test_the_first_screen_comes_from_its_slice_when_the_rest_does_not_parse(tmp_path: Path) -> None:
+    """A syntax error far below: the whole's model hands on nothing early (`engine.first_screen_records`
+    needs a clean parse), so an early publication can only come from the slice; the whole, with the
+    syntax error, replaces it."""
+    source = tmp_path / "big.py"
+    source.write_text(_large_module() + "\ndef broken(:\n    pass\n")
+    lines = source.read_text().splitlines()
+    on_screen = lines.index("def on_screen(a: wp.array(dtype=float)):") + 2
+    below = lines.index("def below(a: wp.array(dtype=float)):") + 2
+
+    early, whole, *later = _diagnostics(tmp_path, source)
+    assert _lines(early) == [("WH004", on_screen)]
+    assert _lines(whole) == [("WH000", len(lines) - 2), ("WH004", on_screen), ("WH004", below)]
+    assert all(d in whole for d in early)
+    assert later == []
+
+
+# a kernel whose `scale` is assigned on one path only: WH045, unless the module binds `scale` (Warp then
+# reads the module's value on the other path); here the module does so at its end
+MAYBE_UNASSIGNED = """
+@wp.kernel
+def on_screen(a: wp.array(dtype=float)):
+    i = wp.tid()
+    if i > 0:
+        scale = 2.0
+    a[i] = scale
+"""
+
+
+def test_nothing_is_said_early_of_a_name_bound_below(tmp_path: Path) -> None:
+    """The slice alone would report WH045 on `scale` (bound only at the end of the file): a false alarm,
+    so the first screen is not judged from it; the whole (syntax error and all) is the first publication."""
+    filler = "".join(f"\n\ndef helper_{n}(x):\n    return x + {n}\n" for n in range(3000))
+    source = tmp_path / "big.py"
+    source.write_text(
+        f"import warp as wp\n{MAYBE_UNASSIGNED}{filler}\nscale = 1.0\n\ndef broken(:\n    pass\n"
+    )
+    alone = tmp_path / "alone.py"
+    alone.write_text(f"import warp as wp\n{MAYBE_UNASSIGNED}")
+
+    first, *later = _diagnostics(tmp_path, source, early=False)
+    assert [d["code"] for d in first] == ["WH000"]  # the whole: no WH045
+    assert later == []
+    # what the slice alone says, were it asked: the false alarm kept out
+    assert [d["code"] for d in _diagnostics(tmp_path, alone, early=False)[0]] == ["WH045"]
 
 
 def test_a_small_document_gets_its_whole_analysis_at_once(tmp_path: Path) -> None:
