@@ -77,7 +77,12 @@ def _bound_names(node: ast.stmt) -> list[str]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return [node.name]
     if isinstance(node, ast.Assign):
-        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+        return [
+            t.id
+            for target in node.targets
+            for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+            if isinstance(t, ast.Name)
+        ]
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         return [node.target.id]
     if isinstance(node, ast.Import | ast.ImportFrom):
@@ -309,6 +314,10 @@ class _Plan:
     # names bound once to an attribute of an imported name (``MJ_MINVAL = mujoco.mjMINVAL``): built
     # when reached, the import followed; no constant of the contract path's whole-module build
     values: set[str] = field(default_factory=set)
+    # module functions a definition calls at the top level (``X = make(1)``, ``hermetic_factory.product``)
+    factories: set[str] = field(default_factory=set)
+    # names bound by calling a module function the build cannot run -> why
+    refused_products: dict[str, str] = field(default_factory=dict)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
@@ -378,6 +387,9 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     rebound: set[str] = set()
     option_dicts: set[str] = set()
     values: set[str] = set()
+    factories: set[str] = set()
+    refused_products: dict[str, str] = {}
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     imports = _imports(tree)
     scope = _Scope(
         numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
@@ -423,12 +435,42 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
             ):
                 definitions[names[0]] = node  # options for `wp.set_module_options(NAME)`
                 option_dicts.add(names[0])
+            else:
+                _product(node, names, functions, aliases, scope, definitions, factories, refused_products)
+        elif isinstance(node, ast.Assign) and len(names) > 1:  # `f, k = make(1)`
+            _product(node, names, functions, aliases, scope, definitions, factories, refused_products)
     plan = _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
     plan.option_dicts = option_dicts - rebound
     plan.values = values
+    plan.factories = factories
+    plan.refused_products = refused_products
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
+
+
+def _product(
+    node: ast.Assign | ast.AnnAssign,
+    names: list[str],
+    functions: dict[str, ast.FunctionDef],
+    aliases: set[str],
+    scope: _Scope,
+    definitions: dict[str, ast.stmt],
+    factories: set[str],
+    refused: dict[str, str],
+) -> None:
+    """``X = make(...)`` of a module function that only defines Warp definitions: ``X`` (and the
+    factory's ``def``) become definitions a build runs (``hermetic_factory.product``); the reason
+    is kept for a refusal."""
+    try:
+        factory = hermetic_factory.product(node, functions, aliases, scope.shadowed)
+    except NotHermetic as exc:
+        refused.update(dict.fromkeys(names, str(exc)))
+        return
+    if factory is not None:
+        definitions[factory] = functions[factory]
+        factories.add(factory)
+        definitions.update(dict.fromkeys(names, node))
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
@@ -510,6 +552,8 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
         return found
     node = plan.definitions[name]
     local = _local_names(node)
+    if name in plan.factories:  # the defs it makes and returns are its locals
+        local |= hermetic_factory.nested_names(node)
     inside: list[str] = []
     outside: _External = {}
     result: tuple[list[str], _External] | str = (inside, outside)
@@ -524,6 +568,12 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
             plan.imports[used] = (0, plan.star_library, used)  # the star import's, as Python binds it
             plan.star_names.add(used)
             outside[used] = _chains(node, used)
+        elif used in plan.refused_products:
+            result = (
+                f"`{name}` reads `{used}`, which the module binds by calling a function the build does not "
+                f"run: {plan.refused_products[used]}"
+            )
+            break
         else:
             result = _runtime(name, used)
             break

@@ -23,6 +23,7 @@ Text only: no Warp, nothing executed.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import math
 from typing import Any
@@ -192,3 +193,172 @@ def hoisted(
     tree.body.extend([*bindings, kernel])
     ast.fix_missing_locations(tree)
     return tree, names
+
+
+# ------------------------------------------------------------------ products of module-level calls
+# ``simple_func_1 = create_func_simple()`` at a module's top level (warp-lang's
+# tests/test_codegen_instancing.py): a `@wp.func`/`@wp.struct`/`@wp.kernel` made by calling a function
+# of the same text. Such a statement is built by running it and the factory's ``def``, in the fresh
+# namespace, when the factory's body holds nothing but its Warp definitions: what runs is then what
+# runs for a module-level definition (decorators, annotations, defaults), the factory's parameters
+# bound to the call's literal arguments, exactly as Python and Warp run the edited text.
+
+_WARP_KINDS = ("func", "struct", "kernel")
+_TYPE_NAMES = ("int", "float", "bool")
+
+
+def _warp_decorated(node: ast.stmt, aliases: set[str]) -> bool:
+    """A ``def``/``class`` with one decorator, ``@wp.func``/``@wp.struct``/``@wp.kernel``, of literal
+    keywords only (what a module-level definition may have)."""
+    if not isinstance(node, ast.FunctionDef | ast.ClassDef) or len(node.decorator_list) != 1:
+        return False
+    dec = node.decorator_list[0]
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in aliases
+        and target.attr in _WARP_KINDS
+    ):
+        return False
+    return not isinstance(dec, ast.Call) or (
+        not dec.args and all(k.arg and isinstance(k.value, ast.Constant) for k in dec.keywords)
+    )
+
+
+def _literal_argument(node: ast.expr, aliases: set[str], shadowed: frozenset[str]) -> bool:
+    """A value a call's argument may be: a literal, ``-`` of a number, a Warp attribute (``wp.vec3``),
+    ``int``/``float``/``bool``, or a name of the module (a definition or an import, which the build
+    must reach as any other, or it refuses)."""
+    if isinstance(node, ast.Constant):
+        return node.value is None or isinstance(node.value, int | float | bool | str)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
+    if isinstance(node, ast.Name):
+        return not hasattr(builtins, node.id) or node.id in shadowed or node.id in _TYPE_NAMES
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id in aliases
+
+
+def _type_expression(node: ast.expr | None) -> bool:
+    """An annotation evaluated when a ``def`` runs: names, attributes and subscripts of them, literals."""
+    if node is None or isinstance(node, ast.Constant | ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _type_expression(node.value)
+    if isinstance(node, ast.Subscript):
+        return _type_expression(node.value) and _type_expression(node.slice)
+    if isinstance(node, ast.Tuple):
+        return all(_type_expression(e) for e in node.elts)
+    return False
+
+
+def _inert(body: list[ast.stmt], factory: str, tests: set[str], aliases: set[str], defined: set[str]) -> None:
+    """``body`` of the factory holds only Warp definitions (added to ``defined``), ``if`` on a
+    parameter bound to a literal (``tests``) and ``pass``; ``NotHermetic`` otherwise."""
+    for i, stmt in enumerate(body):
+        if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(stmt, ast.Pass):
+            continue
+        if _warp_decorated(stmt, aliases):
+            assert isinstance(stmt, ast.FunctionDef | ast.ClassDef)
+            defined.add(stmt.name)
+            continue
+        if isinstance(stmt, ast.If):
+            test = (
+                stmt.test.operand
+                if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
+                else stmt.test
+            )
+            if not (isinstance(test, ast.Name) and test.id in tests):
+                raise NotHermetic(
+                    f"`{factory}` branches on `{ast.unparse(stmt.test)[:40]}`, not on a parameter bound to a "
+                    "literal"
+                )
+            _inert(stmt.body, factory, tests, aliases, defined)
+            _inert(stmt.orelse, factory, tests, aliases, defined)
+            continue
+        raise NotHermetic(
+            f"`{factory}` runs `{ast.unparse(stmt).splitlines()[0][:50]}` besides defining Warp functions, "
+            "structs or kernels (only those, `if` on a parameter and a `return` of them are built)"
+        )
+
+
+def product(
+    node: ast.stmt, functions: dict[str, ast.FunctionDef], aliases: set[str], shadowed: frozenset[str]
+) -> str | None:
+    """The factory ``node`` calls when it is ``X = make(<literal arguments>)`` (or ``X, Y = make(...)``)
+    and the module function ``make`` only defines Warp functions, structs or kernels and returns them
+    (``_inert``): the statement is then a definition of ``X`` a build runs, with ``make``'s ``def``.
+    None when ``node`` calls no function of the module; ``NotHermetic`` with the reason when it does
+    otherwise (the module is then imported, WHD069)."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+        return None
+    call, target = node.value, node.targets[0]
+    if not (isinstance(call.func, ast.Name) and call.func.id in functions):
+        return None
+    factory = functions[call.func.id]
+    name = factory.name
+    targets = target.elts if isinstance(target, ast.Tuple) else [target]
+    if not all(isinstance(t, ast.Name) for t in targets):
+        raise NotHermetic(f"the result of `{name}(...)` is bound to something else than names")
+    if factory.decorator_list:
+        raise NotHermetic(
+            f"`{name}` is decorated (`@{ast.unparse(factory.decorator_list[0])}`): calling it runs that"
+        )
+    a = factory.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        raise NotHermetic(f"`{name}` takes `*`, `**` or keyword-only parameters")
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        raise NotHermetic(f"`{name}(...)` is called with `*` or `**` arguments")
+    params = [x.arg for x in a.args]
+    bound: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    if len(call.args) > len(params):
+        raise NotHermetic(f"`{name}(...)` is given more arguments than it takes")
+    for k in call.keywords:
+        if k.arg not in params or k.arg in bound:
+            raise NotHermetic(f"`{name}(...)` is given `{k.arg}` twice or not as a parameter")
+        bound[str(k.arg)] = k.value
+    defaults = dict(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
+    for param in params:
+        value = bound.setdefault(param, defaults[param]) if param in defaults else bound.get(param)
+        if value is None:
+            raise NotHermetic(f"`{name}(...)` is not given `{param}`")
+        if not _literal_argument(value, aliases, shadowed):
+            raise NotHermetic(
+                f"`{name}(...)`'s argument `{param}` is `{ast.unparse(value)[:40]}`, not a literal, a Warp "
+                "attribute or a name of the module"
+            )
+    if not all(_type_expression(x.annotation) for x in a.args) or not _type_expression(factory.returns):
+        raise NotHermetic(f"`{name}`'s annotations are not types")
+    for sub in ast.walk(factory):
+        if isinstance(sub, ast.Nonlocal | ast.Global | ast.Yield | ast.YieldFrom | ast.Await):
+            raise NotHermetic(f"`{name}` declares `{type(sub).__name__.lower()}`")
+    body = list(factory.body)
+    last = body[-1] if body else None
+    returned = last if isinstance(last, ast.Return) else None
+    if returned is not None:
+        body.pop()
+    literal = {p for p, v in bound.items() if isinstance(v, ast.Constant)}
+    defined: set[str] = set()
+    _inert(body, name, literal, aliases, defined)
+    value = returned.value if returned is not None else None
+    names = value.elts if isinstance(value, ast.Tuple) else [value]
+    if not all(isinstance(n, ast.Name) and n.id in defined for n in names) or len(names) != len(targets):
+        raise NotHermetic(
+            f"`{name}` does not return {'the' if len(targets) == 1 else len(targets)} Warp definition"
+            f"{'' if len(targets) == 1 else 's'} it makes"
+        )
+    return name
+
+
+def nested_names(node: ast.AST) -> set[str]:
+    """The names of the ``def``s and ``class``es inside ``node`` (a factory's locals)."""
+    return {
+        sub.name
+        for sub in ast.walk(node)
+        if sub is not node and isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
