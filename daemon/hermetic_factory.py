@@ -28,6 +28,7 @@ import copy
 import math
 from typing import Any
 
+from warp_harness.capture.identity import factory_digest
 from warp_harness.daemon.hermetic_contract import NotHermetic
 
 _LITERALS = ("int", "float", "bool")
@@ -175,6 +176,7 @@ def hoisted(
     tree = copy.deepcopy(tree)
     kernel, factories = _kernel_def(tree, qualname)
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
+    _recorded_keywords(tree, kernel, factories, closure, aliases, bound)
     bindings: list[ast.stmt] = []
     names: dict[str, str] = {}
     for free in sorted(_free_names(kernel)):
@@ -193,6 +195,125 @@ def hoisted(
     tree.body.extend([*bindings, kernel])
     ast.fix_missing_locations(tree)
     return tree, names
+
+
+def literal_keyword(keyword: ast.keyword, aliases: set[str]) -> bool:
+    """A keyword of ``@wp.kernel(...)`` a build takes as written: a literal, a tuple of int literals
+    (``launch_bounds=(256, 1)``), or a dict of string keys to literals or Warp attributes
+    (``module_options={"enable_backward": False, "deterministic": wp.DeterministicMode.RUN_TO_RUN}``)."""
+    value = keyword.value
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Tuple):
+        return all(isinstance(e, ast.Constant) and type(e.value) is int for e in value.elts)
+    if not isinstance(value, ast.Dict):
+        return False
+    for key, item in zip(value.keys, value.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return False
+        root: ast.expr = item
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(item, ast.Constant) and not (
+            isinstance(item, ast.Attribute) and isinstance(root, ast.Name) and root.id in aliases
+        ):
+            return False
+    return True
+
+
+def _recorded_value(value: Any, aliases: set[str]) -> ast.expr:
+    """A value of the closure record's ``module_options``/``keywords`` as an expression: a literal,
+    a list of ints as a tuple, ``{"warp": "Enum.MEMBER"}`` as ``wp.Enum.MEMBER``; ``NotHermetic``
+    for anything else (the record is data: never evaluated, only spelled as literals and Warp names)."""
+    if value is None or type(value) in (bool, int, str) or (type(value) is float and math.isfinite(value)):
+        return ast.Constant(value)
+    if isinstance(value, list) and all(type(v) is int for v in value):
+        return ast.Tuple([ast.Constant(v) for v in value], ast.Load())
+    if isinstance(value, dict) and set(value) == {"warp"} and isinstance(value["warp"], str):
+        parts = value["warp"].split(".")
+        if aliases and len(parts) == 2 and all(p.isidentifier() and not p.startswith("_") for p in parts):
+            node: ast.expr = ast.Name(sorted(aliases)[0], ast.Load())
+            for part in parts:
+                node = ast.Attribute(node, part, ast.Load())
+            return node
+    raise NotHermetic(f"the capture recorded `{str(value)[:40]}` for a decorator keyword, not a literal")
+
+
+def _recorded_keywords(
+    tree: ast.Module,
+    kernel: ast.FunctionDef,
+    factories: list[ast.FunctionDef],
+    closure: dict[str, Any],
+    aliases: set[str],
+    bound: dict[str, tuple[set[str], set[str]]],
+) -> None:
+    """The kernel's decorator keywords its factory computes (mujoco-warp 4.0.0:
+    ``module_options = {"enable_backward": False}; if deterministic: module_options[...] = ...;
+    @wp.kernel(module="unique", module_options=module_options)``) replaced, in ``kernel``, by the
+    values the capture recorded, when the factory's code around the kernel is the text the capture
+    ran (``identity.factory_digest``) and reads nothing but its own parameters and locals and Warp:
+    the edited factory then computes what it computed then, from the same arguments. ``NotHermetic``
+    otherwise (the replay imports the module, WHD069)."""
+    if len(kernel.decorator_list) != 1 or not isinstance(kernel.decorator_list[0], ast.Call):
+        return
+    computed = [k for k in kernel.decorator_list[0].keywords if k.arg and not literal_keyword(k, aliases)]
+    if not computed:
+        return
+    said = ", ".join(f"`{k.arg}`" for k in computed)
+    if not isinstance(closure.get("factory"), str):
+        raise NotHermetic(
+            f"`{kernel.name}`'s decorator takes {said} its factory computes, and the capture recorded no "
+            "value of it (a capture taken before such records existed: capture again)"
+        )
+    if closure["factory"] != factory_digest(tree, str(closure.get("qualname"))):
+        raise NotHermetic(
+            f"the factory's code around `{kernel.name}` is not the text the capture ran, so the {said} "
+            "its decorator gets may differ from the recorded one (capture again)"
+        )
+    local = set(aliases) | nested_names(factories[0])
+    for params, stored in bound.values():
+        local |= params | stored
+    outer = factories[0]
+    saved = (kernel.args, kernel.body, kernel.returns)
+    kernel.args = ast.arguments([], [], None, [], [], None, [])
+    kernel.body, kernel.returns = [ast.Pass()], None
+    try:
+        read = sorted(
+            {
+                n.id
+                for stmt in [*outer.args.defaults, *(d for d in outer.args.kw_defaults if d), *outer.body]
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local
+            }
+        )
+    finally:
+        kernel.args, kernel.body, kernel.returns = saved
+    if read:
+        raise NotHermetic(
+            f"the factory of `{kernel.name}` reads `{read[0]}`, a name of the module an edit may change "
+            f"without changing the factory's text, so the {said} its decorator gets may differ from the "
+            "recorded one"
+        )
+    options = closure.get("module_options")
+    keywords = closure.get("keywords")
+    if not isinstance(options, dict) or not isinstance(keywords, dict):
+        raise NotHermetic(f"the capture's record of `{kernel.name}`'s decorator is not a set of values")
+    for keyword in computed:
+        if keyword.arg == "module_options":
+            keys: list[ast.expr | None] = [ast.Constant(str(k)) for k in options]
+            keyword.value = ast.Dict(keys, [_recorded_value(v, aliases) for v in options.values()])
+        elif keyword.arg in _RECORDED_KEYWORDS:
+            keyword.value = _recorded_value(keywords.get(keyword.arg), aliases)
+        else:
+            raise NotHermetic(
+                f"`{kernel.name}`'s decorator takes `{keyword.arg}` computed by its factory, a keyword the "
+                "capture does not record"
+            )
+        ast.copy_location(keyword.value, kernel)
+
+
+# the keywords of ``@wp.kernel`` the capture records the values of (``recorder._decorator_values``)
+_RECORDED_KEYWORDS = ("enable_backward", "grid_stride", "launch_bounds")
 
 
 # ------------------------------------------------------------------ products of module-level calls
@@ -222,7 +343,7 @@ def _warp_decorated(node: ast.stmt, aliases: set[str]) -> bool:
     ):
         return False
     return not isinstance(dec, ast.Call) or (
-        not dec.args and all(k.arg and isinstance(k.value, ast.Constant) for k in dec.keywords)
+        not dec.args and all(k.arg and literal_keyword(k, aliases) for k in dec.keywords)
     )
 
 
