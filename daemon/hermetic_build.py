@@ -318,6 +318,9 @@ class _Plan:
     factories: set[str] = field(default_factory=set)
     # names bound by calling a module function the build cannot run -> why
     refused_products: dict[str, str] = field(default_factory=dict)
+    # a `@wp.func` (or `@wp.struct`) defined more than once -> its definitions in order: all run, in
+    # the module's order, as Warp registers them (a same signature replaces, another overloads)
+    redefined: dict[str, list[ast.stmt]] = field(default_factory=dict)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
@@ -389,6 +392,7 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     values: set[str] = set()
     factories: set[str] = set()
     refused_products: dict[str, str] = {}
+    redefined: dict[str, list[ast.stmt]] = {}
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     imports = _imports(tree)
     scope = _Scope(
@@ -405,7 +409,12 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
         names = _bound_names(node)
         for name in names:
             if name in definitions or name in constants:
-                rebound.add(name)
+                if _helper_kind(node, aliases) is not None and _helper_kind(
+                    definitions[name], aliases
+                ) == _helper_kind(node, aliases):
+                    redefined.setdefault(name, [definitions[name]]).append(node)
+                else:
+                    rebound.add(name)
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
             if (
@@ -444,9 +453,20 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     plan.values = values
     plan.factories = factories
     plan.refused_products = refused_products
+    plan.redefined = {k: v for k, v in redefined.items() if k not in rebound}
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
+
+
+def _helper_kind(node: ast.stmt, aliases: set[str]) -> str | None:
+    """``func`` or ``struct`` for a ``def``/``class`` decorated with ``@wp.func``/``@wp.struct`` alone."""
+    if not isinstance(node, ast.FunctionDef | ast.ClassDef) or len(node.decorator_list) != 1:
+        return None
+    kind = _decorator_kind(node.decorator_list[0], aliases)
+    if kind == "func" and isinstance(node, ast.FunctionDef):
+        return kind
+    return kind if kind == "struct" and isinstance(node, ast.ClassDef) else None
 
 
 def _product(
@@ -550,24 +570,33 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
     found = plan.reads.get(name)
     if found is not None:
         return found
-    node = plan.definitions[name]
-    local = _local_names(node)
-    if name in plan.factories:  # the defs it makes and returns are its locals
-        local |= hermetic_factory.nested_names(node)
+    nodes = plan.redefined.get(name) or [plan.definitions[name]]
+    free: set[str] = set()
+    operators: set[str] = set()
+    for node in nodes:
+        local = _local_names(node)
+        if name in plan.factories:  # the defs it makes and returns are its locals
+            local |= hermetic_factory.nested_names(node)
+        free |= _loads(node) - local
+        operators |= _operator_names(node) - local
+
+    def chains(used: str) -> set[tuple[str, ...]]:
+        return set().union(*(_chains(node, used) for node in nodes))
+
     inside: list[str] = []
     outside: _External = {}
     result: tuple[list[str], _External] | str = (inside, outside)
-    for used in sorted(_loads(node)):
+    for used in sorted(free):
         if used in plan.definitions:
             inside.append(used)
-        elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used) or used in local:
+        elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used):
             continue
         elif used in plan.imports and used not in plan.rebound:
-            outside[used] = _chains(node, used)
+            outside[used] = chains(used)
         elif plan.star_library is not None and used not in plan.bound:
             plan.imports[used] = (0, plan.star_library, used)  # the star import's, as Python binds it
             plan.star_names.add(used)
-            outside[used] = _chains(node, used)
+            outside[used] = chains(used)
         elif used in plan.refused_products:
             result = (
                 f"`{name}` reads `{used}`, which the module binds by calling a function the build does not "
@@ -580,7 +609,7 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
     else:
         # an operator on a struct calls the function of its name in the kernel's module (Warp's
         # codegen resolves `a + b` to `add`): read though the text never names it
-        for used in sorted(_operator_names(node) - local):
+        for used in sorted(operators):
             if used in plan.definitions and used not in inside:
                 inside.append(used)
             elif used in plan.imports and used not in plan.rebound:
