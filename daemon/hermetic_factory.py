@@ -177,24 +177,92 @@ def hoisted(
     kernel, factories = _kernel_def(tree, qualname)
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
     _recorded_keywords(tree, kernel, factories, closure, aliases, bound)
-    bindings: list[ast.stmt] = []
+    bindings: dict[str, tuple[ast.stmt, Any]] = {}
     names: dict[str, str] = {}
-    for free in sorted(_free_names(kernel)):
-        owner = next((f for f in reversed(factories) if free in bound[f.name][0] | bound[f.name][1]), None)
-        if owner is None:
-            continue  # a global of the module: the plan reads it as for any module-level kernel
-        params, stored = bound[owner.name]
-        if free not in params or free in stored:
-            raise NotHermetic(
-                f"`{kernel_name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
-                "(only a factory's parameters are bound from the capture)"
+    helpers: list[ast.FunctionDef] = []
+    path = str(closure.get("path"))
+
+    def bind(node: ast.FunctionDef, cells: dict[str, Any], depth: int) -> None:
+        for free in sorted(_free_names(node)):
+            owner = next(
+                (f for f in reversed(factories) if free in bound[f.name][0] | bound[f.name][1]), None
             )
-        statement, what = _binding(free, cells.get(free), aliases, str(closure.get("path")), kernel)
-        bindings.append(statement)
-        names[free] = what
-    tree.body.extend([*bindings, kernel])
+            if owner is None:
+                continue  # a global of the module: the plan reads it as for any module-level kernel
+            params, stored = bound[owner.name]
+            cell = cells.get(free)
+            made_here = any(f.name == free for f in _functions(owner.body))
+            if free in stored and free not in params and made_here and depth == 0:
+                helper = _helper_made_here(owner, free, cell, factories)
+                if free not in names:
+                    names[free] = "definition"
+                    helpers.append(helper)
+                    assert isinstance(cell, dict)  # _helper_made_here checked it
+                    bind(helper, dict(cell["cells"]), depth + 1)
+                continue
+            if free not in params or free in stored:
+                raise NotHermetic(
+                    f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
+                    "(only a factory's parameters and the `@wp.func`s it defines are bound from the capture)"
+                )
+            if free in bindings:
+                if bindings[free][1] != cell:  # one call of the factory: one value of each parameter
+                    raise NotHermetic(
+                        f"the capture recorded two values of `{free}` for one call of `{owner.name}`"
+                    )
+                continue
+            statement, what = _binding(free, cell, aliases, path, node)
+            bindings[free] = (statement, cell)
+            names[free] = what
+
+    bind(kernel, cells, 0)
+    tree.body.extend([*(b[0] for b in bindings.values()), *helpers, kernel])
     ast.fix_missing_locations(tree)
     return tree, names
+
+
+def _helper_made_here(
+    owner: ast.FunctionDef, name: str, cell: Any, factories: list[ast.FunctionDef]
+) -> ast.FunctionDef:
+    """The ``@wp.func def name`` the factory ``owner`` defines and the kernel reads (warp-lang's
+    ``create_fk_closure``: ``@wp.func def f(): return a`` beside ``@wp.kernel def k(...): ... f() + b``),
+    hoisted beside the kernel: the capture recorded it as a func of that factory with its own
+    closure cells (``recorder._cell``); the factory binds the name by that one ``def`` only."""
+    chain = ".<locals>.".join(f.name for f in factories[: factories.index(owner) + 1])
+    if not (
+        isinstance(cell, dict)
+        and cell.get("kind") == "func"
+        and cell.get("qualname") == f"{chain}.<locals>.{name}"
+        and isinstance(cell.get("cells"), dict)
+    ):
+        raise NotHermetic(
+            f"`{name}`, which the factory `{owner.name}` binds, is not recorded as the `@wp.func` it defines "
+            "(with its closure): its value is computed at run time"
+        )
+    found = [f for f in _functions(owner.body) if f.name == name]
+    binds = sum(
+        1
+        for sub in ast.walk(owner)
+        if (isinstance(sub, ast.Name) and sub.id == name and not isinstance(sub.ctx, ast.Load))
+        or (isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and sub.name == name)
+        or (isinstance(sub, ast.alias) and (sub.asname or sub.name) == name)
+    )
+    if len(found) != 1 or binds != 1:
+        raise NotHermetic(
+            f"the factory `{owner.name}` binds `{name}` more than by one `def` (overloads, a branch, an "
+            "assignment): which one the kernel called is not in the text"
+        )
+    helper = found[0]
+    dec = helper.decorator_list
+    target = dec[0].func if dec and isinstance(dec[0], ast.Call) else (dec[0] if dec else None)
+    if not (
+        len(dec) == 1
+        and isinstance(target, ast.Attribute)
+        and target.attr == "func"
+        and (not isinstance(dec[0], ast.Call) or (not dec[0].args and not dec[0].keywords))
+    ):
+        raise NotHermetic(f"`{name}` of the factory `{owner.name}` is not decorated with `@wp.func` alone")
+    return helper
 
 
 def literal_keyword(keyword: ast.keyword, aliases: set[str]) -> bool:

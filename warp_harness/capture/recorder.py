@@ -427,7 +427,7 @@ def _option_value(value: Any, wp: Any) -> Any:
     return _UNRECORDABLE
 
 
-def _cell(value: Any, workspace: Path) -> dict[str, Any]:
+def _cell(value: Any, workspace: Path, depth: int = 0) -> dict[str, Any]:
     import warp as wp
 
     if type(value) in (bool, int, float):
@@ -451,7 +451,20 @@ def _cell(value: Any, workspace: Path) -> dict[str, Any]:
         rel = None
     if rel is None:
         return {"kind": "other", "type": f"{kind} outside the workspace"}
-    return {"kind": kind, "file": rel, "qualname": str(getattr(py, "__qualname__", ""))}
+    qualname = str(getattr(py, "__qualname__", ""))
+    out: dict[str, Any] = {"kind": kind, "file": rel, "qualname": qualname}
+    if kind == "func" and "<locals>" in qualname and depth == 0:
+        # a `@wp.func` its factory made beside the kernel: what it closes over, one level deep
+        code = getattr(py, "__code__", None)
+        cells = getattr(py, "__closure__", None) or ()
+        inner: dict[str, Any] = {}
+        for name, cell in zip(tuple(getattr(code, "co_freevars", ())), cells, strict=False):
+            try:
+                inner[name] = _cell(cell.cell_contents, workspace, depth + 1)
+            except ValueError:
+                inner[name] = {"kind": "other", "type": "empty cell"}
+        out["cells"] = inner
+    return out
 
 
 def _np() -> Any:
