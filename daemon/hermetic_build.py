@@ -393,7 +393,8 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     factories: set[str] = set()
     refused_products: dict[str, str] = {}
     redefined: dict[str, list[ast.stmt]] = {}
-    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    once = _bound_once(tree)  # a factory bound twice: which `def` a call runs is a matter of order
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in once}
     imports = _imports(tree)
     scope = _Scope(
         numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
@@ -491,6 +492,28 @@ def _product(
         definitions[factory] = functions[factory]
         factories.add(factory)
         definitions.update(dict.fromkeys(names, node))
+
+
+def _bound_once(tree: ast.Module) -> set[str]:
+    """The names the module's top level binds exactly once (in a block of it too: an ``if``'s ``def``)."""
+    counts: dict[str, int] = {}
+    for statement in tree.body:
+        names = list(_bound_names(statement))
+        if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            todo: list[ast.AST] = list(ast.iter_child_nodes(statement))
+            while todo:
+                node = todo.pop()
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    names.append(node.name)
+                    continue
+                if isinstance(node, ast.stmt):
+                    names += _bound_names(node)
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    names.append(node.id)
+                todo.extend(ast.iter_child_nodes(node))
+        for name in set(names):
+            counts[name] = counts.get(name, 0) + 1
+    return {name for name, n in counts.items() if n == 1}
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:

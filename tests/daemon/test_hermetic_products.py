@@ -196,3 +196,19 @@ def test_the_products_build_and_compute_what_warp_computes_from_the_text(tmp_pat
     )
     assert run(edited) == [22, 342, 9, 11]
     np.testing.assert_equal(run(PRODUCTS), [22, 242, 9, 10])
+
+
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        # the factory defined twice (or in a block): the build must not check one `def` and run another
+        "\n\ndef create_func_closure(value: int):\n    print(value)\n",
+        "\n\nif True:\n    def create_func_closure(value: int):\n        print(value)\n",
+    ],
+)
+def test_a_factory_bound_twice_is_not_run(tmp_path: Path, rebinding: str) -> None:
+    text = PRODUCTS.replace(
+        "closure_func_1 = create_func_closure(17)", rebinding + "\nclosure_func_1 = create_func_closure(17)"
+    )
+    why = _why(tmp_path, text)
+    assert why is not None and "`closure_func_1`, which the module binds at run time" in why, why
