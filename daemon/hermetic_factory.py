@@ -181,6 +181,27 @@ def hoisted(
     names: dict[str, str] = {}
     helpers: list[ast.FunctionDef] = []
     path = str(closure.get("path"))
+    # the module's own top-level names: a func hoisted under one of them would be taken by Warp for
+    # a redefinition of it (an overload or a replacement), never what the factory made
+    taken = {
+        name
+        for statement in tree.body
+        for name in (
+            [statement.name]
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else [
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+            ]
+            + [
+                (a.asname or a.name).split(".")[0]
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Import | ast.ImportFrom)
+                for a in n.names
+            ]
+        )
+    }
 
     def bind(node: ast.FunctionDef, cells: dict[str, Any], depth: int) -> None:
         for free in sorted(_free_names(node)):
@@ -193,7 +214,12 @@ def hoisted(
             cell = cells.get(free)
             made_here = any(f.name == free for f in _functions(owner.body))
             if free in stored and free not in params and made_here and depth == 0:
-                helper = _helper_made_here(owner, free, cell, factories)
+                helper = _helper_made_here(owner, free, cell, factories, aliases)
+                if free in taken:
+                    raise NotHermetic(
+                        f"`{free}`, a `@wp.func` of the factory `{owner.name}`, is also a name of the "
+                        "module: built beside the kernel it would be taken for a redefinition of the module's"
+                    )
                 if free not in names:
                     names[free] = "definition"
                     helpers.append(helper)
@@ -222,7 +248,7 @@ def hoisted(
 
 
 def _helper_made_here(
-    owner: ast.FunctionDef, name: str, cell: Any, factories: list[ast.FunctionDef]
+    owner: ast.FunctionDef, name: str, cell: Any, factories: list[ast.FunctionDef], aliases: set[str]
 ) -> ast.FunctionDef:
     """The ``@wp.func def name`` the factory ``owner`` defines and the kernel reads (warp-lang's
     ``create_fk_closure``: ``@wp.func def f(): return a`` beside ``@wp.kernel def k(...): ... f() + b``),
@@ -258,6 +284,8 @@ def _helper_made_here(
     if not (
         len(dec) == 1
         and isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in aliases
         and target.attr == "func"
         and (not isinstance(dec[0], ast.Call) or (not dec[0].args and not dec[0].keywords))
     ):

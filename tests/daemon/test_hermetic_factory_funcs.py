@@ -83,12 +83,27 @@ def test_a_func_the_factory_makes_beside_the_kernel_is_built_with_its_own_closur
         (("    # closure\n    @wp.kernel", "    f = g = f\n\n    @wp.kernel"), "more than by one `def`"),
         # the func reads a local the factory computes
         (("        return a\n", "        return a + c\n"), "computes or rebinds"),
+        # a module-level func of the same name: built beside the kernel, Warp would merge the two
+        (
+            (
+                "def create_fk_closure(a, b):",
+                "@wp.func\ndef f(x: float):\n    return x\n\n\ndef create_fk_closure(a, b):",
+            ),
+            "also a name of the module",
+        ),
+        # a func decorated by something else than Warp's `func`
+        (
+            ("    # closure\n    @wp.func\n", "    # closure\n    @other.func\n"),
+            "not decorated with `@wp.func` alone",
+        ),
     ],
 )
 def test_a_func_made_beside_the_kernel_is_refused_where_the_text_does_not_say_it(
     tmp_path: Path, edit: tuple[str, str], reason: str
 ) -> None:
     text = FK_CLOSURE.replace(*edit)
+    if "@other.func" in text:  # another object's `func` (here Warp's own, by another name)
+        text = text.replace("import warp as wp\n", "import warp as wp\n\nother = wp\n")
     if "a + c" in text:
         text = text.replace("def create_fk_closure(a, b):\n", "def create_fk_closure(a, b):\n    c = a * 2\n")
     assert text != FK_CLOSURE
