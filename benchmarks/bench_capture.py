@@ -644,8 +644,9 @@ def hermetic_share() -> None:
         common = "; ".join(f"{n}: {why}" for why, n in why_not.most_common(3))
         print(
             f"made inside functions: {label}: {nested}; of them {eligible} admit a closure record (every "
-            f"free name a parameter of its factory, never rebound; literal decorator keywords; an upper "
-            f"bound: the values must be literals, types or workspace funcs at capture); others: {common}"
+            f"free name a parameter of its factory, never rebound; decorator keywords literal or recorded "
+            f"from a factory reading only its parameters; an upper bound: the values must be literals, "
+            f"types or workspace funcs at capture); others: {common}"
         )
 
 
@@ -664,6 +665,7 @@ def _parsed_files(package: Path) -> Iterator[tuple[Path, str, ast.Module]]:
 def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
     """(kernels made inside functions, those whose text admits a closure record, why not the others):
     each decided with a record binding every free name its factories bind to an int (text only)."""
+    from warp_harness.capture.identity import factory_digest
     from warp_harness.daemon.captured import hermetic
 
     nested = eligible = 0
@@ -678,7 +680,16 @@ def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
                     if prefix and any("kernel" in ast.unparse(d).split("(")[0] for d in child.decorator_list):
                         nested += 1
                         cells = {n: {"kind": "int", "value": 1} for n in _loaded(child)}
-                        closure = {"qualname": qual, "path": "", "cells": cells}
+                        # what a capture of this text records of the decorator: the factory's digest
+                        # and the values it computed (any: the decision reads only whether they exist)
+                        closure = {
+                            "qualname": qual,
+                            "path": "",
+                            "cells": cells,
+                            "factory": factory_digest(tree, qual),
+                            "module_options": {"enable_backward": False},
+                            "keywords": {},
+                        }
                         why = hermetic.decision(text, str(path), child.name, package.parent, closure)[0]
                         eligible += why is None
                         if why is not None:

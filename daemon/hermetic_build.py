@@ -77,7 +77,12 @@ def _bound_names(node: ast.stmt) -> list[str]:
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return [node.name]
     if isinstance(node, ast.Assign):
-        return [t.id for t in node.targets if isinstance(t, ast.Name)]
+        return [
+            t.id
+            for target in node.targets
+            for t in (target.elts if isinstance(target, ast.Tuple) else [target])
+            if isinstance(t, ast.Name)
+        ]
     if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
         return [node.target.id]
     if isinstance(node, ast.Import | ast.ImportFrom):
@@ -98,9 +103,9 @@ def _decorator_kind(dec: ast.expr, aliases: set[str]) -> str | None:
     if kind not in _DECORATORS:
         return None
     if isinstance(dec, ast.Call) and (
-        dec.args or not all(isinstance(k.value, ast.Constant) for k in dec.keywords)
+        dec.args or not all(hermetic_factory.literal_keyword(k, aliases) for k in dec.keywords)
     ):
-        return None  # only literal keyword arguments (enable_backward=False ...)
+        return None  # only literal keyword arguments (enable_backward=False, module_options={...})
     return kind
 
 
@@ -309,6 +314,13 @@ class _Plan:
     # names bound once to an attribute of an imported name (``MJ_MINVAL = mujoco.mjMINVAL``): built
     # when reached, the import followed; no constant of the contract path's whole-module build
     values: set[str] = field(default_factory=set)
+    # module functions a definition calls at the top level (``X = make(1)``, ``hermetic_factory.product``)
+    factories: set[str] = field(default_factory=set)
+    # names bound by calling a module function the build cannot run -> why
+    refused_products: dict[str, str] = field(default_factory=dict)
+    # a `@wp.func` (or `@wp.struct`) defined more than once -> its definitions in order: all run, in
+    # the module's order, as Warp registers them (a same signature replaces, another overloads)
+    redefined: dict[str, list[ast.stmt]] = field(default_factory=dict)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
@@ -378,6 +390,11 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     rebound: set[str] = set()
     option_dicts: set[str] = set()
     values: set[str] = set()
+    factories: set[str] = set()
+    refused_products: dict[str, str] = {}
+    redefined: dict[str, list[ast.stmt]] = {}
+    once = _bound_once(tree)  # a factory bound twice: which `def` a call runs is a matter of order
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in once}
     imports = _imports(tree)
     scope = _Scope(
         numpy=frozenset(k for k, v in library_names.items() if v == "numpy"),
@@ -393,7 +410,12 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
         names = _bound_names(node)
         for name in names:
             if name in definitions or name in constants:
-                rebound.add(name)
+                if _helper_kind(node, aliases) is not None and _helper_kind(
+                    definitions[name], aliases
+                ) == _helper_kind(node, aliases):
+                    redefined.setdefault(name, [definitions[name]]).append(node)
+                else:
+                    rebound.add(name)
         if isinstance(node, ast.FunctionDef | ast.ClassDef):
             kinds = [_decorator_kind(d, aliases) for d in node.decorator_list]
             if (
@@ -423,12 +445,75 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
             ):
                 definitions[names[0]] = node  # options for `wp.set_module_options(NAME)`
                 option_dicts.add(names[0])
+            else:
+                _product(node, names, functions, aliases, scope, definitions, factories, refused_products)
+        elif isinstance(node, ast.Assign) and len(names) > 1:  # `f, k = make(1)`
+            _product(node, names, functions, aliases, scope, definitions, factories, refused_products)
     plan = _Plan(tree, aliases, library_names, definitions, constants, rebound, imports)
     plan.option_dicts = option_dicts - rebound
     plan.values = values
+    plan.factories = factories
+    plan.refused_products = refused_products
+    plan.redefined = {k: v for k, v in redefined.items() if k not in rebound}
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
+
+
+def _helper_kind(node: ast.stmt, aliases: set[str]) -> str | None:
+    """``func`` or ``struct`` for a ``def``/``class`` decorated with ``@wp.func``/``@wp.struct`` alone."""
+    if not isinstance(node, ast.FunctionDef | ast.ClassDef) or len(node.decorator_list) != 1:
+        return None
+    kind = _decorator_kind(node.decorator_list[0], aliases)
+    if kind == "func" and isinstance(node, ast.FunctionDef):
+        return kind
+    return kind if kind == "struct" and isinstance(node, ast.ClassDef) else None
+
+
+def _product(
+    node: ast.Assign | ast.AnnAssign,
+    names: list[str],
+    functions: dict[str, ast.FunctionDef],
+    aliases: set[str],
+    scope: _Scope,
+    definitions: dict[str, ast.stmt],
+    factories: set[str],
+    refused: dict[str, str],
+) -> None:
+    """``X = make(...)`` of a module function that only defines Warp definitions: ``X`` (and the
+    factory's ``def``) become definitions a build runs (``hermetic_factory.product``); the reason
+    is kept for a refusal."""
+    try:
+        factory = hermetic_factory.product(node, functions, aliases, scope.shadowed)
+    except NotHermetic as exc:
+        refused.update(dict.fromkeys(names, str(exc)))
+        return
+    if factory is not None:
+        definitions[factory] = functions[factory]
+        factories.add(factory)
+        definitions.update(dict.fromkeys(names, node))
+
+
+def _bound_once(tree: ast.Module) -> set[str]:
+    """The names the module's top level binds exactly once (in a block of it too: an ``if``'s ``def``)."""
+    counts: dict[str, int] = {}
+    for statement in tree.body:
+        names = list(_bound_names(statement))
+        if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            todo: list[ast.AST] = list(ast.iter_child_nodes(statement))
+            while todo:
+                node = todo.pop()
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    names.append(node.name)
+                    continue
+                if isinstance(node, ast.stmt):
+                    names += _bound_names(node)
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                    names.append(node.id)
+                todo.extend(ast.iter_child_nodes(node))
+        for name in set(names):
+            counts[name] = counts.get(name, 0) + 1
+    return {name for name, n in counts.items() if n == 1}
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
@@ -508,29 +593,46 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
     found = plan.reads.get(name)
     if found is not None:
         return found
-    node = plan.definitions[name]
-    local = _local_names(node)
+    nodes = plan.redefined.get(name) or [plan.definitions[name]]
+    free: set[str] = set()
+    operators: set[str] = set()
+    for node in nodes:
+        local = _local_names(node)
+        if name in plan.factories:  # the defs it makes and returns are its locals
+            local |= hermetic_factory.nested_names(node)
+        free |= _loads(node) - local
+        operators |= _operator_names(node) - local
+
+    def chains(used: str) -> set[tuple[str, ...]]:
+        return set().union(*(_chains(node, used) for node in nodes))
+
     inside: list[str] = []
     outside: _External = {}
     result: tuple[list[str], _External] | str = (inside, outside)
-    for used in sorted(_loads(node)):
+    for used in sorted(free):
         if used in plan.definitions:
             inside.append(used)
-        elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used) or used in local:
+        elif used in plan.library_names or used in plan.aliases or hasattr(builtins, used):
             continue
         elif used in plan.imports and used not in plan.rebound:
-            outside[used] = _chains(node, used)
+            outside[used] = chains(used)
         elif plan.star_library is not None and used not in plan.bound:
             plan.imports[used] = (0, plan.star_library, used)  # the star import's, as Python binds it
             plan.star_names.add(used)
-            outside[used] = _chains(node, used)
+            outside[used] = chains(used)
+        elif used in plan.refused_products:
+            result = (
+                f"`{name}` reads `{used}`, which the module binds by calling a function the build does not "
+                f"run: {plan.refused_products[used]}"
+            )
+            break
         else:
             result = _runtime(name, used)
             break
     else:
         # an operator on a struct calls the function of its name in the kernel's module (Warp's
         # codegen resolves `a + b` to `add`): read though the text never names it
-        for used in sorted(_operator_names(node) - local):
+        for used in sorted(operators):
             if used in plan.definitions and used not in inside:
                 inside.append(used)
             elif used in plan.imports and used not in plan.rebound:

@@ -23,10 +23,12 @@ Text only: no Warp, nothing executed.
 from __future__ import annotations
 
 import ast
+import builtins
 import copy
 import math
 from typing import Any
 
+from warp_harness.capture.identity import factory_digest
 from warp_harness.daemon.hermetic_contract import NotHermetic
 
 _LITERALS = ("int", "float", "bool")
@@ -174,21 +176,406 @@ def hoisted(
     tree = copy.deepcopy(tree)
     kernel, factories = _kernel_def(tree, qualname)
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
-    bindings: list[ast.stmt] = []
+    _recorded_keywords(tree, kernel, factories, closure, aliases, bound)
+    bindings: dict[str, tuple[ast.stmt, Any]] = {}
     names: dict[str, str] = {}
-    for free in sorted(_free_names(kernel)):
-        owner = next((f for f in reversed(factories) if free in bound[f.name][0] | bound[f.name][1]), None)
-        if owner is None:
-            continue  # a global of the module: the plan reads it as for any module-level kernel
-        params, stored = bound[owner.name]
-        if free not in params or free in stored:
-            raise NotHermetic(
-                f"`{kernel_name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
-                "(only a factory's parameters are bound from the capture)"
+    helpers: list[ast.FunctionDef] = []
+    path = str(closure.get("path"))
+    # the module's own top-level names: a func hoisted under one of them would be taken by Warp for
+    # a redefinition of it (an overload or a replacement), never what the factory made
+    taken = {
+        name
+        for statement in tree.body
+        for name in (
+            [statement.name]
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            else [
+                n.id
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+            ]
+            + [
+                (a.asname or a.name).split(".")[0]
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Import | ast.ImportFrom)
+                for a in n.names
+            ]
+        )
+    }
+
+    def bind(node: ast.FunctionDef, cells: dict[str, Any], depth: int) -> None:
+        for free in sorted(_free_names(node)):
+            owner = next(
+                (f for f in reversed(factories) if free in bound[f.name][0] | bound[f.name][1]), None
             )
-        statement, what = _binding(free, cells.get(free), aliases, str(closure.get("path")), kernel)
-        bindings.append(statement)
-        names[free] = what
-    tree.body.extend([*bindings, kernel])
+            if owner is None:
+                continue  # a global of the module: the plan reads it as for any module-level kernel
+            params, stored = bound[owner.name]
+            cell = cells.get(free)
+            made_here = any(f.name == free for f in _functions(owner.body))
+            if free in stored and free not in params and made_here and depth == 0:
+                helper = _helper_made_here(owner, free, cell, factories, aliases)
+                if free in taken:
+                    raise NotHermetic(
+                        f"`{free}`, a `@wp.func` of the factory `{owner.name}`, is also a name of the "
+                        "module: built beside the kernel it would be taken for a redefinition of the module's"
+                    )
+                if free not in names:
+                    names[free] = "definition"
+                    helpers.append(helper)
+                    assert isinstance(cell, dict)  # _helper_made_here checked it
+                    bind(helper, dict(cell["cells"]), depth + 1)
+                continue
+            if free not in params or free in stored:
+                raise NotHermetic(
+                    f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
+                    "(only a factory's parameters and the `@wp.func`s it defines are bound from the capture)"
+                )
+            if free in bindings:
+                if bindings[free][1] != cell:  # one call of the factory: one value of each parameter
+                    raise NotHermetic(
+                        f"the capture recorded two values of `{free}` for one call of `{owner.name}`"
+                    )
+                continue
+            statement, what = _binding(free, cell, aliases, path, node)
+            bindings[free] = (statement, cell)
+            names[free] = what
+
+    bind(kernel, cells, 0)
+    tree.body.extend([*(b[0] for b in bindings.values()), *helpers, kernel])
     ast.fix_missing_locations(tree)
     return tree, names
+
+
+def _helper_made_here(
+    owner: ast.FunctionDef, name: str, cell: Any, factories: list[ast.FunctionDef], aliases: set[str]
+) -> ast.FunctionDef:
+    """The ``@wp.func def name`` the factory ``owner`` defines and the kernel reads (warp-lang's
+    ``create_fk_closure``: ``@wp.func def f(): return a`` beside ``@wp.kernel def k(...): ... f() + b``),
+    hoisted beside the kernel: the capture recorded it as a func of that factory with its own
+    closure cells (``recorder._cell``); the factory binds the name by that one ``def`` only."""
+    chain = ".<locals>.".join(f.name for f in factories[: factories.index(owner) + 1])
+    if not (
+        isinstance(cell, dict)
+        and cell.get("kind") == "func"
+        and cell.get("qualname") == f"{chain}.<locals>.{name}"
+        and isinstance(cell.get("cells"), dict)
+    ):
+        raise NotHermetic(
+            f"`{name}`, which the factory `{owner.name}` binds, is not recorded as the `@wp.func` it defines "
+            "(with its closure): its value is computed at run time"
+        )
+    found = [f for f in _functions(owner.body) if f.name == name]
+    binds = sum(
+        1
+        for sub in ast.walk(owner)
+        if (isinstance(sub, ast.Name) and sub.id == name and not isinstance(sub.ctx, ast.Load))
+        or (isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and sub.name == name)
+        or (isinstance(sub, ast.alias) and (sub.asname or sub.name) == name)
+    )
+    if len(found) != 1 or binds != 1:
+        raise NotHermetic(
+            f"the factory `{owner.name}` binds `{name}` more than by one `def` (overloads, a branch, an "
+            "assignment): which one the kernel called is not in the text"
+        )
+    helper = found[0]
+    dec = helper.decorator_list
+    target = dec[0].func if dec and isinstance(dec[0], ast.Call) else (dec[0] if dec else None)
+    if not (
+        len(dec) == 1
+        and isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in aliases
+        and target.attr == "func"
+        and (not isinstance(dec[0], ast.Call) or (not dec[0].args and not dec[0].keywords))
+    ):
+        raise NotHermetic(f"`{name}` of the factory `{owner.name}` is not decorated with `@wp.func` alone")
+    return helper
+
+
+def literal_keyword(keyword: ast.keyword, aliases: set[str]) -> bool:
+    """A keyword of ``@wp.kernel(...)`` a build takes as written: a literal, a tuple of int literals
+    (``launch_bounds=(256, 1)``), or a dict of string keys to literals or Warp attributes
+    (``module_options={"enable_backward": False, "deterministic": wp.DeterministicMode.RUN_TO_RUN}``)."""
+    value = keyword.value
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Tuple):
+        return all(isinstance(e, ast.Constant) and type(e.value) is int for e in value.elts)
+    if not isinstance(value, ast.Dict):
+        return False
+    for key, item in zip(value.keys, value.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return False
+        root: ast.expr = item
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(item, ast.Constant) and not (
+            isinstance(item, ast.Attribute) and isinstance(root, ast.Name) and root.id in aliases
+        ):
+            return False
+    return True
+
+
+def _recorded_value(value: Any, aliases: set[str]) -> ast.expr:
+    """A value of the closure record's ``module_options``/``keywords`` as an expression: a literal,
+    a list of ints as a tuple, ``{"warp": "Enum.MEMBER"}`` as ``wp.Enum.MEMBER``; ``NotHermetic``
+    for anything else (the record is data: never evaluated, only spelled as literals and Warp names)."""
+    if value is None or type(value) in (bool, int, str) or (type(value) is float and math.isfinite(value)):
+        return ast.Constant(value)
+    if isinstance(value, list) and all(type(v) is int for v in value):
+        return ast.Tuple([ast.Constant(v) for v in value], ast.Load())
+    if isinstance(value, dict) and set(value) == {"warp"} and isinstance(value["warp"], str):
+        parts = value["warp"].split(".")
+        if aliases and len(parts) == 2 and all(p.isidentifier() and not p.startswith("_") for p in parts):
+            node: ast.expr = ast.Name(sorted(aliases)[0], ast.Load())
+            for part in parts:
+                node = ast.Attribute(node, part, ast.Load())
+            return node
+    raise NotHermetic(f"the capture recorded `{str(value)[:40]}` for a decorator keyword, not a literal")
+
+
+def _recorded_keywords(
+    tree: ast.Module,
+    kernel: ast.FunctionDef,
+    factories: list[ast.FunctionDef],
+    closure: dict[str, Any],
+    aliases: set[str],
+    bound: dict[str, tuple[set[str], set[str]]],
+) -> None:
+    """The kernel's decorator keywords its factory computes (mujoco-warp 4.0.0:
+    ``module_options = {"enable_backward": False}; if deterministic: module_options[...] = ...;
+    @wp.kernel(module="unique", module_options=module_options)``) replaced, in ``kernel``, by the
+    values the capture recorded, when the factory's code around the kernel is the text the capture
+    ran (``identity.factory_digest``) and reads nothing but its own parameters and locals and Warp:
+    the edited factory then computes what it computed then, from the same arguments. ``NotHermetic``
+    otherwise (the replay imports the module, WHD069)."""
+    if len(kernel.decorator_list) != 1 or not isinstance(kernel.decorator_list[0], ast.Call):
+        return
+    computed = [k for k in kernel.decorator_list[0].keywords if k.arg and not literal_keyword(k, aliases)]
+    if not computed:
+        return
+    said = ", ".join(f"`{k.arg}`" for k in computed)
+    if not isinstance(closure.get("factory"), str):
+        raise NotHermetic(
+            f"`{kernel.name}`'s decorator takes {said} its factory computes, and the capture recorded no "
+            "value of it (a capture taken before such records existed: capture again)"
+        )
+    if closure["factory"] != factory_digest(tree, str(closure.get("qualname"))):
+        raise NotHermetic(
+            f"the factory's code around `{kernel.name}` is not the text the capture ran, so the {said} "
+            "its decorator gets may differ from the recorded one (capture again)"
+        )
+    local = set(aliases) | nested_names(factories[0])
+    for params, stored in bound.values():
+        local |= params | stored
+    outer = factories[0]
+    saved = (kernel.args, kernel.body, kernel.returns)
+    kernel.args = ast.arguments([], [], None, [], [], None, [])
+    kernel.body, kernel.returns = [ast.Pass()], None
+    try:
+        read = sorted(
+            {
+                n.id
+                for stmt in [*outer.args.defaults, *(d for d in outer.args.kw_defaults if d), *outer.body]
+                for n in ast.walk(stmt)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local
+            }
+        )
+    finally:
+        kernel.args, kernel.body, kernel.returns = saved
+    if read:
+        raise NotHermetic(
+            f"the factory of `{kernel.name}` reads `{read[0]}`, a name of the module an edit may change "
+            f"without changing the factory's text, so the {said} its decorator gets may differ from the "
+            "recorded one"
+        )
+    options = closure.get("module_options")
+    keywords = closure.get("keywords")
+    if not isinstance(options, dict) or not isinstance(keywords, dict):
+        raise NotHermetic(f"the capture's record of `{kernel.name}`'s decorator is not a set of values")
+    for keyword in computed:
+        if keyword.arg == "module_options":
+            keys: list[ast.expr | None] = [ast.Constant(str(k)) for k in options]
+            keyword.value = ast.Dict(keys, [_recorded_value(v, aliases) for v in options.values()])
+        elif keyword.arg in _RECORDED_KEYWORDS:
+            keyword.value = _recorded_value(keywords.get(keyword.arg), aliases)
+        else:
+            raise NotHermetic(
+                f"`{kernel.name}`'s decorator takes `{keyword.arg}` computed by its factory, a keyword the "
+                "capture does not record"
+            )
+        ast.copy_location(keyword.value, kernel)
+
+
+# the keywords of ``@wp.kernel`` the capture records the values of (``recorder._decorator_values``)
+_RECORDED_KEYWORDS = ("enable_backward", "grid_stride", "launch_bounds")
+
+
+# ------------------------------------------------------------------ products of module-level calls
+# ``simple_func_1 = create_func_simple()`` at a module's top level (warp-lang's
+# tests/test_codegen_instancing.py): a `@wp.func`/`@wp.struct`/`@wp.kernel` made by calling a function
+# of the same text. Such a statement is built by running it and the factory's ``def``, in the fresh
+# namespace, when the factory's body holds nothing but its Warp definitions: what runs is then what
+# runs for a module-level definition (decorators, annotations, defaults), the factory's parameters
+# bound to the call's literal arguments, exactly as Python and Warp run the edited text.
+
+_WARP_KINDS = ("func", "struct", "kernel")
+_TYPE_NAMES = ("int", "float", "bool")
+
+
+def _warp_decorated(node: ast.stmt, aliases: set[str]) -> bool:
+    """A ``def``/``class`` with one decorator, ``@wp.func``/``@wp.struct``/``@wp.kernel``, of literal
+    keywords only (what a module-level definition may have)."""
+    if not isinstance(node, ast.FunctionDef | ast.ClassDef) or len(node.decorator_list) != 1:
+        return False
+    dec = node.decorator_list[0]
+    target = dec.func if isinstance(dec, ast.Call) else dec
+    if not (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in aliases
+        and target.attr in _WARP_KINDS
+    ):
+        return False
+    return not isinstance(dec, ast.Call) or (
+        not dec.args and all(k.arg and literal_keyword(k, aliases) for k in dec.keywords)
+    )
+
+
+def _literal_argument(node: ast.expr, aliases: set[str], shadowed: frozenset[str]) -> bool:
+    """A value a call's argument may be: a literal, ``-`` of a number, a Warp attribute (``wp.vec3``),
+    ``int``/``float``/``bool``, or a name of the module (a definition or an import, which the build
+    must reach as any other, or it refuses)."""
+    if isinstance(node, ast.Constant):
+        return node.value is None or isinstance(node.value, int | float | bool | str)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        return isinstance(node.operand, ast.Constant) and type(node.operand.value) in (int, float)
+    if isinstance(node, ast.Name):
+        return not hasattr(builtins, node.id) or node.id in shadowed or node.id in _TYPE_NAMES
+    root: ast.expr = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(node, ast.Attribute) and isinstance(root, ast.Name) and root.id in aliases
+
+
+def _type_expression(node: ast.expr | None) -> bool:
+    """An annotation evaluated when a ``def`` runs: names, attributes and subscripts of them, literals."""
+    if node is None or isinstance(node, ast.Constant | ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _type_expression(node.value)
+    if isinstance(node, ast.Subscript):
+        return _type_expression(node.value) and _type_expression(node.slice)
+    if isinstance(node, ast.Tuple):
+        return all(_type_expression(e) for e in node.elts)
+    return False
+
+
+def _inert(body: list[ast.stmt], factory: str, tests: set[str], aliases: set[str], defined: set[str]) -> None:
+    """``body`` of the factory holds only Warp definitions (added to ``defined``), ``if`` on a
+    parameter bound to a literal (``tests``) and ``pass``; ``NotHermetic`` otherwise."""
+    for i, stmt in enumerate(body):
+        if i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(stmt, ast.Pass):
+            continue
+        if _warp_decorated(stmt, aliases):
+            assert isinstance(stmt, ast.FunctionDef | ast.ClassDef)
+            defined.add(stmt.name)
+            continue
+        if isinstance(stmt, ast.If):
+            test = (
+                stmt.test.operand
+                if isinstance(stmt.test, ast.UnaryOp) and isinstance(stmt.test.op, ast.Not)
+                else stmt.test
+            )
+            if not (isinstance(test, ast.Name) and test.id in tests):
+                raise NotHermetic(
+                    f"`{factory}` branches on `{ast.unparse(stmt.test)[:40]}`, not on a parameter bound to a "
+                    "literal"
+                )
+            _inert(stmt.body, factory, tests, aliases, defined)
+            _inert(stmt.orelse, factory, tests, aliases, defined)
+            continue
+        raise NotHermetic(
+            f"`{factory}` runs `{ast.unparse(stmt).splitlines()[0][:50]}` besides defining Warp functions, "
+            "structs or kernels (only those, `if` on a parameter and a `return` of them are built)"
+        )
+
+
+def product(
+    node: ast.stmt, functions: dict[str, ast.FunctionDef], aliases: set[str], shadowed: frozenset[str]
+) -> str | None:
+    """The factory ``node`` calls when it is ``X = make(<literal arguments>)`` (or ``X, Y = make(...)``)
+    and the module function ``make`` only defines Warp functions, structs or kernels and returns them
+    (``_inert``): the statement is then a definition of ``X`` a build runs, with ``make``'s ``def``.
+    None when ``node`` calls no function of the module; ``NotHermetic`` with the reason when it does
+    otherwise (the module is then imported, WHD069)."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+        return None
+    call, target = node.value, node.targets[0]
+    if not (isinstance(call.func, ast.Name) and call.func.id in functions):
+        return None
+    factory = functions[call.func.id]
+    name = factory.name
+    targets = target.elts if isinstance(target, ast.Tuple) else [target]
+    if not all(isinstance(t, ast.Name) for t in targets):
+        raise NotHermetic(f"the result of `{name}(...)` is bound to something else than names")
+    if factory.decorator_list:
+        raise NotHermetic(
+            f"`{name}` is decorated (`@{ast.unparse(factory.decorator_list[0])}`): calling it runs that"
+        )
+    a = factory.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        raise NotHermetic(f"`{name}` takes `*`, `**` or keyword-only parameters")
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        raise NotHermetic(f"`{name}(...)` is called with `*` or `**` arguments")
+    params = [x.arg for x in a.args]
+    bound: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    if len(call.args) > len(params):
+        raise NotHermetic(f"`{name}(...)` is given more arguments than it takes")
+    for k in call.keywords:
+        if k.arg not in params or k.arg in bound:
+            raise NotHermetic(f"`{name}(...)` is given `{k.arg}` twice or not as a parameter")
+        bound[str(k.arg)] = k.value
+    defaults = dict(zip(params[len(params) - len(a.defaults) :], a.defaults, strict=True))
+    for param in params:
+        value = bound.setdefault(param, defaults[param]) if param in defaults else bound.get(param)
+        if value is None:
+            raise NotHermetic(f"`{name}(...)` is not given `{param}`")
+        if not _literal_argument(value, aliases, shadowed):
+            raise NotHermetic(
+                f"`{name}(...)`'s argument `{param}` is `{ast.unparse(value)[:40]}`, not a literal, a Warp "
+                "attribute or a name of the module"
+            )
+    if not all(_type_expression(x.annotation) for x in a.args) or not _type_expression(factory.returns):
+        raise NotHermetic(f"`{name}`'s annotations are not types")
+    for sub in ast.walk(factory):
+        if isinstance(sub, ast.Nonlocal | ast.Global | ast.Yield | ast.YieldFrom | ast.Await):
+            raise NotHermetic(f"`{name}` declares `{type(sub).__name__.lower()}`")
+    body = list(factory.body)
+    last = body[-1] if body else None
+    returned = last if isinstance(last, ast.Return) else None
+    if returned is not None:
+        body.pop()
+    literal = {p for p, v in bound.items() if isinstance(v, ast.Constant)}
+    defined: set[str] = set()
+    _inert(body, name, literal, aliases, defined)
+    value = returned.value if returned is not None else None
+    names = value.elts if isinstance(value, ast.Tuple) else [value]
+    if not all(isinstance(n, ast.Name) and n.id in defined for n in names) or len(names) != len(targets):
+        raise NotHermetic(
+            f"`{name}` does not return {'the' if len(targets) == 1 else len(targets)} Warp definition"
+            f"{'' if len(targets) == 1 else 's'} it makes"
+        )
+    return name
+
+
+def nested_names(node: ast.AST) -> set[str]:
+    """The names of the ``def``s and ``class``es inside ``node`` (a factory's locals)."""
+    return {
+        sub.name
+        for sub in ast.walk(node)
+        if sub is not node and isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }

@@ -100,3 +100,49 @@ def kernel_sources(text: str) -> dict[str, KernelSource]:
             write_only=write_only_arrays(node),
         )
     return out
+
+
+def _nested_defs(body: list[ast.stmt], name: str) -> list[ast.FunctionDef]:
+    """The ``def name`` of a function body at any depth of its statements, not inside another
+    function or class (``hermetic_factory._functions`` reads a qualname the same way)."""
+    out: list[ast.FunctionDef] = []
+    todo: list[ast.AST] = list(body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.FunctionDef):
+            if node.name == name:
+                out.append(node)
+        elif not isinstance(node, ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def factory_digest(tree: ast.Module, qualname: str) -> str | None:
+    """A digest of the code of the functions that make the kernel ``qualname`` (``make.<locals>.k``)
+    other than the kernel itself: the outermost factory's text, its decorators aside, with the
+    kernel's parameters and body left out (its decorators kept). The capture records it beside the
+    values the factory computed for the kernel's decorator (``module_options=...``); the replay takes
+    those values only while the edited text gives the same digest. None when the qualname names no
+    single nested def."""
+    parts = qualname.split(".<locals>.")
+    if len(parts) < 2:
+        return None
+    body: list[ast.stmt] = tree.body
+    chain: list[ast.FunctionDef] = []
+    for part in parts:
+        found = _nested_defs(body, part)
+        if len(found) != 1:
+            return None
+        chain.append(found[0])
+        body = found[0].body
+    outer = chain[0]
+    kernel = chain[-1]
+    saved = (outer.decorator_list, kernel.args, kernel.body, kernel.returns)
+    try:
+        outer.decorator_list = []
+        kernel.args = ast.arguments([], [], None, [], [], None, [])
+        kernel.body, kernel.returns = [ast.Pass()], None
+        dumped = ast.dump(outer)
+    finally:
+        outer.decorator_list, kernel.args, kernel.body, kernel.returns = saved
+    return hashlib.sha256(dumped.encode()).hexdigest()[:32]

@@ -356,10 +356,78 @@ def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | N
             record[name] = {"kind": "other", "type": "empty cell"}
             continue
         record[name] = _cell(value, workspace)
-    return {"qualname": qualname, "path": rel, "cells": record}
+    out: dict[str, Any] = {"qualname": qualname, "path": rel, "cells": record}
+    out.update(_decorator_values(kernel, qualname, workspace / rel))
+    return out
 
 
-def _cell(value: Any, workspace: Path) -> dict[str, Any]:
+# the keywords of ``@wp.kernel(...)`` Warp keeps in ``Kernel.options`` under their own names, absent
+# when given None (warp/_src/context.py ``kernel``)
+_KERNEL_KEYWORDS = ("enable_backward", "grid_stride", "launch_bounds")
+_TREES: dict[str, tuple[float, Any]] = {}
+
+
+def _decorator_values(kernel: Any, qualname: str, path: Path) -> dict[str, Any]:
+    """What the factory gave the kernel's decorator, as data: ``module_options`` (the options of its
+    own module, ``module="unique"``, that differ from a fresh module's), the keywords of
+    ``_KERNEL_KEYWORDS`` Warp kept, and the digest of the factory's code around the kernel
+    (``identity.factory_digest``): the replay takes these values for a decorator keyword the factory
+    computes (mujoco-warp's ``module_options=module_options``) only while the saved factory gives the
+    same digest. Empty when any of it is not a literal or a Warp enum member."""
+    import ast
+
+    import warp as wp
+
+    from warp_harness.capture.identity import factory_digest
+
+    try:
+        stamp = path.stat().st_mtime
+        kept = _TREES.get(str(path))
+        if kept is None or kept[0] != stamp:
+            kept = _TREES[str(path)] = (stamp, ast.parse(path.read_text(encoding="utf-8")))
+        digest = factory_digest(kept[1], qualname)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return {}
+    if digest is None:
+        return {}
+    module: Any = getattr(kernel, "module", None)
+    context: Any = sys.modules.get("warp._src.context") or sys.modules.get("warp.context")
+    try:
+        fresh = dict(context.Module("_wh_defaults", None).options)
+        options = {k: v for k, v in dict(getattr(module, "options", {})).items() if fresh.get(k, v) != v}
+        own = dict(getattr(kernel, "options", {}) or {})
+    except Exception:  # a Warp that keeps neither: nothing is recorded
+        return {}
+    module_options = {k: _option_value(v, wp) for k, v in options.items()}
+    keywords = {k: _option_value(own[k], wp) for k in _KERNEL_KEYWORDS if k in own}
+    values = [*module_options.values(), *keywords.values()]
+    if any(v is _UNRECORDABLE for v in values):
+        return {}
+    return {"factory": digest, "module_options": module_options, "keywords": keywords}
+
+
+_UNRECORDABLE = object()
+
+
+def _option_value(value: Any, wp: Any) -> Any:
+    """A literal (``None``, ``bool``, ``int``, ``float``, ``str``, a list of ints for a tuple) as
+    itself, a Warp enum member as ``{"warp": "DeterministicMode.RUN_TO_RUN"}``, else _UNRECORDABLE."""
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, tuple) and all(type(v) is int for v in value):
+        return list(value)
+    enum_type = type(value)
+    member = getattr(value, "name", None)
+    if (
+        isinstance(member, str)
+        and getattr(wp, enum_type.__name__, None) is enum_type
+        and getattr(enum_type, member, None) is value
+    ):
+        return {"warp": f"{enum_type.__name__}.{member}"}
+    return _UNRECORDABLE
+
+
+def _cell(value: Any, workspace: Path, depth: int = 0) -> dict[str, Any]:
     import warp as wp
 
     if type(value) in (bool, int, float):
@@ -383,7 +451,20 @@ def _cell(value: Any, workspace: Path) -> dict[str, Any]:
         rel = None
     if rel is None:
         return {"kind": "other", "type": f"{kind} outside the workspace"}
-    return {"kind": kind, "file": rel, "qualname": str(getattr(py, "__qualname__", ""))}
+    qualname = str(getattr(py, "__qualname__", ""))
+    out: dict[str, Any] = {"kind": kind, "file": rel, "qualname": qualname}
+    if kind == "func" and "<locals>" in qualname and depth == 0:
+        # a `@wp.func` its factory made beside the kernel: what it closes over, one level deep
+        code = getattr(py, "__code__", None)
+        cells = getattr(py, "__closure__", None) or ()
+        inner: dict[str, Any] = {}
+        for name, cell in zip(tuple(getattr(code, "co_freevars", ())), cells, strict=False):
+            try:
+                inner[name] = _cell(cell.cell_contents, workspace, depth + 1)
+            except ValueError:
+                inner[name] = {"kind": "other", "type": "empty cell"}
+        out["cells"] = inner
+    return out
 
 
 def _np() -> Any:
