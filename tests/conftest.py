@@ -83,9 +83,10 @@ UNLISTED_SLOW_TEST_S = 5.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest files first (`FILE_SECONDS`), each file's tests in their order: pytest-xdist hands whole
-    files (`--dist loadfile`) to idle workers in this order, and a long file handed out last kept one worker
-    busy for minutes while the other had nothing left to do. `--no-loadscope-reorder` (pyproject.toml)
+    """The longest files first (`FILE_SECONDS`), each file's tests in their order (but for a module's
+    `TESTS_TOGETHER_BY`, below): pytest-xdist hands whole files (`--dist loadfile`) to idle workers in this
+    order, and a long file handed out last kept one worker busy for minutes while the other had nothing
+    left to do. `--no-loadscope-reorder` (pyproject.toml)
     keeps this order: xdist's own, the files with the most tests first, started the sm_90 builds of
     test_shared_memory_aot.py (12 tests, the longest file) 19 minutes into a 37-minute run."""
     try:
@@ -101,7 +102,32 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return known if known is not None else slow[path] * UNLISTED_SLOW_TEST_S
 
     expected = {path: seconds(path) for path in first_seen}
-    items.sort(key=lambda item: (-expected[item.path], first_seen[item.path]))
+    together = _together_ranks(items)
+    order = sorted(
+        range(len(items)), key=lambda n: (-expected[items[n].path], first_seen[items[n].path], together[n])
+    )
+    items[:] = [items[n] for n in order]
+
+
+# A module may name one of its parameters in ``TESTS_TOGETHER_BY``: its tests of one value of that parameter
+# then run one after the other (where the value's first test stood), whatever test function they belong
+# to. For tests that check one file in a module-scoped daemon or supervisor in several ways: a worker is
+# started afresh for each module it checks, and the checks of one file in a row share it.
+TOGETHER_BY = "TESTS_TOGETHER_BY"
+
+
+def _together_ranks(items: list[pytest.Item]) -> list[int]:
+    """Each item's place within its file: its own index, or that of the first test of its group."""
+    first: dict[tuple[Path, object], int] = {}
+    ranks = []
+    for n, item in enumerate(items):
+        by = getattr(getattr(item, "module", None), TOGETHER_BY, None)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if isinstance(by, str) and by in params:
+            ranks.append(first.setdefault((item.path, params[by]), n))
+        else:
+            ranks.append(n)
+    return ranks
 
 
 # CI explores the same examples every run (seeded from each test's name), so a red CI means a
