@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from warp_harness.daemon import hermetic_contract, hermetic_factory, hermetic_imports
+from warp_harness.daemon import definition_time, hermetic_contract, hermetic_factory, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
 from warp_harness.daemon.hermetic_imports import Found, Installed, Sources
 
@@ -270,6 +270,23 @@ def _is_enum_class(node: ast.stmt, scope: _Scope | None = None) -> bool:
     return bool(members)
 
 
+def _runs_code(node: ast.FunctionDef | ast.ClassDef, aliases: set[str]) -> str | None:
+    """Why running the definition ``node`` (a Warp one, an enum or a type class) would run code of
+    the module: its signature, a struct's body or an enum's methods' signatures (``definition_time``)."""
+    if any(_decorator_kind(d, aliases) is not None for d in node.decorator_list):
+        return definition_time.runs_code(node, aliases)
+    for method in node.body if isinstance(node, ast.ClassDef) else []:
+        if isinstance(method, ast.FunctionDef):
+            for expr in definition_time.evaluated(method):
+                part = definition_time.code_in(expr, aliases)
+                if part is not None:
+                    return (
+                        f"`{node.name}.{method.name}`'s signature holds `{ast.unparse(part)[:50]}`, which "
+                        "Python runs when the class statement runs"
+                    )
+    return None
+
+
 def _special(name: str) -> bool:
     """A method Python or ``enum`` calls by itself (``__new__`` at the class's creation, ``__int__``
     and ``__str__`` when a build converts a member, ``_missing_`` on a lookup): its body would run."""
@@ -321,6 +338,8 @@ class _Plan:
     # a `@wp.func` (or `@wp.struct`) defined more than once -> its definitions in order: all run, in
     # the module's order, as Warp registers them (a same signature replaces, another overloads)
     redefined: dict[str, list[ast.stmt]] = field(default_factory=dict)
+    # a definition whose statement would run code of the module (``definition_time``) -> why
+    runs_code: dict[str, str] = field(default_factory=dict)
 
 
 def _imports(tree: ast.Module) -> dict[str, tuple[int, str | None, str | None]]:
@@ -393,6 +412,7 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     factories: set[str] = set()
     refused_products: dict[str, str] = {}
     redefined: dict[str, list[ast.stmt]] = {}
+    runs_code: dict[str, str] = {}
     once = _bound_once(tree)  # a factory bound twice: which `def` a call runs is a matter of order
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in once}
     imports = _imports(tree)
@@ -424,6 +444,9 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
                 or _is_type_class(node, aliases)
             ):
                 definitions[node.name] = node
+                why = _runs_code(node, aliases)
+                if why is not None:
+                    runs_code.setdefault(node.name, why)
         elif isinstance(node, ast.Assign | ast.AnnAssign) and len(names) == 1:
             value = node.value
             if (
@@ -455,6 +478,7 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     plan.factories = factories
     plan.refused_products = refused_products
     plan.redefined = {k: v for k, v in redefined.items() if k not in rebound}
+    plan.runs_code = runs_code
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
@@ -593,6 +617,9 @@ def _reads(plan: _Plan, name: str) -> tuple[list[str], _External] | str:
     found = plan.reads.get(name)
     if found is not None:
         return found
+    if name in plan.runs_code:
+        plan.reads[name] = plan.runs_code[name]
+        return plan.runs_code[name]
     nodes = plan.redefined.get(name) or [plan.definitions[name]]
     free: set[str] = set()
     operators: set[str] = set()

@@ -29,6 +29,7 @@ import math
 from typing import Any
 
 from warp_harness.capture.identity import factory_digest
+from warp_harness.daemon import definition_time
 from warp_harness.daemon.hermetic_contract import NotHermetic
 
 _LITERALS = ("int", "float", "bool")
@@ -482,6 +483,9 @@ def _inert(body: list[ast.stmt], factory: str, tests: set[str], aliases: set[str
             continue
         if _warp_decorated(stmt, aliases):
             assert isinstance(stmt, ast.FunctionDef | ast.ClassDef)
+            why = definition_time.runs_code(stmt, aliases)
+            if why is not None:
+                raise NotHermetic(why)
             defined.add(stmt.name)
             continue
         if isinstance(stmt, ast.If):
