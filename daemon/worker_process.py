@@ -31,6 +31,10 @@ from warp_harness.daemon import kernel_cache, protocol
 from warp_harness.daemon.options import RuntimeOptions
 
 START_TIMEOUT_S = 120.0
+# "0" in the environment: no worker compiles the warm-up kernel (the compiler's precompiled header,
+# ~2 CPU s a worker, which pays off over a long-lived daemon's saves). A test suite that starts
+# hundreds of short-lived workers over a shared build cache sets it (tests/conftest.py).
+WARMUP_ENV = "WARP_HARNESS_WORKER_WARMUP"
 _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
 # how much of the worker's output (stdout and stderr together) the daemon keeps: the end of
 # it, where a native assertion or a traceback is printed before the worker dies
@@ -176,7 +180,7 @@ class WorkerProcess:
 
         # cwd is the workspace: the current folder must not go on sys.path before our code runs
         cmd = module_command("warp_harness.daemon.worker", "--fd", str(child.fileno()), python=python)
-        if warmup:
+        if warmup and os.environ.get(WARMUP_ENV) != "0":
             cmd.append("--warmup")
         self.proc = subprocess.Popen(
             cmd,
