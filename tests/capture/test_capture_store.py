@@ -185,3 +185,24 @@ def test_prune_and_list_from_the_command_line(tmp_path: Path) -> None:
     assert pruned.returncode == 0 and "1 refused index(es) deleted" in pruned.stdout, pruned.stdout
     assert not planted.exists() and not stray.exists()
     assert [e.name for e in store.indexes() if isinstance(e, KernelIndex)] == ["scale"]
+
+
+def test_the_digest_covers_every_definition_of_every_helper_the_kernel_reaches() -> None:
+    """A save replays a kernel when its digest changed: an edit of a helper's helper, or of the second
+    definition of a helper Warp keeps as an overload, is an edit of what the kernel runs."""
+    base = (
+        "import warp as wp\n\n"
+        "@wp.func\ndef inner(v: float):\n    return v + 1.0\n\n"
+        "@wp.func\ndef outer(v: float):\n    return inner(v) * 2.0\n\n"
+        "@wp.func\ndef outer(v: int):\n    return v * 3\n\n"
+        "@wp.func\ndef unrelated(v: float):\n    return v\n\n"
+        "@wp.kernel\ndef k(x: wp.array(dtype=float), y: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n    y[i] = outer(x[i])\n"
+    )
+    first = kernel_sources(base)["k"].digest
+    assert kernel_sources(base.replace("v + 1.0", "v + 2.0"))["k"].digest != first  # a helper's helper
+    assert kernel_sources(base.replace("v * 3", "v * 4"))["k"].digest != first  # the second definition
+    assert kernel_sources(base.replace("return v\n", "return -v\n"))["k"].digest == first  # not reached
+    # calls that loop (a recursive helper) end
+    looping = base.replace("return inner(v) * 2.0", "return inner(outer(v)) * 2.0")
+    assert kernel_sources(looping)["k"].digest != first

@@ -2,9 +2,9 @@
 
 A kernel is known by its module path (relative to the workspace), its name and a digest of its
 source: the text of its ``def`` (decorators excluded, dedented) plus the text of every function of
-the same file it names (its ``@wp.func`` helpers, one level deep). The recorder (in the user's
-process) and the replay (in the harness) compute it the same way from the file's text, so a saved
-edit of the kernel or of a helper it calls changes the digest.
+the same file it reaches by calls (its ``@wp.func`` helpers and theirs, every definition of each).
+The recorder (in the user's process) and the replay (in the harness) compute it the same way from
+the file's text, so a saved edit of the kernel or of a helper it reaches changes the digest.
 """
 
 from __future__ import annotations
@@ -61,6 +61,17 @@ def write_only_arrays(node: ast.FunctionDef) -> frozenset[str]:
     return frozenset((stored & params) - read)
 
 
+def _called(node: ast.FunctionDef) -> list[str]:
+    """The names ``node`` calls (``f(...)``, ``m.f(...)``: "f"), sorted."""
+    return sorted(
+        {
+            c.func.id if isinstance(c.func, ast.Name) else c.func.attr
+            for c in ast.walk(node)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name | ast.Attribute)
+        }
+    )
+
+
 def kernel_sources(text: str) -> dict[str, KernelSource]:
     """Every ``@wp.kernel`` function of a module's text (by name; the last one when defined twice)."""
     try:
@@ -68,27 +79,29 @@ def kernel_sources(text: str) -> dict[str, KernelSource]:
     except (SyntaxError, ValueError):
         return {}
     lines = text.splitlines()
-    funcs: dict[str, ast.FunctionDef] = {}
+    funcs: dict[str, list[ast.FunctionDef]] = {}
     kernels: list[ast.FunctionDef] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef):
-            funcs.setdefault(node.name, node)
+            funcs.setdefault(node.name, []).append(node)
             if _is_kernel(node):
                 kernels.append(node)
     out: dict[str, KernelSource] = {}
     for node in kernels:
         h = hashlib.sha256(_segment(lines, node).encode())
-        called = sorted(
-            {
-                c.func.id if isinstance(c.func, ast.Name) else c.func.attr
-                for c in ast.walk(node)
-                if isinstance(c, ast.Call) and isinstance(c.func, ast.Name | ast.Attribute)
-            }
-        )
-        for name in called:
-            helper = funcs.get(name)
-            if helper is not None and helper is not node:
-                h.update(b"\0" + name.encode() + b"\0" + _segment(lines, helper).encode())
+        # every function of the file the kernel reaches by calls, at any depth, and each definition of
+        # a name defined more than once (Warp keeps overloads and redefinitions): an edit of any of
+        # them is an edit of what the kernel runs
+        todo, seen = _called(node), {node.name}
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            for helper in funcs.get(name, []):
+                if helper is not node:
+                    h.update(b"\0" + name.encode() + b"\0" + _segment(lines, helper).encode())
+                    todo += [n for n in _called(helper) if n not in seen]
         line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
         col = line.find(node.name)
         out[node.name] = KernelSource(
