@@ -103,7 +103,7 @@ def _decorator_kind(dec: ast.expr, aliases: set[str]) -> str | None:
     if kind not in _DECORATORS:
         return None
     if isinstance(dec, ast.Call) and (
-        dec.args or not all(hermetic_factory.literal_keyword(k, aliases) for k in dec.keywords)
+        dec.args or not all(hermetic_factory.literal_keyword(k, aliases, names=True) for k in dec.keywords)
     ):
         return None  # only literal keyword arguments (enable_backward=False, module_options={...})
     return kind

@@ -294,12 +294,15 @@ def _helper_made_here(
     return helper
 
 
-def literal_keyword(keyword: ast.keyword, aliases: set[str]) -> bool:
+def literal_keyword(keyword: ast.keyword, aliases: set[str], names: bool = False) -> bool:
     """A keyword of ``@wp.kernel(...)`` a build takes as written: a literal, a tuple of int literals
     (``launch_bounds=(256, 1)``), or a dict of string keys to literals or Warp attributes
-    (``module_options={"enable_backward": False, "deterministic": wp.DeterministicMode.RUN_TO_RUN}``)."""
+    (``module_options={"enable_backward": False, "deterministic": wp.DeterministicMode.RUN_TO_RUN}``).
+    With ``names``, also a bare name as the value or a dict's value (newton's ``module_options={"block_dim":
+    _TILE_BLOCK_DIM}``): the build reads it as the kernel's own reads (``_reads``: a constant of the
+    text, a workspace import built from its text, else not hermetic), so it is built as written."""
     value = keyword.value
-    if isinstance(value, ast.Constant):
+    if isinstance(value, ast.Constant) or (names and isinstance(value, ast.Name)):
         return True
     if isinstance(value, ast.Tuple):
         return all(isinstance(e, ast.Constant) and type(e.value) is int for e in value.elts)
@@ -311,8 +314,10 @@ def literal_keyword(keyword: ast.keyword, aliases: set[str]) -> bool:
         root: ast.expr = item
         while isinstance(root, ast.Attribute):
             root = root.value
-        if not isinstance(item, ast.Constant) and not (
-            isinstance(item, ast.Attribute) and isinstance(root, ast.Name) and root.id in aliases
+        if (
+            not isinstance(item, ast.Constant)
+            and not (names and isinstance(item, ast.Name))
+            and not (isinstance(item, ast.Attribute) and isinstance(root, ast.Name) and root.id in aliases)
         ):
             return False
     return True
@@ -353,7 +358,20 @@ def _recorded_keywords(
     otherwise (the replay imports the module, WHD069)."""
     if len(kernel.decorator_list) != 1 or not isinstance(kernel.decorator_list[0], ast.Call):
         return
-    computed = [k for k in kernel.decorator_list[0].keywords if k.arg and not literal_keyword(k, aliases)]
+    # a keyword naming only module names (none the factory binds) is built as written: Python reads
+    # those names from the module inside the factory too
+    factory_names = nested_names(factories[0]) | {a.arg for a in factories[0].args.args}
+    for params, stored in bound.values():
+        factory_names |= params | stored
+    computed = [
+        k
+        for k in kernel.decorator_list[0].keywords
+        if k.arg
+        and not (
+            literal_keyword(k, aliases, names=True)
+            and not {n.id for n in ast.walk(k.value) if isinstance(n, ast.Name)} & factory_names
+        )
+    ]
     if not computed:
         return
     said = ", ".join(f"`{k.arg}`" for k in computed)
@@ -440,7 +458,7 @@ def _warp_decorated(node: ast.stmt, aliases: set[str]) -> bool:
     ):
         return False
     return not isinstance(dec, ast.Call) or (
-        not dec.args and all(k.arg and literal_keyword(k, aliases) for k in dec.keywords)
+        not dec.args and all(k.arg and literal_keyword(k, aliases, names=True) for k in dec.keywords)
     )
 
 

@@ -162,3 +162,56 @@ def k(x: wp.array(dtype=float)):
     assert hermetic_build.kernel_texts(text, str(path), "k", tmp_path)[0] is None
     computed = text.replace('"release"', "str(1)")
     assert hermetic_build.kernel_texts(computed, str(path), "k", tmp_path)[0] is not None
+
+
+# newton 1.8.0's `@wp.kernel(enable_backward=False, module="unique", module_options={"block_dim":
+# _TILE_BLOCK_DIM})` inside a factory (https://github.com/newton-physics/newton/blob/main/newton/_src/
+# actuators/joint_space_response.py): a name of the module, which Python reads from the module inside
+# the factory as well, so the build takes the keyword as written and the name from the saved text
+BLOCK_FACTORY = """
+import warp as wp
+
+_TILE_BLOCK_DIM = 64
+
+
+def make(scale: float):
+    @wp.kernel(enable_backward=False, module="unique", module_options={"block_dim": _TILE_BLOCK_DIM})
+    def kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[i] * scale
+
+    return kernel
+"""
+
+
+@pytest.mark.slow
+def test_a_decorator_naming_a_module_constant_is_built_from_the_saved_text(tmp_path: Path) -> None:
+    import warp as wp
+
+    path = tmp_path / "blockfactory.py"
+    path.write_text(BLOCK_FACTORY, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("blockfactory", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    record = closure_record(module.make(2.0), "blockfactory.py", tmp_path)
+    assert record is not None
+    edited = BLOCK_FACTORY.replace("_TILE_BLOCK_DIM = 64", "_TILE_BLOCK_DIM = 128")
+    path.write_text(edited, encoding="utf-8")
+    assert hermetic_build.kernel_texts(edited, str(path), "kernel", tmp_path, record)[0] is None
+    built = hermetic_build.build(edited, str(path), "kernel", tmp_path, None, record).kernel
+    assert built.module.options["block_dim"] == 128  # the saved text's value, as Python would read it
+    x = wp.array(np.arange(4, dtype=np.float32), device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(built, dim=4, inputs=[x, y], device="cpu")
+    assert y.numpy().tolist() == [0.0, 2.0, 4.0, 6.0]
+    # the name bound by running code: not hermetic, with the reason
+    runtime = edited.replace("_TILE_BLOCK_DIM = 128", "_TILE_BLOCK_DIM = int('128')")
+    path.write_text(runtime, encoding="utf-8")
+    why = hermetic_build.kernel_texts(runtime, str(path), "kernel", tmp_path, record)[0]
+    assert why is not None and "`_TILE_BLOCK_DIM`" in why
+    # the same name bound by the factory itself: the factory's value, which only a record could give
+    local = edited.replace("def make(scale: float):\n", "def make(scale: float):\n    _TILE_BLOCK_DIM = 32\n")
+    path.write_text(local, encoding="utf-8")
+    why = hermetic_build.kernel_texts(local, str(path), "kernel", tmp_path, record)[0]
+    assert why is not None and "not the text the capture ran" in why

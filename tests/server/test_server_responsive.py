@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest_lsp
-from lsp_helpers import SERVER, Document, published, track_versions
+from lsp_helpers import SERVER, Document, initialize_params, published, track_versions
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
@@ -59,9 +59,21 @@ def body_line(text: str, kernel: int) -> int:
     return lines.index(f"def k{kernel}(x: wp.array(dtype=float)):") + 1
 
 
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=[*SERVER, "--no-start-up-process"]))
+async def own_thread(lsp_client: LanguageClient, tmp_path: Path) -> AsyncIterator[None]:
+    """A server that analyses every document on its own analysis thread (server/worker.py): with the
+    start-up process, the first documents go there, and a large text's first screen is published
+    ahead of its whole (``first_screen``), which is not what this test measures."""
+    track_versions(lsp_client)
+    await lsp_client.initialize_session(initialize_params(tmp_path, {"settings": {"debounce_ms": 50}}))
+    yield
+    await lsp_client.shutdown_session()
+
+
 async def test_requests_are_answered_while_a_large_file_is_analysed(
-    client: LanguageClient, tmp_path: Path
+    own_thread: LanguageClient, tmp_path: Path
 ) -> None:
+    client = own_thread
     versions = record_publications(client)
     small_path = tmp_path / "small.py"
     small_path.write_text(SMALL)
