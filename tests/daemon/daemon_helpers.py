@@ -227,3 +227,24 @@ def timed_reference_cases(
     out = worker.run_reference_job(msg, lambda **_: None)
     assert out["status"] == "ok" and not out["missing"], out
     return [c for c in out["cases"] if c["timed"]]
+
+
+def recorded_closure(
+    workspace: Path, file_name: str, text: str, module_name: str, make: Any
+) -> dict[str, Any]:
+    """The closure record the capture takes of the kernel ``make(module)`` returns, ``module`` being
+    ``text`` written to ``workspace/file_name`` and imported as ``module_name`` (as the user's own
+    command runs the factory under ``capture``)."""
+    import importlib.util
+
+    from warp_harness.capture.recorder import closure_record
+
+    path = workspace / file_name
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    record = closure_record(make(module), file_name, workspace)
+    assert record is not None
+    return record

@@ -19,14 +19,13 @@ parameters, its locals and Warp (``hermetic_factory._recorded_keywords``); else 
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from daemon_helpers import recorded_closure
 
-from warp_harness.capture.recorder import closure_record
 from warp_harness.daemon import hermetic_build
 
 FACTORY = """
@@ -51,15 +50,9 @@ def make(n: int, deterministic: bool = False):
 def _recorded(tmp_path: Path, deterministic: bool) -> dict[str, Any]:
     """The closure record the capture takes of ``make(3, deterministic)``'s kernel (the factory run
     here, as the user's command runs it under ``capture``)."""
-    path = tmp_path / "mjfactory.py"
-    path.write_text(FACTORY, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"mjfactory_{deterministic}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    record = closure_record(module.make(3, deterministic), "mjfactory.py", tmp_path)
-    assert record is not None
-    return record
+    return recorded_closure(
+        tmp_path, "mjfactory.py", FACTORY, f"mjfactory_{deterministic}", lambda m: m.make(3, deterministic)
+    )
 
 
 def _why(tmp_path: Path, text: str, record: dict[str, Any]) -> str | None:
@@ -189,13 +182,7 @@ def test_a_decorator_naming_a_module_constant_is_built_from_the_saved_text(tmp_p
     import warp as wp
 
     path = tmp_path / "blockfactory.py"
-    path.write_text(BLOCK_FACTORY, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("blockfactory", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    record = closure_record(module.make(2.0), "blockfactory.py", tmp_path)
-    assert record is not None
+    record = recorded_closure(tmp_path, path.name, BLOCK_FACTORY, "blockfactory", lambda m: m.make(2.0))
     edited = BLOCK_FACTORY.replace("_TILE_BLOCK_DIM = 64", "_TILE_BLOCK_DIM = 128")
     path.write_text(edited, encoding="utf-8")
     assert hermetic_build.kernel_texts(edited, str(path), "kernel", tmp_path, record)[0] is None

@@ -7,13 +7,12 @@ assignment) or one recorded without its closure is refused (the replay imports t
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
 import pytest
+from daemon_helpers import recorded_closure
 
-from warp_harness.capture.recorder import closure_record
 from warp_harness.daemon import hermetic_build
 
 FK_CLOSURE = """
@@ -36,15 +35,7 @@ def create_fk_closure(a, b):
 
 
 def _fk_record(tmp_path: Path, text: str, a: int, b: int) -> dict[str, Any]:
-    path = tmp_path / "fk.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(f"fk_{a}_{b}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    record = closure_record(module.create_fk_closure(a, b)[1], "fk.py", tmp_path)
-    assert record is not None
-    return record
+    return recorded_closure(tmp_path, "fk.py", text, f"fk_{a}_{b}", lambda m: m.create_fk_closure(a, b)[1])
 
 
 @pytest.mark.slow
