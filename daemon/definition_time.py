@@ -50,7 +50,7 @@ def _warp_constructor(func: ast.expr, aliases: set[str]) -> bool:
     return isinstance(root, ast.Name) and root.id in aliases
 
 
-def code_in(expr: ast.expr, aliases: set[str]) -> ast.AST | None:
+def _code_in(expr: ast.expr, aliases: set[str]) -> ast.AST | None:
     """The first part of ``expr`` that runs code when evaluated (a call of anything but a Warp type
     constructor, a lambda, a comprehension, an f-string, ...); None when it is inert."""
     for node in ast.walk(expr):
@@ -62,7 +62,7 @@ def code_in(expr: ast.expr, aliases: set[str]) -> ast.AST | None:
     return None
 
 
-def evaluated(node: ast.FunctionDef | ast.ClassDef) -> list[ast.expr]:
+def _evaluated(node: ast.FunctionDef | ast.ClassDef) -> list[ast.expr]:
     """The expressions Python evaluates when the statement ``node`` runs, but its decorators (which
     a build checks on their own): a ``def``'s annotations and defaults; a ``class``'s bases,
     keywords, and its body's annotations and values."""
@@ -99,8 +99,8 @@ def runs_code(node: ast.FunctionDef | ast.ClassDef, aliases: set[str]) -> str | 
             elif not (docstring or isinstance(stmt, ast.Pass | ast.AnnAssign)):
                 first = ast.unparse(stmt).splitlines()[0][:50]
                 return f"`{node.name}`'s body runs `{first}` when the class statement runs"
-    for expr in evaluated(node):
-        part = code_in(expr, aliases)
+    for expr in _evaluated(node):
+        part = _code_in(expr, aliases)
         if part is not None:
             return (
                 f"`{node.name}`'s {'signature' if isinstance(node, ast.FunctionDef) else 'body'} holds "

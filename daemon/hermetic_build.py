@@ -276,14 +276,8 @@ def _runs_code(node: ast.FunctionDef | ast.ClassDef, aliases: set[str]) -> str |
     if any(_decorator_kind(d, aliases) is not None for d in node.decorator_list):
         return definition_time.runs_code(node, aliases)
     for method in node.body if isinstance(node, ast.ClassDef) else []:
-        if isinstance(method, ast.FunctionDef):
-            for expr in definition_time.evaluated(method):
-                part = definition_time.code_in(expr, aliases)
-                if part is not None:
-                    return (
-                        f"`{node.name}.{method.name}`'s signature holds `{ast.unparse(part)[:50]}`, which "
-                        "Python runs when the class statement runs"
-                    )
+        if isinstance(method, ast.FunctionDef) and (why := definition_time.runs_code(method, aliases)):
+            return f"`{node.name}.{why[1:]}"
     return None
 
 
