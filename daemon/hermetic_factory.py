@@ -360,7 +360,7 @@ def _recorded_keywords(
         return
     # a keyword naming only module names (none the factory binds) is built as written: Python reads
     # those names from the module inside the factory too
-    factory_names = nested_names(factories[0]) | {a.arg for a in factories[0].args.args}
+    factory_names = nested_names(factories[0])  # and every factory's parameters and other bindings
     for params, stored in bound.values():
         factory_names |= params | stored
     computed = [
@@ -385,9 +385,7 @@ def _recorded_keywords(
             f"the factory's code around `{kernel.name}` is not the text the capture ran, so the {said} "
             "its decorator gets may differ from the recorded one (capture again)"
         )
-    local = set(aliases) | nested_names(factories[0])
-    for params, stored in bound.values():
-        local |= params | stored
+    local = set(aliases) | factory_names
     outer = factories[0]
     saved = (kernel.args, kernel.body, kernel.returns)
     kernel.args = ast.arguments([], [], None, [], [], None, [])
