@@ -62,11 +62,12 @@ class Worker:
         return progress
 
     # ----------------------------------------------------------------- start
-    def start(self, warmup: bool) -> None:
+    def start(self, warmup: bool, precompiled_headers: bool = True) -> None:
         t0 = time.perf_counter()
         wp: Any = importlib.import_module("warp")
 
         wp.config.log_level = wp.LOG_WARNING
+        wp.config.use_precompiled_headers = precompiled_headers
         wp.init()
         guard()  # the identities of launch, clocks and comparisons, before any workspace code
         init_ms = (time.perf_counter() - t0) * 1e3
@@ -81,6 +82,7 @@ class Worker:
                 devices=[str(d) for d in wp.get_devices()],
                 init_ms=init_ms,
                 warmup_ms=warm_ms,
+                precompiled_headers=bool(wp.config.use_precompiled_headers),
             )
         )
 
@@ -617,12 +619,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="warp-harness-worker")
     parser.add_argument("--fd", type=int, required=True, help="inherited socket to the supervisor")
     parser.add_argument("--warmup", action="store_true", help="compile a throwaway kernel first")
+    parser.add_argument(
+        "--no-precompiled-headers", action="store_true", help="compile without Warp's precompiled header"
+    )
     args = parser.parse_args(argv)
     exit_when_orphaned(os.getppid())
     sock = socket.socket(fileno=args.fd)
     worker = Worker(sock)
     try:
-        worker.start(args.warmup)
+        worker.start(args.warmup, precompiled_headers=not args.no_precompiled_headers)
         worker.serve()
     except protocol.ConnectionClosed:
         pass

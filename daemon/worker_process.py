@@ -35,6 +35,11 @@ START_TIMEOUT_S = 120.0
 # ~2 CPU s a worker, which pays off over a long-lived daemon's saves). A test suite that starts
 # hundreds of short-lived workers over a shared build cache sets it (tests/conftest.py).
 WARMUP_ENV = "WARP_HARNESS_WORKER_WARMUP"
+# "0" in the environment: workers compile without Warp's precompiled header. A worker that compiles
+# once or twice and exits pays ~1.7 CPU s to build the header in its fresh build cache and saves less
+# than that; the test suite's hundreds of short-lived workers are such (tests/conftest.py: daemon test
+# files -17% CPU). A user's daemon keeps its workers across saves and keeps the header.
+PRECOMPILED_HEADERS_ENV = "WARP_HARNESS_WORKER_PRECOMPILED_HEADERS"
 _NOISE = ("Warp CUDA warning: Could not find or load the NVIDIA CUDA driver",)
 # how much of the worker's output (stdout and stderr together) the daemon keeps: the end of
 # it, where a native assertion or a traceback is printed before the worker dies
@@ -182,6 +187,8 @@ class WorkerProcess:
         cmd = module_command("warp_harness.daemon.worker", "--fd", str(child.fileno()), python=python)
         if warmup and os.environ.get(WARMUP_ENV) != "0":
             cmd.append("--warmup")
+        if os.environ.get(PRECOMPILED_HEADERS_ENV) == "0":
+            cmd.append("--no-precompiled-headers")
         self.proc = subprocess.Popen(
             cmd,
             pass_fds=(child.fileno(),),

@@ -10,6 +10,9 @@ os.environ["WARP_HARNESS_CHECK_FACTS"] = "1"
 # every worker the suite starts (supervisors, daemons, `ci` subprocesses) skips the warm-up compile:
 # most of their modules come from the shared build cache (-24% to -37% CPU on the daemon test files)
 os.environ["WARP_HARNESS_WORKER_WARMUP"] = "0"
+# and compiles without Warp's precompiled header: a short-lived worker pays more to build it than it saves
+# (daemon test files -17% CPU; daemon/worker_process.py PRECOMPILED_HEADERS_ENV)
+os.environ["WARP_HARNESS_WORKER_PRECOMPILED_HEADERS"] = "0"
 
 import shutil
 import sys
