@@ -23,8 +23,9 @@ after the other (cumulative), each row naming who needs it:
 - not mentioning any other name bound at module level (a kernel imported from another module, or made at
   module level): no consumer was found reading such a mention in a function that does not launch; the
   side of doubt;
-- not named by kept code (a helper a kernel or a launching function calls: the rules read its decorators and
-  signature, which a stub keeps; the side of doubt too).
+- not named by kept code (a helper a kernel or a launching function calls: what is read of it, its name and
+  decorators (`func_calls`: whether a name is a ``@wp.func`` defined once), a stub keeps; the side of doubt
+  too).
 
 Printed: per row, the bytes of the bodies left and their share of the text of the files with kernels; then,
 for the row before the attribute stores (the most a filter keeping Warp-calling code could skip) and the last
