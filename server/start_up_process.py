@@ -36,7 +36,6 @@ already on its way (`INDEX_WAIT_S`): a large one's first screen, judged from its
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -207,8 +206,8 @@ def spare_core(pressure: str | None, load_average: float | None, cores: int) -> 
 
 def _read_text(path: str) -> str | None:
     try:
-        with open(path, encoding="ascii") as file:
-            return file.read(4096)
+        with open(path, "rb") as file:  # bytes: a text file's codec is one more import
+            return file.read(4096).decode("ascii")
     except (OSError, ValueError):
         return None
 
@@ -374,6 +373,8 @@ def _receive(fd: int) -> Any:
     if header is None:
         return None
     body = _read_exactly(fd, int.from_bytes(header, "little"))
+    import pickle
+
     return None if body is None else pickle.loads(body)
 
 
@@ -395,6 +396,8 @@ def _send(fd: int, message: Any) -> None:
 
 
 def _frame(message: Any) -> bytes:
+    import pickle  # not before the reply to `initialize`: the first request follows it
+
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return len(body).to_bytes(_HEADER, "little") + body
 
@@ -525,6 +528,8 @@ class StartUpProcess:
             body = bytes(self._received[_HEADER : _HEADER + size])
             del self._received[: _HEADER + size]
             try:
+                import pickle
+
                 # (ident, records), or (ident, records, True): the early answer, the whole to follow
                 ident, records, *ahead = pickle.loads(body)
                 if records is not None and not isinstance(records, list):
