@@ -429,6 +429,8 @@ def main() -> None:
             ("warp-harness", with_cache(ours, folder / "cache"), {}),
             servers[1],
             ("wh empty cache", ours, installed),
+            # an installation's first start: nothing kept, the code compiled as an empty pygls server does
+            ("wh first start", ours, {"fresh_cache": folder / "none"}),
         ]
         if args.baseline is not None:  # as a user has it too: its own cache, filled before the rounds
             measured.append(("baseline", with_cache(baseline_command(args.baseline), folder / "old"), {}))
