@@ -1,4 +1,5 @@
-"""The methods attrs writes for lsprotocol's classes, compiled once per user and kept.
+"""The methods attrs writes for lsprotocol's classes, and `dataclasses` for the analysis stack's, compiled
+once per user and kept.
 
 Before an empty pygls server can answer `initialize`, importing pygls and lsprotocol costs it ~400 ms of
 CPU, and over half of that is attrs compiling the source of the methods it writes for lsprotocol's ~570
@@ -11,7 +12,11 @@ The same code runs either way: a code object is what `compile` made of the same 
 the same `__future__` flags, by the same interpreter (the file is named by its bytecode's magic number and
 the flags). Another attrs or lsprotocol writes other scripts: compiled, and the file written anew.
 
-Anything unexpected (another attrs, a file that is not ours or not sound) and pygls is imported as
+The start-up process (`server/start_up_process.py`) does the same for the methods `dataclasses` writes
+while it imports the analysis stack (`kept_dataclasses`: ~30 ms of its ~100 ms of CPU before it can judge
+a kernel).
+
+Anything unexpected (another attrs, a file that is not ours or not sound) and the code is compiled as
 always. The file holds code this process runs: it is read only from a folder and file of this user that
 no one else can write, as Python's own bytecode caches are.
 """
@@ -50,18 +55,19 @@ class Kept:
         key = (script, filename)
         code = self.stored.get(key)
         if code is None:
-            code = compile(script, filename, "exec", flags, True)
+            code = self.stored[key] = compile(script, filename, "exec", flags, True)
             self.compiled += 1
         self.used[key] = code
         return code
 
     def save(self) -> None:
-        """Write the scripts of this start (dropping those no longer written) when enough were new."""
+        """Write the scripts of this start (dropping those no longer written) when enough were new; once."""
         used, self.used, self.stored = self.used, {}, {}
-        if self.path is None or not used or self.compiled <= RENEW_SHARE * len(used):
+        path, self.path = self.path, None
+        if path is None or not used or self.compiled <= RENEW_SHARE * len(used):
             return
         try:
-            _write_private(self.path, _dumps(used))
+            _write_private(path, _dumps(used))
         except (OSError, ValueError):
             pass
 
@@ -93,6 +99,32 @@ def kept(root: Path | None = None) -> Iterator[Kept]:
         make._compile_and_eval = original
 
 
+@contextmanager
+def kept_dataclasses(root: Path | None = None) -> Iterator[Kept]:
+    """While this is entered, the methods `dataclasses` writes (``exec`` of their source: ~420 for the
+    analysis stack's classes, ~30 ms of the start-up process's ~100 ms of imports) are evaluated from the
+    code objects kept from earlier starts. One thread only: the module's ``exec`` is shadowed meanwhile."""
+    import dataclasses
+
+    if "exec" in vars(dataclasses):  # not the module this knows
+        yield Kept(None, {})
+        return
+    flags = _future_flags(dataclasses.dataclass)
+    path = _kept_file(root, flags, "dataclasses")
+    keeper = Kept(path, _read_private(path))
+
+    def exec_kept(source: Any, globs: Any = None, locs: Any = None, /, **options: Any) -> None:
+        if isinstance(source, str):  # as `exec` compiles a text: file "<string>", the caller's flags
+            source = keeper.code(source, "<string>", flags)
+        exec(source, globs, locs, **options)
+
+    dataclasses.exec = exec_kept  # type: ignore[attr-defined]
+    try:
+        yield keeper
+    finally:
+        del dataclasses.exec  # type: ignore[attr-defined]
+
+
 def _compile_and_eval() -> tuple[Any, Callable[..., None] | None]:
     """attrs' module that compiles its scripts, and the function that does (None: not the one known)."""
     try:
@@ -118,13 +150,13 @@ def _future_flags(function: Callable[..., Any]) -> int:
     )
 
 
-def _kept_file(root: Path | None, flags: int) -> Path:
-    """The file of this interpreter's bytecode and these `__future__` flags (a code object is keyed by its
-    script and file name: another attrs or lsprotocol writes other scripts)."""
+def _kept_file(root: Path | None, flags: int, writer: str = "attrs") -> Path:
+    """The file of ``writer``'s scripts for this interpreter's bytecode and these `__future__` flags (a code
+    object is keyed by its script and file name: another attrs or lsprotocol writes other scripts)."""
     from importlib.util import MAGIC_NUMBER
 
     root = root if root is not None else cache_root()
-    return root / FOLDER / f"attrs-{MAGIC_NUMBER.hex()}-{flags:x}.marshal"
+    return root / FOLDER / f"{writer}-{MAGIC_NUMBER.hex()}-{flags:x}.marshal"
 
 
 def cache_root() -> Path:
@@ -203,4 +235,4 @@ def _write_private(path: Path, data: bytes) -> None:
         raise
 
 
-__all__ = ["Kept", "cache_root", "kept"]
+__all__ = ["Kept", "cache_root", "kept", "kept_dataclasses"]

@@ -123,7 +123,16 @@ def _leave_stdio() -> None:
 
 
 def _serve(requests: int, answers: int) -> None:
-    """The fork's one job: answer the parent's requests until their end of file."""
+    """The fork's one job: answer the parent's requests until their end of file; the analysis stack's
+    dataclasses made from the code an earlier start kept (`generated_code.kept_dataclasses`), what this
+    start compiled kept once the first answer is out."""
+    from warp_harness.server.generated_code import kept_dataclasses
+
+    with kept_dataclasses() as code:
+        _answer(requests, answers, code.save)
+
+
+def _answer(requests: int, answers: int, answered: Callable[[], None]) -> None:
     from warp_harness.server.analysis import StaticTier
 
     tier = StaticTier(report=lambda message: None)  # the parent reports what its own analysis meets
@@ -164,6 +173,7 @@ def _serve(requests: int, answers: int) -> None:
             _send(answers, (ident, records))
         except BrokenPipeError:  # the parent is gone, or done with this process
             return
+        answered()
 
 
 # how long a busy machine's process waits for a document before it indexes the workspace ahead of it: the

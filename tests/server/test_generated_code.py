@@ -103,3 +103,51 @@ def test_the_cache_root_is_the_harness_s(monkeypatch: pytest.MonkeyPatch, tmp_pa
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         assert generated_code.cache_root() == user_cache_root()
+
+
+# a start of the start-up process's kind: the analysis stack imported under `kept_dataclasses`, a kernel file
+# analysed; what it compiled, and the records
+_STACK = """
+import json, sys
+from pathlib import Path
+from warp_harness.server.generated_code import kept_dataclasses
+
+with kept_dataclasses(Path(sys.argv[1])) as code:
+    from warp_harness.engine import analyse_source
+    from warp_harness.rules import all_rules
+
+    all_rules()
+    result = analyse_source(Path(sys.argv[2]).read_text(), sys.argv[2])
+compiled, used = code.compiled, len(code.used)
+code.save()
+print(json.dumps({"compiled": compiled, "used": used, "records": [repr(r) for r in result.records]}))
+"""
+
+
+def test_the_analysis_stack_s_dataclasses_from_kept_code_give_the_same_records(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    source = tmp_path / "k.py"
+    source.write_text(
+        "import warp as wp\n\n@wp.kernel\ndef k(a: wp.array(dtype=float), n: int):\n"
+        "    i = wp.tid()\n    a[i] = wp.sqrt()\n    for j in range(n):\n        x = 1\n"
+    )
+
+    def start() -> dict[str, Any]:
+        out = subprocess.run(
+            [sys.executable, *safe_path_flags(), "-c", _STACK, str(root), str(source)],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        found: dict[str, Any] = json.loads(out.splitlines()[-1])
+        return found
+
+    first = start()
+    assert first["used"] > 200 and first["compiled"] == first["used"] and first["records"]
+    assert [p.name.split("-")[0] for p in _kept_files(root)] == ["dataclasses"]
+    second = start()
+    assert (
+        second["used"] == first["used"] and second["compiled"] <= generated_code.RENEW_SHARE * first["used"]
+    )
+    assert second["records"] == first["records"]
