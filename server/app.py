@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import resource
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,15 +32,11 @@ from pygls.lsp.server import LanguageServer
 from warp_harness.config import ConfigError
 from warp_harness.record import Record
 from warp_harness.server import (
-    actions,
     analyses,
     daemon_control,
-    daemon_results,
-    hover,
     notebooks,
     publishing,
     pull,
-    replay_actions,
     session,
     transport,
 )
@@ -70,12 +66,17 @@ START_UP_QUIET_CAP_S = 1.0
 START_UP_WAIT_S = 2.0
 # the size cap's bound in characters (analyses.py), read here by the tests
 _MAY_BE_TOO_LARGE_CHARS = analyses.MAY_BE_TOO_LARGE_CHARS
+# the code actions' kinds (server/actions.py's KINDS) and the stored cases' commands (replay_actions.py's):
+# those modules are imported at their first request, not before the reply to `initialize`
+CODE_ACTION_KINDS = [types.CodeActionKind.QuickFix, "source.fixAll.warp-harness"]
+ACCEPT = "warp-harness.accept"
+OPEN_CASE = "warp-harness.openCase"
 
 
 def _version() -> str:
-    from warp_harness.cli import tool_version
+    from warp_harness import __version__
 
-    return tool_version()
+    return __version__
 
 
 class WarpHarnessServer(LanguageServer):
@@ -105,6 +106,7 @@ class WarpHarnessServer(LanguageServer):
         self.start_up_pid: int | None = None
         self.start_up_published = 0  # publications of its answers
         self.stack_warm = False
+        self.imported_at_initialize: tuple[str, ...] = ()  # the modules imported by the reply to `initialize`
 
     # ------------------------------------------------------------------ messages to the client
 
@@ -136,6 +138,8 @@ class WarpHarnessServer(LanguageServer):
     def from_daemon_thread(self, message: LinkEvent | DaemonMessage) -> None:
         """A daemon link's message (server/daemon_link.py), handled on the event loop."""
         if self.loop is not None and not self.loop.is_closed():
+            from warp_harness.server import daemon_results
+
             self.loop.call_soon_threadsafe(daemon_results.handle, self, message)
 
     def set_daemon_state(self, state: str, message: str | None = None, path: str | None = None) -> None:
@@ -304,6 +308,8 @@ class WarpHarnessServer(LanguageServer):
         return self.tier.settings_for(str(root / "__init__.py")).daemon
 
     def info(self) -> dict[str, Any]:
+        import resource
+
         rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return {
             "warp_imported": "warp" in sys.modules,
@@ -317,6 +323,7 @@ class WarpHarnessServer(LanguageServer):
                 if k != "severity"
             },
             "max_rss_kb": rss_kb,
+            "imported_at_initialize": sorted(self.imported_at_initialize),
             "start_up": {
                 "pid": self.start_up_pid,
                 "running": self.start_up is not None,
@@ -350,19 +357,26 @@ def build_server(analyser: Analyser | None = None) -> WarpHarnessServer:
     feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)(lambda ls, p: analyses.fire(ls, p.notebook_document.uri))
     feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)(notebooks.closed)
 
-    feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=actions.KINDS))(
-        actions.code_actions
+    feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=CODE_ACTION_KINDS))(
+        _later("actions", "code_actions")
     )
-    feature(types.TEXT_DOCUMENT_HOVER)(hover.hover)
+    feature(types.TEXT_DOCUMENT_HOVER)(_later("hover", "hover"))
     pull.register(server, analyses.request)
 
     command(START_DAEMON)(lambda ls, *args: daemon_control.start_daemon(ls, args))
     command(STOP_DAEMON)(lambda ls, *args: daemon_control.stop_daemon(ls, args))
-    command(replay_actions.ACCEPT)(_accept)
-    command(replay_actions.OPEN_CASE)(lambda ls, *args: replay_actions.open_case(ls, args))
+    command(ACCEPT)(_later("replay_actions", "accept", packed=True))
+    command(OPEN_CASE)(lambda ls, *args: import_module(f"{__package__}.replay_actions").open_case(ls, args))
     feature(SERVER_INFO)(lambda ls, _: ls.info())
     return server
 
 
-async def _accept(ls: WarpHarnessServer, *args: Any) -> dict[str, Any]:
-    return await replay_actions.accept(ls, args)
+def _later(module: str, name: str, packed: bool = False) -> Callable[..., Awaitable[Any]]:
+    """The coroutine handler ``name`` of server/``module``.py, imported at its first call (``packed``: a
+    command's handler, taking its arguments as one tuple)."""
+
+    async def handler(ls: WarpHarnessServer, *args: Any) -> Any:
+        function = getattr(import_module(f"{__package__}.{module}"), name)
+        return await (function(ls, args) if packed else function(ls, *args))
+
+    return handler

@@ -5,6 +5,7 @@ and watched files changed, `shutdown`."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,9 +36,10 @@ def initialize(ls: WarpHarnessServer, params: types.InitializeParams) -> None:
     ls.apply_client_settings(params.initialization_options)
     if ls.stack_warm:  # warm before the loop was known (`stack_warmed`)
         ls.start_up_over()
-    elif ls.start_up is not None:
-        ls.start_up.open_workspace(ls.loop, ls.tier.overrides, ls.roots)
+    elif ls.start_up is not None:  # after the reply (sent as this returns): the request's pickle waits
+        ls.loop.call_soon(ls.start_up.open_workspace, ls.loop, dict(ls.tier.overrides), list(ls.roots))
     ls.in_worker(partial(ls.tier.open_workspace, ls.roots))  # the workspace model: kernels across modules
+    ls.imported_at_initialize = tuple(sys.modules)  # what the reply waited for (`serverInfo` tells)
 
 
 def initialized(ls: WarpHarnessServer) -> None:

@@ -36,7 +36,6 @@ already on its way (`INDEX_WAIT_S`): a large one's first screen, judged from its
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -124,7 +123,16 @@ def _leave_stdio() -> None:
 
 
 def _serve(requests: int, answers: int) -> None:
-    """The fork's one job: answer the parent's requests until their end of file."""
+    """The fork's one job: answer the parent's requests until their end of file; the analysis stack's
+    dataclasses made from the code an earlier start kept (`generated_code.kept_dataclasses`), what this
+    start compiled kept once the first answer is out."""
+    from warp_harness.server.generated_code import kept_dataclasses
+
+    with kept_dataclasses() as code:
+        _answer(requests, answers, code.save)
+
+
+def _answer(requests: int, answers: int, answered: Callable[[], None]) -> None:
     from warp_harness.server.analysis import StaticTier
 
     tier = StaticTier(report=lambda message: None)  # the parent reports what its own analysis meets
@@ -165,6 +173,7 @@ def _serve(requests: int, answers: int) -> None:
             _send(answers, (ident, records))
         except BrokenPipeError:  # the parent is gone, or done with this process
             return
+        answered()
 
 
 # how long a busy machine's process waits for a document before it indexes the workspace ahead of it: the
@@ -207,8 +216,8 @@ def spare_core(pressure: str | None, load_average: float | None, cores: int) -> 
 
 def _read_text(path: str) -> str | None:
     try:
-        with open(path, encoding="ascii") as file:
-            return file.read(4096)
+        with open(path, "rb") as file:  # bytes: a text file's codec is one more import
+            return file.read(4096).decode("ascii")
     except (OSError, ValueError):
         return None
 
@@ -374,6 +383,8 @@ def _receive(fd: int) -> Any:
     if header is None:
         return None
     body = _read_exactly(fd, int.from_bytes(header, "little"))
+    import pickle
+
     return None if body is None else pickle.loads(body)
 
 
@@ -395,6 +406,8 @@ def _send(fd: int, message: Any) -> None:
 
 
 def _frame(message: Any) -> bytes:
+    import pickle  # not before the reply to `initialize`: the first request follows it
+
     body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
     return len(body).to_bytes(_HEADER, "little") + body
 
@@ -525,6 +538,8 @@ class StartUpProcess:
             body = bytes(self._received[_HEADER : _HEADER + size])
             del self._received[: _HEADER + size]
             try:
+                import pickle
+
                 # (ident, records), or (ident, records, True): the early answer, the whole to follow
                 ident, records, *ahead = pickle.loads(body)
                 if records is not None and not isinstance(records, list):

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from warp_harness.config import ConfigError
-
+# argparse and the settings are imported by the commands that use them: `serve` starts without either
+# (`main`), the language server's reply to `initialize` waits for every import before it
 if TYPE_CHECKING:
+    import argparse
+
     from warp_harness.daemon.findings import DynamicRule
     from warp_harness.output.model import FileResult, RuleInfo
     from warp_harness.record import Record
@@ -546,6 +547,8 @@ class _OutputFormats:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; ``command``: only the named subcommand's module is imported (None: every one)."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="warp-harness",
         description="Constraint checks, validation and benchmarks for NVIDIA Warp kernels.",
@@ -713,6 +716,8 @@ def _positive_int(value: str) -> int:
     except ValueError:
         number = 0
     if number < 1:
+        import argparse
+
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
     return number
 
@@ -731,6 +736,8 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     """Parse, with an unknown option reported by its subcommand's parser (its own usage line):
     argparse leaves options a subparser does not know to the top-level parser, whose usage is
     `warp-harness [-h] [--version] COMMAND`."""
+    import argparse
+
     args, extra = parser.parse_known_args(argv)
     if extra:
         owner = parser
@@ -744,6 +751,12 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["serve"]:  # the language server: started without the other commands' parser
+        from warp_harness.server.cli import main as serve
+
+        return serve(argv[1:])
+    from warp_harness.config import ConfigError
+
     parser = build_parser(_chosen_command(argv))
     args = _parse(parser, argv)
     if not getattr(args, "func", None):
