@@ -665,8 +665,10 @@ def _parsed_files(package: Path) -> Iterator[tuple[Path, str, ast.Module]]:
 def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
     """(kernels made inside functions, those whose text admits a closure record, why not the others):
     each decided with a record binding every free name its factories bind to an int (text only)."""
+    from warp_harness.capture import factory_reads
     from warp_harness.capture.identity import factory_digest
     from warp_harness.daemon.captured import hermetic
+    from warp_harness.daemon.hermetic_imports import Sources
 
     nested = eligible = 0
     why_not: Counter[str] = Counter()
@@ -690,6 +692,11 @@ def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
                             "module_options": {"enable_backward": False},
                             "keywords": {},
                         }
+                        try:  # the digest of the module texts its factory reads, as the capture takes it
+                            sources = Sources.for_file(str(path), package.parent, None)
+                            closure["reads"] = factory_reads.reads_digest(tree, qual, str(path), sources)
+                        except factory_reads.Unreadable:
+                            pass
                         why = hermetic.decision(text, str(path), child.name, package.parent, closure)[0]
                         eligible += why is None
                         if why is not None:

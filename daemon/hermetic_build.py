@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warp_harness.capture import factory_reads
 from warp_harness.daemon import definition_time, hermetic_contract, hermetic_factory, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
 from warp_harness.daemon.hermetic_imports import Found, Installed, Sources
@@ -1100,8 +1101,9 @@ def build(
     is imported from; ``texts``: the only texts of them to use, by real path, see ``imported``);
     ``closure``: the capture's record of a kernel made inside a function (``hermetic_factory``);
     ``NotHermetic`` when it cannot be."""
+    sources = Sources.for_file(filename, workspace, texts)
     graph = _kernel_graph(
-        source, filename, kernel_name, workspace, texts, _factory_plan(source, filename, kernel_name, closure)
+        source, filename, kernel_name, sources, _factory_plan(source, filename, kernel_name, closure, sources)
     )
     plan, needed = graph.root.plan, graph.root.needed
     assert plan is not None
@@ -1119,14 +1121,24 @@ def build(
     return HermeticKernel(kernel=kernel, module_name=module_name, statements=order, imported=graph.imported)
 
 
-def _factory_plan(source: str, filename: str, kernel_name: str, closure: Mapping[str, Any] | None) -> _Plan:
+def _factory_plan(
+    source: str, filename: str, kernel_name: str, closure: Mapping[str, Any] | None, sources: Sources
+) -> _Plan:
     """The module's plan (``_plan_of``); with the capture's ``closure`` record of a kernel made
     inside a function, the plan of its text with that kernel hoisted to the top level, its free
-    names bound from the record (``hermetic_factory.hoisted``)."""
+    names bound from the record (``hermetic_factory.hoisted``; what its factory's code reads of the
+    modules digested from ``sources``, which keep the texts read for the worker)."""
     plan = _plan_of(source, filename)
     if not closure:
         return plan
-    tree, names = hermetic_factory.hoisted(plan.tree, kernel_name, dict(closure), plan.aliases)
+
+    def reads(tree: ast.Module, qualname: str) -> str:
+        try:
+            return factory_reads.reads_digest(tree, qualname, filename, sources)
+        except factory_reads.Unreadable as exc:
+            raise NotHermetic(str(exc)) from exc
+
+    tree, names = hermetic_factory.hoisted(plan.tree, kernel_name, dict(closure), plan.aliases, reads)
     hoisted = _plan(source, filename, tree)
     _no_module_settings(hoisted, literal_options=True)
     if kernel_name not in hoisted.definitions:
@@ -1143,16 +1155,8 @@ def _factory_plan(source: str, filename: str, kernel_name: str, closure: Mapping
     return hoisted
 
 
-def _kernel_graph(
-    source: str,
-    filename: str,
-    kernel_name: str,
-    workspace: Path | str | None,
-    texts: Mapping[str, str] | None,
-    plan: _Plan | None = None,
-) -> _Graph:
-    plan = plan or _plan(source, filename)
-    graph = _Graph(Sources.for_file(filename, workspace, texts), plan, filename, source)
+def _kernel_graph(source: str, filename: str, kernel_name: str, sources: Sources, plan: _Plan) -> _Graph:
+    graph = _Graph(sources, plan, filename, source)
     external: _External = {}
     graph.root.needed = _reached(plan, kernel_name, external) | _settings_needs(plan, external)
     graph.follow(graph.root, external)
@@ -1172,8 +1176,9 @@ def kernel_texts(
     decided on). Text only: no Warp, nothing imported or executed."""
     graph: _Graph | None = None
     try:
-        plan = _factory_plan(source, filename, kernel_name, closure)
-        graph = _kernel_graph(source, filename, kernel_name, workspace, None, plan)
+        sources = Sources.for_file(filename, workspace, None)
+        plan = _factory_plan(source, filename, kernel_name, closure, sources)
+        graph = _kernel_graph(source, filename, kernel_name, sources, plan)
     except NotHermetic as exc:
         return str(exc), {}
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

@@ -26,8 +26,10 @@ import ast
 import builtins
 import copy
 import math
+from collections.abc import Callable
 from typing import Any
 
+from warp_harness.capture import factory_reads
 from warp_harness.capture.identity import factory_digest
 from warp_harness.daemon import definition_time
 from warp_harness.daemon.hermetic_contract import NotHermetic
@@ -164,11 +166,22 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
     return ast.copy_location(ast.Assign([target], ast.copy_location(value, node)), node), what
 
 
+# the digest of what a factory's code reads from modules, of a text and a qualname
+# (``factory_reads.reads_digest`` over the build's sources); ``NotHermetic`` when it cannot be made
+ReadsDigest = Callable[[ast.Module, str], str]
+
+
 def hoisted(
-    tree: ast.Module, kernel_name: str, closure: dict[str, Any], aliases: set[str]
+    tree: ast.Module,
+    kernel_name: str,
+    closure: dict[str, Any],
+    aliases: set[str],
+    reads: ReadsDigest | None = None,
 ) -> tuple[ast.Module, dict[str, str]]:
     """(a copy of ``tree`` with the bindings of the kernel's free names and its ``def`` appended
-    at its top level; the names bound, each with what it binds, ``_binding``)."""
+    at its top level; the names bound, each with what it binds, ``_binding``). ``reads``: the
+    digest of what the factory's code reads from modules, for the values it computes
+    (``_computation``); without it, only a factory reading nothing of its module is trusted."""
     qualname = str(closure.get("qualname") or "")
     if qualname.rsplit(".", 1)[-1] != kernel_name:
         raise NotHermetic(f"the recorded closure is of `{qualname}`, not `{kernel_name}`")
@@ -177,7 +190,15 @@ def hoisted(
     tree = copy.deepcopy(tree)
     kernel, factories = _kernel_def(tree, qualname)
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
-    _recorded_keywords(tree, kernel, factories, closure, aliases, bound)
+    trusted: list[str | None] = []  # why the factory's computed values are not trusted, once known
+
+    def computation(what: str) -> None:
+        if not trusted:
+            trusted.append(_computation(tree, qualname, closure, reads))
+        if trusted[0] is not None:
+            raise NotHermetic(f"{what}: {trusted[0]}")
+
+    _recorded_keywords(tree, kernel, factories, closure, aliases, bound, computation)
     bindings: dict[str, tuple[ast.stmt, Any]] = {}
     names: dict[str, str] = {}
     helpers: list[ast.FunctionDef] = []
@@ -228,10 +249,9 @@ def hoisted(
                     bind(helper, dict(cell["cells"]), depth + 1)
                 continue
             if free not in params or free in stored:
-                raise NotHermetic(
-                    f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
-                    "(only a factory's parameters and the `@wp.func`s it defines are bound from the capture)"
-                )
+                # a value the factory computes: the recorded one, while its code and what it reads
+                # of the modules are the texts the capture ran (``_computation``)
+                computation(f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes")
             if free in bindings:
                 if bindings[free][1] != cell:  # one call of the factory: one value of each parameter
                     raise NotHermetic(
@@ -348,13 +368,14 @@ def _recorded_keywords(
     closure: dict[str, Any],
     aliases: set[str],
     bound: dict[str, tuple[set[str], set[str]]],
+    computation: Callable[[str], None],
 ) -> None:
     """The kernel's decorator keywords its factory computes (mujoco-warp 4.0.0:
     ``module_options = {"enable_backward": False}; if deterministic: module_options[...] = ...;
     @wp.kernel(module="unique", module_options=module_options)``) replaced, in ``kernel``, by the
-    values the capture recorded, when the factory's code around the kernel is the text the capture
-    ran (``identity.factory_digest``) and reads nothing but its own parameters and locals and Warp:
-    the edited factory then computes what it computed then, from the same arguments. ``NotHermetic``
+    values the capture recorded, when the factory's code around the kernel and what it reads of
+    the modules are the texts the capture ran (``computation``, ``_computation``): the edited
+    factory then computes what it computed then, from the same arguments. ``NotHermetic``
     otherwise (the replay imports the module, WHD069)."""
     if len(kernel.decorator_list) != 1 or not isinstance(kernel.decorator_list[0], ast.Call):
         return
@@ -375,38 +396,7 @@ def _recorded_keywords(
     if not computed:
         return
     said = ", ".join(f"`{k.arg}`" for k in computed)
-    if not isinstance(closure.get("factory"), str):
-        raise NotHermetic(
-            f"`{kernel.name}`'s decorator takes {said} its factory computes, and the capture recorded no "
-            "value of it (a capture taken before such records existed: capture again)"
-        )
-    if closure["factory"] != factory_digest(tree, str(closure.get("qualname"))):
-        raise NotHermetic(
-            f"the factory's code around `{kernel.name}` is not the text the capture ran, so the {said} "
-            "its decorator gets may differ from the recorded one (capture again)"
-        )
-    local = set(aliases) | factory_names
-    outer = factories[0]
-    saved = (kernel.args, kernel.body, kernel.returns)
-    kernel.args = ast.arguments([], [], None, [], [], None, [])
-    kernel.body, kernel.returns = [ast.Pass()], None
-    try:
-        read = sorted(
-            {
-                n.id
-                for stmt in [*outer.args.defaults, *(d for d in outer.args.kw_defaults if d), *outer.body]
-                for n in ast.walk(stmt)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local
-            }
-        )
-    finally:
-        kernel.args, kernel.body, kernel.returns = saved
-    if read:
-        raise NotHermetic(
-            f"the factory of `{kernel.name}` reads `{read[0]}`, a name of the module an edit may change "
-            f"without changing the factory's text, so the {said} its decorator gets may differ from the "
-            "recorded one"
-        )
+    computation(f"`{kernel.name}`'s decorator takes {said} its factory computes")
     options = closure.get("module_options")
     keywords = closure.get("keywords")
     if not isinstance(options, dict) or not isinstance(keywords, dict):
@@ -423,6 +413,52 @@ def _recorded_keywords(
                 "capture does not record"
             )
         ast.copy_location(keyword.value, kernel)
+
+
+def _computation(
+    tree: ast.Module, qualname: str, closure: dict[str, Any], reads: ReadsDigest | None
+) -> str | None:
+    """Why the values the factory of ``qualname`` computed at capture (a closure cell of a local it
+    computes, a decorator keyword) may not be what the saved text computes from the same call's
+    arguments (None: they are): its code around the kernel is not the text the capture ran
+    (``identity.factory_digest``), or it reads names of the modules (``factory_reads.module_reads``)
+    whose texts are not those the capture read (``factory_reads.reads_digest``: the binding
+    statements of each, what they read in turn, workspace imports followed into their texts)."""
+    recorded = closure.get("factory")
+    if not isinstance(recorded, str):
+        return (
+            "the capture recorded no value of it with a digest of the factory's code (a capture taken "
+            "before such records existed: capture again)"
+        )
+    if recorded != factory_digest(tree, qualname):
+        return (
+            "the factory's code around the kernel is not the text the capture ran, so the value may "
+            "differ from the recorded one (capture again)"
+        )
+    try:
+        names = factory_reads.module_reads(tree, qualname)
+    except factory_reads.Unreadable as exc:
+        return str(exc)
+    if not names:
+        return None
+    shown = ", ".join(f"`{n}`" for n in dict.fromkeys(n for n, _ in names))
+    if reads is None:
+        return f"the factory reads {shown} of its module, which this build cannot follow"
+    try:
+        now = reads(tree, qualname)
+    except NotHermetic as exc:
+        return f"what the factory reads of the modules ({shown}) cannot be followed: {exc}"
+    if not isinstance(closure.get("reads"), str):
+        return (
+            f"the factory reads {shown} of its module, and the capture recorded no digest of their texts "
+            "(capture again)"
+        )
+    if now != closure["reads"]:
+        return (
+            f"the factory reads {shown}, whose definitions (or what they read) changed since the capture, "
+            "so the value may differ from the recorded one (capture again)"
+        )
+    return None
 
 
 # the keywords of ``@wp.kernel`` the capture records the values of (``recorder._decorator_values``)

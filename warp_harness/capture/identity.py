@@ -130,13 +130,9 @@ def _nested_defs(body: list[ast.stmt], name: str) -> list[ast.FunctionDef]:
     return out
 
 
-def factory_digest(tree: ast.Module, qualname: str) -> str | None:
-    """A digest of the code of the functions that make the kernel ``qualname`` (``make.<locals>.k``)
-    other than the kernel itself: the outermost factory's text, its decorators aside, with the
-    kernel's parameters and body left out (its decorators kept). The capture records it beside the
-    values the factory computed for the kernel's decorator (``module_options=...``); the replay takes
-    those values only while the edited text gives the same digest. None when the qualname names no
-    single nested def."""
+def factory_chain(tree: ast.Module, qualname: str) -> list[ast.FunctionDef] | None:
+    """The defs ``qualname`` (``make.<locals>.k``) names, outermost first: the factories, then the
+    kernel; None when a part of it names no single nested def."""
     parts = qualname.split(".<locals>.")
     if len(parts) < 2:
         return None
@@ -148,6 +144,19 @@ def factory_digest(tree: ast.Module, qualname: str) -> str | None:
             return None
         chain.append(found[0])
         body = found[0].body
+    return chain
+
+
+def factory_digest(tree: ast.Module, qualname: str) -> str | None:
+    """A digest of the code of the functions that make the kernel ``qualname`` (``make.<locals>.k``)
+    other than the kernel itself: the outermost factory's text, its decorators aside, with the
+    kernel's parameters and body left out (its decorators kept). The capture records it beside the
+    values the factory computed for the kernel's decorator (``module_options=...``); the replay takes
+    those values only while the edited text gives the same digest. None when the qualname names no
+    single nested def."""
+    chain = factory_chain(tree, qualname)
+    if chain is None:
+        return None
     outer = chain[0]
     kernel = chain[-1]
     saved = (outer.decorator_list, kernel.args, kernel.body, kernel.returns)

@@ -357,7 +357,7 @@ def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | N
             continue
         record[name] = _cell(value, workspace)
     out: dict[str, Any] = {"qualname": qualname, "path": rel, "cells": record}
-    out.update(_decorator_values(kernel, qualname, workspace / rel))
+    out.update(_decorator_values(kernel, qualname, workspace / rel, workspace))
     return out
 
 
@@ -367,18 +367,23 @@ _KERNEL_KEYWORDS = ("enable_backward", "grid_stride", "launch_bounds")
 _TREES: dict[str, tuple[float, Any]] = {}
 
 
-def _decorator_values(kernel: Any, qualname: str, path: Path) -> dict[str, Any]:
-    """What the factory gave the kernel's decorator, as data: ``module_options`` (the options of its
-    own module, ``module="unique"``, that differ from a fresh module's), the keywords of
-    ``_KERNEL_KEYWORDS`` Warp kept, and the digest of the factory's code around the kernel
-    (``identity.factory_digest``): the replay takes these values for a decorator keyword the factory
-    computes (mujoco-warp's ``module_options=module_options``) only while the saved factory gives the
-    same digest. Empty when any of it is not a literal or a Warp enum member."""
+def _decorator_values(kernel: Any, qualname: str, path: Path, workspace: Path) -> dict[str, Any]:
+    """What the factory computed, as data, and the digests that say which code computed it: the
+    digest of the factory's code around the kernel (``identity.factory_digest``) and of the texts of
+    the module names that code reads (``factory_reads.reads_digest``; absent when they cannot be
+    followed), and what the factory gave the kernel's decorator: ``module_options`` (the options of
+    its own module, ``module="unique"``, that differ from a fresh module's) and the keywords of
+    ``_KERNEL_KEYWORDS`` Warp kept (absent when any of it is not a literal or a Warp enum member).
+    The replay takes these values, and the closure cells of locals the factory computed
+    (mujoco-warp's ``IS_ELLIPTIC = cone_type == types.ConeType.ELLIPTIC``), only while the saved
+    texts give the same digests."""
     import ast
 
     import warp as wp
 
+    from warp_harness.capture import factory_reads
     from warp_harness.capture.identity import factory_digest
+    from warp_harness.daemon.hermetic_imports import Sources
 
     try:
         stamp = path.stat().st_mtime
@@ -390,20 +395,26 @@ def _decorator_values(kernel: Any, qualname: str, path: Path) -> dict[str, Any]:
         return {}
     if digest is None:
         return {}
+    out: dict[str, Any] = {"factory": digest}
+    try:
+        sources = Sources.for_file(str(path), workspace, None)
+        out["reads"] = factory_reads.reads_digest(kept[1], qualname, str(path), sources)
+    except Exception:  # what cannot be followed is not recorded: the replay then refuses, saying why
+        pass
     module: Any = getattr(kernel, "module", None)
     context: Any = sys.modules.get("warp._src.context") or sys.modules.get("warp.context")
     try:
         fresh = dict(context.Module("_wh_defaults", None).options)
         options = {k: v for k, v in dict(getattr(module, "options", {})).items() if fresh.get(k, v) != v}
         own = dict(getattr(kernel, "options", {}) or {})
-    except Exception:  # a Warp that keeps neither: nothing is recorded
-        return {}
+    except Exception:  # a Warp that keeps neither: no decorator values are recorded
+        return out
     module_options = {k: _option_value(v, wp) for k, v in options.items()}
     keywords = {k: _option_value(own[k], wp) for k in _KERNEL_KEYWORDS if k in own}
     values = [*module_options.values(), *keywords.values()]
     if any(v is _UNRECORDABLE for v in values):
-        return {}
-    return {"factory": digest, "module_options": module_options, "keywords": keywords}
+        return out
+    return {**out, "module_options": module_options, "keywords": keywords}
 
 
 _UNRECORDABLE = object()
