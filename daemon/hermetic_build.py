@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import hashlib
 import importlib
 import linecache
@@ -44,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from warp_harness.capture import factory_reads
+from warp_harness.capture.identity import definition_of
 from warp_harness.daemon import definition_time, hermetic_contract, hermetic_factory, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
 from warp_harness.daemon.hermetic_imports import Found, Installed, Sources
@@ -1131,10 +1133,12 @@ def _factory_plan(
     plan = _plan_of(source, filename)
     if not closure:
         return plan
+    if "<locals>" not in str(closure.get("qualname") or ""):
+        return _chosen_definition(plan, source, filename, kernel_name, closure)
 
-    def reads(tree: ast.Module, qualname: str) -> str:
+    def reads(tree: ast.Module, qualname: str, definition: tuple[int, int] | None) -> str:
         try:
-            return factory_reads.reads_digest(tree, qualname, filename, sources)
+            return factory_reads.reads_digest(tree, qualname, filename, sources, definition)
         except factory_reads.Unreadable as exc:
             raise NotHermetic(str(exc)) from exc
 
@@ -1153,6 +1157,30 @@ def _factory_plan(
         if what == "constant":
             hoisted.constants.add(name)
     return hoisted
+
+
+def _chosen_definition(
+    plan: _Plan, source: str, filename: str, kernel_name: str, record: Mapping[str, Any]
+) -> _Plan:
+    """The plan of the module's text with only the top-level ``def kernel_name`` the launch ran, of
+    the several the module defines under that name (warp-lang's ``global_kernel``, redefined after
+    ``global_kernel_1 = global_kernel``: each launch ran the one its kernel object was made from); the
+    capture recorded which (``identity.definition_of``: the ``i``-th of ``n``). ``NotHermetic`` when
+    the record says none, or the saved text no longer defines ``n`` (which one ran is then unknown)."""
+    definition = definition_of(record)
+    if record.get("qualname") != kernel_name or definition is None:
+        raise NotHermetic(f"the capture's record of `{kernel_name}` names no definition of it")
+    defs = [n for n in plan.tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel_name]
+    if len(defs) != definition[1]:
+        raise NotHermetic(
+            f"`{kernel_name}` is defined {len(defs)} times at the top of the module, {definition[1]} when "
+            "captured: which one the launch ran is not known (capture again)"
+        )
+    chosen = defs[definition[0]]
+    tree = ast.Module([n for n in plan.tree.body if n is chosen or n not in defs], [])
+    chosen_plan = _plan(source, filename, copy.deepcopy(tree))
+    _no_module_settings(chosen_plan, literal_options=True)
+    return chosen_plan
 
 
 def _kernel_graph(source: str, filename: str, kernel_name: str, sources: Sources, plan: _Plan) -> _Graph:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from warp_harness.capture import factory_reads
-from warp_harness.capture.identity import factory_digest
+from warp_harness.capture.identity import definition_of, factory_digest
 from warp_harness.daemon import definition_time
 from warp_harness.daemon.hermetic_contract import NotHermetic
 
@@ -81,17 +81,29 @@ def _bound_in(func: ast.FunctionDef) -> tuple[set[str], set[str]]:
     return params, stored
 
 
-def _kernel_def(tree: ast.Module, qualname: str) -> tuple[ast.FunctionDef, list[ast.FunctionDef]]:
-    """(the nested def ``qualname`` names, its enclosing functions outermost first)."""
+def _kernel_def(
+    tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None
+) -> tuple[ast.FunctionDef, list[ast.FunctionDef]]:
+    """(the nested def ``qualname`` names, its enclosing functions outermost first). ``definition``
+    (``identity.definition_of``): the kernel is the ``i``-th of the ``n`` defs of its name in its
+    factory, as the capture recorded (warp-lang's ``create_kernel_cond``: one in each branch of an
+    ``if``)."""
     parts = qualname.split(".<locals>.")
     if len(parts) < 2 or not all(p.isidentifier() for p in parts):
         raise NotHermetic(f"`{qualname}` is not a function's nested kernel (a class or lambda holds it)")
     body: list[ast.stmt] = tree.body
     chain: list[ast.FunctionDef] = []
-    for part in parts:
+    for depth, part in enumerate(parts):
         found = [f for f in _functions(body) if f.name == part]
+        where = chain[-1].name if chain else "the module"
+        if definition is not None and depth == len(parts) - 1 and len(found) > 1:
+            if len(found) != definition[1]:
+                raise NotHermetic(
+                    f"{len(found)} `def {part}` in {where}, {definition[1]} when captured: which one the "
+                    "launch ran is not known (capture again)"
+                )
+            found = [found[definition[0]]]
         if len(found) != 1:
-            where = chain[-1].name if chain else "the module"
             return_why = "no" if not found else f"{len(found)}"
             raise NotHermetic(f"{return_why} `def {part}` in {where} (the factory of `{qualname}`)")
         chain.append(found[0])
@@ -168,7 +180,7 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
 
 # the digest of what a factory's code reads from modules, of a text and a qualname
 # (``factory_reads.reads_digest`` over the build's sources); ``NotHermetic`` when it cannot be made
-ReadsDigest = Callable[[ast.Module, str], str]
+ReadsDigest = Callable[[ast.Module, str, tuple[int, int] | None], str]
 
 
 def hoisted(
@@ -188,7 +200,7 @@ def hoisted(
     cells = closure.get("cells") if isinstance(closure.get("cells"), dict) else {}
     assert isinstance(cells, dict)
     tree = copy.deepcopy(tree)
-    kernel, factories = _kernel_def(tree, qualname)
+    kernel, factories = _kernel_def(tree, qualname, definition_of(closure))
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
     trusted: list[str | None] = []  # why the factory's computed values are not trusted, once known
 
@@ -251,7 +263,11 @@ def hoisted(
             if free not in params or free in stored:
                 # a value the factory computes: the recorded one, while its code and what it reads
                 # of the modules are the texts the capture ran (``_computation``)
-                computation(f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes")
+                said = f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes"
+                late = _rebound_late(owner, free, kernel.lineno)
+                if late is not None:
+                    raise NotHermetic(f"{said}, {late}: its value at a launch may not be the recorded one")
+                computation(said)
             if free in bindings:
                 if bindings[free][1] != cell:  # one call of the factory: one value of each parameter
                     raise NotHermetic(
@@ -266,6 +282,34 @@ def hoisted(
     tree.body.extend([*(b[0] for b in bindings.values()), *helpers, kernel])
     ast.fix_missing_locations(tree)
     return tree, names
+
+
+def _rebound_late(factory: ast.FunctionDef, name: str, kernel_line: int) -> str | None:
+    """Where the factory binds ``name`` after the kernel's ``def`` (line ``kernel_line``) or in a
+    loop (warp-lang's ``test_module_mark_modified``: ``C = 17``, a launch, ``C = 42``, a launch of the
+    same kernel): the cell then holds another value at a later launch than the one the capture
+    recorded at the kernel's first. None when every binding comes before the kernel is made, outside
+    loops (mujoco-warp's ``IS_ELLIPTIC = ...``, an ``if``/``else`` choosing a func): the value is final."""
+    todo: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in factory.body]
+    while todo:
+        node, looped = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            binds = not isinstance(node, ast.Lambda) and node.name == name
+        else:
+            binds = (
+                isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+            ) or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] == name)
+        if binds:
+            line = getattr(node, "lineno", kernel_line)
+            if looped:
+                return f"binds it in a loop (line {line})"
+            if line >= kernel_line:
+                return f"binds it again after the kernel is made (line {line})"
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue  # its own scope
+        inner = looped or isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.comprehension)
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return None
 
 
 def _helper_made_here(
@@ -425,18 +469,19 @@ def _computation(
     whose texts are not those the capture read (``factory_reads.reads_digest``: the binding
     statements of each, what they read in turn, workspace imports followed into their texts)."""
     recorded = closure.get("factory")
+    definition = definition_of(closure)
     if not isinstance(recorded, str):
         return (
             "the capture recorded no value of it with a digest of the factory's code (a capture taken "
             "before such records existed: capture again)"
         )
-    if recorded != factory_digest(tree, qualname):
+    if recorded != factory_digest(tree, qualname, definition):
         return (
             "the factory's code around the kernel is not the text the capture ran, so the value may "
             "differ from the recorded one (capture again)"
         )
     try:
-        names = factory_reads.module_reads(tree, qualname)
+        names = factory_reads.module_reads(tree, qualname, definition)
     except factory_reads.Unreadable as exc:
         return str(exc)
     if not names:
@@ -445,7 +490,7 @@ def _computation(
     if reads is None:
         return f"the factory reads {shown} of its module, which this build cannot follow"
     try:
-        now = reads(tree, qualname)
+        now = reads(tree, qualname, definition)
     except NotHermetic as exc:
         return f"what the factory reads of the modules ({shown}) cannot be followed: {exc}"
     if not isinstance(closure.get("reads"), str):

@@ -250,3 +250,35 @@ def test_a_record_without_the_digests_is_refused_with_the_reason(workspace: tupl
     record["factory"] = factory_digest(ast.parse(text), "make.<locals>.kernel")
     why = _why(ws, text, record)
     assert why is not None and "recorded no digest of their texts" in why, why
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        # warp-lang's `test_module_mark_modified`: `C = 17`, a launch, `C = 42`, a launch of the same
+        # kernel (https://github.com/NVIDIA/warp/blob/main/warp/tests/test_codegen_instancing.py)
+        (
+            ("    return kernel\n", "    SIZE = n + 1\n    return kernel\n"),
+            "binds it again after the kernel is made",
+        ),
+        (("    SIZE = n\n", "    for SIZE in range(n):\n        pass\n"), "binds it in a loop"),
+        # a choice before the kernel is made (mujoco-warp's `if elliptic: f = f_elliptic else: ...`)
+        (("    SIZE = n\n", "    if n > 2:\n        SIZE = n\n    else:\n        SIZE = 0\n"), None),
+    ],
+)
+def test_a_local_the_factory_binds_again_later_is_not_taken_from_the_record(
+    workspace: tuple[Path, str], edit: tuple[str, str], reason: str | None
+) -> None:
+    """The capture records a cell once per kernel object, at its first launch: a local the factory
+    binds after making the kernel (or in a loop) may hold another value at a later launch."""
+    ws, kinds = workspace
+    text = _factory(ws, kinds)
+    assert text.replace(*edit) != text
+    text = text.replace(*edit)
+    record = recorded_closure(ws, "factory.py", text, f"late_{kinds}_{len(text)}", lambda m: m.make(1, 3))
+    why = _why(ws, text, record)
+    if reason is None:
+        assert why is None, why
+    else:
+        assert why is not None and reason in why and "`kernel` reads `SIZE`" in why, why

@@ -134,12 +134,12 @@ def _code_reads(node: ast.AST, aliases: set[str], skip: set[int], local: set[str
     )
 
 
-def module_reads(tree: ast.Module, qualname: str) -> list[Read]:
+def module_reads(tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None) -> list[Read]:
     """The module-level names the code of the factory of ``qualname`` reads around the kernel (the
     code ``identity.factory_digest`` covers: the outermost factory, its decorators, the kernel's
     parameters and body aside), with the attribute read of each; ``Unreadable`` when ``qualname``
-    names no single nested def."""
-    chain = factory_chain(tree, qualname)
+    names no single nested def (``definition``: ``identity.factory_chain``)."""
+    chain = factory_chain(tree, qualname, definition)
     if chain is None:
         raise Unreadable(f"`{qualname}` names no single nested def of the text")
     outer, kernel = chain[0], chain[-1]
@@ -339,7 +339,13 @@ class _Digest:
         return _Unit(found.dotted, found.path, _parsed(text, found.path), found)
 
 
-def reads_digest(tree: ast.Module, qualname: str, filename: str, sources: Sources) -> str:
+def reads_digest(
+    tree: ast.Module,
+    qualname: str,
+    filename: str,
+    sources: Sources,
+    definition: tuple[int, int] | None = None,
+) -> str:
     """A digest of the texts of what the code of the factory of ``qualname`` reads from modules
     (``module_reads``, followed as the module's docstring says), ``tree`` being the text of its
     file ``filename``; ``sources`` reads the workspace's modules (``hermetic_imports.Sources``: the
@@ -347,6 +353,6 @@ def reads_digest(tree: ast.Module, qualname: str, filename: str, sources: Source
     the reason when it cannot be digested."""
     digest = _Digest(sources)
     root = _Unit(module_name(Path(filename)), filename, tree, None)
-    for name, attr in module_reads(tree, qualname):
+    for name, attr in module_reads(tree, qualname, definition):
         digest.add(root, name, attr)
     return digest.run()

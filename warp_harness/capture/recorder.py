@@ -343,9 +343,13 @@ def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | N
     with these values (``daemon/hermetic_factory.py``); nothing here is ever executed."""
     func = getattr(kernel, "func", None)
     qualname = str(getattr(func, "__qualname__", ""))
-    if "<locals>" not in qualname:
-        return None
     code = getattr(func, "__code__", None)
+    definition = _definition(workspace / rel, qualname, getattr(code, "co_firstlineno", 0))
+    if "<locals>" not in qualname:
+        # a module-level kernel: a record only where its name has several defs (which one ran)
+        if definition is None:
+            return None
+        return {"qualname": qualname, "path": rel, "cells": {}, "definition": list(definition)}
     names = tuple(getattr(code, "co_freevars", ()))
     cells = getattr(func, "__closure__", None) or ()
     record: dict[str, Any] = {}
@@ -357,8 +361,32 @@ def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | N
             continue
         record[name] = _cell(value, workspace)
     out: dict[str, Any] = {"qualname": qualname, "path": rel, "cells": record}
-    out.update(_decorator_values(kernel, qualname, workspace / rel, workspace))
+    if definition is not None:
+        out["definition"] = list(definition)
+    out.update(_decorator_values(kernel, qualname, workspace / rel, workspace, definition))
     return out
+
+
+def _tree(path: Path) -> Any:
+    """The syntax tree of the file ``path`` (kept while its modification time is the same)."""
+    import ast
+
+    stamp = path.stat().st_mtime
+    kept = _TREES.get(str(path))
+    if kept is None or kept[0] != stamp:
+        kept = _TREES[str(path)] = (stamp, ast.parse(path.read_text(encoding="utf-8")))
+    return kept[1]
+
+
+def _definition(path: Path, qualname: str, first_line: int) -> tuple[int, int] | None:
+    """Which of the defs of the kernel's name it was made from, where its name has several
+    (``identity.definition_in``): the replay builds that one."""
+    from warp_harness.capture.identity import definition_in
+
+    try:
+        return definition_in(_tree(path), qualname, int(first_line))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, TypeError):
+        return None
 
 
 # the keywords of ``@wp.kernel(...)`` Warp keeps in ``Kernel.options`` under their own names, absent
@@ -367,7 +395,9 @@ _KERNEL_KEYWORDS = ("enable_backward", "grid_stride", "launch_bounds")
 _TREES: dict[str, tuple[float, Any]] = {}
 
 
-def _decorator_values(kernel: Any, qualname: str, path: Path, workspace: Path) -> dict[str, Any]:
+def _decorator_values(
+    kernel: Any, qualname: str, path: Path, workspace: Path, definition: tuple[int, int] | None
+) -> dict[str, Any]:
     """What the factory computed, as data, and the digests that say which code computed it: the
     digest of the factory's code around the kernel (``identity.factory_digest``) and of the texts of
     the module names that code reads (``factory_reads.reads_digest``; absent when they cannot be
@@ -377,8 +407,6 @@ def _decorator_values(kernel: Any, qualname: str, path: Path, workspace: Path) -
     The replay takes these values, and the closure cells of locals the factory computed
     (mujoco-warp's ``IS_ELLIPTIC = cone_type == types.ConeType.ELLIPTIC``), only while the saved
     texts give the same digests."""
-    import ast
-
     import warp as wp
 
     from warp_harness.capture import factory_reads
@@ -386,11 +414,8 @@ def _decorator_values(kernel: Any, qualname: str, path: Path, workspace: Path) -
     from warp_harness.daemon.hermetic_imports import Sources
 
     try:
-        stamp = path.stat().st_mtime
-        kept = _TREES.get(str(path))
-        if kept is None or kept[0] != stamp:
-            kept = _TREES[str(path)] = (stamp, ast.parse(path.read_text(encoding="utf-8")))
-        digest = factory_digest(kept[1], qualname)
+        tree = _tree(path)
+        digest = factory_digest(tree, qualname, definition)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return {}
     if digest is None:
@@ -398,7 +423,7 @@ def _decorator_values(kernel: Any, qualname: str, path: Path, workspace: Path) -
     out: dict[str, Any] = {"factory": digest}
     try:
         sources = Sources.for_file(str(path), workspace, None)
-        out["reads"] = factory_reads.reads_digest(kept[1], qualname, str(path), sources)
+        out["reads"] = factory_reads.reads_digest(tree, qualname, str(path), sources, definition)
     except Exception:  # what cannot be followed is not recorded: the replay then refuses, saying why
         pass
     module: Any = getattr(kernel, "module", None)
