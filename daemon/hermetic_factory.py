@@ -266,7 +266,9 @@ def hoisted(
                 said = f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes"
                 late = _rebound_late(owner, free, kernel.lineno)
                 if late is not None:
-                    raise NotHermetic(f"{said}, {late}: its value at a launch may not be the recorded one")
+                    raise NotHermetic(
+                        f"{said} and {late}: its value at a later launch may not be the recorded one"
+                    )
                 computation(said)
             if free in bindings:
                 if bindings[free][1] != cell:  # one call of the factory: one value of each parameter
@@ -302,9 +304,9 @@ def _rebound_late(factory: ast.FunctionDef, name: str, kernel_line: int) -> str 
         if binds:
             line = getattr(node, "lineno", kernel_line)
             if looped:
-                return f"binds it in a loop (line {line})"
+                return f"binds in a loop (line {line})"
             if line >= kernel_line:
-                return f"binds it again after the kernel is made (line {line})"
+                return f"binds again after the kernel is made (line {line})"
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
             continue  # its own scope
         inner = looped or isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.comprehension)

@@ -260,9 +260,9 @@ def test_a_record_without_the_digests_is_refused_with_the_reason(workspace: tupl
         # kernel (https://github.com/NVIDIA/warp/blob/main/warp/tests/test_codegen_instancing.py)
         (
             ("    return kernel\n", "    SIZE = n + 1\n    return kernel\n"),
-            "binds it again after the kernel is made",
+            "computes and binds again after the kernel is made",
         ),
-        (("    SIZE = n\n", "    for SIZE in range(n):\n        pass\n"), "binds it in a loop"),
+        (("    SIZE = n\n", "    for SIZE in range(n):\n        pass\n"), "binds in a loop"),
         # a choice before the kernel is made (mujoco-warp's `if elliptic: f = f_elliptic else: ...`)
         (("    SIZE = n\n", "    if n > 2:\n        SIZE = n\n    else:\n        SIZE = 0\n"), None),
     ],
