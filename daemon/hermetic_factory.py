@@ -154,6 +154,8 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
         if not attr.isidentifier() or not aliases:
             raise NotHermetic(f"the closure cell `{name}` names no Warp type")
         value, what = ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), attr, ast.Load()), "definition"
+    elif kind in ("vector", "matrix"):
+        value, what = _made_type(name, cell, aliases), "definition"
     elif kind == "builtin":
         if cell.get("name") not in _LITERALS:
             raise NotHermetic(f"the closure cell `{name}` names no scalar type")
@@ -181,6 +183,37 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
 # the digest of what a factory's code reads from modules, of a text and a qualname
 # (``factory_reads.reads_digest`` over the build's sources); ``NotHermetic`` when it cannot be made
 ReadsDigest = Callable[[ast.Module, str, tuple[int, int] | None], str]
+
+
+# Warp's scalar types, by their names under ``warp`` (a recorded vector or matrix type's dtype)
+_SCALARS = (
+    *("float16", "float32", "float64", "int8", "int16", "int32", "int64"),
+    *("uint8", "uint16", "uint32", "uint64", "bool"),
+)
+
+
+def _made_type(name: str, cell: dict[str, Any], aliases: set[str]) -> ast.expr:
+    """``wp.types.vector(length=3, dtype=wp.float32)`` (``wp.types.matrix(shape=(2, 2), ...)``) of a
+    cell recorded as a vector (matrix) type the factory made: ints and a Warp scalar's name only."""
+    dtype = cell.get("dtype")
+    sizes = [cell.get("length")] if cell.get("kind") == "vector" else cell.get("shape")
+    if not (
+        aliases
+        and dtype in _SCALARS
+        and isinstance(sizes, list)
+        and len(sizes) == (1 if cell.get("kind") == "vector" else 2)
+        and all(type(d) is int and 0 < d <= 4096 for d in sizes)
+    ):
+        raise NotHermetic(f"the closure cell `{name}` is no vector or matrix type of ints and a Warp scalar")
+    wp = ast.Name(sorted(aliases)[0], ast.Load())
+    size: ast.keyword
+    if cell.get("kind") == "vector":
+        size = ast.keyword("length", ast.Constant(sizes[0]))
+    else:
+        size = ast.keyword("shape", ast.Tuple([ast.Constant(d) for d in sizes], ast.Load()))
+    constructor = ast.Attribute(ast.Attribute(wp, "types", ast.Load()), str(cell["kind"]), ast.Load())
+    dtype_node = ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), dtype, ast.Load())
+    return ast.Call(constructor, [], [size, ast.keyword("dtype", dtype_node)])
 
 
 def hoisted(

@@ -282,3 +282,55 @@ def test_a_local_the_factory_binds_again_later_is_not_taken_from_the_record(
         assert why is None, why
     else:
         assert why is not None and reason in why and "`kernel` reads `SIZE`" in why, why
+
+
+TYPED = """
+import warp as wp
+
+
+def make_typed(n: int):
+    vecdim = wp.types.vector(length=n, dtype=float)
+    mat2 = wp.types.matrix(shape=(2, 2), dtype=wp.float64)
+
+    @wp.kernel(module="unique")
+    def typed(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        v = vecdim()
+        for j in range(n):
+            v[j] = x[i] + float(j)
+        m = mat2(wp.float64(1.0), wp.float64(0.0), wp.float64(0.0), wp.float64(2.0))
+        y[i] = wp.dot(v, v) + float(m[1, 1])
+
+    return typed
+"""
+
+
+@pytest.mark.slow
+def test_a_vector_type_the_factory_makes_is_recorded_as_its_length_and_dtype(tmp_path: Path) -> None:
+    """mujoco-warp's `vecdim = wp.types.vector(length=nmaxdim, dtype=float)` in `_efc_contact_jac_sparse`,
+    newton's `exported_ids_vec = wp.types.vector(length=VALUES_PER_KEY, dtype=wp.int32)`."""
+    import warp as wp
+
+    record = recorded_closure(
+        tmp_path, "typed.py", TYPED, f"typed_{abs(hash(tmp_path))}", lambda m: m.make_typed(3)
+    )
+    assert record["cells"]["vecdim"] == {"kind": "vector", "length": 3, "dtype": "float32"}
+    assert record["cells"]["mat2"] == {"kind": "matrix", "shape": [2, 2], "dtype": "float64"}
+    path = tmp_path / "typed.py"
+    assert hermetic_build.kernel_texts(TYPED, str(path), "typed", tmp_path, record)[0] is None
+    built = hermetic_build.build(TYPED, str(path), "typed", tmp_path, None, record).kernel
+    x = wp.array(np.arange(4, dtype=np.float32), device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(built, dim=4, inputs=[x, y], device="cpu")
+    assert y.numpy().tolist() == [sum((v + j) ** 2 for j in range(3)) + 2.0 for v in range(4)]
+    # a forged type is no type: refused before anything is built
+    for forged in (
+        {"kind": "vector", "length": 3, "dtype": "launch"},
+        {"kind": "vector", "length": "3", "dtype": "float32"},
+        {"kind": "matrix", "shape": [2], "dtype": "float32"},
+        {"kind": "vector", "length": 10**9, "dtype": "float32"},
+    ):
+        why = hermetic_build.kernel_texts(
+            TYPED, str(path), "typed", tmp_path, {**record, "cells": {**record["cells"], "vecdim": forged}}
+        )[0]
+        assert why is not None and "no vector or matrix type" in why, (forged, why)

@@ -473,6 +473,10 @@ def _cell(value: Any, workspace: Path, depth: int = 0) -> dict[str, Any]:
     type_name = str(getattr(value, "__name__", "")) if isinstance(value, type) else ""
     if type_name and getattr(wp, type_name, None) is value:
         return {"kind": "warp", "name": type_name}  # wp.float32, wp.vec3f
+    if type_name in ("vec_t", "mat_t"):  # made by wp.types.vector(...)/matrix(...) in the factory
+        made = _made_type(value, type_name, wp)
+        if made is not None:
+            return made
     struct_type: Any = getattr(sys.modules.get("warp._src.codegen"), "Struct", ())
     if isinstance(value, wp.Function):
         kind, py = "func", getattr(value, "func", None)
@@ -501,6 +505,27 @@ def _cell(value: Any, workspace: Path, depth: int = 0) -> dict[str, Any]:
                 inner[name] = {"kind": "other", "type": "empty cell"}
         out["cells"] = inner
     return out
+
+
+def _made_type(value: Any, type_name: str, wp: Any) -> dict[str, Any] | None:
+    """A vector or matrix type a factory made (``vecdim = wp.types.vector(length=n, dtype=float)``,
+    mujoco-warp's ``constraint.py``; newton's ``exported_ids_vec``) as data: its length (shape) and
+    its scalar type by its name under ``warp``; None for anything else."""
+    scalar = getattr(value, "_wp_scalar_type_", None)
+    scalar_name = str(getattr(scalar, "__name__", ""))
+    if not scalar_name or getattr(wp, scalar_name, None) is not scalar:
+        return None
+    if type_name == "vec_t" and type(getattr(value, "_length_", None)) is int:
+        return {"kind": "vector", "length": value._length_, "dtype": scalar_name}
+    shape = getattr(value, "_shape_", None)
+    if (
+        type_name == "mat_t"
+        and isinstance(shape, tuple)
+        and len(shape) == 2
+        and all(type(d) is int for d in shape)
+    ):
+        return {"kind": "matrix", "shape": list(shape), "dtype": scalar_name}
+    return None
 
 
 def _np() -> Any:
