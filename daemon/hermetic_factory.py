@@ -480,10 +480,23 @@ def _recorded_keywords(
     keywords = closure.get("keywords")
     if not isinstance(options, dict) or not isinstance(keywords, dict):
         raise NotHermetic(f"the capture's record of `{kernel.name}`'s decorator is not a set of values")
+    decorator = kernel.decorator_list[0]
+    assert isinstance(decorator, ast.Call)
+    if any(k.arg == "module" for k in computed):
+        # a module the factory made or named (newton's `module = wp.get_module(name)` and
+        # `module.options.update({...})`, then `@wp.kernel(module=module)`): the kernel is built in a
+        # module of its own with the options the capture recorded of the one it was compiled in
+        computed += [k for k in decorator.keywords if k.arg == "module_options" and k not in computed]
+        if not any(k.arg == "module_options" for k in decorator.keywords):
+            added = ast.keyword("module_options", ast.Dict([], []))
+            decorator.keywords.append(added)
+            computed.append(added)
     for keyword in computed:
         if keyword.arg == "module_options":
             keys: list[ast.expr | None] = [ast.Constant(str(k)) for k in options]
             keyword.value = ast.Dict(keys, [_recorded_value(v, aliases) for v in options.values()])
+        elif keyword.arg == "module":
+            keyword.value = ast.Constant("unique")
         elif keyword.arg in _RECORDED_KEYWORDS:
             keyword.value = _recorded_value(keywords.get(keyword.arg), aliases)
         else:
