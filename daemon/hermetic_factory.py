@@ -497,6 +497,8 @@ def _recorded_keywords(
             keyword.value = ast.Dict(keys, [_recorded_value(v, aliases) for v in options.values()])
         elif keyword.arg == "module":
             keyword.value = ast.Constant("unique")
+        elif keyword.arg == "name":  # the kernel's key (newton's `name=f"_svd_..._{rows}x{cols}"`):
+            keyword.value = ast.Constant(kernel.name)  # a name in the generated code, nothing it computes
         elif keyword.arg in _RECORDED_KEYWORDS:
             keyword.value = _recorded_value(keywords.get(keyword.arg), aliases)
         else:

@@ -215,7 +215,8 @@ def make(scale: float, name: str):
     module = wp.get_module(name)
     module.options.update({"enable_backward": False, "block_dim": 64})
 
-    @wp.kernel(module=module)
+    # a computed key, too (newton's `name=f"_svd_one_sided_jacobi_kernel_{rows}x{cols}"`)
+    @wp.kernel(module=module, name=f"scaled_{name}")
     def kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
         i = wp.tid()
         y[i] = x[i] * scale
