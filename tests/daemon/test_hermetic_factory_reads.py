@@ -334,3 +334,23 @@ def test_a_vector_type_the_factory_makes_is_recorded_as_its_length_and_dtype(tmp
             TYPED, str(path), "typed", tmp_path, {**record, "cells": {**record["cells"], "vecdim": forged}}
         )[0]
         assert why is not None and "no vector or matrix type" in why, (forged, why)
+
+
+@pytest.mark.slow
+def test_an_import_inside_the_factory_is_followed(workspace: tuple[Path, str]) -> None:
+    """`from kinds import Cone` inside the factory (a common way around an import cycle): what it
+    imports is digested as a module-level import's would be, so an edit of `Cone` drops the record."""
+    ws, kinds = workspace
+    text = _factory(ws, kinds).replace(
+        "    IS_ELLIPTIC = cone == kinds.Cone.ELLIPTIC\n",
+        f"    from {kinds} import Cone\n\n    IS_ELLIPTIC = cone == Cone.ELLIPTIC\n",
+    )
+    record = recorded_closure(ws, "factory.py", text, f"local_import_{kinds}", lambda m: m.make(1, 3))
+    assert record["cells"]["IS_ELLIPTIC"] == {"kind": "bool", "value": True}
+    assert _why(ws, text, record) is None
+    path = ws / f"{kinds}.py"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("ELLIPTIC = 1", "ELLIPTIC = 0"), encoding="utf-8"
+    )
+    why = _why(ws, text, record)
+    assert why is not None and "changed since the capture" in why, why

@@ -14,7 +14,8 @@ aside) to what binds it at the top of its module, and hashes each binding statem
 (its formatting and comments aside): a ``def`` or ``class`` whole, with the module names its body
 reads, an assignment with what it reads, an import of a workspace module followed into that
 module's text (the name it imports, or the attribute the code reads of the module:
-``types.ConeType`` is ``ConeType``'s ``class`` statement in ``types.py``). A ``@wp.func``,
+``types.ConeType`` is ``ConeType``'s ``class`` statement in ``types.py``; an ``import`` inside the
+factory or a function it reads, resolved as the module's would be). A ``@wp.func``,
 ``@wp.kernel`` or ``@wp.struct`` is hashed by its decorators and name (Python never runs its body
 while a factory runs; the build makes it from the saved text). An import of anything else (Warp,
 numpy, a package installed outside the workspace: the user's environment) is hashed as the import
@@ -65,11 +66,16 @@ def warp_aliases(tree: ast.Module) -> set[str]:
     }
 
 
-def _bound_inside(node: ast.AST) -> set[str]:
+def _bound_inside(node: ast.AST, skip: frozenset[int] | set[int] = frozenset()) -> set[str]:
     """Every name bound anywhere inside ``node`` (parameters, assignment and loop targets, nested
-    ``def``s and ``class``es, imports, ``except ... as``): its locals, at any depth of its scopes."""
+    ``def``s and ``class``es, imports, ``except ... as``): its locals, at any depth of its scopes;
+    the nodes in ``skip`` (by id) and what is under them left out."""
     out: set[str] = set()
-    for sub in ast.walk(node):
+    todo: list[ast.AST] = [node]
+    while todo:
+        sub = todo.pop()
+        if id(sub) in skip:
+            continue
         if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
             out.add(sub.id)
         elif isinstance(sub, ast.arg):
@@ -80,6 +86,7 @@ def _bound_inside(node: ast.AST) -> set[str]:
             out.add((sub.asname or sub.name).split(".")[0])
         elif isinstance(sub, ast.ExceptHandler) and sub.name:
             out.add(sub.name)
+        todo.extend(ast.iter_child_nodes(sub))
     return out
 
 
@@ -121,24 +128,37 @@ def _loads(node: ast.AST, skip: set[int]) -> Iterator[Read]:
         todo.extend(ast.iter_child_nodes(sub))
 
 
-def _code_reads(node: ast.AST, aliases: set[str], skip: set[int], local: set[str]) -> list[Read]:
-    """The module names the code ``node`` reads (what it binds itself, ``local`` and Warp aside),
-    never the bodies of the Warp definitions inside it."""
+def _warp_bodies(node: ast.AST, aliases: set[str]) -> set[int]:
+    """The ids of the statements of the bodies of the Warp definitions inside ``node``."""
+    out: set[int] = set()
     for sub in ast.walk(node):
         if sub is not node and _warp_definition(sub, aliases):
             assert isinstance(sub, ast.FunctionDef | ast.ClassDef)
-            skip |= {id(s) for s in sub.body}
+            out |= {id(s) for s in sub.body}
+    return out
+
+
+def _code_reads(node: ast.AST, aliases: set[str], skip: set[int], local: set[str]) -> list[Read]:
+    """The module names the code ``node`` reads (what it binds itself, ``local`` and Warp aside),
+    never the bodies of the Warp definitions inside it."""
+    skip = skip | _warp_bodies(node, aliases)
     return sorted(
         {(n, a) for n, a in _loads(node, skip) if n not in local and n not in aliases},
         key=lambda r: (r[0], r[1] or ""),
     )
 
 
-def module_reads(tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None) -> list[Read]:
-    """The module-level names the code of the factory of ``qualname`` reads around the kernel (the
-    code ``identity.factory_digest`` covers: the outermost factory, its decorators, the kernel's
-    parameters and body aside), with the attribute read of each; ``Unreadable`` when ``qualname``
-    names no single nested def (``definition``: ``identity.factory_chain``)."""
+@dataclass(frozen=True)
+class _Factory:
+    """What the code of a kernel's factory reads: names of its module and the names its own
+    ``import`` statements bind (``reads``, each with the attribute read of it), and those statements
+    by the name each binds (``imports``)."""
+
+    reads: list[Read]
+    imports: dict[str, list[ast.Import | ast.ImportFrom]]
+
+
+def _factory(tree: ast.Module, qualname: str, definition: tuple[int, int] | None) -> _Factory:
     chain = factory_chain(tree, qualname, definition)
     if chain is None:
         raise Unreadable(f"`{qualname}` names no single nested def of the text")
@@ -146,7 +166,36 @@ def module_reads(tree: ast.Module, qualname: str, definition: tuple[int, int] | 
     skip = {id(d) for d in outer.decorator_list} | {id(kernel.args)} | {id(s) for s in kernel.body}
     if kernel.returns is not None:
         skip.add(id(kernel.returns))
-    return _code_reads(outer, warp_aliases(tree), skip, _bound_inside(outer) - {outer.name})
+    return _scan(outer, warp_aliases(tree), skip)
+
+
+def _scan(
+    function: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, aliases: set[str], skip: set[int]
+) -> _Factory:
+    """What the code of ``function`` reads (``_Factory``), the nodes in ``skip`` and the bodies of the
+    Warp definitions inside it aside."""
+    skip = skip | _warp_bodies(function, aliases)
+    imports: dict[str, list[ast.Import | ast.ImportFrom]] = {}
+    todo: list[ast.AST] = [function]
+    while todo:
+        sub = todo.pop()
+        if id(sub) in skip:
+            continue
+        if isinstance(sub, ast.Import | ast.ImportFrom):  # `from .types import ConeType` in the factory
+            for alias in sub.names:
+                imports.setdefault((alias.asname or alias.name).split(".")[0], []).append(sub)
+        todo.extend(ast.iter_child_nodes(sub))
+    local = (_bound_inside(function, skip) - {function.name}) - set(imports)
+    return _Factory(_code_reads(function, aliases, skip, local), imports)
+
+
+def module_reads(tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None) -> list[Read]:
+    """The module-level names the code of the factory of ``qualname`` reads around the kernel (the
+    code ``identity.factory_digest`` covers: the outermost factory, its decorators, the kernel's
+    parameters and body aside), and the names its own imports bind, with the attribute read of each;
+    ``Unreadable`` when ``qualname`` names no single nested def (``definition``:
+    ``identity.factory_chain``)."""
+    return _factory(tree, qualname, definition).reads
 
 
 @dataclass(frozen=True)
@@ -267,13 +316,21 @@ class _Digest:
                 self.hash.update(f"warp {statement.name} {decorators}".encode())
             else:
                 self.hash.update(ast.dump(statement).encode())
-                local = (
-                    _bound_inside(statement) - {statement.name}
-                    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                    else set()
-                )
-                for read, read_attr in _code_reads(statement, aliases, set(), local):
-                    self.add(unit, read, read_attr)
+                if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    self.follow(unit, _scan(statement, aliases, set()))
+                else:
+                    self.follow(unit, _Factory(_code_reads(statement, aliases, set(), set()), {}))
+
+    def follow(self, unit: _Unit, code: _Factory) -> None:
+        """What ``code`` of the module ``unit`` reads: its names, and the names its own imports bind
+        (resolved as the module's, their statements hashed)."""
+        for name, attr in code.reads:
+            if name not in code.imports:
+                self.add(unit, name, attr)
+                continue
+            for statement in code.imports[name]:
+                self.hash.update(f"\0import in a function\0{ast.dump(statement)}".encode())
+                self.imported(unit, statement, name, attr)
 
     def imported(
         self, unit: _Unit, statement: ast.Import | ast.ImportFrom, name: str, attr: str | None
@@ -353,6 +410,5 @@ def reads_digest(
     the reason when it cannot be digested."""
     digest = _Digest(sources)
     root = _Unit(module_name(Path(filename)), filename, tree, None)
-    for name, attr in module_reads(tree, qualname, definition):
-        digest.add(root, name, attr)
+    digest.follow(root, _factory(tree, qualname, definition))
     return digest.run()
