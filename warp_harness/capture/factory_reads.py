@@ -128,20 +128,27 @@ def _loads(node: ast.AST, skip: set[int]) -> Iterator[Read]:
         todo.extend(ast.iter_child_nodes(sub))
 
 
-def _warp_bodies(node: ast.AST, aliases: set[str]) -> set[int]:
-    """The ids of the statements of the bodies of the Warp definitions inside ``node``."""
+def _warp_bodies(node: ast.AST, aliases: set[str], skip: set[int]) -> set[int]:
+    """The ids of the statements of the bodies of the Warp definitions inside ``node`` (not looked
+    for under the nodes in ``skip``)."""
     out: set[int] = set()
-    for sub in ast.walk(node):
+    todo: list[ast.AST] = [node]
+    while todo:
+        sub = todo.pop()
+        if id(sub) in skip:
+            continue
         if sub is not node and _warp_definition(sub, aliases):
             assert isinstance(sub, ast.FunctionDef | ast.ClassDef)
             out |= {id(s) for s in sub.body}
+            todo.extend(c for c in ast.iter_child_nodes(sub) if id(c) not in out)
+            continue
+        todo.extend(ast.iter_child_nodes(sub))
     return out
 
 
 def _code_reads(node: ast.AST, aliases: set[str], skip: set[int], local: set[str]) -> list[Read]:
     """The module names the code ``node`` reads (what it binds itself, ``local`` and Warp aside),
-    never the bodies of the Warp definitions inside it."""
-    skip = skip | _warp_bodies(node, aliases)
+    the nodes in ``skip`` (the bodies of the Warp definitions inside it, ``_warp_bodies``) aside."""
     return sorted(
         {(n, a) for n, a in _loads(node, skip) if n not in local and n not in aliases},
         key=lambda r: (r[0], r[1] or ""),
@@ -174,7 +181,7 @@ def _scan(
 ) -> _Factory:
     """What the code of ``function`` reads (``_Factory``), the nodes in ``skip`` and the bodies of the
     Warp definitions inside it aside."""
-    skip = skip | _warp_bodies(function, aliases)
+    skip = skip | _warp_bodies(function, aliases, skip)
     imports: dict[str, list[ast.Import | ast.ImportFrom]] = {}
     todo: list[ast.AST] = [function]
     while todo:
@@ -265,6 +272,10 @@ class _Index:
         return cls(bindings, rebound)
 
 
+# the index of a syntax tree (kept with the tree: an id is never reused while its object lives)
+_INDEXES: OrderedDict[int, tuple[ast.Module, _Index]] = OrderedDict()
+
+
 class _Digest:
     def __init__(self, sources: Sources) -> None:
         # workspace modules only: an import of anything else is the user's environment
@@ -277,7 +288,12 @@ class _Digest:
     def index(self, unit: _Unit) -> _Index:
         found = self.indexes.get(unit.path)
         if found is None:
-            found = self.indexes[unit.path] = _Index.of(unit.tree)
+            kept = _INDEXES.get(id(unit.tree))
+            if kept is None or kept[0] is not unit.tree:
+                kept = _INDEXES[id(unit.tree)] = (unit.tree, _Index.of(unit.tree))
+                while len(_INDEXES) > 32:
+                    _INDEXES.popitem(last=False)
+            found = self.indexes[unit.path] = kept[1]
         return found
 
     def add(self, unit: _Unit, name: str, attr: str | None) -> None:
@@ -319,7 +335,8 @@ class _Digest:
                 if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                     self.follow(unit, _scan(statement, aliases, set()))
                 else:
-                    self.follow(unit, _Factory(_code_reads(statement, aliases, set(), set()), {}))
+                    skip = _warp_bodies(statement, aliases, set())
+                    self.follow(unit, _Factory(_code_reads(statement, aliases, skip, set()), {}))
 
     def follow(self, unit: _Unit, code: _Factory) -> None:
         """What ``code`` of the module ``unit`` reads: its names, and the names its own imports bind
