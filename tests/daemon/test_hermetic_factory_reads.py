@@ -354,3 +354,26 @@ def test_an_import_inside_the_factory_is_followed(workspace: tuple[Path, str]) -
     )
     why = _why(ws, text, record)
     assert why is not None and "changed since the capture" in why, why
+
+
+def test_what_the_factory_reads_leaves_out_its_annotations_not_its_defaults() -> None:
+    """newton's `def test_body_state(model: newton.Model, ...)`: an annotation is evaluated when the
+    `def` runs but read by nothing a call computes (following `newton` would reach the whole package);
+    a default is a value a call may compute with."""
+    from warp_harness.capture.factory_reads import module_reads
+
+    text = """
+import warp as wp
+import big
+
+
+def make(m: big.Model, n: int = big.DEFAULT) -> big.Kernel:
+    X = n * 2
+
+    @wp.kernel
+    def k(a: wp.array(dtype=int)):
+        a[0] = X
+
+    return k
+"""
+    assert module_reads(ast.parse(text), "make.<locals>.k") == [("big", "DEFAULT")]

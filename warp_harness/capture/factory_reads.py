@@ -179,9 +179,17 @@ def _factory(tree: ast.Module, qualname: str, definition: tuple[int, int] | None
 def _scan(
     function: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, aliases: set[str], skip: set[int]
 ) -> _Factory:
-    """What the code of ``function`` reads (``_Factory``), the nodes in ``skip`` and the bodies of the
-    Warp definitions inside it aside."""
+    """What the code of ``function`` reads (``_Factory``), the nodes in ``skip``, the bodies of the
+    Warp definitions inside it and the annotations of its own parameters and return aside (Python
+    evaluates those when the ``def`` runs, but nothing a call computes reads them: newton's
+    ``def test_body_state(model: newton.Model, ...)`` would otherwise reach the whole package)."""
     skip = skip | _warp_bodies(function, aliases, skip)
+    if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        a = function.args
+        params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+        skip |= {id(p.annotation) for p in params if p is not None and p.annotation is not None}
+        if function.returns is not None:
+            skip.add(id(function.returns))
     imports: dict[str, list[ast.Import | ast.ImportFrom]] = {}
     todo: list[ast.AST] = [function]
     while todo:
