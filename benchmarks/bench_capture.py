@@ -643,10 +643,11 @@ def hermetic_share() -> None:
     for label, (nested, eligible, why_not) in factories:
         common = "; ".join(f"{n}: {why}" for why, n in why_not.most_common(3))
         print(
-            f"made inside functions: {label}: {nested}; of them {eligible} admit a closure record (every "
-            f"free name a parameter of its factory, never rebound; decorator keywords literal or recorded "
-            f"from a factory reading only its parameters; an upper bound: the values must be literals, "
-            f"types or workspace funcs at capture); others: {common}"
+            f"made inside functions: {label}: {nested}; of them {eligible} admit a closure record (free "
+            f"names its factory's parameters, or locals it computes before making the kernel, bound while "
+            f"its code and the module texts it reads are the captured ones; decorator keywords literal or "
+            f"recorded likewise; an upper bound: every cell is taken for an int here, a capture's values "
+            f"must be literals, types or workspace funcs); others: {common}"
         )
 
 
