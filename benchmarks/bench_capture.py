@@ -121,14 +121,14 @@ def _count_factories(row: Row, ws: Path, index: KernelIndex, alarms: int) -> Non
     from warp_harness.daemon.captured import hermetic
 
     text = (ws / index.path).read_text(encoding="utf-8")
-    for closure in hermetic.closures(index.launches):
-        if closure is None:
-            continue
+    # a module-level kernel defined twice has a record too (which def ran): not made inside a function
+    nested = [c for c in hermetic.closures(index.launches) if c and "<locals>" in str(c.get("qualname"))]
+    for closure in nested:
         key = f"{index.path}::{closure.get('qualname')}"
         why = hermetic.decision(text, str(ws / index.path), index.name, ws, closure)[0]
         n, built = row.factories.get(key, (0, 0))
         row.factories[key] = (n + 1, built + (why is None))
-    if any(closure is not None for closure in hermetic.closures(index.launches)):
+    if nested:
         row.factory_false_alarms += alarms
 
 
@@ -643,10 +643,11 @@ def hermetic_share() -> None:
     for label, (nested, eligible, why_not) in factories:
         common = "; ".join(f"{n}: {why}" for why, n in why_not.most_common(3))
         print(
-            f"made inside functions: {label}: {nested}; of them {eligible} admit a closure record (every "
-            f"free name a parameter of its factory, never rebound; decorator keywords literal or recorded "
-            f"from a factory reading only its parameters; an upper bound: the values must be literals, "
-            f"types or workspace funcs at capture); others: {common}"
+            f"made inside functions: {label}: {nested}; of them {eligible} admit a closure record (free "
+            f"names its factory's parameters, or locals it computes before making the kernel, bound while "
+            f"its code and the module texts it reads are the captured ones; decorator keywords literal or "
+            f"recorded likewise; an upper bound: every cell is taken for an int here, a capture's values "
+            f"must be literals, types or workspace funcs); others: {common}"
         )
 
 
@@ -665,8 +666,10 @@ def _parsed_files(package: Path) -> Iterator[tuple[Path, str, ast.Module]]:
 def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
     """(kernels made inside functions, those whose text admits a closure record, why not the others):
     each decided with a record binding every free name its factories bind to an int (text only)."""
+    from warp_harness.capture import factory_reads
     from warp_harness.capture.identity import factory_digest
     from warp_harness.daemon.captured import hermetic
+    from warp_harness.daemon.hermetic_imports import Sources
 
     nested = eligible = 0
     why_not: Counter[str] = Counter()
@@ -690,6 +693,11 @@ def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
                             "module_options": {"enable_backward": False},
                             "keywords": {},
                         }
+                        try:  # the digest of the module texts its factory reads, as the capture takes it
+                            sources = Sources.for_file(str(path), package.parent, None)
+                            closure["reads"] = factory_reads.reads_digest(tree, qual, str(path), sources)
+                        except factory_reads.Unreadable:
+                            pass
                         why = hermetic.decision(text, str(path), child.name, package.parent, closure)[0]
                         eligible += why is None
                         if why is not None:

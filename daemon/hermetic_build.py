@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import hashlib
 import importlib
 import linecache
@@ -43,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from warp_harness.capture import factory_reads
+from warp_harness.capture.identity import definition_of
 from warp_harness.daemon import definition_time, hermetic_contract, hermetic_factory, hermetic_imports
 from warp_harness.daemon.hermetic_contract import NotHermetic as NotHermetic
 from warp_harness.daemon.hermetic_imports import Found, Installed, Sources
@@ -1100,8 +1103,9 @@ def build(
     is imported from; ``texts``: the only texts of them to use, by real path, see ``imported``);
     ``closure``: the capture's record of a kernel made inside a function (``hermetic_factory``);
     ``NotHermetic`` when it cannot be."""
+    sources = Sources.for_file(filename, workspace, texts)
     graph = _kernel_graph(
-        source, filename, kernel_name, workspace, texts, _factory_plan(source, filename, kernel_name, closure)
+        source, filename, kernel_name, sources, _factory_plan(source, filename, kernel_name, closure, sources)
     )
     plan, needed = graph.root.plan, graph.root.needed
     assert plan is not None
@@ -1119,14 +1123,26 @@ def build(
     return HermeticKernel(kernel=kernel, module_name=module_name, statements=order, imported=graph.imported)
 
 
-def _factory_plan(source: str, filename: str, kernel_name: str, closure: Mapping[str, Any] | None) -> _Plan:
+def _factory_plan(
+    source: str, filename: str, kernel_name: str, closure: Mapping[str, Any] | None, sources: Sources
+) -> _Plan:
     """The module's plan (``_plan_of``); with the capture's ``closure`` record of a kernel made
     inside a function, the plan of its text with that kernel hoisted to the top level, its free
-    names bound from the record (``hermetic_factory.hoisted``)."""
+    names bound from the record (``hermetic_factory.hoisted``; what its factory's code reads of the
+    modules digested from ``sources``, which keep the texts read for the worker)."""
     plan = _plan_of(source, filename)
     if not closure:
         return plan
-    tree, names = hermetic_factory.hoisted(plan.tree, kernel_name, dict(closure), plan.aliases)
+    if "<locals>" not in str(closure.get("qualname") or ""):
+        return _chosen_definition(plan, source, filename, kernel_name, closure)
+
+    def reads(tree: ast.Module, qualname: str, definition: tuple[int, int] | None) -> str:
+        try:
+            return factory_reads.reads_digest(tree, qualname, filename, sources, definition)
+        except factory_reads.Unreadable as exc:
+            raise NotHermetic(str(exc)) from exc
+
+    tree, names = hermetic_factory.hoisted(plan.tree, kernel_name, dict(closure), plan.aliases, reads)
     hoisted = _plan(source, filename, tree)
     _no_module_settings(hoisted, literal_options=True)
     if kernel_name not in hoisted.definitions:
@@ -1143,16 +1159,32 @@ def _factory_plan(source: str, filename: str, kernel_name: str, closure: Mapping
     return hoisted
 
 
-def _kernel_graph(
-    source: str,
-    filename: str,
-    kernel_name: str,
-    workspace: Path | str | None,
-    texts: Mapping[str, str] | None,
-    plan: _Plan | None = None,
-) -> _Graph:
-    plan = plan or _plan(source, filename)
-    graph = _Graph(Sources.for_file(filename, workspace, texts), plan, filename, source)
+def _chosen_definition(
+    plan: _Plan, source: str, filename: str, kernel_name: str, record: Mapping[str, Any]
+) -> _Plan:
+    """The plan of the module's text with only the top-level ``def kernel_name`` the launch ran, of
+    the several the module defines under that name (warp-lang's ``global_kernel``, redefined after
+    ``global_kernel_1 = global_kernel``: each launch ran the one its kernel object was made from); the
+    capture recorded which (``identity.definition_of``: the ``i``-th of ``n``). ``NotHermetic`` when
+    the record says none, or the saved text no longer defines ``n`` (which one ran is then unknown)."""
+    definition = definition_of(record)
+    if record.get("qualname") != kernel_name or definition is None:
+        raise NotHermetic(f"the capture's record of `{kernel_name}` names no definition of it")
+    defs = [n for n in plan.tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel_name]
+    if len(defs) != definition[1]:
+        raise NotHermetic(
+            f"`{kernel_name}` is defined {len(defs)} times at the top of the module, {definition[1]} when "
+            "captured: which one the launch ran is not known (capture again)"
+        )
+    chosen = defs[definition[0]]
+    tree = ast.Module([n for n in plan.tree.body if n is chosen or n not in defs], [])
+    chosen_plan = _plan(source, filename, copy.deepcopy(tree))
+    _no_module_settings(chosen_plan, literal_options=True)
+    return chosen_plan
+
+
+def _kernel_graph(source: str, filename: str, kernel_name: str, sources: Sources, plan: _Plan) -> _Graph:
+    graph = _Graph(sources, plan, filename, source)
     external: _External = {}
     graph.root.needed = _reached(plan, kernel_name, external) | _settings_needs(plan, external)
     graph.follow(graph.root, external)
@@ -1172,8 +1204,9 @@ def kernel_texts(
     decided on). Text only: no Warp, nothing imported or executed."""
     graph: _Graph | None = None
     try:
-        plan = _factory_plan(source, filename, kernel_name, closure)
-        graph = _kernel_graph(source, filename, kernel_name, workspace, None, plan)
+        sources = Sources.for_file(filename, workspace, None)
+        plan = _factory_plan(source, filename, kernel_name, closure, sources)
+        graph = _kernel_graph(source, filename, kernel_name, sources, plan)
     except NotHermetic as exc:
         return str(exc), {}
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

@@ -26,9 +26,11 @@ import ast
 import builtins
 import copy
 import math
+from collections.abc import Callable
 from typing import Any
 
-from warp_harness.capture.identity import factory_digest
+from warp_harness.capture import factory_reads
+from warp_harness.capture.identity import definition_of, factory_digest
 from warp_harness.daemon import definition_time
 from warp_harness.daemon.hermetic_contract import NotHermetic
 
@@ -79,17 +81,29 @@ def _bound_in(func: ast.FunctionDef) -> tuple[set[str], set[str]]:
     return params, stored
 
 
-def _kernel_def(tree: ast.Module, qualname: str) -> tuple[ast.FunctionDef, list[ast.FunctionDef]]:
-    """(the nested def ``qualname`` names, its enclosing functions outermost first)."""
+def _kernel_def(
+    tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None
+) -> tuple[ast.FunctionDef, list[ast.FunctionDef]]:
+    """(the nested def ``qualname`` names, its enclosing functions outermost first). ``definition``
+    (``identity.definition_of``): the kernel is the ``i``-th of the ``n`` defs of its name in its
+    factory, as the capture recorded (warp-lang's ``create_kernel_cond``: one in each branch of an
+    ``if``)."""
     parts = qualname.split(".<locals>.")
     if len(parts) < 2 or not all(p.isidentifier() for p in parts):
         raise NotHermetic(f"`{qualname}` is not a function's nested kernel (a class or lambda holds it)")
     body: list[ast.stmt] = tree.body
     chain: list[ast.FunctionDef] = []
-    for part in parts:
+    for depth, part in enumerate(parts):
         found = [f for f in _functions(body) if f.name == part]
+        where = chain[-1].name if chain else "the module"
+        if definition is not None and depth == len(parts) - 1 and len(found) > 1:
+            if len(found) != definition[1]:
+                raise NotHermetic(
+                    f"{len(found)} `def {part}` in {where}, {definition[1]} when captured: which one the "
+                    "launch ran is not known (capture again)"
+                )
+            found = [found[definition[0]]]
         if len(found) != 1:
-            where = chain[-1].name if chain else "the module"
             return_why = "no" if not found else f"{len(found)}"
             raise NotHermetic(f"{return_why} `def {part}` in {where} (the factory of `{qualname}`)")
         chain.append(found[0])
@@ -140,6 +154,8 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
         if not attr.isidentifier() or not aliases:
             raise NotHermetic(f"the closure cell `{name}` names no Warp type")
         value, what = ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), attr, ast.Load()), "definition"
+    elif kind in ("vector", "matrix"):
+        value, what = _made_type(name, cell, aliases), "definition"
     elif kind == "builtin":
         if cell.get("name") not in _LITERALS:
             raise NotHermetic(f"the closure cell `{name}` names no scalar type")
@@ -164,20 +180,70 @@ def _binding(name: str, cell: Any, aliases: set[str], home: str, node: ast.AST) 
     return ast.copy_location(ast.Assign([target], ast.copy_location(value, node)), node), what
 
 
+# the digest of what a factory's code reads from modules, of a text and a qualname
+# (``factory_reads.reads_digest`` over the build's sources); ``NotHermetic`` when it cannot be made
+ReadsDigest = Callable[[ast.Module, str, tuple[int, int] | None], str]
+
+
+# Warp's scalar types, by their names under ``warp`` (a recorded vector or matrix type's dtype)
+_SCALARS = (
+    *("float16", "float32", "float64", "int8", "int16", "int32", "int64"),
+    *("uint8", "uint16", "uint32", "uint64", "bool"),
+)
+
+
+def _made_type(name: str, cell: dict[str, Any], aliases: set[str]) -> ast.expr:
+    """``wp.types.vector(length=3, dtype=wp.float32)`` (``wp.types.matrix(shape=(2, 2), ...)``) of a
+    cell recorded as a vector (matrix) type the factory made: ints and a Warp scalar's name only."""
+    dtype = cell.get("dtype")
+    sizes = [cell.get("length")] if cell.get("kind") == "vector" else cell.get("shape")
+    if not (
+        aliases
+        and dtype in _SCALARS
+        and isinstance(sizes, list)
+        and len(sizes) == (1 if cell.get("kind") == "vector" else 2)
+        and all(type(d) is int and 0 < d <= 4096 for d in sizes)
+    ):
+        raise NotHermetic(f"the closure cell `{name}` is no vector or matrix type of ints and a Warp scalar")
+    wp = ast.Name(sorted(aliases)[0], ast.Load())
+    size: ast.keyword
+    if cell.get("kind") == "vector":
+        size = ast.keyword("length", ast.Constant(sizes[0]))
+    else:
+        size = ast.keyword("shape", ast.Tuple([ast.Constant(d) for d in sizes], ast.Load()))
+    constructor = ast.Attribute(ast.Attribute(wp, "types", ast.Load()), str(cell["kind"]), ast.Load())
+    dtype_node = ast.Attribute(ast.Name(sorted(aliases)[0], ast.Load()), dtype, ast.Load())
+    return ast.Call(constructor, [], [size, ast.keyword("dtype", dtype_node)])
+
+
 def hoisted(
-    tree: ast.Module, kernel_name: str, closure: dict[str, Any], aliases: set[str]
+    tree: ast.Module,
+    kernel_name: str,
+    closure: dict[str, Any],
+    aliases: set[str],
+    reads: ReadsDigest | None = None,
 ) -> tuple[ast.Module, dict[str, str]]:
     """(a copy of ``tree`` with the bindings of the kernel's free names and its ``def`` appended
-    at its top level; the names bound, each with what it binds, ``_binding``)."""
+    at its top level; the names bound, each with what it binds, ``_binding``). ``reads``: the
+    digest of what the factory's code reads from modules, for the values it computes
+    (``_computation``); without it, only a factory reading nothing of its module is trusted."""
     qualname = str(closure.get("qualname") or "")
     if qualname.rsplit(".", 1)[-1] != kernel_name:
         raise NotHermetic(f"the recorded closure is of `{qualname}`, not `{kernel_name}`")
     cells = closure.get("cells") if isinstance(closure.get("cells"), dict) else {}
     assert isinstance(cells, dict)
     tree = copy.deepcopy(tree)
-    kernel, factories = _kernel_def(tree, qualname)
+    kernel, factories = _kernel_def(tree, qualname, definition_of(closure))
     bound: dict[str, tuple[set[str], set[str]]] = {f.name: _bound_in(f) for f in factories}
-    _recorded_keywords(tree, kernel, factories, closure, aliases, bound)
+    trusted: list[str | None] = []  # why the factory's computed values are not trusted, once known
+
+    def computation(what: str) -> None:
+        if not trusted:
+            trusted.append(_computation(tree, qualname, closure, reads))
+        if trusted[0] is not None:
+            raise NotHermetic(f"{what}: {trusted[0]}")
+
+    _recorded_keywords(tree, kernel, factories, closure, aliases, bound, computation)
     bindings: dict[str, tuple[ast.stmt, Any]] = {}
     names: dict[str, str] = {}
     helpers: list[ast.FunctionDef] = []
@@ -228,10 +294,15 @@ def hoisted(
                     bind(helper, dict(cell["cells"]), depth + 1)
                 continue
             if free not in params or free in stored:
-                raise NotHermetic(
-                    f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes or rebinds "
-                    "(only a factory's parameters and the `@wp.func`s it defines are bound from the capture)"
-                )
+                # a value the factory computes: the recorded one, while its code and what it reads
+                # of the modules are the texts the capture ran (``_computation``)
+                said = f"`{node.name}` reads `{free}`, which its factory `{owner.name}` computes"
+                late = _rebound_late(owner, free, kernel.lineno)
+                if late is not None:
+                    raise NotHermetic(
+                        f"{said} and {late}: its value at a later launch may not be the recorded one"
+                    )
+                computation(said)
             if free in bindings:
                 if bindings[free][1] != cell:  # one call of the factory: one value of each parameter
                     raise NotHermetic(
@@ -246,6 +317,34 @@ def hoisted(
     tree.body.extend([*(b[0] for b in bindings.values()), *helpers, kernel])
     ast.fix_missing_locations(tree)
     return tree, names
+
+
+def _rebound_late(factory: ast.FunctionDef, name: str, kernel_line: int) -> str | None:
+    """Where the factory binds ``name`` after the kernel's ``def`` (line ``kernel_line``) or in a
+    loop (warp-lang's ``test_module_mark_modified``: ``C = 17``, a launch, ``C = 42``, a launch of the
+    same kernel): the cell then holds another value at a later launch than the one the capture
+    recorded at the kernel's first. None when every binding comes before the kernel is made, outside
+    loops (mujoco-warp's ``IS_ELLIPTIC = ...``, an ``if``/``else`` choosing a func): the value is final."""
+    todo: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in factory.body]
+    while todo:
+        node, looped = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            binds = not isinstance(node, ast.Lambda) and node.name == name
+        else:
+            binds = (
+                isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+            ) or (isinstance(node, ast.alias) and (node.asname or node.name).split(".")[0] == name)
+        if binds:
+            line = getattr(node, "lineno", kernel_line)
+            if looped:
+                return f"binds in a loop (line {line})"
+            if line >= kernel_line:
+                return f"binds again after the kernel is made (line {line})"
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue  # its own scope
+        inner = looped or isinstance(node, ast.For | ast.AsyncFor | ast.While | ast.comprehension)
+        todo.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return None
 
 
 def _helper_made_here(
@@ -348,13 +447,14 @@ def _recorded_keywords(
     closure: dict[str, Any],
     aliases: set[str],
     bound: dict[str, tuple[set[str], set[str]]],
+    computation: Callable[[str], None],
 ) -> None:
     """The kernel's decorator keywords its factory computes (mujoco-warp 4.0.0:
     ``module_options = {"enable_backward": False}; if deterministic: module_options[...] = ...;
     @wp.kernel(module="unique", module_options=module_options)``) replaced, in ``kernel``, by the
-    values the capture recorded, when the factory's code around the kernel is the text the capture
-    ran (``identity.factory_digest``) and reads nothing but its own parameters and locals and Warp:
-    the edited factory then computes what it computed then, from the same arguments. ``NotHermetic``
+    values the capture recorded, when the factory's code around the kernel and what it reads of
+    the modules are the texts the capture ran (``computation``, ``_computation``): the edited
+    factory then computes what it computed then, from the same arguments. ``NotHermetic``
     otherwise (the replay imports the module, WHD069)."""
     if len(kernel.decorator_list) != 1 or not isinstance(kernel.decorator_list[0], ast.Call):
         return
@@ -375,46 +475,30 @@ def _recorded_keywords(
     if not computed:
         return
     said = ", ".join(f"`{k.arg}`" for k in computed)
-    if not isinstance(closure.get("factory"), str):
-        raise NotHermetic(
-            f"`{kernel.name}`'s decorator takes {said} its factory computes, and the capture recorded no "
-            "value of it (a capture taken before such records existed: capture again)"
-        )
-    if closure["factory"] != factory_digest(tree, str(closure.get("qualname"))):
-        raise NotHermetic(
-            f"the factory's code around `{kernel.name}` is not the text the capture ran, so the {said} "
-            "its decorator gets may differ from the recorded one (capture again)"
-        )
-    local = set(aliases) | factory_names
-    outer = factories[0]
-    saved = (kernel.args, kernel.body, kernel.returns)
-    kernel.args = ast.arguments([], [], None, [], [], None, [])
-    kernel.body, kernel.returns = [ast.Pass()], None
-    try:
-        read = sorted(
-            {
-                n.id
-                for stmt in [*outer.args.defaults, *(d for d in outer.args.kw_defaults if d), *outer.body]
-                for n in ast.walk(stmt)
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in local
-            }
-        )
-    finally:
-        kernel.args, kernel.body, kernel.returns = saved
-    if read:
-        raise NotHermetic(
-            f"the factory of `{kernel.name}` reads `{read[0]}`, a name of the module an edit may change "
-            f"without changing the factory's text, so the {said} its decorator gets may differ from the "
-            "recorded one"
-        )
+    computation(f"`{kernel.name}`'s decorator takes {said} its factory computes")
     options = closure.get("module_options")
     keywords = closure.get("keywords")
     if not isinstance(options, dict) or not isinstance(keywords, dict):
         raise NotHermetic(f"the capture's record of `{kernel.name}`'s decorator is not a set of values")
+    decorator = kernel.decorator_list[0]
+    assert isinstance(decorator, ast.Call)
+    if any(k.arg == "module" for k in computed):
+        # a module the factory made or named (newton's `module = wp.get_module(name)` and
+        # `module.options.update({...})`, then `@wp.kernel(module=module)`): the kernel is built in a
+        # module of its own with the options the capture recorded of the one it was compiled in
+        computed += [k for k in decorator.keywords if k.arg == "module_options" and k not in computed]
+        if not any(k.arg == "module_options" for k in decorator.keywords):
+            added = ast.keyword("module_options", ast.Dict([], []))
+            decorator.keywords.append(added)
+            computed.append(added)
     for keyword in computed:
         if keyword.arg == "module_options":
             keys: list[ast.expr | None] = [ast.Constant(str(k)) for k in options]
             keyword.value = ast.Dict(keys, [_recorded_value(v, aliases) for v in options.values()])
+        elif keyword.arg == "module":
+            keyword.value = ast.Constant("unique")
+        elif keyword.arg == "name":  # the kernel's key (newton's `name=f"_svd_..._{rows}x{cols}"`):
+            keyword.value = ast.Constant(kernel.name)  # a name in the generated code, nothing it computes
         elif keyword.arg in _RECORDED_KEYWORDS:
             keyword.value = _recorded_value(keywords.get(keyword.arg), aliases)
         else:
@@ -423,6 +507,53 @@ def _recorded_keywords(
                 "capture does not record"
             )
         ast.copy_location(keyword.value, kernel)
+
+
+def _computation(
+    tree: ast.Module, qualname: str, closure: dict[str, Any], reads: ReadsDigest | None
+) -> str | None:
+    """Why the values the factory of ``qualname`` computed at capture (a closure cell of a local it
+    computes, a decorator keyword) may not be what the saved text computes from the same call's
+    arguments (None: they are): its code around the kernel is not the text the capture ran
+    (``identity.factory_digest``), or it reads names of the modules (``factory_reads.module_reads``)
+    whose texts are not those the capture read (``factory_reads.reads_digest``: the binding
+    statements of each, what they read in turn, workspace imports followed into their texts)."""
+    recorded = closure.get("factory")
+    definition = definition_of(closure)
+    if not isinstance(recorded, str):
+        return (
+            "the capture recorded no value of it with a digest of the factory's code (a capture taken "
+            "before such records existed: capture again)"
+        )
+    if recorded != factory_digest(tree, qualname, definition):
+        return (
+            "the factory's code around the kernel is not the text the capture ran, so the value may "
+            "differ from the recorded one (capture again)"
+        )
+    try:
+        names = factory_reads.module_reads(tree, qualname, definition)
+    except factory_reads.Unreadable as exc:
+        return str(exc)
+    if not names:
+        return None
+    shown = ", ".join(f"`{n}`" for n in dict.fromkeys(n for n, _ in names))
+    if reads is None:
+        return f"the factory reads {shown} of its module, which this build cannot follow"
+    try:
+        now = reads(tree, qualname, definition)
+    except NotHermetic as exc:
+        return f"what the factory reads of the modules ({shown}) cannot be followed: {exc}"
+    if not isinstance(closure.get("reads"), str):
+        return (
+            f"the factory reads {shown} of its module, and the capture recorded no digest of their texts "
+            "(capture again)"
+        )
+    if now != closure["reads"]:
+        return (
+            f"the factory reads {shown}, whose definitions (or what they read) changed since the capture, "
+            "so the value may differ from the recorded one (capture again)"
+        )
+    return None
 
 
 # the keywords of ``@wp.kernel`` the capture records the values of (``recorder._decorator_values``)

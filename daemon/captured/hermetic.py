@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from warp_harness.capture.identity import KernelSource
+from warp_harness.capture.identity import KernelSource, definition_of
 from warp_harness.daemon import findings as F
 from warp_harness.daemon import hermetic_build
 from warp_harness.record import Record, Severity, Stage
@@ -70,9 +70,14 @@ def closures(launches: list[dict[str, Any]]) -> list[dict[str, Any] | None]:
 
 
 def closure_note(closure: dict[str, Any] | None) -> str:
-    """`` (made by `make` closing over n=3, f=twice)`` for a record's summary; "" for none."""
+    """`` (made by `make` closing over n=3, f=twice)`` for a record's summary (`` (def 1 of 2 of its
+    name)`` for a module-level kernel defined more than once); "" for none."""
     if not closure:
         return ""
+    definition = definition_of(closure)
+    which = f", its def {definition[0] + 1} of {definition[1]}" if definition else ""
+    if "<locals>" not in str(closure.get("qualname", "")):
+        return f" (def {definition[0] + 1} of {definition[1]} of its name)" if definition else ""
     cells = closure.get("cells") if isinstance(closure.get("cells"), dict) else {}
     assert isinstance(cells, dict)
     said = ", ".join(
@@ -81,7 +86,7 @@ def closure_note(closure: dict[str, Any] | None) -> str:
         if isinstance(c, dict)
     )
     factory = str(closure.get("qualname", "")).rsplit(".<locals>.", 1)[0]
-    return f" (made by `{factory}`{' closing over ' + said if said else ''})"
+    return f" (made by `{factory}`{which}{' closing over ' + said if said else ''})"
 
 
 def marked(records: list[Record]) -> list[Record]:

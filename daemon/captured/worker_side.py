@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from warp_harness.capture.identity import definition_of
 from warp_harness.daemon import hermetic_build
 
 _CONSTANT_CALLS = re.compile(
@@ -210,6 +211,14 @@ def hermetic_kernel(
     ).kernel
 
 
+def not_the_imported_definition(closure: Any) -> bool:
+    """The record says the launches ran a def of the kernel's name other than the module's last
+    (``identity.definition_of``): an import of the module binds the name to another kernel."""
+    definition = definition_of(closure)
+    module_level = isinstance(closure, dict) and "<locals>" not in str(closure.get("qualname", ""))
+    return module_level and definition is not None and definition[0] != definition[1] - 1
+
+
 def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
     """The kernels of ``msg["kernels"]``, each built from the text the supervisor sent: from that
     text alone where its entry says ``hermetic`` (a failure is an error, never an import), else from
@@ -225,6 +234,12 @@ def saved_kernels(msg: dict[str, Any], job: Any, progress: Any) -> SavedKernels:
         try:
             if entry.get("hermetic"):
                 kernel = hermetic_kernel(text, job.path, name, msg.get("workspace"), entry, entry)
+            elif not_the_imported_definition(entry.get("closure")):
+                out.notes.append(
+                    f"kernel `{name}`'s captured launches ran another of its definitions than the last, "
+                    "which an import of the module gives"
+                )
+                continue
             else:
                 module = module or build_module(job.path, text)
                 kernel = getattr(module, name, None)

@@ -202,3 +202,49 @@ def test_a_decorator_naming_a_module_constant_is_built_from_the_saved_text(tmp_p
     path.write_text(local, encoding="utf-8")
     why = hermetic_build.kernel_texts(local, str(path), "kernel", tmp_path, record)[0]
     assert why is not None and "not the text the capture ran" in why
+
+
+# newton 1.8.0's kamino factories (https://github.com/newton-physics/newton/blob/main/newton/_src/solvers/
+# kamino/_src/linalg/factorize/rcm_batch.py): `module = wp.get_module(module_name)`,
+# `module.options.update({"enable_backward": False, ...})`, then `@wp.kernel(module=module)`
+SHARED_MODULE = """
+import warp as wp
+
+
+def make(scale: float, name: str):
+    module = wp.get_module(name)
+    module.options.update({"enable_backward": False, "block_dim": 64})
+
+    # a computed key, too (newton's `name=f"_svd_one_sided_jacobi_kernel_{rows}x{cols}"`)
+    @wp.kernel(module=module, name=f"scaled_{name}")
+    def kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[i] * scale
+
+    return kernel
+"""
+
+
+@pytest.mark.slow
+def test_a_module_the_factory_makes_is_built_as_a_module_of_its_own_with_the_recorded_options(
+    tmp_path: Path,
+) -> None:
+    import warp as wp
+
+    path = tmp_path / "shared.py"
+    name = f"shared_{abs(hash(tmp_path))}"
+    record = recorded_closure(tmp_path, path.name, SHARED_MODULE, name, lambda m: m.make(3.0, f"{name}_k"))
+    assert record["module_options"] == {"enable_backward": False, "block_dim": 64}
+    assert hermetic_build.kernel_texts(SHARED_MODULE, str(path), "kernel", tmp_path, record)[0] is None
+    built = hermetic_build.build(SHARED_MODULE, str(path), "kernel", tmp_path, None, record).kernel
+    assert built.module.options["block_dim"] == 64 and built.module.options["enable_backward"] is False
+    assert built.module.name != f"{name}_k"  # its own module, never the shared one
+    x = wp.array(np.arange(4, dtype=np.float32), device="cpu")
+    y = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(built, dim=4, inputs=[x, y], device="cpu")
+    assert y.numpy().tolist() == [0.0, 3.0, 6.0, 9.0]
+    # the factory's options edited: the recorded ones may not be what it sets now
+    edited = SHARED_MODULE.replace('"block_dim": 64', '"block_dim": 128')
+    path.write_text(edited, encoding="utf-8")
+    why = hermetic_build.kernel_texts(edited, str(path), "kernel", tmp_path, record)[0]
+    assert why is not None and "not the text the capture ran" in why, why

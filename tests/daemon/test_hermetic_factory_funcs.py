@@ -59,6 +59,25 @@ def test_a_func_the_factory_makes_beside_the_kernel_is_built_with_its_own_closur
 
 
 @pytest.mark.slow
+def test_a_func_reading_a_local_its_factory_computes_is_built_from_the_recorded_value(tmp_path: Path) -> None:
+    """The func's cell of a local the factory computes (`c = a * 2`) is bound from the record while the
+    factory's code is the text the capture ran (test_hermetic_factory_reads.py)."""
+    import warp as wp
+
+    text = FK_CLOSURE.replace("        return a\n", "        return a + c\n").replace(
+        "def create_fk_closure(a, b):\n", "def create_fk_closure(a, b):\n    c = a * 2\n"
+    )
+    record = _fk_record(tmp_path, text, 10, 7)
+    assert record["cells"]["f"]["cells"]["c"] == {"kind": "int", "value": 20}
+    path = tmp_path / "fk.py"
+    assert hermetic_build.kernel_texts(text, str(path), "k", tmp_path, record)[0] is None
+    kernel = hermetic_build.build(text, str(path), "k", tmp_path, None, record).kernel
+    out = wp.zeros(1, dtype=int, device="cpu")
+    wp.launch(kernel, dim=1, inputs=[out], device="cpu")
+    assert int(out.numpy()[0]) == 10 + 20 + 7
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
@@ -72,8 +91,11 @@ def test_a_func_the_factory_makes_beside_the_kernel_is_built_with_its_own_closur
         ),
         # the func rebound by an assignment after its def
         (("    # closure\n    @wp.kernel", "    f = g = f\n\n    @wp.kernel"), "more than by one `def`"),
-        # the func reads a local the factory computes
-        (("        return a\n", "        return a + c\n"), "computes or rebinds"),
+        # the func reads a local the factory computes, in a factory edited since the capture
+        (
+            ("        return a\n", "        return a + c\n"),
+            "computes: the factory's code around the kernel is not",
+        ),
         # a module-level func of the same name: built beside the kernel, Warp would merge the two
         (
             (
@@ -95,10 +117,12 @@ def test_a_func_made_beside_the_kernel_is_refused_where_the_text_does_not_say_it
     text = FK_CLOSURE.replace(*edit)
     if "@other.func" in text:  # another object's `func` (here Warp's own, by another name)
         text = text.replace("import warp as wp\n", "import warp as wp\n\nother = wp\n")
-    if "a + c" in text:
-        text = text.replace("def create_fk_closure(a, b):\n", "def create_fk_closure(a, b):\n    c = a * 2\n")
+    captured = text
+    if "a + c" in text:  # captured before the edit that makes `f` read `c`
+        local = ("def create_fk_closure(a, b):\n", "def create_fk_closure(a, b):\n    c = a * 2\n")
+        text, captured = text.replace(*local), FK_CLOSURE.replace(*local)
     assert text != FK_CLOSURE
-    record = _fk_record(tmp_path, text, 10, 7)
+    record = _fk_record(tmp_path, captured, 10, 7)
     why = hermetic_build.kernel_texts(text, str(tmp_path / "fk.py"), "k", tmp_path, record)[0]
     assert why is not None and reason in why, why
 

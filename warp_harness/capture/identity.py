@@ -73,7 +73,8 @@ def _called(node: ast.FunctionDef) -> list[str]:
 
 
 def kernel_sources(text: str) -> dict[str, KernelSource]:
-    """Every ``@wp.kernel`` function of a module's text (by name; the last one when defined twice)."""
+    """Every ``@wp.kernel`` function of a module's text, by name (a name defined more than once: its
+    digest covers every definition, its location is the last one's)."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
@@ -86,22 +87,31 @@ def kernel_sources(text: str) -> dict[str, KernelSource]:
             funcs.setdefault(node.name, []).append(node)
             if _is_kernel(node):
                 kernels.append(node)
-    out: dict[str, KernelSource] = {}
+    by_name: dict[str, list[ast.FunctionDef]] = {}
     for node in kernels:
-        h = hashlib.sha256(_segment(lines, node).encode())
+        by_name.setdefault(node.name, []).append(node)
+    out: dict[str, KernelSource] = {}
+    for kernel_name, unordered in by_name.items():
+        nodes = sorted(unordered, key=lambda n: (n.lineno, n.col_offset))
+        # a name defined more than once (warp-lang's `global_kernel` redefined; a factory's `def k` in
+        # each branch of an `if`): every definition, in order, since a launch may have run any of them
+        h = hashlib.sha256(_segment(lines, nodes[0]).encode())
+        for other in nodes[1:]:
+            h.update(b"\0def\0" + _segment(lines, other).encode())
         # every function of the file the kernel reaches by calls, at any depth, and each definition of
         # a name defined more than once (Warp keeps overloads and redefinitions): an edit of any of
         # them is an edit of what the kernel runs
-        todo, seen = _called(node), {node.name}
+        todo, seen = sorted({n for node in nodes for n in _called(node)}), {kernel_name}
         while todo:
             name = todo.pop(0)
             if name in seen:
                 continue
             seen.add(name)
             for helper in funcs.get(name, []):
-                if helper is not node:
+                if helper not in nodes:
                     h.update(b"\0" + name.encode() + b"\0" + _segment(lines, helper).encode())
                     todo += [n for n in _called(helper) if n not in seen]
+        node = nodes[-1]
         line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
         col = line.find(node.name)
         out[node.name] = KernelSource(
@@ -110,7 +120,8 @@ def kernel_sources(text: str) -> dict[str, KernelSource]:
             col=max(col, 0),
             end_col=max(col, 0) + len(node.name),
             digest=h.hexdigest()[:32],
-            write_only=write_only_arrays(node),
+            # what every definition only writes: a replay poisons it before the launch
+            write_only=frozenset.intersection(*(write_only_arrays(n) for n in nodes)),
         )
     return out
 
@@ -130,24 +141,82 @@ def _nested_defs(body: list[ast.stmt], name: str) -> list[ast.FunctionDef]:
     return out
 
 
-def factory_digest(tree: ast.Module, qualname: str) -> str | None:
+def factory_chain(
+    tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None
+) -> list[ast.FunctionDef] | None:
+    """The defs ``qualname`` (``make.<locals>.k``) names, outermost first: the factories, then the
+    kernel; None when a part of it names no single nested def. ``definition`` (``definition_of``):
+    the kernel is the ``i``-th of the ``n`` defs of its name in its factory (warp-lang's
+    ``create_kernel_cond``: a ``def k`` in each branch of an ``if``), None when they are not ``n``."""
+    parts = qualname.split(".<locals>.")
+    if len(parts) < 2:
+        return None
+    body: list[ast.stmt] = tree.body
+    chain: list[ast.FunctionDef] = []
+    for depth, part in enumerate(parts):
+        found = _nested_defs(body, part)
+        if definition is not None and depth == len(parts) - 1:
+            if len(found) != definition[1]:
+                return None
+            found = [found[definition[0]]]
+        if len(found) != 1:
+            return None
+        chain.append(found[0])
+        body = found[0].body
+    return chain
+
+
+def definition_of(record: object) -> tuple[int, int] | None:
+    """``(i, n)`` of a closure record's ``definition``: the launch ran the ``i``-th (from 0) of the
+    ``n`` defs of its kernel's name (in its factory, or at its module's top level); None when the
+    record says none or is not two such ints (a record is data: anything else is no definition)."""
+    found = record.get("definition") if isinstance(record, dict) else None
+    if (
+        isinstance(found, list)
+        and len(found) == 2
+        and all(type(x) is int for x in found)
+        and 0 <= found[0] < found[1]
+        and 2 <= found[1] <= 4096
+    ):
+        return found[0], found[1]
+    return None
+
+
+def definition_in(tree: ast.Module, qualname: str, first_line: int) -> tuple[int, int] | None:
+    """Which def of the kernel ``qualname`` a kernel object came from, when its name has more than
+    one (``definition_of``): ``(i, n)``, the one whose first line (its first decorator's, as Python's
+    ``co_firstlineno`` counts) is ``first_line`` among the ``n`` defs of that name at the module's top
+    level (no ``<locals>``) or in its factory. None when the name has one def, or none matches."""
+    parts = qualname.split(".<locals>.")
+    body: list[ast.stmt] = tree.body
+    for part in parts[:-1]:
+        found = _nested_defs(body, part)
+        if len(found) != 1:
+            return None
+        body = found[0].body
+    name = parts[-1]
+    if len(parts) == 1:
+        candidates = [n for n in body if isinstance(n, ast.FunctionDef) and n.name == name]
+    else:
+        candidates = _nested_defs(body, name)
+    if len(candidates) < 2:
+        return None
+    for i, node in enumerate(candidates):
+        if first_line in (node.lineno, min([d.lineno for d in node.decorator_list] + [node.lineno])):
+            return i, len(candidates)
+    return None
+
+
+def factory_digest(tree: ast.Module, qualname: str, definition: tuple[int, int] | None = None) -> str | None:
     """A digest of the code of the functions that make the kernel ``qualname`` (``make.<locals>.k``)
     other than the kernel itself: the outermost factory's text, its decorators aside, with the
     kernel's parameters and body left out (its decorators kept). The capture records it beside the
     values the factory computed for the kernel's decorator (``module_options=...``); the replay takes
     those values only while the edited text gives the same digest. None when the qualname names no
     single nested def."""
-    parts = qualname.split(".<locals>.")
-    if len(parts) < 2:
+    chain = factory_chain(tree, qualname, definition)
+    if chain is None:
         return None
-    body: list[ast.stmt] = tree.body
-    chain: list[ast.FunctionDef] = []
-    for part in parts:
-        found = _nested_defs(body, part)
-        if len(found) != 1:
-            return None
-        chain.append(found[0])
-        body = found[0].body
     outer = chain[0]
     kernel = chain[-1]
     saved = (outer.decorator_list, kernel.args, kernel.body, kernel.returns)

@@ -343,9 +343,13 @@ def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | N
     with these values (``daemon/hermetic_factory.py``); nothing here is ever executed."""
     func = getattr(kernel, "func", None)
     qualname = str(getattr(func, "__qualname__", ""))
-    if "<locals>" not in qualname:
-        return None
     code = getattr(func, "__code__", None)
+    definition = _definition(workspace / rel, qualname, getattr(code, "co_firstlineno", 0))
+    if "<locals>" not in qualname:
+        # a module-level kernel: a record only where its name has several defs (which one ran)
+        if definition is None:
+            return None
+        return {"qualname": qualname, "path": rel, "cells": {}, "definition": list(definition)}
     names = tuple(getattr(code, "co_freevars", ()))
     cells = getattr(func, "__closure__", None) or ()
     record: dict[str, Any] = {}
@@ -357,8 +361,32 @@ def closure_record(kernel: Any, rel: str, workspace: Path) -> dict[str, Any] | N
             continue
         record[name] = _cell(value, workspace)
     out: dict[str, Any] = {"qualname": qualname, "path": rel, "cells": record}
-    out.update(_decorator_values(kernel, qualname, workspace / rel))
+    if definition is not None:
+        out["definition"] = list(definition)
+    out.update(_decorator_values(kernel, qualname, workspace / rel, workspace, definition))
     return out
+
+
+def _tree(path: Path) -> Any:
+    """The syntax tree of the file ``path`` (kept while its modification time is the same)."""
+    import ast
+
+    stamp = path.stat().st_mtime
+    kept = _TREES.get(str(path))
+    if kept is None or kept[0] != stamp:
+        kept = _TREES[str(path)] = (stamp, ast.parse(path.read_text(encoding="utf-8")))
+    return kept[1]
+
+
+def _definition(path: Path, qualname: str, first_line: int) -> tuple[int, int] | None:
+    """Which of the defs of the kernel's name it was made from, where its name has several
+    (``identity.definition_in``): the replay builds that one."""
+    from warp_harness.capture.identity import definition_in
+
+    try:
+        return definition_in(_tree(path), qualname, int(first_line))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, TypeError):
+        return None
 
 
 # the keywords of ``@wp.kernel(...)`` Warp keeps in ``Kernel.options`` under their own names, absent
@@ -367,43 +395,51 @@ _KERNEL_KEYWORDS = ("enable_backward", "grid_stride", "launch_bounds")
 _TREES: dict[str, tuple[float, Any]] = {}
 
 
-def _decorator_values(kernel: Any, qualname: str, path: Path) -> dict[str, Any]:
-    """What the factory gave the kernel's decorator, as data: ``module_options`` (the options of its
-    own module, ``module="unique"``, that differ from a fresh module's), the keywords of
-    ``_KERNEL_KEYWORDS`` Warp kept, and the digest of the factory's code around the kernel
-    (``identity.factory_digest``): the replay takes these values for a decorator keyword the factory
-    computes (mujoco-warp's ``module_options=module_options``) only while the saved factory gives the
-    same digest. Empty when any of it is not a literal or a Warp enum member."""
-    import ast
-
+def _decorator_values(
+    kernel: Any, qualname: str, path: Path, workspace: Path, definition: tuple[int, int] | None
+) -> dict[str, Any]:
+    """What the factory computed, as data, and the digests that say which code computed it: the
+    digest of the factory's code around the kernel (``identity.factory_digest``) and of the texts of
+    the module names that code reads (``factory_reads.reads_digest``; absent when they cannot be
+    followed), and what the factory gave the kernel's decorator: ``module_options`` (the options of
+    its own module, ``module="unique"``, that differ from a fresh module's) and the keywords of
+    ``_KERNEL_KEYWORDS`` Warp kept (absent when any of it is not a literal or a Warp enum member).
+    The replay takes these values, and the closure cells of locals the factory computed
+    (mujoco-warp's ``IS_ELLIPTIC = cone_type == types.ConeType.ELLIPTIC``), only while the saved
+    texts give the same digests."""
     import warp as wp
 
+    from warp_harness.capture import factory_reads
     from warp_harness.capture.identity import factory_digest
+    from warp_harness.daemon.hermetic_imports import Sources
 
     try:
-        stamp = path.stat().st_mtime
-        kept = _TREES.get(str(path))
-        if kept is None or kept[0] != stamp:
-            kept = _TREES[str(path)] = (stamp, ast.parse(path.read_text(encoding="utf-8")))
-        digest = factory_digest(kept[1], qualname)
+        tree = _tree(path)
+        digest = factory_digest(tree, qualname, definition)
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
         return {}
     if digest is None:
         return {}
+    out: dict[str, Any] = {"factory": digest}
+    try:
+        sources = Sources.for_file(str(path), workspace, None)
+        out["reads"] = factory_reads.reads_digest(tree, qualname, str(path), sources, definition)
+    except Exception:  # what cannot be followed is not recorded: the replay then refuses, saying why
+        pass
     module: Any = getattr(kernel, "module", None)
     context: Any = sys.modules.get("warp._src.context") or sys.modules.get("warp.context")
     try:
         fresh = dict(context.Module("_wh_defaults", None).options)
         options = {k: v for k, v in dict(getattr(module, "options", {})).items() if fresh.get(k, v) != v}
         own = dict(getattr(kernel, "options", {}) or {})
-    except Exception:  # a Warp that keeps neither: nothing is recorded
-        return {}
+    except Exception:  # a Warp that keeps neither: no decorator values are recorded
+        return out
     module_options = {k: _option_value(v, wp) for k, v in options.items()}
     keywords = {k: _option_value(own[k], wp) for k in _KERNEL_KEYWORDS if k in own}
     values = [*module_options.values(), *keywords.values()]
     if any(v is _UNRECORDABLE for v in values):
-        return {}
-    return {"factory": digest, "module_options": module_options, "keywords": keywords}
+        return out
+    return {**out, "module_options": module_options, "keywords": keywords}
 
 
 _UNRECORDABLE = object()
@@ -437,6 +473,10 @@ def _cell(value: Any, workspace: Path, depth: int = 0) -> dict[str, Any]:
     type_name = str(getattr(value, "__name__", "")) if isinstance(value, type) else ""
     if type_name and getattr(wp, type_name, None) is value:
         return {"kind": "warp", "name": type_name}  # wp.float32, wp.vec3f
+    if type_name in ("vec_t", "mat_t"):  # made by wp.types.vector(...)/matrix(...) in the factory
+        made = _made_type(value, type_name, wp)
+        if made is not None:
+            return made
     struct_type: Any = getattr(sys.modules.get("warp._src.codegen"), "Struct", ())
     if isinstance(value, wp.Function):
         kind, py = "func", getattr(value, "func", None)
@@ -465,6 +505,27 @@ def _cell(value: Any, workspace: Path, depth: int = 0) -> dict[str, Any]:
                 inner[name] = {"kind": "other", "type": "empty cell"}
         out["cells"] = inner
     return out
+
+
+def _made_type(value: Any, type_name: str, wp: Any) -> dict[str, Any] | None:
+    """A vector or matrix type a factory made (``vecdim = wp.types.vector(length=n, dtype=float)``,
+    mujoco-warp's ``constraint.py``; newton's ``exported_ids_vec``) as data: its length (shape) and
+    its scalar type by its name under ``warp``; None for anything else."""
+    scalar = getattr(value, "_wp_scalar_type_", None)
+    scalar_name = str(getattr(scalar, "__name__", ""))
+    if not scalar_name or getattr(wp, scalar_name, None) is not scalar:
+        return None
+    if type_name == "vec_t" and type(getattr(value, "_length_", None)) is int:
+        return {"kind": "vector", "length": value._length_, "dtype": scalar_name}
+    shape = getattr(value, "_shape_", None)
+    if (
+        type_name == "mat_t"
+        and isinstance(shape, tuple)
+        and len(shape) == 2
+        and all(type(d) is int for d in shape)
+    ):
+        return {"kind": "matrix", "shape": list(shape), "dtype": scalar_name}
+    return None
 
 
 def _np() -> Any:
