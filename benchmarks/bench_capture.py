@@ -663,9 +663,29 @@ def _parsed_files(package: Path) -> Iterator[tuple[Path, str, ast.Module]]:
         yield path, text, tree
 
 
-def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
+def factory_reasons() -> None:
+    """The reasons of the factory kernels of newton and mujoco-warp that admit no closure record,
+    grouped (names left out) and counted, most common first, with one kernel of each group: the
+    table of docs/capture.md ("Factory kernels still refused")."""
+    for dependency in INSTALLED_DEPENDENCIES:
+        sys.path.append(str(fetch(dependency).parent))
+    for release in (NEWTON, MUJOCO_WARP):
+        package = fetch(release)
+        examples: dict[str, str] = {}
+        nested, eligible, why_not = _factory_share(package, examples)
+        print(
+            f"\n{release.label}: {nested} factory kernels, {eligible} admit a record, "
+            f"{nested - eligible} refused"
+        )
+        print("| refused | reason | e.g. |\n|---|---|---|")
+        for why, n in why_not.most_common():
+            print(f"| {n} | {why} | {examples[why]} |")
+
+
+def _factory_share(package: Path, examples: dict[str, str] | None = None) -> tuple[int, int, Counter[str]]:
     """(kernels made inside functions, those whose text admits a closure record, why not the others):
-    each decided with a record binding every free name its factories bind to an int (text only)."""
+    each decided with a record binding every free name its factories bind to an int (text only);
+    ``examples`` (if given) gets one ``file:qualname`` of each reason."""
     from warp_harness.capture import factory_reads
     from warp_harness.capture.identity import factory_digest
     from warp_harness.daemon.captured import hermetic
@@ -701,7 +721,10 @@ def _factory_share(package: Path) -> tuple[int, int, Counter[str]]:
                         why = hermetic.decision(text, str(path), child.name, package.parent, closure)[0]
                         eligible += why is None
                         if why is not None:
-                            why_not[re.sub(r"`[^`]*`", "`X`", why)[:90]] += 1
+                            group = re.sub(r"`[^`]*`", "`X`", why)[:400]
+                            why_not[group] += 1
+                            if examples is not None:
+                                examples.setdefault(group, f"{path.relative_to(package.parent)}:{qual}")
                     todo.append((child, f"{qual}.<locals>."))
                 elif not isinstance(child, ast.ClassDef | ast.Lambda):
                     todo.append((child, prefix))
@@ -737,7 +760,15 @@ def main() -> int:
         action="store_true",
         help="the share of newton's and mujoco-warp's kernels built hermetically",
     )
+    ap.add_argument(
+        "--reasons",
+        action="store_true",
+        help="why newton's and mujoco-warp's factory kernels admitting no record are refused, grouped",
+    )
     args = ap.parse_args()
+    if args.reasons:
+        factory_reasons()
+        return 0
     if args.hermetic_share:
         hermetic_share()
         return 0
