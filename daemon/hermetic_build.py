@@ -105,11 +105,19 @@ def _decorator_kind(dec: ast.expr, aliases: set[str]) -> str | None:
     kind = _warp_attr(target, aliases)
     if kind not in _DECORATORS:
         return None
+    # `@wp.func_native(snippet, adj_snippet)`: the C++ text Warp compiles into the module, as it
+    # compiles a kernel's body; string literals only (newton 1.8.0's `float_flip`), nothing Python runs
+    snippets = kind == "func_native" and len(dec.args) <= 2 if isinstance(dec, ast.Call) else False
     if isinstance(dec, ast.Call) and (
-        dec.args or not all(hermetic_factory.literal_keyword(k, aliases, names=True) for k in dec.keywords)
+        (dec.args and not (snippets and all(_string(a) for a in dec.args)))
+        or not all(hermetic_factory.literal_keyword(k, aliases, names=True) for k in dec.keywords)
     ):
         return None  # only literal keyword arguments (enable_backward=False, module_options={...})
     return kind
+
+
+def _string(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,7 @@ class _Scope:
     math: frozenset[str] = frozenset()  # aliases of math
     imported: frozenset[str] = frozenset()  # names imported from modules other than the libraries
     shadowed: frozenset[str] = frozenset()  # names the module binds itself (a builtin it shadows)
+    tables: frozenset[str] = frozenset()  # dicts of literals the module only reads entries of (``_tables``)
 
 
 def _alias_of(node: ast.expr, scope: _Scope) -> bool:
@@ -148,8 +157,10 @@ def _is_constant_expr(
     def const(sub: ast.expr) -> bool:
         return _is_constant_expr(sub, aliases, constants, scope)
 
-    if isinstance(node, ast.Constant):
-        return isinstance(node.value, int | float | bool)
+    if isinstance(node, ast.Constant):  # with ``scope``, a module-level string too: a table's key
+        return isinstance(node.value, int | float | bool) or (
+            scope is not None and isinstance(node.value, str)
+        )
     if isinstance(node, ast.Name):
         return node.id in constants or (scope is not None and node.id in scope.imported)
     if isinstance(node, ast.UnaryOp):
@@ -160,6 +171,13 @@ def _is_constant_expr(
         return all(const(a) for a in node.args)
     if scope is None:
         return False
+    if (  # `NUM_NORMAL_BINS = _POLYHEDRON_BINS[NORMAL_BINNING_POLYHEDRON]`: an entry of a table
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Name)
+        and node.value.id in scope.tables
+        and node.value.id in constants
+    ):
+        return const(node.slice)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -422,6 +440,7 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
             if level or (module or "").split(".")[0] not in _LIBRARIES
         ),
         shadowed=frozenset(_top_level_names(tree)),
+        tables=_tables(tree, once),
     )
     for node in tree.body:
         names = _bound_names(node)
@@ -450,6 +469,10 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
                 value is not None
                 and _is_constant_expr(value, aliases, constants, scope)
                 and not _alias_of(value, scope)
+            ) or (
+                isinstance(value, ast.Dict)
+                and names[0] in scope.tables
+                and all(_is_constant_expr(v, aliases, constants, scope) for v in value.values)
             ):
                 definitions[names[0]] = node
                 constants.add(names[0])
@@ -479,6 +502,49 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
+
+
+def _tables(tree: ast.Module, once: set[str]) -> frozenset[str]:
+    """The names the module binds once, at its top level, to a dict display of literal keys (``str``,
+    ``int``) and values (numbers, strings, names, arithmetic: constants when the plan takes the
+    assignment as one) and reads nowhere in its text but as ``NAME[...]`` (newton 1.8.0's
+    ``_POLYHEDRON_BINS = {"icosahedron": 20, ...}``, ``NUM_NORMAL_BINS =
+    _POLYHEDRON_BINS[NORMAL_BINNING_POLYHEDRON]``): no statement of the module stores into it, calls
+    its methods, passes it on or rebinds it, so the entry a constant reads is the one the text writes."""
+    candidates = {
+        node.targets[0].id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id in once
+        and isinstance(node.value, ast.Dict)
+        and node.value.keys
+        and all(isinstance(k, ast.Constant) and type(k.value) in (str, int) for k in node.value.keys)
+    }
+    if not candidates:
+        return frozenset()
+    # every occurrence of a candidate: its one binding, or the value of a subscript that loads
+    read_whole: set[str] = set()
+    subscripted: set[int] = set()
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.ctx, ast.Load):
+            subscripted.add(id(sub.value))
+        elif isinstance(sub, ast.Global | ast.Nonlocal):
+            read_whole.update(sub.names)
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Name) and sub.id in candidates:
+            if isinstance(sub.ctx, ast.Load) and id(sub) not in subscripted:
+                read_whole.add(sub.id)
+        elif isinstance(sub, ast.arg) and sub.arg in candidates:
+            read_whole.add(sub.arg)  # a parameter of its name: shadowed somewhere, kept simple
+    stores = [
+        sub.id
+        for sub in ast.walk(tree)
+        if isinstance(sub, ast.Name) and sub.id in candidates and not isinstance(sub.ctx, ast.Load)
+    ]  # anywhere, a function's local of its name too: kept simple, refused
+    twice = {name for name in stores if stores.count(name) != 1}
+    return frozenset(candidates - read_whole - twice)
 
 
 def _helper_kind(node: ast.stmt, aliases: set[str]) -> str | None:
