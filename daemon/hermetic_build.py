@@ -129,6 +129,8 @@ class _Scope:
     imported: frozenset[str] = frozenset()  # names imported from modules other than the libraries
     shadowed: frozenset[str] = frozenset()  # names the module binds itself (a builtin it shadows)
     tables: frozenset[str] = frozenset()  # dicts of literals the module only reads entries of (``_tables``)
+    # the module's names bound to a vector or matrix type it makes (``_made_type``), filled in order
+    made: set[str] = field(default_factory=set, hash=False, compare=False)
 
 
 def _alias_of(node: ast.expr, scope: _Scope) -> bool:
@@ -178,6 +180,16 @@ def _is_constant_expr(
         and node.value.id in constants
     ):
         return const(node.slice)
+    if isinstance(node, ast.Tuple) and isinstance(node.ctx, ast.Load):  # `((1.0, 0.0, 0.0), ...)`
+        return all(const(e) for e in node.elts)
+    if (  # `FACE_NORMALS = _face_normals_mat_type(*_NORMALS_DATA[KEY])`: a value of a made type
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in scope.made
+        and node.func.id in constants
+        and not node.keywords
+    ):
+        return all(const(a.value if isinstance(a, ast.Starred) else a) for a in node.args)
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -476,6 +488,10 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
             ):
                 definitions[names[0]] = node
                 constants.add(names[0])
+            elif names[0] in once and _made_type(value, aliases, constants, scope):
+                definitions[names[0]] = node  # `_mat_type = wp.types.matrix(shape=(N, 3), dtype=wp.float32)`
+                constants.add(names[0])
+                scope.made.add(names[0])
             elif isinstance(value, ast.Name) and value.id in definitions and value.id not in constants:
                 definitions[names[0]] = node  # another name of a definition (mujoco's `vec10 = vec10f`)
             elif value is not None and _imported_attribute(value, scope):
@@ -502,6 +518,28 @@ def _plan(source: str, filename: str, tree: ast.Module | None = None) -> _Plan:
     plan.star_library = _star_library(tree)
     plan.bound = scope.shadowed
     return plan
+
+
+def _made_type(node: ast.expr | None, aliases: set[str], constants: set[str], scope: _Scope) -> bool:
+    """``wp.types.matrix(shape=(NUM_NORMAL_BINS, 3), dtype=wp.float32)`` (``wp.types.vector``,
+    ``wp.matrix``, ``wp.vector``): a type Warp makes of constants, a Warp dtype or ``float``/``int``/
+    ``bool``, by keyword (positional arguments are ``_is_constant_expr``'s already)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    owner = node.func.value
+    if node.func.attr not in _TYPE_CONSTRUCTORS or not (
+        (isinstance(owner, ast.Name) and owner.id in aliases) or _warp_attr(owner, aliases) == "types"
+    ):
+        return False
+    return all(
+        k.arg in ("length", "shape", "dtype")
+        and (
+            _is_constant_expr(k.value, aliases, constants, scope)
+            or _warp_attr(k.value, aliases) is not None
+            or (isinstance(k.value, ast.Name) and k.value.id in _CASTS and k.value.id not in scope.shadowed)
+        )
+        for k in node.keywords
+    ) and all(_is_constant_expr(a, aliases, constants, scope) for a in node.args)
 
 
 def _tables(tree: ast.Module, once: set[str]) -> frozenset[str]:

@@ -44,6 +44,12 @@ _BINS = {{
 }}
 NUM_BINS = _BINS[POLYHEDRON]
 
+_ROWS_A = ((1.0, 0.0), (0.0, 1.0))
+_ROWS_B = ((2.0, 0.0), (0.0, -3.0))
+_ROWS = {{"icosahedron": _ROWS_A, "hexahedron": _ROWS_B, "twice": _ROWS_A}}
+_mat_type = wp.types.matrix(shape=(2, 2), dtype=wp.float32)
+ROWS = _mat_type(*_ROWS[POLYHEDRON])
+
 
 @wp.func_native("return x + 1.0f;")
 def plus_one(x: float) -> float: ...
@@ -52,7 +58,7 @@ def plus_one(x: float) -> float: ...
 KERNEL = """
 import warp as wp
 
-from {config} import NUM_BINS, plus_one
+from {config} import NUM_BINS, ROWS, plus_one
 
 with open({marks!r}, "a", encoding="utf-8") as f:
     f.write("kernel's top level\\n")
@@ -61,7 +67,7 @@ with open({marks!r}, "a", encoding="utf-8") as f:
 @wp.kernel
 def kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
     i = wp.tid()
-    y[i] = plus_one(x[i] * float(NUM_BINS)) - 1.0
+    y[i] = plus_one(x[i] * float(NUM_BINS)) - 1.0 + (ROWS[0, 0] - 1.0) * 0.0 + ROWS[1, 1] - ROWS[0, 0]
 """
 
 
@@ -105,26 +111,30 @@ def _run(ws: Path, source: str) -> list[float]:
 @pytest.mark.slow
 def test_an_entry_of_a_table_is_built_from_the_text(workspace: tuple[Path, str]) -> None:
     ws, config = workspace
+    # `ROWS`: a matrix of a type the module makes (`wp.types.matrix(shape=..., dtype=...)`) from an
+    # entry of a table of tuples (newton's `FACE_NORMALS`); 1 - 1 on the diagonal here
     assert _run(ws, _write(ws, config)) == [v * 20.0 for v in range(4)]
     assert not (ws / "marks.log").exists()  # no top-level code of either module ran
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("edit", "factor"),
+    ("edit", "factor", "offset"),
     [
-        (('POLYHEDRON = "icosahedron"', 'POLYHEDRON = "hexahedron"'), 6.0),  # the key
-        (('"icosahedron": 20', '"icosahedron": 12'), 12.0),  # the entry
-        (('POLYHEDRON = "icosahedron"', 'POLYHEDRON = "twice"'), 12.0),  # an entry reading a constant
-        (("DIRECTIONS = 6", "DIRECTIONS = 7"), 20.0),  # another entry: same value
+        # the key: another bin count and other rows (`ROWS[1, 1] - ROWS[0, 0]` = -3 - 2)
+        (('POLYHEDRON = "icosahedron"', 'POLYHEDRON = "hexahedron"'), 6.0, -5.0),
+        (('POLYHEDRON = "icosahedron"', 'POLYHEDRON = "twice"'), 12.0, 0.0),  # an entry reading a constant
+        (('"icosahedron": 20', '"icosahedron": 12'), 12.0, 0.0),  # the entry
+        (("_ROWS_A = ((1.0, 0.0), (0.0, 1.0))", "_ROWS_A = ((1.0, 0.0), (0.0, 4.0))"), 20.0, 3.0),
+        (("DIRECTIONS = 6", "DIRECTIONS = 7"), 20.0, 0.0),  # another entry: same value
     ],
 )
 def test_an_edit_of_the_table_or_its_key_is_what_the_build_computes(
-    workspace: tuple[Path, str], edit: tuple[str, str], factor: float
+    workspace: tuple[Path, str], edit: tuple[str, str], factor: float, offset: float
 ) -> None:
     """The value is the saved text's, computed at build: an edit that matters changes what runs."""
     ws, config = workspace
-    assert _run(ws, _write(ws, config, edit)) == [v * factor for v in range(4)]
+    assert _run(ws, _write(ws, config, edit)) == [v * factor + offset for v in range(4)]
     assert not (ws / "marks.log").exists()
 
 
@@ -144,6 +154,10 @@ def test_an_edit_of_the_table_or_its_key_is_what_the_build_computes(
         ('"hexahedron": 6', "str(open('planted', 'w')): 6"),
         ('POLYHEDRON = "icosahedron"', "POLYHEDRON = str(open('planted', 'w'))"),
         ('POLYHEDRON = "icosahedron"', "POLYHEDRON = f\"{open('planted', 'w')}\""),
+        # a type made of something else than constants and Warp dtypes, a matrix of a call
+        ("dtype=wp.float32)", "dtype=wp.float32, **{'dtype': open('planted', 'w')})"),
+        ("_mat_type(*_ROWS", "_mat_type(*_ROWS[open('planted', 'w') and POLYHEDRON] or _ROWS"),
+        ("_ROWS_B = ((2.0, 0.0)", "_ROWS_B = ((float(open('planted', 'w').name), 0.0)"),
         # a native func's snippet computed by Python code
         ('@wp.func_native("return', '@wp.func_native(open("planted", "w").name + "return'),
     ],
@@ -155,7 +169,7 @@ def test_a_table_the_text_does_not_fix_is_refused_and_nothing_runs(
     source = _write(ws, config, edit)
     path = str(ws / "kern.py")
     why = hermetic_build.kernel_texts(source, path, "kernel", ws)[0]
-    assert why is not None and ("NUM_BINS" in why or "plus_one" in why), why
+    assert why is not None and any(n in why for n in ("NUM_BINS", "plus_one", "ROWS")), why
     with pytest.raises(hermetic_build.NotHermetic):
         hermetic_build.build(source, path, "kernel", ws)
     assert not (ws / "planted").exists() and not (ws / "marks.log").exists()
