@@ -2,9 +2,11 @@
 
 Whatever runs in a process can change what that process reports, and importing a module runs
 all of its top-level code. A *hermetic* build takes from the module's text only what the kernel
-needs: the kernel's ``def``, the ``@wp.func``s and ``@wp.struct``s it reaches, and the module
-constants they read (literals, arithmetic of literals and other such constants,
-``wp.constant(...)`` of those), and executes just those statements, in source order, in a fresh
+needs: the kernel's ``def``, the ``@wp.func``s and ``@wp.struct``s it reaches (a ``@wp.func_native``
+of string-literal snippets too), and the module constants they read (literals, strings, tuples,
+arithmetic of literals and other such constants, ``wp.constant(...)`` of those, an entry of a table
+of them, ``_tables``, a vector or matrix type made of them by keyword and a value of it, ``_made_type``),
+and executes just those statements, in source order, in a fresh
 namespace that holds ``warp``, ``numpy`` and ``math`` and nothing of the workspace.
 
 A name the kernel (or what it reaches) imports from another workspace module is followed into
