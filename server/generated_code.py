@@ -153,7 +153,9 @@ def _future_flags(function: Callable[..., Any]) -> int:
 def _kept_file(root: Path | None, flags: int, writer: str = "attrs") -> Path:
     """The file of ``writer``'s scripts for this interpreter's bytecode and these `__future__` flags (a code
     object is keyed by its script and file name: another attrs or lsprotocol writes other scripts)."""
-    from importlib.util import MAGIC_NUMBER
+    # importlib.util's MAGIC_NUMBER, from the module the interpreter starts with (importlib.util is not
+    # imported by then unless an editable install's path hook did it; tests/server/test_start_up_imports.py)
+    from _frozen_importlib_external import MAGIC_NUMBER
 
     root = root if root is not None else cache_root()
     return root / FOLDER / f"{writer}-{MAGIC_NUMBER.hex()}-{flags:x}.marshal"

@@ -67,9 +67,10 @@ ALLOWED = {
     "warp_harness.server.tuning",
     "warp_harness.server.worker",
 }
-# the other modules it may have and the floor not: `python -m`'s runner, the collector's switch, and what
-# server/lines.py cuts a document's lines with
-STDLIB_EXTRA = {"runpy", "gc", "bisect", "_bisect"}
+# the other modules it may have and the floor not: `python -m`'s runner and what it imports (importlib.util:
+# the floor has it too only where an editable install's path hook imported it at start), the collector's
+# switch, and what server/lines.py cuts a document's lines with
+STDLIB_EXTRA = {"runpy", "importlib.util", "importlib._abc", "importlib.machinery", "gc", "bisect", "_bisect"}
 
 
 def _modules_at_initialize(command: list[str], method: str, root: Path) -> set[str]:
