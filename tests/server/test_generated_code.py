@@ -41,9 +41,10 @@ print(json.dumps({
 """
 
 
-def _start(root: Path) -> dict[str, Any]:
+def _start(root: Path, script: str = _START, *args: str) -> dict[str, Any]:
+    """What ``script`` (a start of the server's imports, in a fresh interpreter) prints last, as JSON."""
     out = subprocess.run(
-        [sys.executable, *safe_path_flags(), "-c", _START, str(root)],
+        [sys.executable, *safe_path_flags(), "-c", script, str(root), *args],
         capture_output=True,
         text=True,
         check=True,
@@ -133,15 +134,7 @@ def test_the_analysis_stack_s_dataclasses_from_kept_code_give_the_same_records(t
     )
 
     def start() -> dict[str, Any]:
-        out = subprocess.run(
-            [sys.executable, *safe_path_flags(), "-c", _STACK, str(root), str(source)],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=120,
-        ).stdout
-        found: dict[str, Any] = json.loads(out.splitlines()[-1])
-        return found
+        return _start(root, _STACK, str(source))
 
     first = start()
     assert first["used"] > 200 and first["compiled"] == first["used"] and first["records"]

@@ -70,18 +70,30 @@ def _bound_inside(node: ast.AST, skip: frozenset[int] | set[int] = frozenset()) 
     """Every name bound anywhere inside ``node`` (parameters, assignment and loop targets, nested
     ``def``s and ``class``es, imports, ``except ... as``): its locals, at any depth of its scopes;
     the nodes in ``skip`` (by id) and what is under them left out."""
+    return _bound_names(node, nested=True, skip=skip)
+
+
+def _bound_names(node: ast.AST, *, nested: bool, skip: frozenset[int] | set[int] = frozenset()) -> set[str]:
+    """The names bound under ``node``: in the scopes nested in it too (``nested``: a function's
+    locals at any depth, its parameters included), or only in its own scope (a module's statement:
+    a ``def``, ``class`` or ``lambda`` in it binds its name, not what is inside)."""
     out: set[str] = set()
     todo: list[ast.AST] = [node]
     while todo:
         sub = todo.pop()
         if id(sub) in skip:
             continue
+        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda) and not (
+            nested and sub is node
+        ):
+            if not isinstance(sub, ast.Lambda):
+                out.add(sub.name)
+            if not nested:
+                continue
         if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
             out.add(sub.id)
-        elif isinstance(sub, ast.arg):
+        elif nested and isinstance(sub, ast.arg):
             out.add(sub.arg)
-        elif isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and sub is not node:
-            out.add(sub.name)
         elif isinstance(sub, ast.alias):
             out.add((sub.asname or sub.name).split(".")[0])
         elif isinstance(sub, ast.ExceptHandler) and sub.name:
@@ -243,23 +255,7 @@ def _parsed(text: str, path: str) -> ast.Module:
 def _module_scope_names(statement: ast.stmt) -> set[str]:
     """The names a top-level statement binds in its module's scope (not those bound inside its
     functions, classes and lambdas)."""
-    out: set[str] = set()
-    todo: list[ast.AST] = [statement]
-    while todo:
-        sub = todo.pop()
-        if isinstance(sub, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out.add(sub.name)
-            continue
-        if isinstance(sub, ast.Lambda):
-            continue
-        if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
-            out.add(sub.id)
-        elif isinstance(sub, ast.alias):
-            out.add((sub.asname or sub.name).split(".")[0])
-        elif isinstance(sub, ast.ExceptHandler) and sub.name:
-            out.add(sub.name)
-        todo.extend(ast.iter_child_nodes(sub))
-    return out
+    return _bound_names(statement, nested=False)
 
 
 @dataclass
