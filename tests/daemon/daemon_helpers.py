@@ -248,3 +248,16 @@ def recorded_closure(
     record = closure_record(make(module), file_name, workspace)
     assert record is not None
     return record
+
+
+@contextmanager
+def importable(folder: Path, prefix: str) -> Iterator[str]:
+    """A module name of its own (``<prefix>_<n>``: Python keeps an imported module by name, so each test
+    gets a fresh one) importable from ``folder`` while entered; the module forgotten after."""
+    name = f"{prefix}_{abs(hash(folder)) % 10**8}"
+    sys.path.insert(0, str(folder))
+    try:
+        yield name
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)

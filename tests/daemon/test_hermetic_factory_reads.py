@@ -22,14 +22,13 @@ the factory, of a name it reads or of what that name reads changes them.
 from __future__ import annotations
 
 import ast
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from daemon_helpers import recorded_closure
+from daemon_helpers import importable, recorded_closure
 
 from warp_harness.capture.identity import factory_digest
 from warp_harness.daemon import hermetic_build
@@ -82,15 +81,10 @@ def make(cone, n: int):
 def workspace(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """(a workspace holding ``kinds_<n>.py`` and ``factory.py``, the name of the kinds module): a
     name of its own per test, as Python keeps an imported module by name."""
-    kinds = f"kinds_{abs(hash(tmp_path)) % 10**8}"
-    marks = tmp_path / "marks.log"
-    (tmp_path / f"{kinds}.py").write_text(KINDS.format(marks=str(marks)), encoding="utf-8")
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with importable(tmp_path, "kinds") as kinds:
+        marks = tmp_path / "marks.log"
+        (tmp_path / f"{kinds}.py").write_text(KINDS.format(marks=str(marks)), encoding="utf-8")
         yield tmp_path, kinds
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop(kinds, None)
 
 
 def _factory(ws: Path, kinds: str) -> str:

@@ -20,12 +20,12 @@ before, and so is a value, a key or a snippet that is not a literal.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from daemon_helpers import importable
 
 from warp_harness.daemon import hermetic_build
 
@@ -74,13 +74,8 @@ def kernel(x: wp.array(dtype=float), y: wp.array(dtype=float)):
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     """(a workspace holding ``config_<n>.py`` and ``kern.py``, the config module's name)."""
-    config = f"config_{abs(hash(tmp_path)) % 10**8}"
-    sys.path.insert(0, str(tmp_path))
-    try:
+    with importable(tmp_path, "config") as config:
         yield tmp_path, config
-    finally:
-        sys.path.remove(str(tmp_path))
-        sys.modules.pop(config, None)
 
 
 def _write(ws: Path, config: str, edit: tuple[str, str] = ("", "")) -> str:
